@@ -1,0 +1,102 @@
+"""Typed readers for environment variables that fail loudly on bad values.
+
+A typo in a deployment variable must stop the process with a message naming
+the variable, the bad value and what is allowed, instead of silently falling
+back to a default (healthchecks' hc/settings.py does the same).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    return value.strip()
+
+
+def env_str(name: str, default: str) -> str:
+    value = _raw(name)
+    return default if value is None else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = _raw(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name}={value!r} is not a boolean; use one of: "
+        f"{', '.join(sorted(_TRUE | _FALSE))}."
+    )
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer.") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} is below the minimum {minimum}.")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name}={number} is above the maximum {maximum}.")
+    return number
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_path(name: str, default: Path) -> Path:
+    value = _raw(name)
+    path = default if value is None else Path(value).expanduser()
+    return path.resolve()
+
+
+def env_kinds(name: str, default: dict[str, int]) -> dict[str, int]:
+    """Parse ``kind:days,kind:days`` into {kind: default review period in days}.
+
+    The value *extends* the built-in kinds (a built-in kind listed again gets
+    the new period), so adding a kind never silently drops another.
+    """
+    value = _raw(name)
+    kinds = dict(default)
+    if value is None:
+        return kinds
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        kind, sep, days = item.partition(":")
+        kind = kind.strip().lower()
+        if not sep or not kind.isidentifier() or not kind.islower():
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not 'kind:days' (kind: lowercase letters, "
+                "digits and underscores, e.g. 'runbook:90')."
+            )
+        try:
+            period = int(days)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r}: days must be an integer.") from None
+        if not 1 <= period <= 3650:
+            raise ImproperlyConfigured(f"{name}: {item!r}: days must be between 1 and 3650.")
+        kinds[kind] = period
+    return kinds

@@ -1,0 +1,173 @@
+"""Vetted settings. Everything configurable comes from environment variables.
+
+VETTED_HOME            data folder (SQLite file, secret key); default ./var
+VETTED_SECRET_KEY      overrides the key generated in VETTED_HOME/secret_key
+VETTED_DEBUG           default off
+VETTED_ALLOWED_HOSTS   comma separated; default 127.0.0.1,localhost
+VETTED_DB_PATH         SQLite file; default VETTED_HOME/vetted.sqlite3
+VETTED_KINDS           extra record kinds and review periods, "runbook:90,..."
+VETTED_TIME_ZONE       default UTC
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import env_bool, env_kinds, env_list, env_path, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+VETTED_HOME = env_path("VETTED_HOME", BASE_DIR / "var")
+try:
+    VETTED_HOME.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"VETTED_HOME={VETTED_HOME} cannot be created: {exc}") from exc
+
+
+def _secret_key() -> str:
+    """The key from the environment, or one generated once and kept on disk."""
+    from_env = env_str("VETTED_SECRET_KEY", "")
+    if from_env:
+        if len(from_env) < 32:
+            raise ImproperlyConfigured("VETTED_SECRET_KEY must be at least 32 characters.")
+        return from_env
+    key_file = VETTED_HOME / "secret_key"
+    if not key_file.exists():
+        key = secrets.token_urlsafe(50)
+        # O_EXCL: two processes starting at once must not write two keys.
+        try:
+            fd = key_file.open("x", encoding="ascii")
+        except FileExistsError:
+            pass
+        else:
+            with fd:
+                fd.write(key)
+            key_file.chmod(0o600)
+    key = key_file.read_text(encoding="ascii").strip()
+    if len(key) < 32:
+        raise ImproperlyConfigured(f"{key_file} holds a key shorter than 32 characters; delete it to regenerate.")
+    return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("VETTED_DEBUG", False)
+ALLOWED_HOSTS = env_list("VETTED_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "reviews",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "reviews.middleware.FirstRunMiddleware",
+]
+
+ROOT_URLCONF = "memory_site.urls"
+WSGI_APPLICATION = "memory_site.wsgi.application"
+ASGI_APPLICATION = "memory_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DB_PATH = env_path("VETTED_DB_PATH", VETTED_HOME / "vetted.sqlite3")
+
+DATABASES = {
+    "default": {
+        # Django's SQLite backend plus sqlite-vec on every connection; see
+        # memory_site/sqlite_backend/base.py for why it is a separate backend.
+        "ENGINE": "memory_site.sqlite_backend",
+        "NAME": DB_PATH,
+        "OPTIONS": {
+            # WAL lets readers run beside the one writer; busy_timeout makes a
+            # second writer wait instead of failing with "database is locked".
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                "PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON"
+            ),
+            # BEGIN IMMEDIATE takes the write lock when a transaction starts,
+            # so actions that read-then-write never deadlock on lock upgrade
+            # and the rows they re-read cannot change under them.
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
+        "TEST": {"NAME": str(VETTED_HOME / "test_vetted.sqlite3")},
+    }
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("VETTED_TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VETTED_HOME / "static"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Strict"
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+
+# Record kinds and the default review period (days) each one gets when a
+# proposal does not name a review date, and again when a record is verified.
+VETTED_KINDS = env_kinds(
+    "VETTED_KINDS",
+    {
+        "fact": 180,
+        "preference": 365,
+        "procedure": 180,
+        "decision": 365,
+        "reference": 365,
+        "event": 730,
+    },
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"vetted": {"handlers": ["console"], "level": env_str("VETTED_LOG_LEVEL", "INFO")}},
+}

@@ -1,0 +1,12 @@
+"""Settings for the test suite: a throwaway VETTED_HOME, a real SQLite file."""
+
+import os
+import tempfile
+
+# Must happen before the base settings read VETTED_HOME. Subprocesses started
+# by tests inherit it, so they use the same data folder.
+os.environ.setdefault("VETTED_HOME", tempfile.mkdtemp(prefix="vetted-test-"))
+
+from .settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,140 @@
+"""The admin audits everything and changes nothing by itself.
+
+Records, proposals and agents are read-only here; the admin actions on them
+call reviews.actions, so they are validated and audited like any other
+interface. The write log cannot be added to, changed or deleted at all.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
+
+from . import actions
+from .errors import VettedError
+from .models import Agent, AuditEvent, Proposal, Record
+
+
+def _run(modeladmin, request, queryset, fn, verb):
+    done = 0
+    for obj in queryset:
+        try:
+            fn(obj)
+        except VettedError as exc:
+            modeladmin.message_user(request, f"{obj}: {exc.message}", level=messages.ERROR)
+        else:
+            done += 1
+    if done:
+        modeladmin.message_user(request, f"{verb} {done} item(s).", level=messages.SUCCESS)
+
+
+def _audit_link(ref_field: str, ref: str) -> str:
+    url = reverse("admin:reviews_auditevent_changelist") + f"?{ref_field}={ref}"
+    return format_html('<a href="{}">audit events</a>', url)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shows everything, edits nothing: state changes go through actions."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        # The change page stays viewable (view permission); saving is refused.
+        return False
+
+    def get_actions(self, request):
+        found = super().get_actions(request)
+        found.pop("delete_selected", None)
+        return found
+
+
+@admin.register(Record)
+class RecordAdmin(ReadOnlyAdmin):
+    list_display = ("public_id", "title", "kind", "scope", "status", "review_by", "checksum_state", "proposed_by", "approved_at")
+    list_filter = ("status", "kind", "scope", "review_by", "proposed_by")
+    search_fields = ("public_id", "title", "body", "approved_checksum")
+    date_hierarchy = "approved_at"
+    readonly_fields = ("checksum_state", "history")
+    actions = ("verify_selected", "clear_dispute_selected", "retire_selected")
+
+    @admin.display(description="checksum")
+    def checksum_state(self, obj):
+        return "edited since approval" if obj.edited_since_approval else "matches approval"
+
+    @admin.display(description="history")
+    def history(self, obj):
+        parts = [_audit_link("record_ref", obj.public_id)]
+        for label, other in (("supersedes", obj.supersedes), ("superseded by", obj.superseded_by)):
+            if other is not None:
+                url = reverse("admin:reviews_record_change", args=[other.pk])
+                parts.append(format_html('{} <a href="{}">{}</a>', label, url, other.public_id))
+        return format_html(" · ".join(["{}"] * len(parts)), *parts)
+
+    @admin.action(description="Verify (stamp verified, new review date from the kind)")
+    def verify_selected(self, request, queryset):
+        _run(self, request, queryset, lambda r: actions.verify_record(r, actor=request.user), "Verified")
+
+    @admin.action(description="Clear dispute (the record stands)")
+    def clear_dispute_selected(self, request, queryset):
+        _run(self, request, queryset, lambda r: actions.clear_dispute(r, actor=request.user, note="Cleared in the admin"), "Cleared")
+
+    @admin.action(description="Retire")
+    def retire_selected(self, request, queryset):
+        note = f"Retired in the admin by {request.user.get_username()}"
+        _run(self, request, queryset, lambda r: actions.retire_record(r, actor=request.user, note=note), "Retired")
+
+
+@admin.register(Proposal)
+class ProposalAdmin(ReadOnlyAdmin):
+    list_display = ("public_id", "action", "state", "title_or_target", "agent", "created_at", "decided_by", "decided_at")
+    list_filter = ("state", "action", "agent", "scope")
+    search_fields = ("public_id", "title", "body", "reason", "target__public_id")
+    date_hierarchy = "created_at"
+    readonly_fields = ("history",)
+    actions = ("accept_selected", "reject_selected")
+
+    @admin.display(description="title")
+    def title_or_target(self, obj):
+        return obj.title or (f"{obj.target.public_id}: {obj.target.title}" if obj.target_id else "")
+
+    @admin.display(description="history")
+    def history(self, obj):
+        return _audit_link("proposal_ref", obj.public_id)
+
+    @admin.action(description="Accept as proposed")
+    def accept_selected(self, request, queryset):
+        _run(self, request, queryset, lambda p: actions.accept_proposal(p, actor=request.user), "Accepted")
+
+    @admin.action(description="Reject")
+    def reject_selected(self, request, queryset):
+        _run(self, request, queryset, lambda p: actions.reject_proposal(p, actor=request.user, note="Rejected in the admin"), "Rejected")
+
+
+@admin.register(Agent)
+class AgentAdmin(ReadOnlyAdmin):
+    list_display = ("name", "public_id", "scopes", "source_tool", "is_active", "last_seen_at", "created_at", "revoked_at")
+    list_filter = ("is_active",)
+    search_fields = ("name", "public_id", "token_prefix")
+    exclude = ("token_digest",)
+    actions = ("revoke_selected",)
+
+    @admin.action(description="Revoke (the token stops working)")
+    def revoke_selected(self, request, queryset):
+        _run(self, request, queryset, lambda a: actions.revoke_agent(a, actor=request.user), "Revoked")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("at", "event_type", "actor_type", "actor", "subject_type", "subject_id", "record_ref", "proposal_ref", "snippet")
+    list_filter = ("event_type", "actor_type", "subject_type", "actor", "at")
+    search_fields = ("subject_id", "record_ref", "proposal_ref", "actor", "snippet", "checksum_before", "checksum_after")
+    date_hierarchy = "at"
+    list_per_page = 100
+
+    def get_actions(self, request):
+        return {}

@@ -1,0 +1,63 @@
+"""Domain errors raised by reviews.actions.
+
+Every interface (views, REST, MCP, admin, commands) turns these into its own
+kind of error message; the message itself is written for the person or agent
+that sent the request: what was wrong and what is allowed.
+"""
+
+from __future__ import annotations
+
+
+class VettedError(Exception):
+    """Base class. ``code`` is stable and machine-readable."""
+
+    code = "error"
+
+    def __init__(self, message: str, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def as_dict(self) -> dict:
+        return {"error": self.code, "message": self.message, **self.details}
+
+
+class ValidationFailed(VettedError):
+    """Input broke the write rules. ``fields`` maps field name -> message."""
+
+    code = "invalid"
+
+    def __init__(self, fields: dict[str, str]):
+        self.fields = dict(fields)
+        summary = "; ".join(f"{name}: {msg}" for name, msg in self.fields.items())
+        super().__init__(summary, fields=self.fields)
+
+
+class InvalidTransition(VettedError):
+    """The object is not in a state that allows this action."""
+
+    code = "invalid_transition"
+
+
+class DuplicateContent(VettedError):
+    """Identical content already exists (an approved record or a pending proposal)."""
+
+    code = "duplicate"
+
+    def __init__(self, message: str, *, existing_id: str):
+        super().__init__(message, existing_id=existing_id)
+        self.existing_id = existing_id
+
+
+class NotFound(VettedError):
+    code = "not_found"
+
+
+class ScopeNotAllowed(VettedError):
+    code = "scope_not_allowed"
+
+
+class ChecksumMismatch(VettedError):
+    """The record's text no longer matches what was approved."""
+
+    code = "edited_since_approval"

@@ -1,0 +1,44 @@
+"""Helpers shared by the management commands (the terminal reviewer)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
+
+from ..errors import VettedError
+
+
+def resolve_reviewer(username: str | None):
+    """The person a command acts as: --reviewer, else $VETTED_REVIEWER, else
+    the only active superuser. Decisions are always attributed to a person."""
+    User = get_user_model()
+    username = username or os.environ.get("VETTED_REVIEWER") or None
+    if username:
+        try:
+            user = User.objects.get(username=username)
+        except User.DoesNotExist:
+            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.") from None
+        if not user.is_active:
+            raise CommandError(f"User {username!r} is inactive.")
+        return user
+    candidates = list(User.objects.filter(is_active=True, is_superuser=True)[:2])
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise CommandError(
+            "No reviewer account exists yet. Create one first: open the site once "
+            "(it asks for the account) or run `python manage.py createsuperuser`."
+        )
+    raise CommandError("Several reviewer accounts exist; say which one acts: --reviewer USERNAME (or VETTED_REVIEWER).")
+
+
+def fail(exc: VettedError) -> CommandError:
+    """Turn a domain error into a command error with the same message."""
+    return CommandError(exc.message)
+
+
+def dumps(data) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=False, default=str)

@@ -1,0 +1,128 @@
+from datetime import date
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from reviews import actions
+from reviews.errors import VettedError
+from reviews.management.cli import dumps, resolve_reviewer
+from reviews.models import Proposal, ProposalState
+
+
+class Command(BaseCommand):
+    help = "The terminal reviewer: list proposals and decide them, retire, verify, clear disputes."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--reviewer", help="who decides (default: $VETTED_REVIEWER or the only superuser)")
+        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+
+        p = sub.add_parser("list", help="list proposals (oldest first)")
+        p.add_argument("--state", default="pending", choices=[s.value for s in ProposalState] + ["all"])
+        p.add_argument("--limit", type=int, default=100)
+        p.add_argument("--json", action="store_true", help="one JSON object per line")
+
+        p = sub.add_parser("show", help="show one proposal in full")
+        p.add_argument("id")
+
+        p = sub.add_parser("accept", help="accept a proposal as proposed")
+        p.add_argument("id")
+        p.add_argument("--note", default="")
+
+        p = sub.add_parser("reject", help="reject a proposal; the note is shown to the agent")
+        p.add_argument("id")
+        p.add_argument("--note", required=True)
+
+        p = sub.add_parser("retire", help="retire a record")
+        p.add_argument("record_id")
+        p.add_argument("--note", required=True)
+
+        p = sub.add_parser("verify", help="confirm a record still holds; sets a new review date")
+        p.add_argument("record_id")
+        p.add_argument("--review-by", type=_iso_date, help="YYYY-MM-DD (default: today + the kind's period)")
+
+        p = sub.add_parser("clear-dispute", help="the disputed record stands; reject its disputes")
+        p.add_argument("record_id")
+        p.add_argument("--note", default="")
+
+    def handle(self, *args, **opts):
+        command = opts["subcommand"]
+        if command == "list":
+            return self._list(opts)
+        if command == "show":
+            return self._show(opts["id"])
+        reviewer = resolve_reviewer(opts["reviewer"])
+        try:
+            if command == "accept":
+                p = actions.accept_proposal(opts["id"], actor=reviewer, note=opts["note"])
+                result = f" -> {p.result_record.public_id} ({p.result_record.status})" if p.result_record_id else ""
+                self.stdout.write(f"Accepted {p.public_id} ({p.action}){result}.")
+            elif command == "reject":
+                p = actions.reject_proposal(opts["id"], actor=reviewer, note=opts["note"])
+                self.stdout.write(f"Rejected {p.public_id} ({p.action}).")
+            elif command == "retire":
+                r = actions.retire_record(opts["record_id"], actor=reviewer, note=opts["note"])
+                self.stdout.write(f"Retired {r.public_id}: {r.title}.")
+            elif command == "verify":
+                r = actions.verify_record(opts["record_id"], actor=reviewer, review_by=opts["review_by"])
+                self.stdout.write(f"Verified {r.public_id}; next review by {r.review_by}.")
+            elif command == "clear-dispute":
+                r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
+                self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.")
+        except VettedError as exc:
+            raise CommandError(exc.message) from None
+
+    def _list(self, opts):
+        qs = Proposal.objects.select_related("agent", "target").order_by("created_at", "id")
+        if opts["state"] != "all":
+            qs = qs.filter(state=opts["state"])
+        rows = list(qs[: opts["limit"]])
+        now = timezone.now()
+        if opts["json"]:
+            for p in rows:
+                self.stdout.write(dumps(_as_dict(p)))
+            return
+        if not rows:
+            self.stdout.write(f"No {opts['state']} proposals.")
+            return
+        for p in rows:
+            target = f" on {p.target.public_id}" if p.target_id else ""
+            title = p.title or (p.target.title if p.target_id else "")
+            age = _age(now - p.created_at)
+            self.stdout.write(f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{p.scope or p.target.scope}] {title}  ({p.proposer_label}, {age})")
+
+    def _show(self, public_id):
+        p = Proposal.objects.select_related("agent", "target").filter(public_id=public_id).first()
+        if p is None:
+            raise CommandError(f"No proposal with id {public_id!r}.")
+        self.stdout.write(dumps(_as_dict(p, full=True)))
+
+
+def _iso_date(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise CommandError(f"{value!r} is not a date; use YYYY-MM-DD.") from None
+
+
+def _age(delta) -> str:
+    seconds = int(delta.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return "just now"
+
+
+def _as_dict(p: Proposal, full: bool = False) -> dict:
+    data = {
+        "id": p.public_id, "state": p.state, "action": p.action,
+        "target": p.target.public_id if p.target_id else None,
+        "kind": p.kind, "scope": p.scope or (p.target.scope if p.target_id else ""),
+        "title": p.title or (p.target.title if p.target_id else ""), "tags": p.tags,
+        "agent": p.proposer_label, "reason": p.reason, "created_at": p.created_at.isoformat(),
+        "decided_at": p.decided_at.isoformat() if p.decided_at else None,
+        "decision_note": p.decision_note,
+        "result_record": p.result_record.public_id if p.result_record_id else None,
+    }
+    if full:
+        data.update(body=p.body, review_by=p.review_by, reviewer_changes=p.reviewer_changes, metadata=p.metadata)
+    return data

@@ -1,0 +1,237 @@
+"""Records, proposals, agents and the append-only write log.
+
+State only changes through reviews.actions; nothing here writes on its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import date
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from .checksum import content_checksum
+
+
+def _public_id(prefix: str) -> str:
+    # 12 hex chars = 48 random bits: short enough to read aloud, and a
+    # collision (caught by the unique index) is vanishingly rare.
+    return f"{prefix}_{secrets.token_hex(6)}"
+
+
+def new_record_id() -> str:
+    return _public_id("rec")
+
+
+def new_proposal_id() -> str:
+    return _public_id("prop")
+
+
+def new_agent_id() -> str:
+    return _public_id("agt")
+
+
+class Scope(models.TextChoices):
+    PERSONAL = "personal", "Personal"
+    TEAM = "team", "Team"
+    SYSTEM = "system", "System"
+
+
+SCOPES = [choice.value for choice in Scope]
+
+
+class Agent(models.Model):
+    """A tool that may read and propose. Its token is kept only as a digest."""
+
+    public_id = models.CharField(max_length=20, unique=True, default=new_agent_id, editable=False)
+    name = models.CharField(max_length=64, unique=True)
+    token_digest = models.CharField(
+        max_length=64, unique=True, null=True, blank=True, editable=False,
+        help_text="SHA-256 of the token. Agents without one (e.g. 'import') cannot authenticate.",
+    )
+    token_prefix = models.CharField(max_length=16, blank=True, editable=False)
+    scopes = models.JSONField(default=list)
+    source_tool = models.CharField(max_length=64, blank=True)
+    is_active = models.BooleanField(default=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    created_by = models.CharField(max_length=150, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def can_use_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+class RecordStatus(models.TextChoices):
+    APPROVED = "approved", "Approved"
+    DISPUTED = "disputed", "Disputed"
+    RETIRED = "retired", "Retired"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class Record(models.Model):
+    """A piece of approved memory. Its text never changes after approval:
+    a change is a new record that supersedes this one."""
+
+    public_id = models.CharField(max_length=20, unique=True, default=new_record_id, editable=False)
+    kind = models.CharField(max_length=32, db_index=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices, db_index=True)
+    title = models.CharField(max_length=200)
+    body = models.TextField()
+    tags = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=RecordStatus.choices, default=RecordStatus.APPROVED, db_index=True)
+
+    review_by = models.DateField(db_index=True)
+    approved_checksum = models.CharField(max_length=64, db_index=True)
+    approved_at = models.DateTimeField()
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    verified_at = models.DateTimeField(null=True, blank=True)
+    valid_from = models.DateField(null=True, blank=True)
+    valid_until = models.DateField(null=True, blank=True)
+
+    supersedes = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    # Provenance: who asked for this and why.
+    proposed_by = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="records")
+    source_tool = models.CharField(max_length=64, blank=True)
+    reason = models.TextField(blank=True)
+    session = models.CharField(max_length=128, blank=True)
+
+    confidence = models.FloatField(null=True, blank=True)
+    access_count = models.PositiveIntegerField(default=0)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-approved_at"]
+        indexes = [models.Index(fields=["scope", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.title}"
+
+    def current_checksum(self) -> str:
+        return content_checksum(kind=self.kind, scope=self.scope, title=self.title, body=self.body, tags=self.tags)
+
+    @property
+    def edited_since_approval(self) -> bool:
+        return self.current_checksum() != self.approved_checksum
+
+    def is_overdue(self, today: date | None = None) -> bool:
+        return self.review_by < (today or timezone.localdate())
+
+
+class ProposalAction(models.TextChoices):
+    CREATE = "create", "Create"
+    REVISE = "revise", "Revise"
+    RETIRE = "retire", "Retire"
+    DISPUTE = "dispute", "Dispute"
+
+
+class ProposalState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+
+
+class Proposal(models.Model):
+    """What an agent, an import or a reviewer asks to change."""
+
+    public_id = models.CharField(max_length=20, unique=True, default=new_proposal_id, editable=False)
+    action = models.CharField(max_length=16, choices=ProposalAction.choices, db_index=True)
+    target = models.ForeignKey(Record, null=True, blank=True, on_delete=models.PROTECT, related_name="proposals")
+    state = models.CharField(max_length=16, choices=ProposalState.choices, default=ProposalState.PENDING, db_index=True)
+
+    # The proposed content (create and revise; empty for retire and dispute).
+    kind = models.CharField(max_length=32, blank=True)
+    scope = models.CharField(max_length=16, blank=True, choices=Scope.choices)
+    title = models.CharField(max_length=200, blank=True)
+    body = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    review_by = models.DateField(null=True, blank=True)
+    valid_from = models.DateField(null=True, blank=True)
+    valid_until = models.DateField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    content_checksum = models.CharField(max_length=64, blank=True, db_index=True)
+
+    reason = models.TextField()
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="proposals")
+    proposed_by_user = models.CharField(max_length=150, blank=True)
+    source_tool = models.CharField(max_length=64, blank=True)
+    session = models.CharField(max_length=128, blank=True)
+
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    # When the reviewer accepted an edited version: the fields they changed,
+    # with the approved values (the proposed ones stay in the columns above).
+    reviewer_changes = models.JSONField(default=dict, blank=True)
+    result_record = models.ForeignKey(Record, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        label = self.title or (self.target.title if self.target_id else "")
+        return f"{self.public_id} {self.action} {label}".strip()
+
+    @property
+    def proposer_label(self) -> str:
+        if self.agent_id:
+            return self.agent.name
+        return f"user:{self.proposed_by_user}" if self.proposed_by_user else "unknown"
+
+
+class ActorType(models.TextChoices):
+    USER = "user", "User"
+    AGENT = "agent", "Agent"
+    SYSTEM = "system", "System"
+
+
+class SubjectType(models.TextChoices):
+    RECORD = "record", "Record"
+    PROPOSAL = "proposal", "Proposal"
+    AGENT = "agent", "Agent"
+    USER = "user", "User"
+
+
+class AuditEvent(models.Model):
+    """One row per mutation, written in the same transaction as the change.
+
+    Append-only: triggers in migration 0002 abort any UPDATE or DELETE at the
+    SQL level. References are public ids (strings, not foreign keys) so that
+    nothing elsewhere can ever cascade into this table.
+    """
+
+    event_type = models.CharField(max_length=48, db_index=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor_type = models.CharField(max_length=8, choices=ActorType.choices, db_index=True)
+    actor = models.CharField(max_length=150, db_index=True, help_text="Username, agent name or system component.")
+    subject_type = models.CharField(max_length=16, choices=SubjectType.choices)
+    subject_id = models.CharField(max_length=150, db_index=True)
+    record_ref = models.CharField(max_length=20, blank=True, db_index=True)
+    proposal_ref = models.CharField(max_length=20, blank=True, db_index=True)
+    checksum_before = models.CharField(max_length=64, blank=True)
+    checksum_after = models.CharField(max_length=64, blank=True)
+    snippet = models.CharField(max_length=200, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.event_type} {self.subject_id} by {self.actor}"

@@ -1,0 +1,281 @@
+"""Write discipline: what a proposal's fields must look like.
+
+Every function here either returns the normalised value or raises
+ValidationFailed with a message that says what was wrong and what is allowed.
+``clean_content`` checks all fields and reports every problem at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections import Counter
+from datetime import date, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from .errors import ValidationFailed
+from .models import SCOPES
+
+TITLE_MAX = 200
+TITLE_MIN = 3
+BODY_MIN = 20
+BODY_MAX = 20_000
+REASON_MIN = 5
+REASON_MAX = 2_000
+NOTE_MAX = 2_000
+TAGS_MAX = 20
+TAG_MAX_LEN = 50
+METADATA_MAX_BYTES = 8_192
+SESSION_MAX = 128
+SOURCE_TOOL_MAX = 64
+REVIEW_BY_MAX_DAYS = 3650
+
+_TAG_RE = re.compile(r"^[a-z0-9][a-z0-9._/:+-]*$")
+_WORD_RE = re.compile(r"[^\W\d_]{2,}")
+# Control characters other than tab and newline never belong in a record.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def kinds() -> dict[str, int]:
+    return dict(settings.VETTED_KINDS)
+
+
+def normalise_text(value: str) -> str:
+    return unicodedata.normalize("NFC", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def clean_kind(value) -> str:
+    allowed = kinds()
+    kind = str(value or "").strip().lower()
+    if kind not in allowed:
+        shown = repr(value) if value else "nothing"
+        raise ValidationFailed({"kind": f"got {shown}; allowed kinds: {', '.join(sorted(allowed))}"})
+    return kind
+
+
+def clean_scope(value) -> str:
+    scope = str(value or "").strip().lower()
+    if scope not in SCOPES:
+        shown = repr(value) if value else "nothing"
+        raise ValidationFailed({"scope": f"got {shown}; allowed scopes: {', '.join(SCOPES)}"})
+    return scope
+
+
+def clean_title(value) -> str:
+    if not isinstance(value, str):
+        raise ValidationFailed({"title": "required, a single line of text"})
+    title = normalise_text(value).strip()
+    if "\n" in title:
+        raise ValidationFailed({"title": "must be a single line"})
+    if _CONTROL_RE.search(title):
+        raise ValidationFailed({"title": "contains control characters"})
+    title = re.sub(r"\s+", " ", title)
+    if len(title) < TITLE_MIN:
+        raise ValidationFailed({"title": f"must be at least {TITLE_MIN} characters"})
+    if len(title) > TITLE_MAX:
+        raise ValidationFailed({"title": f"is {len(title)} characters; at most {TITLE_MAX} allowed"})
+    return title
+
+
+def clean_body(value) -> str:
+    if not isinstance(value, str):
+        raise ValidationFailed({"body": "required, Markdown text"})
+    body = normalise_text(value).strip()
+    # Trailing spaces carry no meaning in Markdown except as hard breaks; strip
+    # them so the same note pasted twice gets the same checksum.
+    body = "\n".join(line.rstrip() for line in body.split("\n"))
+    if _CONTROL_RE.search(body):
+        raise ValidationFailed({"body": "contains control characters (only tab and newline are allowed)"})
+    if len(body) < BODY_MIN:
+        raise ValidationFailed({"body": f"is {len(body)} characters; at least {BODY_MIN} required"})
+    if len(body) > BODY_MAX:
+        raise ValidationFailed({"body": f"is {len(body)} characters; at most {BODY_MAX} allowed"})
+    problem = junk_reason(body)
+    if problem:
+        raise ValidationFailed({"body": f"does not look like real text: {problem}"})
+    return body
+
+
+def junk_reason(text: str) -> str | None:
+    """Why ``text`` looks like junk rather than something worth remembering, or None.
+
+    Deliberately lenient with code and commands (procedures are full of
+    symbols); it catches keyboard mashing, filler and repeated characters.
+    """
+    compact = re.sub(r"\s+", "", text)
+    if not compact:
+        return "it is empty"
+    top_char, top_count = Counter(compact).most_common(1)[0]
+    if len(compact) >= 20 and top_count / len(compact) > 0.5:
+        return f"more than half of it is the character {top_char!r}"
+    words = [w.lower() for w in _WORD_RE.findall(text)]
+    if len(words) < 3:
+        return "it needs at least three words"
+    if len(set(words)) < 3:
+        return "it repeats the same one or two words"
+    letters = sum(1 for ch in compact if ch.isalpha())
+    if letters / len(compact) < 0.25:
+        return "less than a quarter of it is letters"
+    # Words without vowels (in scripts that have them) are a sign of mashing:
+    # "asdfgh qwrtzp" - but keep short ones (ids, units, "ls", "npm").
+    long_words = [w for w in words if len(w) >= 5 and w.isascii()]
+    if len(long_words) >= 4:
+        vowelless = sum(1 for w in long_words if not re.search(r"[aeiouy]", w))
+        if vowelless / len(long_words) > 0.5:
+            return "most of its words have no vowels"
+    return None
+
+
+def clean_tags(value) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = [part for part in re.split(r"[,\s]+", value) if part]
+    if not isinstance(value, (list, tuple)):
+        raise ValidationFailed({"tags": "must be a list of strings"})
+    if len(value) > TAGS_MAX * 5:
+        raise ValidationFailed({"tags": f"{len(value)} given; at most {TAGS_MAX} allowed"})
+    tags: list[str] = []
+    for raw in value:
+        if not isinstance(raw, str):
+            raise ValidationFailed({"tags": f"{raw!r} is not a string"})
+        tag = re.sub(r"\s+", "-", normalise_text(raw).strip().lower()).lstrip("#")
+        if not tag:
+            continue
+        if len(tag) > TAG_MAX_LEN:
+            raise ValidationFailed({"tags": f"{tag[:20]!r}… is longer than {TAG_MAX_LEN} characters"})
+        if not _TAG_RE.match(tag):
+            raise ValidationFailed(
+                {"tags": f"{tag!r} is not allowed; use lowercase letters, digits and . _ / : + - (starting with a letter or digit)"}
+            )
+        if tag not in tags:
+            tags.append(tag)
+    if len(tags) > TAGS_MAX:
+        raise ValidationFailed({"tags": f"{len(tags)} distinct tags; at most {TAGS_MAX} allowed"})
+    return sorted(tags)
+
+
+def clean_date(field: str, value) -> date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise ValidationFailed({field: f"{value!r} is not a date; use YYYY-MM-DD"})
+
+
+def default_review_by(kind: str, today: date | None = None) -> date:
+    today = today or timezone.localdate()
+    return today + timedelta(days=kinds()[kind])
+
+
+def clean_review_by(value, kind: str) -> date:
+    review_by = clean_date("review_by", value)
+    today = timezone.localdate()
+    if review_by is None:
+        return default_review_by(kind, today)
+    if review_by <= today:
+        raise ValidationFailed({"review_by": f"{review_by} is not in the future; give a date after {today}"})
+    if review_by > today + timedelta(days=REVIEW_BY_MAX_DAYS):
+        raise ValidationFailed({"review_by": f"{review_by} is more than {REVIEW_BY_MAX_DAYS} days away"})
+    return review_by
+
+
+def clean_reason(value, *, field: str = "reason") -> str:
+    if not isinstance(value, str) or len(value.strip()) < REASON_MIN:
+        raise ValidationFailed({field: f"required: at least {REASON_MIN} characters saying why"})
+    reason = normalise_text(value).strip()
+    if _CONTROL_RE.search(reason):
+        raise ValidationFailed({field: "contains control characters"})
+    if len(reason) > REASON_MAX:
+        raise ValidationFailed({field: f"is {len(reason)} characters; at most {REASON_MAX} allowed"})
+    return reason
+
+
+def clean_note(value, *, required: bool = False) -> str:
+    note = normalise_text(value or "").strip()
+    if required and not note:
+        raise ValidationFailed({"note": "required: say why"})
+    if _CONTROL_RE.search(note):
+        raise ValidationFailed({"note": "contains control characters"})
+    if len(note) > NOTE_MAX:
+        raise ValidationFailed({"note": f"is {len(note)} characters; at most {NOTE_MAX} allowed"})
+    return note
+
+
+def clean_confidence(value) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValidationFailed({"confidence": f"{value!r} is not a number between 0 and 1"}) from None
+    if not 0.0 <= number <= 1.0:
+        raise ValidationFailed({"confidence": f"{number} is outside 0..1"})
+    return number
+
+
+def clean_metadata(value) -> dict:
+    if value is None or value == "":
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationFailed({"metadata": "must be a JSON object"})
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationFailed({"metadata": f"is not plain JSON: {exc}"}) from None
+    if len(encoded.encode("utf-8")) > METADATA_MAX_BYTES:
+        raise ValidationFailed({"metadata": f"is larger than {METADATA_MAX_BYTES} bytes as JSON"})
+    return value
+
+
+def clean_short(field: str, value, limit: int) -> str:
+    text = str(value or "").strip()
+    if _CONTROL_RE.search(text) or "\n" in text:
+        raise ValidationFailed({field: "must be a single line without control characters"})
+    if len(text) > limit:
+        raise ValidationFailed({field: f"is {len(text)} characters; at most {limit} allowed"})
+    return text
+
+
+CONTENT_FIELDS = ("kind", "scope", "title", "body", "tags", "review_by", "valid_from", "valid_until", "confidence", "metadata")
+
+
+def clean_content(data: dict) -> dict:
+    """Validate every content field of a create/revise; report all problems at once."""
+    unknown = sorted(set(data) - set(CONTENT_FIELDS))
+    if unknown:
+        raise ValidationFailed({name: f"unknown field; allowed: {', '.join(CONTENT_FIELDS)}" for name in unknown})
+    errors: dict[str, str] = {}
+    cleaned: dict = {}
+
+    def run(field, fn, *args):
+        try:
+            cleaned[field] = fn(*args)
+        except ValidationFailed as exc:
+            errors.update(exc.fields)
+
+    run("kind", clean_kind, data.get("kind"))
+    run("scope", clean_scope, data.get("scope"))
+    run("title", clean_title, data.get("title"))
+    run("body", clean_body, data.get("body"))
+    run("tags", clean_tags, data.get("tags"))
+    run("valid_from", clean_date, "valid_from", data.get("valid_from"))
+    run("valid_until", clean_date, "valid_until", data.get("valid_until"))
+    run("confidence", clean_confidence, data.get("confidence"))
+    run("metadata", clean_metadata, data.get("metadata"))
+    if "kind" in cleaned:
+        run("review_by", clean_review_by, data.get("review_by"), cleaned["kind"])
+    vf, vu = cleaned.get("valid_from"), cleaned.get("valid_until")
+    if vf and vu and vu < vf:
+        errors["valid_until"] = f"{vu} is before valid_from {vf}"
+    if errors:
+        raise ValidationFailed(errors)
+    return cleaned

@@ -1,0 +1,90 @@
+"""Shared fixtures: a reviewer, agents, and records in a real SQLite file.
+
+The test database is a file in a temporary VETTED_HOME (see
+memory_site/settings_test.py), loaded through the same backend as
+production, so sqlite-vec, WAL and the audit triggers are all real.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connections
+from django.test import TransactionTestCase
+
+from reviews import actions
+from reviews.audit_sql import CREATE_TRIGGERS, DROP_TRIGGERS
+
+GOOD_BODY = "The billing API lives in the acme/billing-api repository and deploys from main every weekday."
+
+_original_teardown = TransactionTestCase._fixture_teardown
+
+
+def _teardown_with_audit_flush(self):
+    """Transactional tests end with a flush (DELETE FROM every table). The
+    write log refuses DELETE by design, so lift its triggers for the flush
+    only, then put them back. Production code has no such path."""
+    for alias in connections:
+        with connections[alias].cursor() as cursor:
+            for sql in DROP_TRIGGERS:
+                cursor.execute(sql)
+    try:
+        _original_teardown(self)
+    finally:
+        for alias in connections:
+            with connections[alias].cursor() as cursor:
+                for sql in CREATE_TRIGGERS:
+                    cursor.execute(sql)
+
+
+TransactionTestCase._fixture_teardown = _teardown_with_audit_flush
+
+
+@pytest.fixture
+def reviewer(django_user_model):
+    return django_user_model.objects.create_superuser("rita", "rita@example.com", "a-long-password-1")
+
+
+@pytest.fixture
+def second_reviewer(django_user_model):
+    return django_user_model.objects.create_superuser("sam", "sam@example.com", "a-long-password-2")
+
+
+@pytest.fixture
+def agent(reviewer):
+    created, _token = actions.create_agent("claude-code", scopes=["personal", "team"], actor=reviewer,
+                                          source_tool="claude-code")
+    return created
+
+
+@pytest.fixture
+def team_agent(reviewer):
+    created, _token = actions.create_agent("team-bot", scopes=["team"], actor=reviewer)
+    return created
+
+
+def content(**overrides) -> dict:
+    data = {
+        "kind": "fact",
+        "scope": "team",
+        "title": "Billing API repository",
+        "body": GOOD_BODY,
+        "tags": ["billing", "repos"],
+    }
+    data.update(overrides)
+    return data
+
+
+@pytest.fixture
+def make_record(reviewer, agent):
+    """Create an approved record through the real actions (propose + accept)."""
+
+    def make(**overrides):
+        proposal = actions.propose_create(agent=agent, reason="Seen in the repo README", **content(**overrides))
+        return actions.accept_proposal(proposal, actor=reviewer).result_record
+
+    return make
+
+
+@pytest.fixture
+def record(make_record):
+    return make_record()
