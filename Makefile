@@ -9,7 +9,8 @@ STAMP  := $(VENV)/.installed
 .PHONY: run test install migrate clean
 
 run: install migrate
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@# --insecure: serve static files (CSS, admin) with DEBUG off; local use only.
+	$(BIN)/python manage.py runserver --insecure $(HOST):$(PORT)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

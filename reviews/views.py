@@ -35,7 +35,7 @@ def first_run(request):
             except ValidationFailed as exc:
                 context["errors"] = exc.fields
             except InvalidTransition as exc:
-                context["errors"] = {"__all__": exc.message}
+                context["errors"] = {"form": exc.message}
             else:
                 login(request, user, backend="django.contrib.auth.backends.ModelBackend")
                 return redirect("home")

@@ -1,0 +1,217 @@
+"""First run: until an account exists every page leads to /setup/, where the
+reviewer account can be created once, and only from the machine itself."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from reviews import actions
+from reviews.models import AuditEvent
+from tests.conftest import content
+
+pytestmark = pytest.mark.django_db
+
+SETUP = "/setup/"
+GOOD = {"username": "rita", "email": "rita@example.com",
+        "password": "correct-horse-battery-9", "password2": "correct-horse-battery-9"}
+REMOTE = "203.0.113.5"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_first_run_cache(monkeypatch):
+    # The middleware caches "a user exists" at module level; other tests (or an
+    # earlier request in this one) must not decide what this test sees.
+    monkeypatch.setattr("reviews.middleware._user_exists", False)
+
+
+def users():
+    return get_user_model().objects
+
+
+def pending_count(response) -> int:
+    match = re.search(r'id="pending-count">\s*(\d+)\s*<', response.content.decode())
+    assert match, "the overview shows the pending count"
+    return int(match.group(1))
+
+
+# --------------------------------------------------------------------------- no account yet
+
+
+@pytest.mark.parametrize("path", ["/", "/admin/", "/accounts/login/"])
+def test_without_users_every_page_redirects_to_setup(client, path):
+    response = client.get(path)
+    assert response.status_code == 302
+    assert response["Location"] == SETUP
+
+
+def test_setup_page_from_loopback_shows_the_form(client):
+    response = client.get(SETUP)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<form" in html and 'name="password2"' in html
+    assert response.context["local"] is True
+
+
+def test_setup_page_from_ipv6_loopback_shows_the_form(client):
+    response = client.get(SETUP, REMOTE_ADDR="::1")
+    assert response.status_code == 200
+    assert response.context["local"] is True
+
+
+def test_setup_post_creates_a_superuser_logs_in_and_goes_home(client):
+    response = client.post(SETUP, GOOD)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("home")
+    user = users().get()
+    assert user.username == "rita" and user.email == "rita@example.com"
+    assert user.is_superuser and user.is_staff and user.is_active
+    assert user.check_password(GOOD["password"])
+    assert client.session["_auth_user_id"] == str(user.pk)
+    home = client.get(reverse("home"))
+    assert home.status_code == 200
+    assert home.context["user"] == user
+
+
+def test_setup_post_writes_a_system_audit_event(client):
+    client.post(SETUP, GOOD)
+    event = AuditEvent.objects.get(event_type="user.created")
+    assert event.actor_type == "system"
+    assert event.actor == "system:first-run"
+    assert (event.subject_type, event.subject_id) == ("user", "rita")
+    assert event.extra == {"superuser": True, "remote_addr": "127.0.0.1"}
+
+
+def test_password_mismatch_is_reported_and_creates_nobody(client):
+    response = client.post(SETUP, {**GOOD, "password2": "correct-horse-battery-8"})
+    assert response.status_code == 200
+    assert "the two passwords differ" in response.content.decode()
+    assert response.context["username"] == "rita"  # the form keeps what was typed
+    assert not users().exists()
+    assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.parametrize("password, expected", [
+    ("short-1", "too short"),
+    ("password123", "too common"),
+    ("4815162342108", "entirely numeric"),
+])
+def test_weak_password_is_reported_and_creates_nobody(client, password, expected):
+    response = client.post(SETUP, {**GOOD, "password": password, "password2": password})
+    assert response.status_code == 200
+    assert "password" in response.context["errors"]
+    assert expected in response.context["errors"]["password"]
+    assert expected in response.content.decode()
+    assert not users().exists()
+    assert not AuditEvent.objects.exists()
+
+
+def test_password_similar_to_username_is_refused(client):
+    password = "ritarita-example"
+    response = client.post(SETUP, {**GOOD, "username": "ritarita-example", "password": password, "password2": password})
+    assert response.status_code == 200
+    assert "too similar" in response.context["errors"]["password"]
+    assert not users().exists()
+
+
+@pytest.mark.parametrize("username", ["", "   ", "bad name", "semi;colon", "x" * 151])
+def test_bad_username_is_reported_and_creates_nobody(client, username):
+    response = client.post(SETUP, {**GOOD, "username": username})
+    assert response.status_code == 200
+    assert "username" in response.context["errors"]
+    assert "1-150 characters: letters, digits and @ . + - _" in response.content.decode()
+    assert not users().exists()
+    assert not AuditEvent.objects.exists()
+
+
+# --------------------------------------------------------------------------- not from this machine
+
+
+def test_setup_page_from_another_machine_is_forbidden(client):
+    response = client.get(SETUP, REMOTE_ADDR=REMOTE)
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "only be created from the machine" in html
+    assert 'name="password"' not in html
+
+
+@pytest.mark.parametrize("remote", [REMOTE, "10.0.0.8", "not-an-ip", ""])
+def test_setup_post_from_another_machine_creates_nobody(client, remote):
+    response = client.post(SETUP, GOOD, REMOTE_ADDR=remote)
+    assert response.status_code == 403
+    assert not users().exists()
+    assert not AuditEvent.objects.exists()
+    assert "_auth_user_id" not in client.session
+
+
+# --------------------------------------------------------------------------- once an account exists
+
+
+def test_setup_redirects_home_once_a_user_exists(client, reviewer):
+    response = client.get(SETUP)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("home")
+
+
+def test_setup_post_cannot_create_a_second_account(client, reviewer):
+    response = client.post(SETUP, {**GOOD, "username": "mallory"})
+    assert response.status_code == 302
+    assert list(users().values_list("username", flat=True)) == ["rita"]
+    assert not AuditEvent.objects.filter(event_type="user.created").exists()
+    assert "_auth_user_id" not in client.session
+
+
+def test_create_first_reviewer_refuses_when_a_user_exists(reviewer):
+    from reviews.errors import InvalidTransition
+
+    with pytest.raises(InvalidTransition, match="already exists"):
+        actions.create_first_reviewer(username="mallory", password=GOOD["password"], remote_addr="127.0.0.1")
+    assert users().count() == 1
+
+
+def test_after_setup_pages_no_longer_redirect_to_setup(client):
+    client.post(SETUP, GOOD)
+    client.logout()
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+# --------------------------------------------------------------------------- the overview
+
+
+def test_home_requires_login_once_a_user_exists(client, reviewer):
+    response = client.get(reverse("home"))
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('login')}?next=/"
+
+
+def test_login_page_is_reachable_once_a_user_exists(client, reviewer):
+    assert client.get(reverse("login")).status_code == 200
+
+
+def test_home_shows_the_counts(client, reviewer, agent, make_record):
+    make_record()
+    for i in range(2):
+        actions.propose_create(agent=agent, reason="Seen in the repo", **content(title=f"Pending note {i}"))
+    client.force_login(reviewer)
+    response = client.get(reverse("home"))
+    assert response.status_code == 200
+    assert pending_count(response) == 2
+    assert response.context["approved_count"] == 1
+    assert response.context["agent_count"] == 1
+    assert response.context["disputed_count"] == 0
+    assert "Pending note 0" in response.content.decode()
+
+
+def test_home_pending_count_drops_when_a_proposal_is_decided(client, reviewer, agent):
+    proposal = actions.propose_create(agent=agent, reason="Seen in the repo", **content())
+    client.force_login(reviewer)
+    assert pending_count(client.get(reverse("home"))) == 1
+    actions.accept_proposal(proposal, actor=reviewer)
+    response = client.get(reverse("home"))
+    assert pending_count(response) == 0
+    assert response.context["approved_count"] == 1
