@@ -58,11 +58,23 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return number
 
 
+def env_choice(name: str, default: str, choices: list[str]) -> str:
+    value = _raw(name)
+    if value is None:
+        return default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not allowed; use one of: {', '.join(choices)}.")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = _raw(name)
     if value is None:
         return list(default)
-    return [item.strip() for item in value.split(",") if item.strip()]
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        raise ImproperlyConfigured(f"{name}={value!r} lists nothing; give comma-separated values or unset it.")
+    return items
 
 
 def env_path(name: str, default: Path) -> Path:

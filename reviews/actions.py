@@ -33,6 +33,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
@@ -722,6 +723,12 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         errors = {}
         if not username or not re.fullmatch(r"[\w.@+-]{1,150}", username):
             errors["username"] = "1-150 characters: letters, digits and @ . + - _"
+        email = (email or "").strip()
+        if email:
+            try:
+                validate_email(email)
+            except DjangoValidationError:
+                errors["email"] = "not a valid email address (or leave it empty)"
         candidate = User(username=username, email=email)
         try:
             validate_password(password or "", candidate)
@@ -771,6 +778,7 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
     allowed = {"title", "body", "kind", "scope", "tags", "review_by", "metadata", "valid_from", "valid_until",
                "confidence", "reason", "session"}
     result = ImportResult(errors=list(prior_errors))
+    line_of: dict[str, int] = {}  # id created by this import -> its line
     with transaction.atomic():
         if reviewer is not None:
             _require_reviewer(reviewer)
@@ -790,7 +798,17 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
                                               session=session, **data)
                     if reviewer is not None:
                         proposal = accept_proposal(proposal, actor=reviewer, note="Approved at import")
-                result.created.append(proposal.result_record.public_id if reviewer is not None else proposal.public_id)
+                created_id = proposal.result_record.public_id if reviewer is not None else proposal.public_id
+                line_of[created_id] = line
+                result.created.append(created_id)
+            except DuplicateContent as exc:
+                if exc.existing_id in line_of:
+                    # Without --partial that id is rolled back; name the line instead.
+                    earlier = line_of[exc.existing_id]
+                    kept = f" ({exc.existing_id})" if partial else ""
+                    result.errors.append({"line": line, "error": f"identical to line {earlier}{kept}"})
+                else:
+                    result.errors.append({"line": line, "error": exc.message})
             except VettedError as exc:
                 result.errors.append({"line": line, "error": exc.message})
             if on_row:

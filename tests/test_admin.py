@@ -34,6 +34,14 @@ def admin(client, reviewer):
     return client
 
 
+@pytest.fixture
+def sam_admin(client, reviewer, second_reviewer):
+    """Signed in as the *second* reviewer, so the audit actor cannot be
+    mistaken for the first account."""
+    client.force_login(second_reviewer)
+    return client
+
+
 def changelist(model: str) -> str:
     return reverse(f"admin:reviews_{model}_changelist")
 
@@ -225,39 +233,39 @@ def test_record_change_post_does_not_change_the_record(admin, record):
     assert not after.edited_since_approval
 
 
-def test_verify_action_verifies_and_audits_with_the_reviewer_as_actor(admin, reviewer, record):
+def test_verify_action_verifies_and_audits_with_the_signed_in_reviewer_as_actor(sam_admin, second_reviewer, record):
     Record.objects.filter(pk=record.pk).update(verified_at=None)
-    response = run_action(admin, "record", "verify_selected", record)
+    response = run_action(sam_admin, "record", "verify_selected", record)
     assert response.status_code == 302
     assert ("success", "Verified 1 item(s).") in messages_of(response)
     record.refresh_from_db()
     assert record.verified_at is not None
     event = AuditEvent.objects.get(event_type="record.verified")
-    assert (event.actor_type, event.actor, event.record_ref) == ("user", reviewer.username, record.public_id)
+    assert (event.actor_type, event.actor, event.record_ref) == ("user", second_reviewer.username, record.public_id)
 
 
-def test_retire_action_retires_and_audits_with_the_reviewer_as_actor(admin, reviewer, record):
-    response = run_action(admin, "record", "retire_selected", record)
+def test_retire_action_retires_and_audits_with_the_signed_in_reviewer_as_actor(sam_admin, second_reviewer, record):
+    response = run_action(sam_admin, "record", "retire_selected", record)
     assert response.status_code == 302
     assert ("success", "Retired 1 item(s).") in messages_of(response)
     record.refresh_from_db()
     assert record.status == "retired"
     event = AuditEvent.objects.get(event_type="record.retired")
-    assert (event.actor_type, event.actor, event.record_ref) == ("user", reviewer.username, record.public_id)
-    assert reviewer.username in event.snippet
+    assert (event.actor_type, event.actor, event.record_ref) == ("user", second_reviewer.username, record.public_id)
+    assert second_reviewer.username in event.snippet
 
 
-def test_clear_dispute_action_restores_the_record_and_audits(admin, reviewer, agent, record):
+def test_clear_dispute_action_restores_the_record_and_audits(sam_admin, second_reviewer, agent, record):
     dispute = actions.dispute_record(record, agent=agent, reason="The repository was renamed")
-    response = run_action(admin, "record", "clear_dispute_selected", record)
+    response = run_action(sam_admin, "record", "clear_dispute_selected", record)
     assert response.status_code == 302
     assert ("success", "Cleared 1 item(s).") in messages_of(response)
     record.refresh_from_db()
     dispute.refresh_from_db()
     assert record.status == "approved"
-    assert dispute.state == "rejected" and dispute.decided_by == reviewer
+    assert dispute.state == "rejected" and dispute.decided_by == second_reviewer
     event = AuditEvent.objects.get(event_type="record.dispute_cleared")
-    assert (event.actor_type, event.actor, event.record_ref) == ("user", reviewer.username, record.public_id)
+    assert (event.actor_type, event.actor, event.record_ref) == ("user", second_reviewer.username, record.public_id)
     assert event.extra["rejected_disputes"] == [dispute.public_id]
 
 
@@ -297,27 +305,27 @@ def test_action_on_several_records_reports_successes_and_failures_separately(adm
 # --------------------------------------------------------------------------- proposals
 
 
-def test_accept_action_accepts_the_proposal_and_audits(admin, reviewer, agent):
+def test_accept_action_accepts_the_proposal_and_audits(sam_admin, second_reviewer, agent):
     proposal = actions.propose_create(agent=agent, reason="Seen in the README", **content())
-    response = run_action(admin, "proposal", "accept_selected", proposal)
+    response = run_action(sam_admin, "proposal", "accept_selected", proposal)
     assert ("success", "Accepted 1 item(s).") in messages_of(response)
     proposal.refresh_from_db()
-    assert proposal.state == "accepted" and proposal.decided_by == reviewer
+    assert proposal.state == "accepted" and proposal.decided_by == second_reviewer
     assert proposal.result_record is not None and proposal.result_record.status == "approved"
     event = AuditEvent.objects.get(event_type="proposal.accepted")
     assert (event.actor, event.proposal_ref, event.record_ref) == (
-        reviewer.username, proposal.public_id, proposal.result_record.public_id)
+        second_reviewer.username, proposal.public_id, proposal.result_record.public_id)
 
 
-def test_reject_action_rejects_the_proposal_and_audits(admin, reviewer, agent):
+def test_reject_action_rejects_the_proposal_and_audits(sam_admin, second_reviewer, agent):
     proposal = actions.propose_create(agent=agent, reason="Seen in the README", **content())
-    response = run_action(admin, "proposal", "reject_selected", proposal)
+    response = run_action(sam_admin, "proposal", "reject_selected", proposal)
     assert ("success", "Rejected 1 item(s).") in messages_of(response)
     proposal.refresh_from_db()
-    assert proposal.state == "rejected" and proposal.decided_by == reviewer
+    assert proposal.state == "rejected" and proposal.decided_by == second_reviewer
     assert not Record.objects.exists()
     event = AuditEvent.objects.get(event_type="proposal.rejected")
-    assert (event.actor, event.proposal_ref) == (reviewer.username, proposal.public_id)
+    assert (event.actor, event.proposal_ref) == (second_reviewer.username, proposal.public_id)
 
 
 def test_accepting_an_already_decided_proposal_shows_an_error_and_audits_nothing(admin, reviewer, agent):
@@ -354,13 +362,13 @@ def test_proposal_change_post_does_not_change_the_proposal(admin, agent):
 # --------------------------------------------------------------------------- agents
 
 
-def test_revoke_action_revokes_the_agent_and_audits(admin, reviewer, agent):
-    response = run_action(admin, "agent", "revoke_selected", agent)
+def test_revoke_action_revokes_the_agent_and_audits(sam_admin, second_reviewer, agent):
+    response = run_action(sam_admin, "agent", "revoke_selected", agent)
     assert ("success", "Revoked 1 item(s).") in messages_of(response)
     agent.refresh_from_db()
     assert agent.is_active is False and agent.revoked_at is not None
     event = AuditEvent.objects.get(event_type="agent.revoked")
-    assert (event.actor, event.subject_id) == (reviewer.username, agent.public_id)
+    assert (event.actor, event.subject_id) == (second_reviewer.username, agent.public_id)
 
 
 def test_revoking_a_revoked_agent_shows_an_error_and_audits_nothing(admin, reviewer, agent):

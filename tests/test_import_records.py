@@ -18,7 +18,7 @@ from django.core.management.base import CommandError
 from reviews import actions
 from reviews.models import Agent, AuditEvent, Proposal, ProposalState, Record, RecordStatus
 
-from .conftest import GOOD_BODY, content
+from .conftest import content
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -351,8 +351,8 @@ def test_duplicate_lines_in_one_file_are_reported(tmp_path):
     assert summary["created"] == 2
     assert [e["line"] for e in summary["errors"]] == [3]
     message = summary["errors"][0]["error"]
-    assert "identical proposal is already waiting for review" in message
-    assert summary["ids"][0] in message  # the proposal made from line 1
+    assert "identical to line 1" in message
+    assert summary["ids"][0] in message  # with --partial, the proposal made from line 1 was kept
 
 
 @pytest.mark.django_db(transaction=True)
@@ -393,12 +393,6 @@ def test_line_identical_to_pending_proposal_is_refused_with_its_id(tmp_path, age
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: in an all-or-nothing import, a line that duplicates an earlier line of the same file is "
-    "reported as 'identical ... already exists: <id>' with the id of the proposal/record made from "
-    "the earlier line, but that row was rolled back, so the id names nothing (review show <id> -> "
-    "'No proposal with id'). The message should point at the earlier line instead."
-))
 @pytest.mark.parametrize("approve", [False, True], ids=["pending", "approve"])
 def test_in_file_duplicate_error_does_not_name_a_rolled_back_id(tmp_path, reviewer, approve):
     a = good_lines(1)[0]

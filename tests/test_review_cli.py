@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ from django.db import connection
 from django.utils import timezone
 
 from reviews import actions
-from reviews.models import Agent, AuditEvent, Proposal, ProposalState, Record, RecordStatus
+from reviews.models import Agent, AuditEvent, ProposalState, Record, RecordStatus
 
 from .conftest import content
 
@@ -578,13 +578,6 @@ def test_revoke_agent_uses_the_named_reviewer(agent, second_reviewer):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: `review verify ID --review-by <not-a-date>` run from a shell prints a Python traceback. "
-    "review._iso_date (the argparse type=) raises CommandError, but argparse only turns "
-    "ArgumentTypeError/ValueError/TypeError into a usage error, and Django's run_from_argv parses "
-    "arguments outside its `except CommandError` block, so the CommandError escapes as an uncaught "
-    "exception. _iso_date should raise argparse.ArgumentTypeError."
-))
 def test_malformed_review_date_from_a_shell_is_a_clean_error(tmp_path):
     env = {k: val for k, val in os.environ.items() if k not in {"VETTED_DB_PATH", "VETTED_REVIEWER"}}
     env.update(DJANGO_SETTINGS_MODULE="memory_site.settings", VETTED_HOME=str(tmp_path / "home"))

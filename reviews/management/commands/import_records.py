@@ -29,12 +29,17 @@ class Command(BaseCommand):
         parser.add_argument("--reviewer", help="with --approve: who approves (default: the only superuser)")
 
     def handle(self, *args, **opts):
+        if opts["reviewer"] and not opts["approve"]:
+            raise CommandError("--reviewer only applies with --approve (without it, lines become proposals).")
         reviewer = resolve_reviewer(opts["reviewer"]) if opts["approve"] else None
         agent = None
         if opts["agent"]:
-            agent = Agent.objects.filter(name=opts["agent"]).first()
+            name = opts["agent"].strip().lower()
+            agent = Agent.objects.filter(name=name).first()
             if agent is None:
-                raise CommandError(f"No agent named {opts['agent']!r}; create it with `python manage.py create_agent`.")
+                raise CommandError(f"No agent named {name!r}; create it with `python manage.py create_agent`.")
+            if not agent.is_active:
+                raise CommandError(f"Agent {name!r} has been revoked; it can no longer propose.")
         rows, errors = self._read(opts["file"])
         progress = tqdm(total=len(rows), unit="line", file=sys.stderr, disable=None, desc="import")
         try:
@@ -73,6 +78,8 @@ class Command(BaseCommand):
         rows, errors = [], []
         with stream:
             for number, raw in enumerate(stream, start=1):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]  # a UTF-8 byte order mark (Windows editors add one)
                 if not raw.strip():
                     continue
                 if len(raw) > MAX_LINE_BYTES:

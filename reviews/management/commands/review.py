@@ -1,3 +1,4 @@
+import argparse
 from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
@@ -13,34 +14,39 @@ class Command(BaseCommand):
     help = "The terminal reviewer: list proposals and decide them, retire, verify, clear disputes."
 
     def add_arguments(self, parser):
-        parser.add_argument("--reviewer", help="who decides (default: $VETTED_REVIEWER or the only superuser)")
+        reviewer_help = "who decides (default: $VETTED_REVIEWER or the only superuser)"
+        parser.add_argument("--reviewer", help=reviewer_help)
+        # Also accepted after the subcommand; SUPPRESS keeps the subparser's
+        # default from overwriting a value given before it.
+        common = argparse.ArgumentParser(add_help=False)
+        common.add_argument("--reviewer", default=argparse.SUPPRESS, help=reviewer_help)
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
 
-        p = sub.add_parser("list", help="list proposals (oldest first)")
+        p = sub.add_parser("list", parents=[common], help="list proposals (oldest first)")
         p.add_argument("--state", default="pending", choices=[s.value for s in ProposalState] + ["all"])
         p.add_argument("--limit", type=int, default=100)
         p.add_argument("--json", action="store_true", help="one JSON object per line")
 
-        p = sub.add_parser("show", help="show one proposal in full")
+        p = sub.add_parser("show", parents=[common], help="show one proposal in full")
         p.add_argument("id")
 
-        p = sub.add_parser("accept", help="accept a proposal as proposed")
+        p = sub.add_parser("accept", parents=[common], help="accept a proposal as proposed")
         p.add_argument("id")
         p.add_argument("--note", default="")
 
-        p = sub.add_parser("reject", help="reject a proposal; the note is shown to the agent")
+        p = sub.add_parser("reject", parents=[common], help="reject a proposal; the note is shown to the agent")
         p.add_argument("id")
         p.add_argument("--note", required=True)
 
-        p = sub.add_parser("retire", help="retire a record")
+        p = sub.add_parser("retire", parents=[common], help="retire a record")
         p.add_argument("record_id")
         p.add_argument("--note", required=True)
 
-        p = sub.add_parser("verify", help="confirm a record still holds; sets a new review date")
+        p = sub.add_parser("verify", parents=[common], help="confirm a record still holds; sets a new review date")
         p.add_argument("record_id")
         p.add_argument("--review-by", type=_iso_date, help="YYYY-MM-DD (default: today + the kind's period)")
 
-        p = sub.add_parser("clear-dispute", help="the disputed record stands; reject its disputes")
+        p = sub.add_parser("clear-dispute", parents=[common], help="the disputed record stands; reject its disputes")
         p.add_argument("record_id")
         p.add_argument("--note", default="")
 
@@ -101,7 +107,9 @@ def _iso_date(value: str) -> date:
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise CommandError(f"{value!r} is not a date; use YYYY-MM-DD.") from None
+        # ArgumentTypeError, not CommandError: argparse turns it into a usage
+        # error; a CommandError raised while parsing would print a traceback.
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
 def _age(delta) -> str:

