@@ -196,8 +196,6 @@ def test_login_page_is_reachable_once_a_user_exists(client, reviewer):
 
 
 def test_home_shows_the_counts(client, reviewer, agent, make_record):
-    # Pending proposals *on a record* (retire, dispute): see the xfail below for
-    # why pending create proposals are not used here.
     kept, retiring, disputed = (make_record(title=f"Record number {i}", body=f"{GOOD_BODY} Copy {i}.") for i in range(3))
     actions.propose_retirement(retiring, agent=agent, reason="The repository was archived")
     actions.dispute_record(disputed, agent=agent, reason="The repository moved")
