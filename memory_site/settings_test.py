@@ -6,6 +6,9 @@ import tempfile
 # Must happen before the base settings read VETTED_HOME. Subprocesses started
 # by tests inherit it, so they use the same data folder.
 os.environ.setdefault("VETTED_HOME", tempfile.mkdtemp(prefix="vetted-test-"))
+# Fast tests use the deterministic fake embedder; tests/test_retrieval_model.py
+# loads the real model explicitly.
+os.environ.setdefault("VETTED_EMBEDDER", "fake")
 
 from .settings import *  # noqa: E402,F403
 

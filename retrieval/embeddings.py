@@ -59,7 +59,7 @@ class SentenceTransformerEmbedder(Embedder):
         if threads:
             torch.set_num_threads(threads)
         self._model = SentenceTransformer(str(model_path), device="cpu")
-        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        self.dimension = int(self._model.get_embedding_dimension())
         self.name = name
         self._lock = threading.Lock()
 

@@ -11,10 +11,18 @@ import pytest
 from django.db import connections
 from django.test import TransactionTestCase
 
+from retrieval import schema
 from reviews import actions
 from reviews.audit_sql import CREATE_TRIGGERS, DROP_TRIGGERS
 
 GOOD_BODY = "The billing API lives in the acme/billing-api repository and deploys from main every weekday."
+
+RESET_RETRIEVAL = [
+    f"DROP TABLE IF EXISTS {schema.VEC}",
+    f"DELETE FROM {schema.CHUNKS}",
+    f"DELETE FROM {schema.DIRTY}",
+    f"DELETE FROM {schema.META}",
+]
 
 _original_teardown = TransactionTestCase._fixture_teardown
 
@@ -33,6 +41,11 @@ def _teardown_with_audit_flush(self):
         for alias in connections:
             with connections[alias].cursor() as cursor:
                 for sql in CREATE_TRIGGERS:
+                    cursor.execute(sql)
+                # The retrieval tables are not Django models, so the flush
+                # leaves them: reset them too (the FTS tables follow the
+                # record table through their triggers).
+                for sql in RESET_RETRIEVAL:
                     cursor.execute(sql)
 
 

@@ -1,0 +1,61 @@
+"""Shared argument handling for the retrieval commands."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.core.management.base import CommandError
+
+from reviews.models import SCOPES
+from reviews.validation import kinds
+
+from .gate import Reader
+from .search import MODES, Filters
+
+
+def add_search_arguments(parser) -> None:
+    parser.add_argument("--mode", default="hybrid", choices=MODES)
+    parser.add_argument("--limit", type=int, default=8)
+    parser.add_argument("--scope", action="append", default=[], help=f"read as a reader of these scopes ({', '.join(SCOPES)}); repeatable; default all")
+    parser.add_argument("--kind", action="append", default=[], help="only these kinds; repeatable")
+    parser.add_argument("--tag", action="append", default=[], help="records with any of these tags; repeatable")
+    parser.add_argument("--all-tags", action="append", default=[], help="records with all of these tags; repeatable")
+    parser.add_argument("--agent", default="", help="only records proposed by this agent")
+    parser.add_argument("--approved-after", type=_date)
+    parser.add_argument("--approved-before", type=_date)
+    parser.add_argument("--verified-after", type=_date)
+    parser.add_argument("--verified-before", type=_date)
+    parser.add_argument("--min-confidence", type=float)
+
+
+def _date(value: str) -> date:
+    import argparse
+
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
+
+
+def reader_from(opts) -> Reader:
+    scopes = [s.strip().lower() for part in opts["scope"] for s in part.split(",") if s.strip()]
+    bad = [s for s in scopes if s not in SCOPES]
+    if bad:
+        raise CommandError(f"Unknown scope {', '.join(bad)}; allowed: {', '.join(SCOPES)}.")
+    return Reader.for_scopes(scopes) if scopes else Reader.everything()
+
+
+def filters_from(opts) -> Filters:
+    allowed = kinds()
+    bad = [k for k in opts["kind"] if k not in allowed]
+    if bad:
+        raise CommandError(f"Unknown kind {', '.join(bad)}; allowed: {', '.join(sorted(allowed))}.")
+    return Filters(
+        kinds=list(opts["kind"]),
+        tags_any=[t.lower() for t in opts["tag"]],
+        tags_all=[t.lower() for t in opts["all_tags"]],
+        agent=opts["agent"],
+        approved_after=opts["approved_after"], approved_before=opts["approved_before"],
+        verified_after=opts["verified_after"], verified_before=opts["verified_before"],
+        min_confidence=opts["min_confidence"],
+    )
