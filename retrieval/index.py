@@ -250,15 +250,14 @@ def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None]
                     if previous:
                         cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [previous[0]])
                         cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [previous[0]])
+                    blob = np.ascontiguousarray(vectors[vector_index], dtype=np.float32).tobytes()
                     cursor.execute(
-                        f"INSERT INTO {schema.CHUNKS} (record_id, seq, text_hash, text) VALUES (%s, %s, %s, %s)",
-                        [record_id, seq, digest, text],
+                        f"INSERT INTO {schema.CHUNKS} (record_id, seq, text_hash, text, embedding) "
+                        "VALUES (%s, %s, %s, %s, %s)",
+                        [record_id, seq, digest, text, blob],
                     )
                     chunk_id = cursor.lastrowid
-                    cursor.execute(
-                        f"INSERT INTO {schema.VEC} (rowid, embedding) VALUES (%s, %s)",
-                        [chunk_id, np.ascontiguousarray(vectors[vector_index], dtype=np.float32).tobytes()],
-                    )
+                    cursor.execute(f"INSERT INTO {schema.VEC} (rowid, embedding) VALUES (%s, %s)", [chunk_id, blob])
                     stats.embedded += 1
                 cursor.execute(f"DELETE FROM {schema.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])
                 stats.records += 1
@@ -360,6 +359,11 @@ def check(embedder: Embedder | None = None) -> IndexReport:
         no_vector = [row[0] for row in cursor.fetchall()]
         if no_vector:
             report.problems.append(f"{len(no_vector)} chunk(s) without a vector")
+        cursor.execute(f"SELECT count(*) FROM {schema.CHUNKS} WHERE embedding IS NULL OR length(embedding) != %s",
+                       [4 * (report.dimension or 0)])
+        bad_copy = cursor.fetchone()[0]
+        if bad_copy:
+            report.problems.append(f"{bad_copy} chunk(s) without a usable vector copy")
         cursor.execute(f"SELECT rowid FROM {schema.VEC} EXCEPT SELECT id FROM {schema.CHUNKS}")
         stray = [row[0] for row in cursor.fetchall()]
         if stray:

@@ -33,6 +33,7 @@ TABLES = [
         seq INTEGER NOT NULL,
         text_hash TEXT NOT NULL,
         text TEXT NOT NULL,
+        embedding BLOB,
         UNIQUE (record_id, seq))""",
     f"CREATE TABLE IF NOT EXISTS {DIRTY} (record_id INTEGER PRIMARY KEY, gen INTEGER NOT NULL DEFAULT 1)",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING fts5(

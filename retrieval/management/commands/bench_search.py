@@ -1,0 +1,109 @@
+import os
+import random
+import statistics
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from django.utils import timezone
+from tqdm import tqdm
+
+from retrieval import index
+from retrieval import search as engine
+from retrieval.embeddings import get_embedder
+from retrieval.gate import Reader
+from retrieval.scratch import scratch_database, scratch_reviewer
+from retrieval.synthetic import make_queries, make_record
+from reviews.checksum import content_checksum
+from reviews.models import Record
+
+
+class Command(BaseCommand):
+    help = (
+        "Benchmark search on synthetic corpora built in a temporary data folder: per mode p50/p95/max "
+        "latency (query embedding included), index build time and database size."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--records", default="1000,10000", help="comma-separated corpus sizes, e.g. 1000,10000,100000")
+        parser.add_argument("--queries", type=int, default=200, help="queries per mode and size")
+        parser.add_argument("--modes", default="keyword,semantic,hybrid")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--keep", action="store_true", help="keep the temporary databases and print where")
+
+    def handle(self, *args, **opts):
+        try:
+            sizes = [int(s) for s in opts["records"].split(",") if s.strip()]
+        except ValueError:
+            raise CommandError("--records takes comma-separated whole numbers, e.g. 1000,10000") from None
+        if not sizes or min(sizes) < 10:
+            raise CommandError("--records: each size must be at least 10")
+        modes = [m for m in opts["modes"].split(",") if m]
+        embedder = get_embedder()
+        rows = []
+        for size in sizes:
+            rows.extend(self._run(size, modes, opts, embedder))
+        self.stdout.write("")
+        self.stdout.write(f"model: {embedder.name}; {opts['queries']} queries per mode; torch threads: "
+                          f"{_threads()}; cpu count: {os.cpu_count()}")
+        header = f"{'records':>8} {'mode':<9} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'build s':>9} {'db MB':>8}"
+        self.stdout.write(header)
+        for row in rows:
+            self.stdout.write(
+                f"{row['records']:>8} {row['mode']:<9} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} "
+                f"{row['build']:>9.1f} {row['db_mb']:>8.1f}"
+            )
+
+    def _run(self, size, modes, opts, embedder):
+        rng = random.Random(opts["seed"])
+        with scratch_database(keep=opts["keep"]) as folder:
+            if opts["keep"]:
+                self.stderr.write(f"corpus of {size}: {folder}")
+            reviewer = scratch_reviewer()
+            now = timezone.now()
+            specs = [make_record(rng, n) for n in range(size)]
+            started = time.perf_counter()
+            # Bulk rows straight into the table (a throwaway corpus; the SQL
+            # triggers still fill the keyword indexes and the vector queue).
+            for start in tqdm(range(0, size, 2000), desc=f"insert {size}", file=sys.stderr, disable=None):
+                batch = []
+                for spec in specs[start:start + 2000]:
+                    content = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
+                    batch.append(Record(**content, review_by=spec["review_by"], approved_checksum=content_checksum(**content),
+                                        approved_at=now, approved_by=reviewer, verified_at=now))
+                with transaction.atomic():
+                    Record.objects.bulk_create(batch)
+            insert_s = time.perf_counter() - started
+            with tqdm(total=size, desc=f"embed {size}", file=sys.stderr, disable=None) as bar:
+                index.sync(embedder, batch=256, progress=bar.update)
+            build_s = time.perf_counter() - started
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            db_mb = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
+            queries = make_queries(rng, specs, opts["queries"])
+            reader = Reader.everything()
+            rows = []
+            for mode in modes:
+                engine.search(queries[0], mode=mode, reader=reader, embedder=embedder, count_access=False)  # warm
+                timings = []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    engine.search(q, mode=mode, limit=8, reader=reader, embedder=embedder, count_access=False)
+                    timings.append((time.perf_counter() - t0) * 1000)
+                timings.sort()
+                rows.append({
+                    "records": size, "mode": mode, "p50": statistics.median(timings),
+                    "p95": timings[int(len(timings) * 0.95) - 1], "max": timings[-1],
+                    "build": build_s, "db_mb": db_mb, "insert": insert_s,
+                })
+            return rows
+
+
+def _threads():
+    try:
+        import torch
+
+        return torch.get_num_threads()
+    except ImportError:  # pragma: no cover
+        return "-"

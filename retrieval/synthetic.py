@@ -1,0 +1,78 @@
+"""A deterministic synthetic memory for benchmarks: varied, realistic-looking
+records (services, people, procedures, identifiers) and queries over them."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from django.utils import timezone
+
+SERVICES = ["billing", "checkout", "ledger", "search", "auth", "payments", "inventory", "shipping", "reporting",
+            "notifications", "catalog", "pricing", "fraud", "onboarding", "analytics", "gateway", "scheduler",
+            "exports", "invoicing", "identity", "media", "recommendations", "support", "warehouse"]
+COMPONENTS = ["api", "worker", "web", "cron", "consumer", "proxy", "db", "cache", "queue", "frontend"]
+TOOLS = ["postgres", "redis", "kafka", "terraform", "kubernetes", "helm", "grafana", "sentry", "datadog",
+         "stripe", "sendgrid", "twilio", "cloudflare", "vault", "github actions", "argo", "celery", "nginx"]
+PEOPLE = ["Rita", "Sam", "Priya", "Jonas", "Mei", "Tomas", "Aisha", "Lucas", "Hana", "Omar"]
+VERBS = ["deploys", "rotates", "migrates", "backs up", "restarts", "monitors", "scales", "reviews", "archives"]
+TIMES = ["every weekday", "on Fridays", "before each release", "twice a month", "after every incident",
+         "at 09:00 UTC", "during the freeze", "once a quarter", "on the first Monday"]
+REASONS = ["to keep latency under control", "because the vendor requires it", "after the outage in March",
+           "so that audits pass", "to avoid data loss", "as agreed in the architecture review",
+           "since the old cluster is retired", "to stay within the budget"]
+KINDS = ["fact", "procedure", "decision", "reference", "preference", "event"]
+
+
+def _identifier(rng: random.Random, service: str, component: str) -> str:
+    pick = rng.randrange(5)
+    if pick == 0:
+        return f"acme/{service}-{component}"
+    if pick == 1:
+        return f"ACME-{rng.randrange(1000, 99999)}"
+    if pick == 2:
+        return f"{rng.randrange(1, 40)}.{rng.randrange(0, 20)}.{rng.randrange(0, 30)}"
+    if pick == 3:
+        return f"{service.upper()}_{component.upper()}_{rng.choice(['URL', 'TOKEN', 'SECRET', 'TIMEOUT'])}"
+    return f"{service}-{component}-{rng.randrange(1, 99):02d}.internal"
+
+
+def make_record(rng: random.Random, n: int) -> dict:
+    service, component, tool = rng.choice(SERVICES), rng.choice(COMPONENTS), rng.choice(TOOLS)
+    person, verb, when, why = rng.choice(PEOPLE), rng.choice(VERBS), rng.choice(TIMES), rng.choice(REASONS)
+    ident = _identifier(rng, service, component)
+    kind = rng.choice(KINDS)
+    title = f"{service.title()} {component} {rng.choice(['runbook', 'note', 'decision', 'setup', 'limits', 'owner', 'policy'])} {n}"
+    sentences = [
+        f"The {service} {component} {verb} {when} using {tool}, {why}.",
+        f"{person} owns it; the reference is {ident}.",
+        f"Ask in #{service}-team before changing the {tool} settings of the {component}.",
+        f"Record {n}: the {component} talks to {rng.choice(SERVICES)} over {rng.choice(['HTTP', 'gRPC', 'Kafka', 'SQS'])}.",
+        f"Limits: {rng.randrange(2, 500)} requests per second, {rng.randrange(1, 64)} GB of memory.",
+    ]
+    rng.shuffle(sentences)
+    body = " ".join(sentences[: rng.randrange(2, 6)])
+    if ident not in body:
+        body += f" Identifier: {ident}."
+    if rng.random() < 0.08:
+        sections = [f"## {heading}\n\n" + " ".join(rng.choice(sentences) for _ in range(6))
+                    for heading in ("Context", "Steps", "Rollback", "Contacts")]
+        body = body + "\n\n" + "\n\n".join(sections)
+    tags = sorted({service, tool.replace(" ", "-"), kind})
+    return {"kind": kind, "scope": "team" if rng.random() < 0.9 else "personal", "title": title,
+            "body": body, "tags": tags, "ident": ident, "service": service, "component": component, "tool": tool,
+            "review_by": timezone.localdate() + timedelta(days=rng.randrange(30, 400))}
+
+
+def make_queries(rng: random.Random, records: list[dict], count: int) -> list[str]:
+    queries = []
+    for _ in range(count):
+        r = rng.choice(records)
+        pick = rng.randrange(3)
+        if pick == 0:
+            queries.append(r["ident"])
+        elif pick == 1:
+            queries.append(f"{r['service']} {r['component']} {r['tool']}")
+        else:
+            queries.append(f"who owns the {r['service']} {r['component']} and how often is it deployed?")
+    return queries
