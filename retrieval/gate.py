@@ -3,7 +3,7 @@
 Everything that leaves retrieval passes through here, with rows re-read from
 the record table at query time (never trusted from an index): status
 approved, not past review_by, text unchanged since approval (checksum), not
-past valid_until, and in a scope the reader may read. Out-of-scope records do
+past valid_until nor before valid_from, and in a scope the reader may read. Out-of-scope records do
 not exist for the reader: they are never counted or named.
 """
 
@@ -18,7 +18,7 @@ from reviews.errors import NotFound
 from reviews.models import SCOPES, Agent, Record, RecordStatus
 
 # Reasons, in the order they are checked (a record gets the first that applies).
-REASONS = ("retired", "superseded", "disputed", "edited", "expired", "overdue")
+REASONS = ("retired", "superseded", "disputed", "edited", "expired", "not_yet_valid", "overdue")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def withhold_reason(record: Record, today: date | None = None) -> str | None:
         return "edited"
     if record.valid_until is not None and record.valid_until < today:
         return "expired"
+    if record.valid_from is not None and record.valid_from > today:
+        return "not_yet_valid"  # it describes a state of the world not yet in force
     if record.review_by < today:
         return "overdue"
     return None

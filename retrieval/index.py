@@ -112,8 +112,11 @@ def split_body(body: str, limit: int = CHUNK_CHARS) -> list[str]:
     are packed together up to the limit; an over-long paragraph is cut at
     sentence ends (or hard, as a last resort).
     """
+    # A heading right under a line of text is valid Markdown: give it its
+    # own block like one preceded by a blank line.
+    body = re.sub(r"\n(?=#{1,6}\s)", "\n\n", body.strip())
     blocks: list[str] = []
-    for block in re.split(r"\n\s*\n", body.strip()):
+    for block in re.split(r"\n\s*\n", body):
         block = block.strip()
         if not block:
             continue
@@ -270,8 +273,11 @@ def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None]
 
 
 def reindex(embedder: Embedder, *, progress: Callable[[int], None] | None = None) -> SyncStats:
-    """Rebuild everything: both keyword indexes and all vectors, with ``embedder``."""
+    """Rebuild everything with ``embedder``: the sync triggers (if missing),
+    both keyword indexes and all vectors."""
     with transaction.atomic(), connection.cursor() as cursor:
+        for sql in schema.TRIGGERS.values():  # (CREATE ... IF NOT EXISTS)
+            cursor.execute(sql)
         cursor.execute(f"INSERT INTO {schema.FTS}({schema.FTS}) VALUES ('rebuild')")
         cursor.execute(f"INSERT INTO {schema.FTS_IDENT}({schema.FTS_IDENT}) VALUES ('rebuild')")
         _create_vec_table(cursor, embedder)
@@ -315,8 +321,8 @@ def check(embedder: Embedder | None = None) -> IndexReport:
         triggers = {row[0] for row in cursor.fetchall()}
         for name in schema.TRIGGERS:
             if name not in triggers:
-                report.problems.append(f"trigger {name} is missing: the keyword index no longer follows the records "
-                                       "(run `python manage.py migrate`, then `python manage.py reindex`)")
+                report.problems.append(f"trigger {name} is missing: the indexes no longer follow the records "
+                                       "(`python manage.py reindex` restores it and rebuilds them)")
         for table in (schema.FTS, schema.FTS_IDENT):
             try:
                 # With rank 1, FTS5 compares the index with the content table.

@@ -226,7 +226,10 @@ def fts_string(text: str) -> str:
 
 
 def _contains_identifier(text: str, ident: str) -> bool:
-    pattern = r"(?<![\w])" + re.escape(ident.lower()) + r"(?![\w]|[-/][\w])"
+    """``ident`` stands in ``text`` as a whole token: 21.0.3 is not in 21.0.3.1
+    or 1.21.0.3, ACME-1234 is not in ACME-12345; a path prefix is fine
+    (acme/billing-api in github.com/acme/billing-api)."""
+    pattern = r"(?<!\w)(?<!\w[-.])" + re.escape(ident.lower()) + r"(?!\w|[-/.]\w)"
     return re.search(pattern, text.lower()) is not None
 
 
@@ -414,23 +417,32 @@ def _coverage(cursor, terms: list[str], candidate_ids: list[int]) -> dict[int, f
 # --------------------------------------------------------------------------- search
 
 
+def _whole_number(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
 def validate(query, mode, limit) -> tuple[str, str, int]:
     errors = {}
-    if not isinstance(query, str) or not query.strip():
+    # NUL and other control characters carry no meaning in a query.
+    clean = re.sub(r"[\x00-\x1f\x7f]", " ", query).strip()[:QUERY_MAX_CHARS] if isinstance(query, str) else ""
+    if not clean:
         errors["query"] = "required: the words to search for"
     if mode not in MODES:
         errors["mode"] = f"got {mode!r}; allowed: {', '.join(MODES)}"
-    try:
-        limit = int(limit)
-        if not 1 <= limit <= LIMIT_MAX:
-            raise ValueError
-    except (TypeError, ValueError):
+    number = _whole_number(limit)
+    if number is None or not 1 <= number <= LIMIT_MAX:
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIMIT_MAX}"
     if errors:
         raise ValidationFailed(errors)
-    # NUL and other control characters carry no meaning in a query.
-    clean = re.sub(r"[\x00-\x1f\x7f]", " ", query).strip()[:QUERY_MAX_CHARS]
-    return clean, mode, limit
+    return clean, mode, number
 
 
 def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, limit: int = 8,
