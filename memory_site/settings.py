@@ -184,6 +184,10 @@ VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")
 # core taken). 0 leaves torch's default.
 VETTED_EMBED_THREADS = env_int("VETTED_EMBED_THREADS", 1, minimum=0, maximum=64)
 
+# Exact vector search in memory (numpy) instead of vec0's scan: ~10x faster;
+# costs 1.5 KB of RAM per chunk. Off: every search scans vec0.
+VETTED_VECTOR_CACHE = env_bool("VETTED_VECTOR_CACHE", True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import connection, transaction
 
-from . import schema
+from . import schema, vectors
 from .embeddings import Embedder
 
 log = logging.getLogger("vetted.retrieval")
@@ -97,6 +97,7 @@ def _create_vec_table(cursor, embedder: Embedder) -> None:
         "ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1"
     )
     _write_meta(cursor, schema_version=SCHEMA_VERSION, model_name=embedder.name, dimension=embedder.dimension)
+    vectors.renew_tokens(cursor, base=True)
 
 
 # --------------------------------------------------------------------------- chunks
@@ -227,9 +228,10 @@ def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None]
                     planned.append((seq, text, digest, len(to_embed)))
                     to_embed.append(text)
             plans.append((record_id, gen, planned))
-        vectors = embedder.embed(to_embed) if to_embed else None
+        new_vectors = embedder.embed(to_embed) if to_embed else None
 
         with transaction.atomic(), connection.cursor() as cursor:
+            embedded, removed = stats.embedded, stats.removed  # this batch's changes, below
             for record_id, gen, planned in plans:
                 cursor.execute(f"SELECT gen FROM {schema.DIRTY} WHERE record_id = %s", [record_id])
                 current = cursor.fetchone()
@@ -253,7 +255,8 @@ def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None]
                     if previous:
                         cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [previous[0]])
                         cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [previous[0]])
-                    blob = np.ascontiguousarray(vectors[vector_index], dtype=np.float32).tobytes()
+                        stats.removed += 1
+                    blob = np.ascontiguousarray(new_vectors[vector_index], dtype=np.float32).tobytes()
                     cursor.execute(
                         f"INSERT INTO {schema.CHUNKS} (record_id, seq, text_hash, text, embedding) "
                         "VALUES (%s, %s, %s, %s, %s)",
@@ -264,6 +267,10 @@ def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None]
                     stats.embedded += 1
                 cursor.execute(f"DELETE FROM {schema.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])
                 stats.records += 1
+            if stats.embedded != embedded or stats.removed != removed:
+                # Any deleted chunk row (removed, or replaced by a re-embedded
+                # one) means in-memory copies must reload, not just append.
+                vectors.renew_tokens(cursor, base=stats.removed != removed)
         if progress:
             progress(len(rows))
         if stats.skipped and len(stats.skipped) >= len(rows) and all(r[0] in stats.skipped for r in rows):

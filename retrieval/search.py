@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from datetime import date
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from reviews.errors import ValidationFailed
 from reviews.models import Record
 
-from . import index, schema
+from . import index, schema, vectors
 from .embeddings import Embedder, get_embedder
 from .gate import Reader, current_successor, withhold_reason
 
@@ -139,7 +140,8 @@ class Hit:
     vector: float
     coverage: float
     identifiers: float
-    chunk: str = ""
+    chunk_id: int | None = None
+    chunk: str = ""  # the best chunk's text, filled in for delivered long bodies
     successor_of: str = ""  # set when surfaced in place of a superseded record
 
     def as_dict(self) -> dict:
@@ -321,7 +323,7 @@ access_counter = _AccessCounter()
 @dataclass
 class _Candidate:
     vector: float | None = None
-    chunk: str = ""
+    chunk_id: int | None = None
     bm25: float = 0.0
     coverage: float = 0.0
     identifiers: float = 0.0
@@ -354,37 +356,43 @@ def _identifier_candidates(cursor, identifiers: list[str], k: int) -> dict[int, 
     return found
 
 
-def _vector_candidates(cursor, query_vector: np.ndarray, k: int) -> tuple[dict[int, tuple[float, str]], int]:
-    """Best chunk per record among the ``k`` nearest chunks, and how many chunks came back."""
+def _vector_candidates(cursor, query_vector: np.ndarray, k: int) -> tuple[dict[int, tuple[float, int]], int]:
+    """Best chunk per record among the ``k`` nearest chunks {record_id:
+    (similarity, chunk_id)}, and how many chunks were considered."""
+    if settings.VETTED_VECTOR_CACHE:
+        snap = vectors.cache.current(cursor, len(query_vector))
+        return vectors.nearest(snap, query_vector, k)
     cursor.execute(
-        f"SELECT v.rowid, v.distance, c.record_id, c.text FROM "
+        f"SELECT v.rowid, v.distance, c.record_id FROM "
         f"(SELECT rowid, distance FROM {schema.VEC} WHERE embedding MATCH %s AND k = %s) v "
         f"JOIN {schema.CHUNKS} c ON c.id = v.rowid",
         [query_vector.astype(np.float32).tobytes(), min(k, index.KNN_MAX)],
     )
     rows = cursor.fetchall()
-    best: dict[int, tuple[float, str]] = {}
-    for _chunk_id, distance, record_id, text in rows:
+    best: dict[int, tuple[float, int]] = {}
+    for chunk_id, distance, record_id in rows:
         similarity = 1.0 - float(distance)  # cosine distance -> similarity
         if record_id not in best or similarity > best[record_id][0]:
-            best[record_id] = (similarity, text)
+            best[record_id] = (similarity, chunk_id)
     return best, len(rows)
 
 
-def _vectors_for(cursor, record_ids: list[int], query_vector: np.ndarray) -> dict[int, tuple[float, str]]:
-    """Best-chunk similarity for records the KNN did not return (keyword-only
-    hits), from the vector copies kept in the chunk table."""
+def _vectors_for(cursor, record_ids: list[int], query_vector: np.ndarray) -> dict[int, tuple[float, int]]:
+    """Best-chunk similarity for records the KNN did not return (keyword-only hits)."""
     if not record_ids:
         return {}
+    if settings.VETTED_VECTOR_CACHE:
+        snap = vectors.cache.current(cursor, len(query_vector))
+        return vectors.best_for(snap, record_ids, query_vector)
     marks = ",".join(["%s"] * len(record_ids))
-    cursor.execute(f"SELECT record_id, text, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks})", record_ids)
-    best: dict[int, tuple[float, str]] = {}
-    for record_id, text, blob in cursor.fetchall():
+    cursor.execute(f"SELECT record_id, id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks})", record_ids)
+    best: dict[int, tuple[float, int]] = {}
+    for record_id, chunk_id, blob in cursor.fetchall():
         if blob is None:
             continue
         similarity = float(np.dot(np.frombuffer(blob, dtype=np.float32), query_vector))
         if record_id not in best or similarity > best[record_id][0]:
-            best[record_id] = (similarity, text)
+            best[record_id] = (similarity, chunk_id)
     return best
 
 
@@ -476,10 +484,23 @@ def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, 
             break
         k = min(k * 4, index.KNN_MAX)
 
+    _attach_chunks(results)
     if count_access and results:
         access_counter.add([hit.record.pk for hit in results])
     return SearchResponse(query=query, mode=mode, results=results, withheld=withheld,
                           took_ms=(time.perf_counter() - started) * 1000)
+
+
+def _attach_chunks(results: list[Hit]) -> None:
+    """Load the best chunk's text for delivered records long enough to be excerpted."""
+    wanted = {hit.chunk_id: hit for hit in results if hit.chunk_id and len(hit.record.body) > BODY_CHUNK_OVER}
+    if not wanted:
+        return
+    marks = ",".join(["%s"] * len(wanted))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, text FROM {schema.CHUNKS} WHERE id IN ({marks})", list(wanted))
+        for chunk_id, text in cursor.fetchall():
+            wanted[chunk_id].chunk = text
 
 
 def _gather(cursor, mode, terms, identifiers, query_vector, k) -> tuple[dict[int, _Candidate], bool]:
@@ -501,13 +522,13 @@ def _gather(cursor, mode, terms, identifiers, query_vector, k) -> tuple[dict[int
     if mode in ("semantic", "hybrid"):
         vector, chunk_rows = _vector_candidates(cursor, query_vector, k)
         more |= chunk_rows >= min(k, index.KNN_MAX)
-        for rowid, (similarity, text) in vector.items():
+        for rowid, (similarity, chunk_id) in vector.items():
             c = candidates.setdefault(rowid, _Candidate())
-            c.vector, c.chunk = similarity, text
+            c.vector, c.chunk_id = similarity, chunk_id
     if mode == "hybrid":
         missing = [rowid for rowid, c in candidates.items() if c.vector is None]
-        for rowid, (similarity, text) in _vectors_for(cursor, missing, query_vector).items():
-            candidates[rowid].vector, candidates[rowid].chunk = similarity, text
+        for rowid, (similarity, chunk_id) in _vectors_for(cursor, missing, query_vector).items():
+            candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id
         for rowid, share in _coverage(cursor, terms, list(candidates)).items():
             candidates[rowid].coverage = share
     return candidates, more
@@ -570,13 +591,13 @@ def _deliver(ranked, candidates, reader: Reader, filters: Filters, limit: int):
             if reason is None:
                 if rowid not in delivered:
                     delivered.add(rowid)
-                    results.append(Hit(record, score, c.vector or 0.0, c.coverage, c.identifiers, c.chunk))
+                    results.append(Hit(record, score, c.vector or 0.0, c.coverage, c.identifiers, chunk_id=c.chunk_id))
                 continue
             withheld[reason] += 1
             if reason == "superseded":
                 successor = current_successor(record, reader, today)
                 if successor is not None and successor.pk not in delivered and filters.matches(successor):
                     delivered.add(successor.pk)
-                    results.append(Hit(successor, score, c.vector or 0.0, c.coverage, c.identifiers, "",
+                    results.append(Hit(successor, score, c.vector or 0.0, c.coverage, c.identifiers,
                                        successor_of=record.public_id))
     return results[:limit], dict(withheld), True

@@ -422,8 +422,11 @@ def test_the_meta_table_records_schema_model_and_dimension(record):
     index.sync(get_embedder())
 
     embedder = get_embedder()
-    assert index.read_meta() == {"schema_version": index.SCHEMA_VERSION, "model_name": embedder.name,
-                                 "dimension": str(embedder.dimension)}
+    meta = index.read_meta()
+    assert {k: meta[k] for k in ("schema_version", "model_name", "dimension")} == {
+        "schema_version": index.SCHEMA_VERSION, "model_name": embedder.name, "dimension": str(embedder.dimension)}
+    # plus the change tokens the in-memory vector cache follows
+    assert set(meta) == {"schema_version", "model_name", "dimension", "vectors_base", "vectors_token"}
 
 
 @pytest.mark.django_db

@@ -1,0 +1,83 @@
+"""The in-memory vector cache: same answers as vec0, and it follows every change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from retrieval import index, vectors
+from retrieval.embeddings import get_embedder
+from retrieval.gate import Reader
+from retrieval.search import search
+from reviews import actions
+
+pytestmark = pytest.mark.django_db
+
+BODIES = [
+    "Billing exports run nightly and land in the finance bucket for the accountants.",
+    "The checkout web app deploys through the release train on Tuesdays and Thursdays.",
+    "Redis for sessions runs as a three node cluster behind the internal load balancer.",
+    "Kafka topics for ledger events keep seven days of retention before compaction.",
+    "The search indexer rebuilds the catalogue index every night after the price import.",
+]
+
+
+@pytest.fixture
+def records(make_record):
+    return [make_record(title=f"Operations note {i}", body=body, tags=["ops"]) for i, body in enumerate(BODIES)]
+
+
+def ids(response):
+    return [hit.record.public_id for hit in response.results]
+
+
+def snapshot():
+    with connection.cursor() as cursor:
+        return vectors.cache.current(cursor, get_embedder().dimension)
+
+
+def test_cache_and_vec0_give_the_same_ranking(records, settings):
+    for query in ("nightly billing exports", "deploy checkout release", "session cluster", "retention of events"):
+        settings.VETTED_VECTOR_CACHE = True
+        cached = search(query, mode="semantic", reader=Reader.everything(), count_access=False)
+        settings.VETTED_VECTOR_CACHE = False
+        scanned = search(query, mode="semantic", reader=Reader.everything(), count_access=False)
+        assert ids(cached) == ids(scanned)
+        assert np.allclose([h.score for h in cached.results], [h.score for h in scanned.results], atol=1e-5)
+
+
+def test_cache_appends_new_records_without_reloading(records, make_record):
+    index.sync(get_embedder())
+    before = snapshot()
+    new = make_record(title="Pager rotation", body="The pager rotation changes every Monday at ten in the morning.")
+    index.sync(get_embedder())
+    after = snapshot()
+    assert after.base == before.base and after.token != before.token  # appended, not reloaded
+    assert len(after.chunk_ids) == len(before.chunk_ids) + 1
+    assert new.pk in after.record_ids
+    assert ids(search("pager rotation monday", mode="semantic", reader=Reader.everything()))[0] == new.public_id
+
+
+def test_cache_reloads_when_a_chunk_is_replaced(records, reviewer):
+    index.sync(get_embedder())
+    before = snapshot()
+    # An out-of-band edit re-embeds the record: its old chunk row is deleted.
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s",
+                       ["Completely different text about parking permits and bicycles.", records[0].pk])
+    index.sync(get_embedder())
+    after = snapshot()
+    assert after.base != before.base
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM retrieval_chunk ORDER BY id")
+        assert list(after.chunk_ids) == [row[0] for row in cursor.fetchall()]
+
+
+def test_cache_follows_a_reindex(records):
+    index.sync(get_embedder())
+    before = snapshot()
+    index.reindex(get_embedder())
+    after = snapshot()
+    assert after.base != before.base
+    assert sorted(after.record_ids.tolist()) == sorted(r.pk for r in records)
