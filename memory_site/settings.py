@@ -179,9 +179,10 @@ VETTED_EMBEDDER = env_choice("VETTED_EMBEDDER", "sentence-transformers", ["sente
 _model_path = env_str("VETTED_MODEL_PATH", "")
 VETTED_MODEL_PATH = env_path("VETTED_MODEL_PATH", BASE_DIR) if _model_path else None
 VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")
-# One thread by default: a single query embeds in ~14 ms on one core, while two
-# threads stall behind any other busy process (measured 270 ms p50 with one
-# core taken). 0 leaves torch's default.
+# Threads for embedding one query. One by default: a short query embeds in
+# 13-19 ms on one core, while two threads gained little when idle and stalled
+# behind any other busy process (measured 270 ms p50 with one core taken).
+# Batches (indexing) always use every core. 0 leaves torch's default.
 VETTED_EMBED_THREADS = env_int("VETTED_EMBED_THREADS", 1, minimum=0, maximum=64)
 
 # Exact vector search in memory (numpy) instead of vec0's scan: ~10x faster;

@@ -56,8 +56,12 @@ class SentenceTransformerEmbedder(Embedder):
             hf_logging.disable_progress_bar()
         except Exception:  # noqa: BLE001 - cosmetic only
             pass
-        if threads:
-            torch.set_num_threads(threads)
+        self._torch = torch
+        self._query_threads = threads or torch.get_num_threads()
+        # Batches (indexing) use every core; single queries use few threads
+        # (see VETTED_EMBED_THREADS in settings for why).
+        self._batch_threads = max(self._query_threads, os.cpu_count() or 1)
+        torch.set_num_threads(self._query_threads)
         self._model = SentenceTransformer(str(model_path), device="cpu")
         self.dimension = int(self._model.get_embedding_dimension())
         self.name = name
@@ -68,10 +72,17 @@ class SentenceTransformerEmbedder(Embedder):
             return np.zeros((0, self.dimension), dtype=np.float32)
         # torch inference is not re-entrant-safe across threads for one
         # module in every build; a lock costs nothing at our concurrency.
+        batch = len(texts) > 8
         with self._lock:
-            vectors = self._model.encode(
-                texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
-            )
+            if batch:
+                self._torch.set_num_threads(self._batch_threads)
+            try:
+                vectors = self._model.encode(
+                    texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+                )
+            finally:
+                if batch:
+                    self._torch.set_num_threads(self._query_threads)
         return np.asarray(vectors, dtype=np.float32)
 
 

@@ -479,7 +479,7 @@ def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, 
         with connection.cursor() as cursor:
             candidates, more = _gather(cursor, mode, terms, identifiers, query_vector, k)
         ranked = _rank(mode, candidates)
-        results, withheld, _used_up = _deliver(ranked, candidates, reader, filters, limit)
+        results, withheld = _deliver(ranked, candidates, reader, filters, limit)
         if len(results) >= limit or not more or k >= index.KNN_MAX:
             break
         k = min(k * 4, index.KNN_MAX)
@@ -571,7 +571,7 @@ def _rank(mode: str, candidates: dict[int, _Candidate]) -> list[tuple[int, float
 
 def _deliver(ranked, candidates, reader: Reader, filters: Filters, limit: int):
     """Walk the ranking, re-reading rows in small batches, until ``limit``
-    records pass the gate. Returns (results, withheld counts, ranking used up)."""
+    records pass the gate. Returns (results, withheld counts by reason)."""
     today = timezone.localdate()
     results: list[Hit] = []
     delivered: set[int] = set()
@@ -582,7 +582,7 @@ def _deliver(ranked, candidates, reader: Reader, filters: Filters, limit: int):
         rows = Record.objects.select_related("proposed_by").in_bulk([rowid for rowid, _ in window])
         for rowid, score in window:
             if len(results) >= limit:
-                return results, dict(withheld), False
+                return results, dict(withheld)
             record = rows.get(rowid)
             if record is None or not reader.can_read(record) or not filters.matches(record):
                 continue  # invisible to this reader, or not asked for: not "withheld"
@@ -600,4 +600,4 @@ def _deliver(ranked, candidates, reader: Reader, filters: Filters, limit: int):
                     delivered.add(successor.pk)
                     results.append(Hit(successor, score, c.vector or 0.0, c.coverage, c.identifiers,
                                        successor_of=record.public_id))
-    return results[:limit], dict(withheld), True
+    return results[:limit], dict(withheld)
