@@ -9,8 +9,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: run test install migrate clean
 
 run: install migrate
-	@# --insecure: serve static files (CSS, admin) with DEBUG off; local use only.
-	$(BIN)/python manage.py runserver --insecure $(HOST):$(PORT)
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

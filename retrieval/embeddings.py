@@ -150,6 +150,11 @@ def get_embedder() -> Embedder:
     return _embedder
 
 
+def loaded_embedder() -> Embedder | None:
+    """The process-wide embedder if it was loaded already (never loads it)."""
+    return _embedder
+
+
 def set_embedder(embedder: Embedder | None) -> None:
     """Replace the process-wide embedder (tests, benchmarks)."""
     global _embedder

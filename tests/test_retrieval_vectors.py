@@ -10,7 +10,6 @@ from retrieval import index, vectors
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
 from retrieval.search import search
-from reviews import actions
 
 pytestmark = pytest.mark.django_db
 
