@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import date
-
 from django.core.management.base import CommandError
 
+from reviews.management.cli import iso_date
 from reviews.models import SCOPES
 from reviews.validation import kinds
 
@@ -21,20 +20,11 @@ def add_search_arguments(parser) -> None:
     parser.add_argument("--tag", action="append", default=[], help="records with any of these tags; repeatable")
     parser.add_argument("--all-tags", action="append", default=[], help="records with all of these tags; repeatable")
     parser.add_argument("--agent", default="", help="only records proposed by this agent")
-    parser.add_argument("--approved-after", type=_date)
-    parser.add_argument("--approved-before", type=_date)
-    parser.add_argument("--verified-after", type=_date)
-    parser.add_argument("--verified-before", type=_date)
+    parser.add_argument("--approved-after", type=iso_date)
+    parser.add_argument("--approved-before", type=iso_date)
+    parser.add_argument("--verified-after", type=iso_date)
+    parser.add_argument("--verified-before", type=iso_date)
     parser.add_argument("--min-confidence", type=float)
-
-
-def _date(value: str) -> date:
-    import argparse
-
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
 def reader_from(opts) -> Reader:

@@ -19,6 +19,7 @@ sqlite-vec notes (0.1.x):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -189,8 +190,6 @@ def pending_count() -> int:
 
 def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> SyncStats:
     """Drain the queue of changed records until it is empty."""
-    import json
-
     ensure_ready(embedder)
     stats = SyncStats()
     while True:
@@ -315,8 +314,6 @@ def check(embedder: Embedder | None = None) -> IndexReport:
     ``embedder`` (optional) lets stale chunk hashes be detected too: text
     whose hash under the configured model differs from the stored one.
     """
-    import json
-
     report = IndexReport()
     meta = read_meta()
     report.model = meta.get("model_name")

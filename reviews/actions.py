@@ -227,14 +227,17 @@ def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
     }
 
 
-def _close_pending_on(record: Record, *, actor, actions: Iterable[str], note: str) -> list[str]:
-    """Mark pending proposals of the given actions on ``record`` accepted (they are fulfilled)."""
+def _close_fulfilled(record: Record, *, actor, note: str, accepting: Proposal | None = None) -> list[str]:
+    """Mark the pending disputes and retirements of ``record`` accepted: once
+    it is retired or superseded they are fulfilled. ``accepting`` (the
+    proposal whose acceptance did this) is left to its caller."""
     now = timezone.now()
-    closed = list(
-        Proposal.objects.select_for_update()
-        .filter(target=record, state=ProposalState.PENDING, action__in=list(actions))
-        .values_list("public_id", flat=True)
+    pending = Proposal.objects.select_for_update().filter(
+        target=record, state=ProposalState.PENDING, action__in=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
     )
+    if accepting is not None:
+        pending = pending.exclude(pk=accepting.pk)
+    closed = list(pending.values_list("public_id", flat=True))
     if closed:
         Proposal.objects.filter(public_id__in=closed).update(
             state=ProposalState.ACCEPTED, decided_by=actor, decided_at=now, decision_note=note, updated_at=now,
@@ -486,12 +489,10 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             proposal.reviewer_changes = changed
             if target is not None:
                 extra["supersedes"] = target.public_id
-                extra["closed_proposals"] = _close_pending_on(
-                    target, actor=reviewer, actions=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
+                extra["closed_proposals"] = _close_fulfilled(
+                    target, actor=reviewer, accepting=proposal,
                     note=f"Resolved: {target.public_id} was superseded by {result.public_id}.",
                 )
-                # the proposal being accepted may be one of those; it is saved below
-                extra["closed_proposals"] = [p for p in extra["closed_proposals"] if p != proposal.public_id]
             if changed:
                 extra["reviewer_changed"] = sorted(changed)
         elif proposal.action in (ProposalAction.RETIRE, ProposalAction.DISPUTE):
@@ -499,11 +500,10 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
                 raise ValidationFailed({"changes": "a retirement has no text to edit; accept or reject it"})
             target.status = RecordStatus.RETIRED
             target.save(update_fields=["status", "updated_at"])
-            closed = _close_pending_on(
-                target, actor=reviewer, actions=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
+            extra["closed_proposals"] = _close_fulfilled(
+                target, actor=reviewer, accepting=proposal,
                 note=f"Resolved: {target.public_id} was retired ({proposal.public_id}).",
             )
-            extra["closed_proposals"] = [p for p in closed if p != proposal.public_id]
             extra["retired"] = target.public_id
 
         proposal.state = ProposalState.ACCEPTED
@@ -550,8 +550,7 @@ def retire_record(record: Record | str, *, actor, note: str) -> Record:
         was = record.status
         record.status = RecordStatus.RETIRED
         record.save(update_fields=["status", "updated_at"])
-        closed = _close_pending_on(record, actor=reviewer, actions=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
-                                   note=f"Resolved: retired by {reviewer.get_username()}.")
+        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: retired by {reviewer.get_username()}.")
         _audit("record.retired", actor=reviewer, subject=record, record=record, before=record.approved_checksum,
                snippet=note, extra={"previous_status": was, "closed_proposals": closed})
         return record
@@ -574,8 +573,7 @@ def revise_record(record: Record | str, *, actor, changes: dict, note: str = "")
         _check_not_duplicate(checksum)
         new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
                           reason=note or f"Revised by {reviewer.get_username()}")
-        closed = _close_pending_on(record, actor=reviewer, actions=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
-                                   note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
+        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
         _audit("record.revised", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
                after=checksum, snippet=note or new.title,
                extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed})

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+from datetime import date
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from ..errors import VettedError
 
 
 def resolve_reviewer(username: str | None):
@@ -35,9 +36,14 @@ def resolve_reviewer(username: str | None):
     raise CommandError("Several reviewer accounts exist; say which one acts: --reviewer USERNAME (or VETTED_REVIEWER).")
 
 
-def fail(exc: VettedError) -> CommandError:
-    """Turn a domain error into a command error with the same message."""
-    return CommandError(exc.message)
+def iso_date(value: str) -> date:
+    """argparse type for YYYY-MM-DD. ArgumentTypeError, not CommandError:
+    argparse turns it into a usage error, while a CommandError raised during
+    parsing escapes as a traceback."""
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
 def dumps(data) -> str:

@@ -1,12 +1,11 @@
 import argparse
-from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from reviews import actions
 from reviews.errors import VettedError
-from reviews.management.cli import dumps, resolve_reviewer
+from reviews.management.cli import dumps, iso_date, resolve_reviewer
 from reviews.models import Proposal, ProposalState
 
 
@@ -44,7 +43,7 @@ class Command(BaseCommand):
 
         p = sub.add_parser("verify", parents=[common], help="confirm a record still holds; sets a new review date")
         p.add_argument("record_id")
-        p.add_argument("--review-by", type=_iso_date, help="YYYY-MM-DD (default: today + the kind's period)")
+        p.add_argument("--review-by", type=iso_date, help="YYYY-MM-DD (default: today + the kind's period)")
 
         p = sub.add_parser("clear-dispute", parents=[common], help="the disputed record stands; reject its disputes")
         p.add_argument("record_id")
@@ -101,15 +100,6 @@ class Command(BaseCommand):
         if p is None:
             raise CommandError(f"No proposal with id {public_id!r}.")
         self.stdout.write(dumps(_as_dict(p, full=True)))
-
-
-def _iso_date(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        # ArgumentTypeError, not CommandError: argparse turns it into a usage
-        # error; a CommandError raised while parsing would print a traceback.
-        raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
 def _age(delta) -> str:
