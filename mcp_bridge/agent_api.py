@@ -64,7 +64,7 @@ class ProposalRateLimiter:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._calls: dict[int, deque[float]] = {}
+        self._calls: dict[str, deque[float]] = {}
 
     def hit(self, agent: Agent, *, now: float | None = None) -> None:
         limit = settings.VETTED_PROPOSALS_PER_MINUTE
@@ -72,7 +72,7 @@ class ProposalRateLimiter:
             return
         now = time.monotonic() if now is None else now
         with self._lock:
-            calls = self._calls.setdefault(agent.pk, deque())
+            calls = self._calls.setdefault(agent.public_id, deque())
             while calls and calls[0] <= now - 60:
                 calls.popleft()
             if len(calls) >= limit:
