@@ -62,9 +62,9 @@ def wait_for_health(base: str, process: subprocess.Popen, timeout: float = 90) -
 
 
 @contextmanager
-def running_daemon(tmp_dir: Path, **env_overrides: str):
+def running_daemon(tmp_dir: Path, *, port: int | None = None, **env_overrides: str):
     """`manage.py serve` on the test database, with the fake embedder."""
-    port = free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memory_site.settings",
@@ -113,3 +113,58 @@ def http(method: str, url: str, *, token: str | None = None, body=None, headers:
     except ValueError:
         parsed = text
     return status, {k.lower(): v for k, v in response_headers.items()}, parsed
+
+
+@contextmanager
+def token_injecting_proxy(upstream: str, token: str):
+    """An HTTP proxy on a free loopback port that adds the agent's bearer
+    token to every request and passes everything else through unchanged
+    (the Host and Origin headers included, so DNS-rebinding checks still
+    see what the client sent). For tools that cannot send headers, such as
+    the MCP conformance suite."""
+    import http.client
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import urlsplit
+
+    target = urlsplit(upstream)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # close-delimited bodies: SSE streams pass through as they come
+
+        def _relay(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in self.headers.items():
+                if name.lower() not in ("authorization", "connection", "content-length"):
+                    conn.putheader(name, value)
+            conn.putheader("Authorization", f"Bearer {token}")
+            if body is not None:
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+            response = conn.getresponse()
+            self.send_response_only(response.status, response.reason)
+            for name, value in response.getheaders():
+                if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(name, value)
+            self.end_headers()
+            while chunk := response.read1(65536):
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            conn.close()
+
+        do_GET = do_POST = do_DELETE = _relay
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
@@ -14,4 +14,5 @@ urlpatterns = [
     path("proposals/<str:proposal_id>", views.proposal, name="api-proposal"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(r"^(?P<rest>.*)$", views.unknown, name="api-unknown"),  # JSON 404, last
 ]

@@ -10,7 +10,7 @@ from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
-from reviews.errors import ValidationFailed
+from reviews.errors import NotFound, ValidationFailed
 
 from .. import agent_api
 from . import schema as s
@@ -136,3 +136,11 @@ def retirement(request, record_id: str):
     data = _body(request, ("reason",))
     return Response(agent_api.propose_retirement(request.auth, record_id, data.get("reason")),
                     status=status.HTTP_201_CREATED)
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unknown(request, rest: str = ""):
+    """Any other path under /api/v1/: the JSON error shape, not Django's HTML 404 page."""
+    raise NotFound(f"No API endpoint at {request.path[:80]!r}; the endpoints are listed at /api/v1/schema "
+                   "(readable at /api/v1/docs).")
