@@ -30,7 +30,7 @@ from reviews import actions
 from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import NotFound, RateLimited, ValidationFailed
-from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews.models import SCOPES, Agent, Proposal, ProposalState, Record, RecordStatus
 
 LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 20

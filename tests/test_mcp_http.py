@@ -12,7 +12,6 @@ import pytest
 
 from reviews import actions
 from reviews.models import Agent, Proposal, ProposalState, Record
-from tests.conftest import content
 from tests.gateway_support import http, running_daemon
 from tests.mcp_client import call, over_http, text_of, tool_names
 
