@@ -581,6 +581,40 @@ def revise_record(record: Record | str, *, actor, changes: dict, note: str = "")
         return new
 
 
+def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record:
+    """A reviewer moves a record to another space (scope): the only way
+    content crosses between personal, team and system. The moved version is a
+    new approved record in ``scope`` that supersedes the old one, so history
+    stays and an agent that could read only the old space never learns where
+    it went. Refused for a record edited since approval (its text was never
+    reviewed) and for a disputed one (decide the dispute first)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note, required=True)
+        record = _locked_record(record)
+        _require_live(record, "move")
+        if record.status == RecordStatus.DISPUTED:
+            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+        if record.current_checksum() != record.approved_checksum:
+            raise ChecksumMismatch(f"{record.public_id} was edited since approval; revise or retire it instead of "
+                                   "moving text nobody reviewed.")
+        new_scope = v.clean_scope(scope)
+        if new_scope == record.scope:
+            raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
+        content = _content_of(record)
+        content["scope"] = new_scope
+        checksum = _checksum_of(content)
+        _check_not_duplicate(checksum)
+        new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
+        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} "
+                                                               f"as {new.public_id}.")
+        _audit("record.moved", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
+               after=checksum, snippet=note,
+               extra={"supersedes": record.public_id, "from_scope": record.scope, "to_scope": new_scope,
+                      "closed_proposals": closed})
+        return new
+
+
 def clear_dispute(record: Record | str, *, actor, note: str = "") -> Record:
     """A reviewer decides a disputed record is right after all: every pending
     dispute of it is rejected (with the note) and it is approved again."""
