@@ -386,6 +386,22 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
     return proposal_shape(proposal)
 
 
+def quality_check(agent: Agent, *, scope=None) -> dict:
+    """The read-only quality report, limited to the agent's scopes (one of
+    them if ``scope`` is given). Index drift is reported without counts,
+    which span every scope."""
+    from retrieval import quality  # loads numpy-heavy code only when asked
+
+    errors: dict[str, str] = {}
+    scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
+    _raise(errors)
+    report = quality.run(scopes, full_index_report=False)
+    data = report.as_dict()
+    data["note"] = ("These are flags for the reviewer, not decisions. If you have evidence about a flagged record, "
+                    "dispute it or propose a revision with that evidence.")
+    return data
+
+
 # --------------------------------------------------------------------------- writes
 
 

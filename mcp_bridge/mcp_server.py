@@ -213,6 +213,15 @@ def build_server() -> MCPServer:
         reviewer). Example: proposal_status(id="prop_1a2b3c4d5e6f")"""
         return agent_api.proposal_status(agent, id)
 
+    @server.tool(annotations=READ_ONLY)
+    @_tool
+    def quality_check(agent: Agent, scope: Scope = None) -> dict[str, Any]:
+        """Ask where the memory looks inconsistent, in your scopes: possible contradictions between current
+        records (close in meaning but differing in a negation, number, version, date or name), broken
+        supersession, proposals waiting too long, overdue or edited records. It only flags; it changes nothing.
+        Use it when search results disagree with each other. Example: quality_check(scope="team")"""
+        return agent_api.quality_check(agent, scope=scope)
+
     return server
 
 

@@ -189,6 +189,11 @@ VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")
 # Batches (indexing) always use every core. 0 leaves torch's default.
 VETTED_EMBED_THREADS = env_int("VETTED_EMBED_THREADS", 1, minimum=0, maximum=64)
 
+# The quality check flags two current records in the same scope as a possible
+# contradiction when they are at least this similar (cosine) and differ in a
+# negation, a number, a version, a date or a name.
+VETTED_CONTRADICTION_SIMILARITY = env_float("VETTED_CONTRADICTION_SIMILARITY", 0.6, minimum=0.0, maximum=1.0)
+
 # Exact vector search in memory (numpy) instead of vec0's scan: ~10x faster;
 # costs 1.5 KB of RAM per chunk. Off: every search scans vec0.
 VETTED_VECTOR_CACHE = env_bool("VETTED_VECTOR_CACHE", True)

@@ -578,6 +578,7 @@ ENDPOINTS = {
     "/api/v1/records/{record_id}/retirement": {"post"},
     "/api/v1/proposals": {"post"},
     "/api/v1/proposals/{proposal_id}": {"get"},
+    "/api/v1/quality": {"get"},
 }
 
 

@@ -18,7 +18,7 @@ from tests.mcp_client import call, over_http, text_of, tool_names
 pytestmark = pytest.mark.slow
 
 SAFE_TOOLS = {"describe", "search", "read", "list", "propose_context", "propose_retirement", "dispute",
-              "proposal_status"}
+              "proposal_status", "quality_check"}
 FORBIDDEN_WORDS = ("approve", "accept", "reject", "edit", "update", "delete", "remove", "verify", "write", "set_",
                    "clear", "revoke", "admin")
 
@@ -284,3 +284,14 @@ def test_writes_are_rate_limited_per_agent(agent_tokens, tmp_path):
     assert third.is_error and "[rate_limited]" in text_of(third) and "retry in" in text_of(third)
     assert not other_agent.is_error
     assert Proposal.objects.count() == 2
+
+
+def test_quality_check_stays_in_the_agents_scopes(gateway, agent_tokens, make_record):
+    make_record(scope="personal", title="Dentist day", body="My dentist appointment is every six months on Tuesday.")
+    make_record(scope="personal", title="Dentist day", body="My dentist appointment is every six months on Thursday.")
+    mine = structured(call(gateway.mcp_url, agent_tokens["claude-code"], "quality_check", {}))
+    assert mine["counts"].get("possible_contradiction") == 1
+    team = structured(call(gateway.mcp_url, agent_tokens["team-bot"], "quality_check", {}))
+    assert team["scopes"] == ["team"] and "entist" not in str(team)
+    refused = call(gateway.mcp_url, agent_tokens["team-bot"], "quality_check", {"scope": "personal"})
+    assert refused.is_error and "your scopes: team" in text_of(refused)

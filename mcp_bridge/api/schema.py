@@ -162,3 +162,22 @@ class ProposeSerializer(serializers.Serializer):
 
 class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why; the reviewer reads it (5+ characters).")
+
+
+class FindingSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="possible_contradiction, broken_supersession, supersession_loop, "
+                                           "stale_retirement, stale_proposal, overdue, edited_since_approval, index_drift")
+    why = serializers.CharField()
+    suggestion = serializers.CharField()
+    records = serializers.ListField(child=serializers.CharField())
+    proposals = serializers.ListField(child=serializers.CharField())
+    scope = serializers.CharField(allow_blank=True)
+    similarity = serializers.FloatField(required=False)
+
+
+class QualitySerializer(serializers.Serializer):
+    scopes = serializers.ListField(child=serializers.CharField())
+    checked_records = serializers.IntegerField()
+    counts = serializers.DictField(child=serializers.IntegerField())
+    findings = FindingSerializer(many=True)
+    note = serializers.CharField()

@@ -144,3 +144,11 @@ def unknown(request, rest: str = ""):
     """Any other path under /api/v1/: the JSON error shape, not Django's HTML 404 page."""
     raise NotFound(f"No API endpoint at {request.path[:80]!r}; the endpoints are listed at /api/v1/schema "
                    "(readable at /api/v1/docs).")
+
+
+@extend_schema(operation_id="quality_check", summary="Read-only quality report in the agent's scopes",
+               parameters=[OpenApiParameter("scope", str, description="Only this scope (one of the agent's).")],
+               responses={200: s.QualitySerializer, 400: _ERRORS[400], 401: _ERRORS[401]})
+@api_view(["GET"])
+def quality(request):
+    return Response(agent_api.quality_check(request.auth, scope=request.query_params.get("scope")))

@@ -1,0 +1,49 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from reviews.models import SCOPES
+from retrieval import quality
+
+LABELS = {
+    "possible_contradiction": "Possible contradictions",
+    "broken_supersession": "Broken supersession",
+    "supersession_loop": "Supersession loops",
+    "stale_retirement": "Retirements waiting too long",
+    "stale_proposal": "Proposals waiting too long",
+    "overdue": "Overdue for review",
+    "edited_since_approval": "Edited since approval",
+    "index_drift": "Index drift",
+}
+
+
+class Command(BaseCommand):
+    help = ("Report what looks wrong in the memory (possible contradictions, broken supersession, stale "
+            "proposals, overdue or edited records, index drift) with the next step for each. Changes nothing.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--scope", action="append", choices=list(SCOPES),
+                            help="only this scope (repeat for several; default: all)")
+        parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+        parser.add_argument("--threshold", type=float, help="similarity for possible contradictions "
+                                                            "(default VETTED_CONTRADICTION_SIMILARITY)")
+
+    def handle(self, *args, **opts):
+        threshold = opts["threshold"]
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise CommandError(f"--threshold {threshold}: give a number from 0 to 1.")
+        report = quality.run(opts["scope"], threshold=threshold)
+        if opts["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+            return
+        self.stdout.write(f"Checked {report.checked_records} current record(s) in {', '.join(report.scopes)}: "
+                          f"{len(report.findings)} finding(s).")
+        for kind, label in LABELS.items():
+            found = [f for f in report.findings if f.kind == kind]
+            if not found:
+                continue
+            self.stdout.write(f"\n{label} ({len(found)})")
+            for finding in found:
+                ids = " ".join(finding.records + finding.proposals)
+                self.stdout.write(f"  - {ids}{' ' if ids else ''}[{finding.scope or 'all'}] {finding.why}")
+                self.stdout.write(f"    next: {finding.suggestion}")

@@ -1,0 +1,318 @@
+"""The quality check: flags what looks wrong in a memory, decides nothing.
+
+Findings, each with the records involved, why it was flagged and the
+reviewer's suggested next step:
+
+- possible contradictions: two current records in the same scope that are
+  close in meaning (cosine of their embeddings) yet differ in a way that
+  matters: a negation on one side only, different numbers, versions, dates
+  or weekdays, or different names. Paraphrases of the same fact share those
+  details and are not flagged;
+- broken supersession: a superseded record without a successor, a successor
+  that does not point back, or a loop;
+- retire proposals and other proposals pending for long;
+- overdue records, and records edited since approval (checksum mismatch);
+- index drift (retrieval.index.check).
+
+Everything is read-only. Records outside the requested scopes are never
+read into a finding, so a team report cannot mention personal content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+
+from . import index, schema
+from .embeddings import Embedder, get_embedder
+
+# Records at least this similar (cosine, all-MiniLM-L6-v2) are "about the
+# same thing"; below it two records may differ freely. Chosen on the seeded
+# set in tests/data/quality_pairs.jsonl (see tests/test_quality.py).
+CONTRADICTION_SIMILARITY = 0.6
+NEIGHBOURS = 8  # candidates per record
+STALE_DAYS = 14
+
+_NEGATIONS = frozenset("""not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
+aren't wasn't weren't won't wouldn't shouldn't mustn't avoid avoids avoided stop stopped disable disabled disallow
+disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split())
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_VERSION_RE = re.compile(r"\bv?\d+(?:\.\d+){1,3}\b")
+_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[:.,]\d+)*(?:\s?(?:%|ms|s|gb|mb|kb|tb|k|m|h|min|days?|hours?|weeks?|"
+                        r"minutes?|seconds?|utc))?(?!\w)", re.IGNORECASE)
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’]*")
+_NAME_RE = re.compile(r"(?<![\w/.-])(?:[A-Z][a-zA-Z0-9]+(?:[-_/.][A-Za-z0-9]+)*|[a-z0-9]+(?:[-_/][a-z0-9]+)+)(?![\w/-])")
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*[-*]?\s*)([A-Z][a-zA-Z0-9]+)")
+
+
+@dataclass
+class Finding:
+    kind: str
+    why: str
+    suggestion: str
+    records: list[str] = field(default_factory=list)
+    proposals: list[str] = field(default_factory=list)
+    scope: str = ""
+    similarity: float | None = None
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        if self.similarity is None:
+            data.pop("similarity")
+        return data
+
+
+@dataclass
+class Report:
+    scopes: list[str]
+    findings: list[Finding]
+    checked_records: int
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for finding in self.findings:
+            counts[finding.kind] = counts.get(finding.kind, 0) + 1
+        return counts
+
+    def as_dict(self) -> dict:
+        return {"scopes": self.scopes, "checked_records": self.checked_records, "counts": self.counts(),
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+# --------------------------------------------------------------------------- contradiction signals
+
+
+def _text(record: Record) -> str:
+    return f"{record.title}\n{record.body}"
+
+
+def _numbers(text: str) -> set[str]:
+    text = _VERSION_RE.sub(" ", text)
+    return {re.sub(r"\s+", "", m.group(0).lower()).rstrip(".,") for m in _NUMBER_RE.finditer(text)}
+
+
+def _versions(text: str) -> set[str]:
+    return {m.group(0).lower().lstrip("v") for m in _VERSION_RE.finditer(text)}
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in _WORD_RE.findall(text)]
+
+
+def _names(text: str) -> set[str]:
+    """Proper names and identifiers, not capitalised sentence starts."""
+    starts = {m.group(1) for m in _SENTENCE_START_RE.finditer(text)}
+    names = set()
+    for m in _NAME_RE.finditer(text):
+        token = m.group(0)
+        if token in starts and not any(c in token for c in "-_/.") and not any(c.isdigit() for c in token):
+            continue
+        if token.lower() in _WEEKDAYS or token.lower() in _MONTHS:
+            continue
+        names.add(token.lower())
+    return names
+
+
+def differences(a: str, b: str) -> list[str]:
+    """Ways two texts about the same thing differ that change what they say."""
+    reasons = []
+    words_a, words_b = _words(a), _words(b)
+    neg_a = sorted(_NEGATIONS.intersection(words_a))
+    neg_b = sorted(_NEGATIONS.intersection(words_b))
+    if bool(neg_a) != bool(neg_b):
+        said = neg_a or neg_b
+        reasons.append(f"only one of them is negated ({', '.join(repr(w) for w in said[:3])})")
+    for label, extract in (("numbers", _numbers), ("versions", _versions)):
+        set_a, set_b = extract(a), extract(b)
+        if set_a and set_b and set_a != set_b:
+            only_a, only_b = sorted(set_a - set_b), sorted(set_b - set_a)
+            if only_a and only_b:
+                reasons.append(f"different {label}: {', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
+    for label, vocab in (("weekdays", _WEEKDAYS), ("months", _MONTHS)):
+        set_a, set_b = set(vocab).intersection(words_a), set(vocab).intersection(words_b)
+        if set_a and set_b and set_a != set_b:
+            reasons.append(f"different {label}: {', '.join(sorted(set_a - set_b) or sorted(set_a))} vs "
+                           f"{', '.join(sorted(set_b - set_a) or sorted(set_b))}")
+    names_a, names_b = _names(a), _names(b)
+    lower_a, lower_b = a.lower(), b.lower()
+    only_a = sorted(n for n in names_a if n not in lower_b)
+    only_b = sorted(n for n in names_b if n not in lower_a)
+    if only_a and only_b:
+        reasons.append(f"different names: {', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
+    return reasons
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _record_vectors(records: list[Record], embedder: Embedder) -> np.ndarray:
+    """One unit vector per record: its first chunk's stored embedding (title,
+    tags and the start of the body), embedded now if the index lacks it."""
+    by_id = {}
+    ids = [r.pk for r in records]
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), 500):
+            batch = ids[start:start + 500]
+            marks = ",".join(["%s"] * len(batch))
+            cursor.execute(f"SELECT record_id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks}) "
+                           f"AND embedding IS NOT NULL ORDER BY record_id, id", batch)
+            for record_id, blob in cursor.fetchall():
+                if record_id not in by_id and len(blob) == 4 * embedder.dimension:
+                    by_id[record_id] = np.frombuffer(blob, dtype=np.float32)
+    missing = [r for r in records if r.pk not in by_id]
+    if missing:
+        fresh = embedder.embed([index.chunk_texts(r.title, r.body, r.tags)[0] for r in missing])
+        for record, vector in zip(missing, fresh, strict=True):
+            by_id[record.pk] = np.asarray(vector, dtype=np.float32)
+    matrix = np.stack([by_id[r.pk] for r in records]) if records else np.zeros((0, embedder.dimension), np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def contradictions(records: list[Record], embedder: Embedder, *, threshold: float = CONTRADICTION_SIMILARITY,
+                   ) -> list[Finding]:
+    findings = []
+    by_scope: dict[str, list[Record]] = {}
+    for record in records:
+        by_scope.setdefault(record.scope, []).append(record)
+    for scope, group in sorted(by_scope.items()):
+        if len(group) < 2:
+            continue
+        matrix = _record_vectors(group, embedder)
+        seen = set()
+        for start in range(0, len(group), 512):
+            sims = matrix[start:start + 512] @ matrix.T
+            for row, similarities in enumerate(sims):
+                i = start + row
+                similarities[i] = -1.0
+                k = min(NEIGHBOURS, len(group) - 1)
+                for j in np.argpartition(-similarities, k - 1)[:k]:
+                    j = int(j)
+                    similarity = float(similarities[j])
+                    pair = (min(i, j), max(i, j))
+                    if similarity < threshold or pair in seen:
+                        continue
+                    seen.add(pair)
+                    a, b = group[pair[0]], group[pair[1]]
+                    reasons = differences(_text(a), _text(b))
+                    if reasons:
+                        findings.append(Finding(
+                            kind="possible_contradiction", scope=scope, similarity=round(similarity, 3),
+                            records=[a.public_id, b.public_id],
+                            why=f"'{a.title}' and '{b.title}' are about the same thing (similarity {similarity:.2f}) "
+                                f"but {'; '.join(reasons)}",
+                            suggestion="Read both: retire the one that no longer holds, or revise one so they agree.",
+                        ))
+    findings.sort(key=lambda f: -(f.similarity or 0))
+    return findings
+
+
+def supersession_problems(scopes: list[str]) -> list[Finding]:
+    findings = []
+    superseded = Record.objects.filter(status=RecordStatus.SUPERSEDED, scope__in=scopes).select_related("superseded_by")
+    for record in superseded:
+        successor = record.superseded_by
+        if successor is None:
+            findings.append(Finding(kind="broken_supersession", scope=record.scope, records=[record.public_id],
+                                    why=f"'{record.title}' is superseded but names no successor",
+                                    suggestion="Retire it, or revise it again so a current version exists."))
+        elif successor.supersedes_id != record.pk:
+            findings.append(Finding(kind="broken_supersession", scope=record.scope,
+                                    records=[record.public_id] + ([successor.public_id] if successor.scope in scopes else []),
+                                    why=f"'{record.title}' names a successor that does not point back to it",
+                                    suggestion="Check the history of both records in the admin."))
+    # Loops: follow superseded_by from every superseded record in scope.
+    links = dict(Record.objects.filter(superseded_by__isnull=False).values_list("pk", "superseded_by_id"))
+    public = dict(Record.objects.filter(scope__in=scopes).values_list("pk", "public_id"))
+    reported = set()
+    for start in list(links):
+        if start not in public:
+            continue
+        path, node = [], start
+        while node in links and node not in path and len(path) <= len(links):
+            path.append(node)
+            node = links[node]
+        if node in path:
+            loop = frozenset(path[path.index(node):])
+            if loop not in reported:
+                reported.add(loop)
+                findings.append(Finding(kind="supersession_loop", records=sorted(public[n] for n in loop if n in public),
+                                        why="these records supersede each other in a loop, so none is current",
+                                        suggestion="Retire all but one and revise that one; the audit log shows how it happened."))
+    return findings
+
+
+def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS) -> list[Finding]:
+    cutoff = timezone.now() - timedelta(days=stale_days)
+    findings = []
+    old = (Proposal.objects.filter(state=ProposalState.PENDING, created_at__lt=cutoff)
+           .select_related("target", "agent").order_by("created_at"))
+    for proposal in old:
+        scope = proposal.target.scope if proposal.target_id else proposal.scope
+        if scope not in scopes:
+            continue
+        days = (timezone.now() - proposal.created_at).days
+        kind = "stale_retirement" if proposal.action == ProposalAction.RETIRE else "stale_proposal"
+        title = proposal.title or (proposal.target.title if proposal.target_id else "")
+        findings.append(Finding(
+            kind=kind, scope=scope, proposals=[proposal.public_id],
+            records=[proposal.target.public_id] if proposal.target_id else [],
+            why=f"{proposal.action} proposal '{title}' from {proposal.agent.name if proposal.agent_id else 'a person'} "
+                f"has waited {days} days",
+            suggestion="Decide it in the inbox: accept, revise or reject.",
+        ))
+    return findings
+
+
+def record_state_problems(records: list[Record]) -> list[Finding]:
+    today = timezone.localdate()
+    findings = []
+    for record in records:
+        if record.current_checksum() != record.approved_checksum:
+            findings.append(Finding(kind="edited_since_approval", scope=record.scope, records=[record.public_id],
+                                    why=f"'{record.title}' changed after approval (checksum mismatch); agents do not get it",
+                                    suggestion="Revise it (approving the new text) or retire it."))
+        elif record.status == RecordStatus.APPROVED and record.review_by < today:
+            findings.append(Finding(kind="overdue", scope=record.scope, records=[record.public_id],
+                                    why=f"'{record.title}' was due for review on {record.review_by}; agents do not get it",
+                                    suggestion="Verify it if it still holds, otherwise revise or retire it."))
+    return findings
+
+
+def index_drift(*, detailed: bool) -> list[Finding]:
+    report = index.check()
+    if report.ok:
+        return []
+    if not detailed:  # counts and ids span every scope: say only that it needs attention
+        return [Finding(kind="index_drift", why="the search index needs maintenance",
+                        suggestion="Ask the reviewer to run `python manage.py check_index --sync`.")]
+    return [Finding(kind="index_drift", why=problem,
+                    suggestion="Run `python manage.py check_index --sync`, or `reindex` if that does not fix it.")
+            for problem in report.problems]
+
+
+def run(scopes=None, *, embedder: Embedder | None = None, full_index_report: bool = True,
+        threshold: float | None = None) -> Report:
+    """The whole check over ``scopes`` (default: all). Read-only."""
+    scopes = [s for s in SCOPES if s in set(scopes or SCOPES)]
+    embedder = embedder or get_embedder()
+    live = list(Record.objects.filter(scope__in=scopes, status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED])
+                .order_by("pk"))
+    current = [r for r in live if r.status == RecordStatus.APPROVED and r.current_checksum() == r.approved_checksum]
+    findings = contradictions(current, embedder, threshold=threshold or settings.VETTED_CONTRADICTION_SIMILARITY)
+    findings += supersession_problems(scopes)
+    findings += record_state_problems(live)
+    findings += pending_too_long(scopes)
+    findings += index_drift(detailed=full_index_report)
+    return Report(scopes=scopes, findings=findings, checked_records=len(live))

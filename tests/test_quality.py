@@ -1,0 +1,190 @@
+"""The quality check: what it flags, what it leaves alone, that it changes
+nothing and stays inside the requested scopes; precision and recall of the
+contradiction check on the seeded pairs in tests/data/quality_pairs.jsonl."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+
+from retrieval import quality
+from retrieval.embeddings import FakeEmbedder, SentenceTransformerEmbedder, default_model_path
+from reviews import actions
+from reviews.models import AuditEvent, Proposal, Record
+
+pytestmark = pytest.mark.django_db
+
+PAIRS = [json.loads(line) for line in
+         (Path(__file__).parent / "data" / "quality_pairs.jsonl").read_text().splitlines() if line.strip()]
+
+
+def kinds(report) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for finding in report.findings:
+        found.setdefault(finding.kind, []).append(finding)
+    return found
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("Deploys happen every Tuesday.", "Deploys happen every Thursday.", "different weekdays"),
+    ("The ledger runs PostgreSQL 15.4.", "The ledger runs PostgreSQL 16.2.", "different versions"),
+    ("Keys are limited to 100 requests per minute.", "Keys are limited to 500 requests per minute.", "different numbers"),
+    ("Force pushes are allowed.", "Force pushes are never allowed.", "only one of them is negated ('never')"),
+    ("Payments go through Stripe.", "Payments go through Adyen.", "different names: stripe vs adyen"),
+])
+def test_differences_name_what_changed(a, b, expected):
+    reasons = quality.differences(a, b)
+    assert any(expected in reason for reason in reasons), reasons
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Mei writes the release notes for every release.", "For every release, the release notes are written by Mei."),
+    ("Logs are kept for 14 days in Loki.", "Loki keeps logs for 14 days."),
+    ("We never deploy on Fridays.", "Deploys are not done on Fridays."),
+    ("Sprint planning is on Monday at 10:00.", "On Monday at 10:00 we plan the sprint."),
+])
+def test_paraphrases_of_the_same_fact_show_no_difference(a, b):
+    assert quality.differences(a, b) == []
+
+
+def _seed_pairs(make_record, scope="team"):
+    ids = []
+    for n, pair in enumerate(PAIRS):
+        a = make_record(scope=scope, kind="fact", tags=[f"pair-{n}"], **pair["a"])
+        b = make_record(scope=scope, kind="fact", tags=[f"pair-{n}"], **pair["b"])
+        ids.append((a.public_id, b.public_id, pair["label"]))
+    return ids
+
+
+def precision_recall(report, ids) -> tuple[float, float, int, int, int]:
+    flagged = {frozenset(f.records) for f in report.findings if f.kind == "possible_contradiction"}
+    wanted = {frozenset((a, b)) for a, b, label in ids if label == "contradiction"}
+    true_positive = len(flagged & wanted)
+    precision = true_positive / len(flagged) if flagged else 1.0
+    recall = true_positive / len(wanted)
+    return precision, recall, true_positive, len(flagged), len(wanted)
+
+
+def test_seeded_contradictions_are_found_and_paraphrases_are_not(make_record, capsys):
+    ids = _seed_pairs(make_record)
+    report = quality.run(["team"], embedder=FakeEmbedder())
+    precision, recall, hits, flagged, wanted = precision_recall(report, ids)
+    with capsys.disabled():
+        print(f"\n[quality, fake embedder] precision {precision:.2f} recall {recall:.2f} "
+              f"({hits} of {wanted} contradictions, {flagged} flagged)")
+    assert recall >= 0.9 and precision >= 0.9
+    paraphrases = {frozenset((a, b)) for a, b, label in ids if label == "paraphrase"}
+    assert not paraphrases & {frozenset(f.records) for f in report.findings}
+
+
+@pytest.mark.slow
+def test_seeded_contradictions_with_the_real_model(make_record, capsys):
+    model = SentenceTransformerEmbedder(default_model_path(), "all-MiniLM-L6-v2", threads=0)
+    ids = _seed_pairs(make_record)
+    report = quality.run(["team"], embedder=model)  # records not in the index are embedded on the fly
+    precision, recall, hits, flagged, wanted = precision_recall(report, ids)
+    with capsys.disabled():
+        print(f"\n[quality, {model.name}] precision {precision:.2f} recall {recall:.2f} "
+              f"({hits} of {wanted} contradictions, {flagged} flagged)")
+    assert recall >= 0.8 and precision >= 0.8
+
+
+def test_every_contradiction_says_why_and_what_to_do(make_record):
+    a = make_record(title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
+    b = make_record(title="Billing deploy day again", body="The billing API deploys every Thursday after the standup meeting.")
+    [finding] = kinds(quality.run(["team"], embedder=FakeEmbedder()))["possible_contradiction"]
+    assert set(finding.records) == {a.public_id, b.public_id}
+    assert "tuesday vs thursday" in finding.why and "similarity" in finding.why
+    assert "retire" in finding.suggestion
+
+
+def test_contradictions_are_only_paired_within_a_scope(make_record):
+    make_record(scope="personal", title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
+    make_record(scope="team", title="Billing deploy day", body="The billing API deploys every Thursday after the standup meeting.")
+    assert "possible_contradiction" not in kinds(quality.run(embedder=FakeEmbedder()))
+
+
+def test_a_team_report_never_mentions_personal_content(make_record, reviewer, agent):
+    secret = make_record(scope="personal", title="Dentist appointment Elm", body="My dentist is on Elm Street, every six months on Tuesday.")
+    make_record(scope="personal", title="Dentist appointment Oak", body="My dentist is on Oak Street, every six months on Thursday.")
+    Record.objects.filter(pk=secret.pk).update(review_by=timezone.localdate() - timedelta(days=1))
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE reviews_record SET body = body || ' (edited)' WHERE scope = 'personal'")
+    report = quality.run(["team"], embedder=FakeEmbedder())
+    text = json.dumps(report.as_dict())
+    assert "Dentist" not in text and "dentist" not in text and secret.public_id not in text
+    assert len(quality.run(["personal"], embedder=FakeEmbedder()).findings) >= 2
+
+
+def test_overdue_and_edited_records_are_flagged(make_record):
+    overdue = make_record(title="Overdue note", body="The nightly export runs at two in the morning UTC.")
+    edited = make_record(title="Edited note", body="The weekly report is mailed to the finance team on Monday.")
+    Record.objects.filter(pk=overdue.pk).update(review_by=timezone.localdate() - timedelta(days=3))
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s", ["Tampered text that nobody reviewed at all.", edited.pk])
+    found = kinds(quality.run(embedder=FakeEmbedder()))
+    assert [f.records for f in found["overdue"]] == [[overdue.public_id]]
+    assert [f.records for f in found["edited_since_approval"]] == [[edited.public_id]]
+    assert "Verify" in found["overdue"][0].suggestion
+
+
+def test_broken_supersession_and_loops_are_flagged(make_record, reviewer):
+    first = make_record(title="First version", body="The cache TTL for product pages is five minutes.")
+    second = actions.revise_record(first, actor=reviewer, changes={"body": "The cache TTL for product pages is ten minutes."})
+    orphan = make_record(title="Orphan", body="The search index is rebuilt every night by a cron job.")
+    with connection.cursor() as cursor:  # damage done outside Vetted
+        cursor.execute("UPDATE reviews_record SET status = 'superseded' WHERE id = %s", [orphan.pk])
+        cursor.execute("UPDATE reviews_record SET superseded_by_id = %s, status = 'superseded' WHERE id = %s",
+                       [first.pk, second.pk])
+    found = kinds(quality.run(embedder=FakeEmbedder()))
+    assert [orphan.public_id] in [f.records for f in found["broken_supersession"]]
+    [loop] = found["supersession_loop"]
+    assert set(loop.records) == {first.public_id, second.public_id}
+
+
+def test_old_pending_proposals_are_flagged(make_record, agent):
+    record = make_record()
+    retire = actions.propose_retirement(record, agent=agent, reason="The repository was archived last week.")
+    fresh = actions.propose_create(agent=agent, reason="Told by the user today.", kind="fact", scope="team",
+                                   title="Fresh proposal", body="The staging cluster is rebuilt every Sunday night.")
+    Proposal.objects.filter(pk=retire.pk).update(created_at=timezone.now() - timedelta(days=30))
+    found = kinds(quality.run(embedder=FakeEmbedder()))
+    assert [f.proposals for f in found["stale_retirement"]] == [[retire.public_id]]
+    assert "30 days" in found["stale_retirement"][0].why
+    assert fresh.public_id not in json.dumps([f.as_dict() for f in quality.run(embedder=FakeEmbedder()).findings])
+
+
+def test_index_drift_is_reported_in_detail_for_the_reviewer_only(make_record):
+    make_record()  # queued for embedding, not synced
+    detailed = kinds(quality.run(embedder=FakeEmbedder()))["index_drift"]
+    assert any("queued" in f.why for f in detailed)
+    [summary] = kinds(quality.run(embedder=FakeEmbedder(), full_index_report=False))["index_drift"]
+    assert "queued" not in summary.why and "check_index" in summary.suggestion
+
+
+def test_the_check_changes_nothing(make_record):
+    _seed_pairs(make_record)
+    before = (Record.objects.count(), AuditEvent.objects.count(), list(Record.objects.values_list("updated_at", flat=True)))
+    quality.run(embedder=FakeEmbedder())
+    after = (Record.objects.count(), AuditEvent.objects.count(), list(Record.objects.values_list("updated_at", flat=True)))
+    assert before == after
+
+
+def test_quality_command_prints_findings_and_json(make_record):
+    make_record(title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
+    make_record(title="Billing deploy day", body="The billing API deploys every Thursday after the standup meeting.")
+    out = io.StringIO()
+    call_command("quality", "--scope", "team", stdout=out)
+    text = out.getvalue()
+    assert "Possible contradictions (1)" in text and "next: Read both" in text
+    out = io.StringIO()
+    call_command("quality", "--json", stdout=out)
+    data = json.loads(out.getvalue())
+    assert data["counts"]["possible_contradiction"] == 1 and data["scopes"] == ["personal", "team", "system"]
