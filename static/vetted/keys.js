@@ -1,0 +1,103 @@
+// Keyboard for the review pages: j/k move between cards, a accept (or verify),
+// e revise, r reject (opens the note; Enter sends), x select, ? help.
+// Plain script, no build step; everything it clicks also works without it.
+(function () {
+  "use strict";
+  var current = null;
+
+  function cards() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-card]:not(.decided)"));
+  }
+
+  function focusCard(card) {
+    if (current) current.classList.remove("current");
+    current = card || null;
+    if (!current) return;
+    current.classList.add("current");
+    current.focus({ preventScroll: true });
+    current.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+
+  function move(step) {
+    var list = cards();
+    if (!list.length) return;
+    var i = list.indexOf(current);
+    focusCard(list[i < 0 ? 0 : Math.min(Math.max(i + step, 0), list.length - 1)]);
+  }
+
+  function press(key) {
+    if (!current || !document.body.contains(current)) move(0);
+    if (!current) return;
+    var target = current.querySelector('[data-key="' + key + '"]');
+    if (!target) return;
+    if (target.tagName === "SUMMARY") {
+      var details = target.parentElement;
+      details.open = true;
+      var input = details.querySelector("input[name=note]");
+      if (input) input.focus();
+    } else {
+      target.click();
+    }
+  }
+
+  function toggleHelp() {
+    var dialog = document.getElementById("keys-help");
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    var handled = true;
+    switch (event.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "a": case "e": case "r": press(event.key); break;
+      case "x":
+        if (!current) move(0);
+        var box = current && current.querySelector("input[type=checkbox]");
+        if (box) box.checked = !box.checked;
+        break;
+      case "?": toggleHelp(); break;
+      default: handled = false;
+    }
+    if (handled) event.preventDefault();
+  });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-help]")) toggleHelp();
+    var card = event.target.closest("[data-card]");
+    if (card && !card.classList.contains("decided")) {
+      if (current) current.classList.remove("current");
+      current = card;
+      card.classList.add("current");
+    }
+  });
+
+  // After htmx swaps a card: an edit form takes focus (first field); a
+  // decided card passes the focus to the next pending one.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var el = event.detail.elt;
+    if (!el || !el.matches || !el.matches("[data-card]")) return;
+    var swapped = document.getElementById(el.id);
+    if (!swapped) return;
+    if (swapped.classList.contains("editing")) {
+      focusCard(swapped);
+      var first = swapped.querySelector("input:not([disabled]), textarea");
+      if (first) first.focus();
+    } else if (swapped.classList.contains("decided")) {
+      var list = cards();
+      var next = list.filter(function (c) {
+        return c.compareDocumentPosition(swapped) & Node.DOCUMENT_POSITION_PRECEDING;
+      })[0];
+      focusCard(next || list[list.length - 1]);
+    } else {
+      focusCard(swapped);
+    }
+  });
+})();
