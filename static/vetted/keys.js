@@ -79,24 +79,25 @@
     }
   });
 
-  // After htmx swaps a card: an edit form takes focus (first field); a
-  // decided card passes the focus to the next pending one.
-  document.addEventListener("htmx:afterSwap", function (event) {
-    var el = event.detail.elt;
-    if (!el || !el.matches || !el.matches("[data-card]")) return;
-    var swapped = document.getElementById(el.id);
-    if (!swapped) return;
+  // After htmx puts a new card in (htmx:load fires on new content, which is
+  // in the document; swap events fire on the replaced, detached element): an
+  // edit form takes focus (first field); a decided card passes the focus on
+  // to the next pending one.
+  document.addEventListener("htmx:load", function (event) {
+    var swapped = event.target;
+    if (!swapped || !swapped.matches || !swapped.matches("[data-card]")) return;
     if (swapped.classList.contains("editing")) {
       focusCard(swapped);
       var first = swapped.querySelector("input:not([disabled]), textarea");
       if (first) first.focus();
     } else if (swapped.classList.contains("decided")) {
+      if (current && current.id !== swapped.id && document.body.contains(current)) return;
       var list = cards();
       var next = list.filter(function (c) {
         return c.compareDocumentPosition(swapped) & Node.DOCUMENT_POSITION_PRECEDING;
       })[0];
       focusCard(next || list[list.length - 1]);
-    } else {
+    } else if (current && current.id === swapped.id) {
       focusCard(swapped);
     }
   });
