@@ -231,3 +231,43 @@ def test_pages_work_without_javascript(browser, live_server, seeded):
             assert_fits(page, "phone")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, agent, make_record, size):
+    overdue = make_record(title="Old on-call rota", body="The on-call rota lives in the ops calendar and rotates every Monday at nine.")
+    Record = type(overdue)
+    Record.objects.filter(pk=overdue.pk).update(review_by=overdue.review_by.replace(year=2000))
+    disputed = make_record(title="Payment provider", body="Card payments go through the acme-pay provider, configured in billing-api.")
+    actions.dispute_record(disputed, agent=agent, reason="We changed provider in May; see the finance wiki")
+    context = browser.new_context(color_scheme="dark", **SIZES[size])
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", "rita")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_selector("#pending-count")
+        shot(page, f"{size}-dark-inbox")
+        for name, path in (("due", "/due/"), ("disputed", "/disputed/"), ("records", "/records/?q=payment+provider&mode=keyword&as_agent=1&reader_scopes=team"),
+                           ("agents", "/agents/"), ("settings", "/settings/")):
+            page.goto(live_server.url + path)
+            assert_fits(page, size)
+            shot(page, f"{size}-dark-{name}", full=True)
+        # Verify the overdue record in one click; the Due count drops.
+        page.goto(live_server.url + "/due/")
+        page.locator(f"#record-{overdue.pk}").get_by_role("button", name="Verify").click()
+        page.wait_for_selector(f"#record-{overdue.pk}.decided")
+        assert page.inner_text("#due-count").strip() == "0"
+        # Create an agent: the token is shown once.
+        page.goto(live_server.url + "/agents/")
+        page.fill("input[name=name]", "cursor")
+        page.check("input[name=scopes][value=team]")
+        page.get_by_role("button", name="Create agent").click()
+        page.wait_for_selector("#token-panel")
+        assert page.input_value(".token-value").startswith("vt_")
+        assert_fits(page, size)
+        shot(page, f"{size}-dark-agent-token")
+    finally:
+        context.close()
