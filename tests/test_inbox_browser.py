@@ -84,6 +84,10 @@ def open_page(browser, live_server, size):
 
 def assert_fits(page, size):
     """No sideways scrolling; at phone size every control is at least 44 px tall (and wide)."""
+    # The stylesheet must have arrived: an element can be visible before it
+    # has (a loaded machine showed 17 px links measured unstyled).
+    page.wait_for_load_state("load")
+    page.wait_for_function("getComputedStyle(document.body).margin === '0px'")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"{overflow}px of horizontal scroll at {size}"
     if size != "phone":
@@ -102,6 +106,7 @@ def assert_fits(page, size):
 
 
 def shot(page, name, full=False):
+    page.wait_for_load_state("load")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
 
