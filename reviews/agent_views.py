@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.shortcuts import render
 from django.urls import reverse
@@ -12,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from . import actions
 from .errors import ValidationFailed, VettedError
 from .models import SCOPES, Agent, ProposalState
-from .page_helpers import back, nav_counts
+from .page_helpers import back, nav_counts, site_login_required
 
 
 def _context(**extra) -> dict:
@@ -24,13 +23,13 @@ def _context(**extra) -> dict:
     return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": SCOPES, "errors": {}, "values": {}, **extra}
 
 
-@login_required
+@site_login_required
 @require_GET
 def agents(request):
     return render(request, "reviews/agents.html", _context())
 
 
-@login_required
+@site_login_required
 @require_POST
 def create(request):
     values = {"name": request.POST.get("name", ""), "scopes": request.POST.getlist("scopes"),
@@ -49,7 +48,7 @@ def create(request):
     return response
 
 
-@login_required
+@site_login_required
 @require_POST
 def revoke(request, name):
     try:

@@ -8,7 +8,6 @@ without it the browser is redirected back with a message.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +19,7 @@ from retrieval.search import search
 from . import actions, validation
 from .errors import NotFound, ValidationFailed, VettedError
 from .models import SCOPES, Proposal, ProposalAction, ProposalState
-from .page_helpers import back, form_changes, nav_counts, tags_text
+from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
 
 PAGE_SIZE = 25
 SIMILAR_LIMIT = 3
@@ -46,7 +45,7 @@ def _page(after: str) -> tuple[list[Proposal], str]:
     return rows, (str(rows[-1].pk) if more and rows else "")
 
 
-@login_required
+@site_login_required
 @require_GET
 def inbox(request):
     proposals, next_cursor = _page(request.GET.get("after", ""))
@@ -79,7 +78,7 @@ def _failed(request, proposal_id: str, exc: VettedError):
     return back(request, reverse("home"))
 
 
-@login_required
+@site_login_required
 @require_POST
 def accept(request, public_id):
     try:
@@ -89,7 +88,7 @@ def accept(request, public_id):
     return _decided(request, proposal, "Accepted")
 
 
-@login_required
+@site_login_required
 @require_POST
 def reject(request, public_id):
     try:
@@ -110,7 +109,7 @@ def _form_initial(proposal: Proposal) -> dict:
     }
 
 
-@login_required
+@site_login_required
 @require_http_methods(["GET", "POST"])
 def revise(request, public_id):
     """Edit a proposal's text, then accept the edited version
@@ -147,7 +146,7 @@ def _kinds() -> list[str]:
     return sorted(validation.kinds())
 
 
-@login_required
+@site_login_required
 @require_GET
 def similar(request, public_id):
     """The approved records most like a create proposal, so duplicates are
@@ -165,7 +164,7 @@ def similar(request, public_id):
     return render(request, "reviews/inbox.html#similar", {"hits": hits, "error": error, "p": proposal})
 
 
-@login_required
+@site_login_required
 @require_POST
 def bulk(request):
     """Accept or reject several proposals; each is its own action (and
@@ -192,7 +191,7 @@ def bulk(request):
     return back(request, reverse("home"))
 
 
-@login_required
+@site_login_required
 @require_GET
 def card(request, public_id):
     """One proposal's card (the inbox's Cancel after Revise…)."""

@@ -6,7 +6,13 @@ reviews.actions, and render or redirect. Nothing here changes state.
 
 from __future__ import annotations
 
+from functools import wraps
+from urllib.parse import urlencode, urlsplit
+
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.urls import reverse
 from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -53,3 +59,22 @@ def error_message(request, exc) -> None:
 
 def tags_text(tags) -> str:
     return ", ".join(tags or [])
+
+
+def site_login_required(view):
+    """login_required, except that an htmx request whose session has ended
+    is sent to the login page as a whole page (HX-Redirect) instead of having
+    the login form swapped into a card."""
+    plain = login_required(view)
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.htmx and not request.user.is_authenticated:
+            current = urlsplit(request.headers.get("HX-Current-URL", ""))
+            back_to = current.path + (f"?{current.query}" if current.query else "") if current.path else "/"
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': back_to})}"
+            return response
+        return plain(request, *args, **kwargs)
+
+    return wrapper

@@ -5,7 +5,6 @@ reviewer's direct decisions on a record (verify, revise, retire, clear a dispute
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Prefetch, Q
 from django.http import Http404
@@ -20,7 +19,7 @@ from retrieval.search import MODES, Filters, search
 from . import actions, validation
 from .errors import ValidationFailed, VettedError
 from .models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
-from .page_helpers import back, form_changes, nav_counts, tags_text
+from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
 
 LIST_LIMIT = 100
 SEARCH_LIMIT = 30
@@ -36,7 +35,7 @@ def _pending_disputes():
     )
 
 
-@login_required
+@site_login_required
 @require_GET
 def due(request):
     """Approved records past their review date: withheld from agents until verified, revised or retired."""
@@ -49,7 +48,7 @@ def due(request):
     })
 
 
-@login_required
+@site_login_required
 @require_GET
 def disputed(request):
     queryset = (Record.objects.filter(status=RecordStatus.DISPUTED).select_related("proposed_by")
@@ -86,7 +85,7 @@ def _failed(request, public_id: str, exc: VettedError):
     return back(request, reverse("record_detail", args=[public_id]))
 
 
-@login_required
+@site_login_required
 @require_POST
 def verify(request, public_id):
     try:
@@ -96,7 +95,7 @@ def verify(request, public_id):
     return _after(request, record, f"Verified {record.public_id}; next review by {record.review_by:%Y-%m-%d}.")
 
 
-@login_required
+@site_login_required
 @require_POST
 def retire(request, public_id):
     try:
@@ -106,7 +105,7 @@ def retire(request, public_id):
     return _after(request, record, f"Retired {record.public_id}.")
 
 
-@login_required
+@site_login_required
 @require_POST
 def clear(request, public_id):
     try:
@@ -116,7 +115,7 @@ def clear(request, public_id):
     return _after(request, record, f"Cleared the dispute on {record.public_id}; it is approved again.")
 
 
-@login_required
+@site_login_required
 @require_http_methods(["GET", "POST"])
 def revise(request, public_id):
     """Write a corrected version: a new approved record superseding this one."""
@@ -159,7 +158,7 @@ def _filters_from(params) -> dict:
     return {name: params.get(name, "").strip() for name in ("q", "mode", "kind", "scope", "tag", "status", "agent")}
 
 
-@login_required
+@site_login_required
 @require_GET
 def records(request):
     """Browse with filters; with a query, search through the same engine and
@@ -224,7 +223,7 @@ def _not_delivered(f: dict, reader: Reader, exclude: set[int]) -> list[tuple[Rec
     return rows
 
 
-@login_required
+@site_login_required
 @require_GET
 def detail(request, public_id):
     record = (Record.objects.filter(public_id=public_id)

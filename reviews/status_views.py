@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from memory_site import __version__
 from retrieval import embeddings, index
 
-from .page_helpers import nav_counts
+from .page_helpers import nav_counts, site_login_required
 
 
 def _size(path: Path) -> int:
@@ -22,7 +21,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-@login_required
+@site_login_required
 @require_GET
 def site_settings(request):
     db = Path(settings.DATABASES["default"]["NAME"])

@@ -276,3 +276,25 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
         shot(page, f"{size}-dark-agent-token")
     finally:
         context.close()
+
+
+def test_bulk_accept_from_the_phone(browser, live_server, seeded):
+    context, page = open_page(browser, live_server, "phone")
+    try:
+        bar = page.locator("#bulk")
+        assert not bar.is_visible()  # only once something is selected
+        card(page, seeded["first"]).locator("label.check").tap()
+        card(page, seeded["third"]).locator("label.check").tap()
+        bar.wait_for(state="visible")
+        box = bar.bounding_box()
+        assert box["y"] + box["height"] <= 844 + 1  # pinned to the bottom, in thumb reach
+        assert_fits(page, "phone")
+        shot(page, "phone-bulk")
+        bar.get_by_role("button", name="Accept selected").tap()
+        page.wait_for_selector(f"text=Accepted 2:")
+        assert page.inner_text("#pending-count").strip() == "1"
+        assert refreshed(seeded["first"]).state == ProposalState.ACCEPTED
+        assert refreshed(seeded["third"]).state == ProposalState.ACCEPTED
+        assert refreshed(seeded["revision"]).state == ProposalState.PENDING
+    finally:
+        context.close()

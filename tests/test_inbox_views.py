@@ -329,3 +329,21 @@ def test_bulk_reject_with_a_note(signed_in, create_proposal):
 def test_bulk_without_a_selection_is_a_message(signed_in):
     response = signed_in.post(reverse("proposal_bulk"), {"op": "accept"}, follow=True)
     assert "Select one or more proposals" in response.content.decode()
+
+
+def test_an_htmx_request_after_the_session_ended_redirects_the_whole_page(client, reviewer, create_proposal):
+    proposal = create_proposal()
+    response = client.post(reverse("proposal_accept", args=[proposal.public_id]),
+                           HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/?after=3")
+    assert response.status_code == 204
+    assert response["HX-Redirect"] == f"{reverse('login')}?next=%2F%3Fafter%3D3"
+    proposal.refresh_from_db()
+    assert proposal.state == ProposalState.PENDING
+
+
+def test_static_assets_are_vendored_and_the_app_is_installable(signed_in):
+    from django.contrib.staticfiles import finders
+    for name in ("vetted/htmx.min.js", "vetted/keys.js", "vetted/manifest.webmanifest", "vetted/icon.svg"):
+        assert finders.find(name), name
+    html = signed_in.get("/").content.decode()
+    assert 'rel="manifest"' in html and "prefers-color-scheme" in open(finders.find("vetted/site.css")).read()

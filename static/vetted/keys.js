@@ -101,4 +101,21 @@
       focusCard(swapped);
     }
   });
+
+  // A failed htmx request must not look like nothing happened (a phone on a
+  // train loses the network): say so, and that a reload shows the truth.
+  function showError(text) {
+    var box = document.getElementById("request-error");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = false;
+    clearTimeout(showError.timer);
+    showError.timer = setTimeout(function () { box.hidden = true; }, 8000);
+  }
+  document.addEventListener("htmx:sendError", function () {
+    showError("Could not reach Vetted. The decision may not have been saved; reload the page to see what stands.");
+  });
+  document.addEventListener("htmx:responseError", function (event) {
+    showError("Vetted answered with an error (" + event.detail.xhr.status + "). Reload the page to see what stands.");
+  });
 })();
