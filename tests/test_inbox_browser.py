@@ -21,10 +21,12 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 PASSWORD = "a-long-password-1"  # the reviewer fixture's
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
+# reduced_motion: cards scroll into view at once, so a click never lands on
+# an element that is still moving.
 SIZES = {
     "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 3},
-    "desktop": {"viewport": {"width": 1440, "height": 900}},
+              "device_scale_factor": 3, "reduced_motion": "reduce"},
+    "desktop": {"viewport": {"width": 1440, "height": 900}, "reduced_motion": "reduce"},
 }
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
@@ -79,6 +81,10 @@ def open_page(browser, live_server, size):
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_selector("#pending-count")
+    # keys.js and htmx are deferred scripts: a key pressed before they ran
+    # would be lost (seen once on a loaded machine).
+    page.wait_for_load_state("load")
+    page.wait_for_function("window.htmx !== undefined")
     return context, page
 
 

@@ -9,13 +9,14 @@
     return Array.prototype.slice.call(document.querySelectorAll("[data-card]:not(.decided)"));
   }
 
-  function focusCard(card) {
+  function focusCard(card, block) {
     if (current) current.classList.remove("current");
     current = card || null;
     if (!current) return;
     current.classList.add("current");
     current.focus({ preventScroll: true });
-    current.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    var calm = block || window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    current.scrollIntoView({ block: block || "nearest", behavior: calm ? "auto" : "smooth" });
   }
 
   function move(step) {
@@ -87,9 +88,10 @@
     var swapped = event.target;
     if (!swapped || !swapped.matches || !swapped.matches("[data-card]")) return;
     if (swapped.classList.contains("editing")) {
-      focusCard(swapped);
-      var first = swapped.querySelector("input:not([disabled]), textarea");
-      if (first) first.focus();
+      // An edit form is taller than the card it replaces: show its top.
+      focusCard(swapped, "start");
+      var first = swapped.querySelector("input:not([disabled]):not([type=hidden]), textarea");
+      if (first) first.focus({ preventScroll: true });
     } else if (swapped.classList.contains("decided")) {
       if (current && current.id !== swapped.id && document.body.contains(current)) return;
       var list = cards();
