@@ -227,6 +227,8 @@ def test_pages_work_without_javascript(browser, live_server, seeded):
     page = context.new_page()
     try:
         page.goto(f"{live_server.url}/accounts/login/")
+        assert_fits(page, "phone")
+        shot(page, "phone-login")
         page.fill("input[name=username]", "rita")
         page.fill("input[name=password]", PASSWORD)
         page.click("button[type=submit]")
@@ -237,6 +239,15 @@ def test_pages_work_without_javascript(browser, live_server, seeded):
         card(page, seeded["third"]).get_by_role("button", name="Reject", exact=True).click()
         page.wait_for_selector("text=Rejected " + seeded["third"].public_id)
         assert refreshed(seeded["third"]).decision_note == "No source"
+        # Revise without JavaScript: a page of its own, then back to the inbox.
+        card(page, seeded["revision"]).get_by_role("link", name="Revise…").click()
+        page.wait_for_selector("textarea[name=body]")
+        assert_fits(page, "phone")
+        shot(page, "phone-nojs-revise", full=True)
+        page.fill("input[name=title]", "Deploy checklist (no JS)")
+        page.get_by_role("button", name="Accept edited version").click()
+        page.wait_for_selector("text=Accepted " + seeded["revision"].public_id)
+        assert refreshed(seeded["revision"]).result_record.title == "Deploy checklist (no JS)"
         for path in ("/due/", "/disputed/", "/records/?q=deploy", "/agents/", "/settings/"):
             page.goto(live_server.url + path)
             assert_fits(page, "phone")
