@@ -94,8 +94,12 @@ def assert_fits(page, size):
     # has (a loaded machine showed 17 px links measured unstyled).
     page.wait_for_load_state("load")
     page.wait_for_function("getComputedStyle(document.body).margin === '0px'")
-    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"{overflow}px of horizontal scroll at {size}"
+    # Against the configured width, not window.innerWidth: a mobile browser
+    # widens its layout viewport to fit content that overflows, so innerWidth
+    # would grow with the very overflow we look for.
+    width = SIZES[size]["viewport"]["width"]
+    overflow = page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)") - width
+    assert overflow <= 0, f"{overflow}px of horizontal scroll at {size} on {page.url}"
     if size != "phone":
         return
     small = page.evaluate("""() => {
@@ -262,6 +266,10 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
     Record.objects.filter(pk=overdue.pk).update(review_by=overdue.review_by.replace(year=2000))
     disputed = make_record(title="Payment provider", body="Card payments go through the acme-pay provider, configured in billing-api.")
     actions.dispute_record(disputed, agent=agent, reason="We changed provider in May; see the finance wiki")
+    wide = make_record(title="Wide content", body=(
+        "A long command and a long link must not push the page sideways:\n\n"
+        "```\nkubectl --namespace=billing-production-eu-west-1 rollout restart deployment/billing-api-worker-queue-consumer-v2 --context=prod\n```\n\n"
+        "https://example.com/" + "a" * 150 + " and | a | table |\n|---|---|\n| " + "wide-cell-" * 20 + " | x |"))
     context = browser.new_context(color_scheme="dark", **SIZES[size])
     page = context.new_page()
     page.set_default_timeout(10_000)
@@ -273,7 +281,8 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
         page.wait_for_selector("#pending-count")
         shot(page, f"{size}-dark-inbox")
         for name, path in (("due", "/due/"), ("disputed", "/disputed/"), ("records", "/records/?q=payment+provider&mode=keyword&as_agent=1&reader_scopes=team"),
-                           ("agents", "/agents/"), ("settings", "/settings/")):
+                           ("agents", "/agents/"), ("settings", "/settings/"),
+                           ("wide-record", f"/records/{wide.public_id}/")):
             page.goto(live_server.url + path)
             assert_fits(page, size)
             shot(page, f"{size}-dark-{name}", full=True)
