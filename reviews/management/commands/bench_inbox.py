@@ -32,6 +32,8 @@ class Command(BaseCommand):
         parser.add_argument("--proposals", type=int, default=500, help="pending proposals to seed (default 500)")
         parser.add_argument("--renders", type=int, default=50, help="renders per page measured (default 50)")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--similar", action="store_true",
+                            help="also time the lazy 'similar records' request of create cards (loads the embedding model)")
 
     def handle(self, *args, **opts):
         total, renders = opts["proposals"], opts["renders"]
@@ -54,6 +56,14 @@ class Command(BaseCommand):
                 ("inbox (first page)", home, {}),
                 ("load more (htmx)", f"{home}?after={cursor}", {"HTTP_HX_REQUEST": "true"}),
             ]
+            if opts["similar"]:
+                from retrieval import index
+                from retrieval.embeddings import get_embedder
+                index.sync(get_embedder())  # embed the seeded records first: not part of a request
+                creates = Proposal.objects.filter(state=ProposalState.PENDING, action="create").order_by("created_at")
+                for proposal in creates[:3]:
+                    pages.append((f"similar {proposal.public_id[-4:]}", reverse("proposal_similar", args=[proposal.public_id]),
+                                  {"HTTP_HX_REQUEST": "true"}))
             rows = [self._measure(client, label, url, headers, renders) for label, url, headers in pages]
         self.stdout.write(f"seeded {pending} pending proposals in a temporary database in {seeded_in:.1f} s; "
                           f"{renders} renders per page (first render discarded)")
