@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from retrieval.gate import Reader
+from retrieval.index import IndexModelMismatch
 from retrieval.search import search
 
 from . import actions, validation
@@ -161,6 +162,8 @@ def similar(request, public_id):
             hits = response.results
         except VettedError as exc:
             error = exc.message
+        except IndexModelMismatch as exc:  # a hint must not break the card
+            error = f"{exc} (run `python manage.py reindex`)"
     return render(request, "reviews/inbox.html#similar", {"hits": hits, "error": error, "p": proposal})
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.urls import reverse
@@ -51,10 +50,6 @@ def form_changes(post) -> dict:
     if not changes.get("review_by"):
         changes.pop("review_by", None)
     return changes
-
-
-def error_message(request, exc) -> None:
-    messages.error(request, exc.message)
 
 
 def tags_text(tags) -> str:

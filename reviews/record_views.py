@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from retrieval.gate import Reader, withhold_reason
+from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, Filters, search
 
 from . import actions, validation
@@ -179,6 +180,8 @@ def records(request):
                               reader=reader, count_access=False)
         except VettedError as exc:
             context["error"] = exc.message
+        except IndexModelMismatch as exc:
+            context["error"] = f"{exc} (run `python manage.py reindex`)"
         else:
             context["response"] = response
             context["not_delivered"] = _not_delivered(f, reader, exclude={h.record.pk for h in response.results})

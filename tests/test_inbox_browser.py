@@ -14,7 +14,7 @@ import pytest
 
 from reviews import actions
 from reviews.models import Proposal, ProposalState, RecordStatus
-from tests.conftest import GOOD_BODY, content
+from tests.conftest import content
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
