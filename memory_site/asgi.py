@@ -1,5 +1,12 @@
 """The one ASGI application `manage.py serve` runs: the Django site (with its
-static files) and, from the gateway issue on, MCP at /mcp."""
+static files), the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
+
+/mcp goes to the MCP SDK's Starlette app behind two guards (body size,
+agent token); everything else goes to Django, with the body-size guard on
+/api/. Lifespan events go to the MCP app: its session manager's task group
+starts there (without it every MCP request fails with 500), and Django's
+ASGI handler refuses lifespan events anyway.
+"""
 
 import os
 
@@ -12,20 +19,37 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 # Vetted is a local, single-process server with no web server in front.
 django_app = ASGIStaticFilesHandler(get_asgi_application())
 
+from django.conf import settings  # noqa: E402
 
-async def _lifespan(receive, send):
-    # Django's ASGI handler refuses lifespan events; uvicorn sends them at
-    # start and stop. Acknowledge them here (the MCP app will hook in here).
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+from mcp_bridge.guard import limit_body, require_agent_token  # noqa: E402
+from mcp_bridge.mcp_server import build_server, transport_security  # noqa: E402
+
+MCP_PATH = "/mcp"
 
 
-async def application(scope, receive, send):
-    if scope["type"] == "lifespan":
-        return await _lifespan(receive, send)
-    return await django_app(scope, receive, send)
+def build_application():
+    """A fresh application (the MCP session manager can start only once per
+    instance, so tests that start several servers build one each)."""
+    mcp_starlette = build_server().streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=transport_security(settings.ALLOWED_HOSTS),
+        # Our guard enforces the (stated) limit first; keep the SDK's as a backstop.
+        max_request_body_size=settings.VETTED_MAX_REQUEST_BYTES,
+    )
+    mcp_app = limit_body(require_agent_token(mcp_starlette))
+    api_app = limit_body(django_app)
+
+    async def application(scope, receive, send):
+        if scope["type"] == "lifespan":
+            return await mcp_starlette(scope, receive, send)
+        path = scope.get("path", "")
+        if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+            return await mcp_app(scope, receive, send)
+        if path.startswith("/api/"):
+            return await api_app(scope, receive, send)
+        return await django_app(scope, receive, send)
+
+    return application
+
+
+application = build_application()

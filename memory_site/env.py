@@ -58,6 +58,19 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return number
 
 
+def env_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
+    if not minimum <= number <= maximum:
+        raise ImproperlyConfigured(f"{name}={number} is outside {minimum}-{maximum}.")
+    return number
+
+
 def env_choice(name: str, default: str, choices: list[str]) -> str:
     value = _raw(name)
     if value is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_choice, env_int, env_kinds, env_list, env_path, env_str
+from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -73,8 +73,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "reviews",
     "retrieval",
+    "mcp_bridge",
 ]
 
 MIDDLEWARE = [
@@ -194,4 +198,48 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"vetted": {"handlers": ["console"], "level": env_str("VETTED_LOG_LEVEL", "INFO")}},
+}
+
+# --------------------------------------------------------------------------- agent gateway
+# Agents reach Vetted over MCP (/mcp) and REST (/api/v1/), with a per-agent
+# bearer token and nothing else: the site's session cookies never authorise
+# an agent call, and agent tokens never open a site page.
+
+# Proposals (creates, revisions, retirements, disputes) one agent may send per
+# minute, counted over a sliding minute; 0 turns the limit off.
+VETTED_PROPOSALS_PER_MINUTE = env_int("VETTED_PROPOSALS_PER_MINUTE", 60, minimum=0, maximum=100_000)
+# A new proposal whose text is at least this close in meaning (cosine of the
+# best chunk pair, all-MiniLM-L6-v2) to a deliverable record in the same scope
+# is not stored unless the agent confirms it; 1.0 turns the check off.
+VETTED_NEAR_DUPLICATE = env_float("VETTED_NEAR_DUPLICATE", 0.85, minimum=0.5, maximum=1.0)
+# Largest request body accepted on /mcp and /api/ (and by Django forms). The
+# largest valid proposal (20 000 characters of body, JSON-escaped) fits well.
+VETTED_MAX_REQUEST_BYTES = env_int("VETTED_MAX_REQUEST_BYTES", 256 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = VETTED_MAX_REQUEST_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["mcp_bridge.api.auth.AgentTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["mcp_bridge.api.auth.IsAgent"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "mcp_bridge.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Vetted agent API",
+    "DESCRIPTION": (
+        "What an AI agent may do with Vetted's memory: search, read, list, describe, and propose. "
+        "Nothing an agent sends becomes true until a person approves it in the inbox. "
+        "Authenticate with `Authorization: Bearer vt_...` (create a token with `manage.py create_agent`)."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }

@@ -7,6 +7,7 @@ from memory_site.health import health
 urlpatterns = [
     path("health", health, name="health"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("mcp_bridge.api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("reviews.urls")),

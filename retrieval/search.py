@@ -356,7 +356,7 @@ def _identifier_candidates(cursor, identifiers: list[str], k: int) -> dict[int, 
     return found
 
 
-def _vector_candidates(cursor, query_vector: np.ndarray, k: int) -> tuple[dict[int, tuple[float, int]], int]:
+def nearest_chunks(cursor, query_vector: np.ndarray, k: int) -> tuple[dict[int, tuple[float, int]], int]:
     """Best chunk per record among the ``k`` nearest chunks {record_id:
     (similarity, chunk_id)}, and how many chunks were considered."""
     if settings.VETTED_VECTOR_CACHE:
@@ -520,7 +520,7 @@ def _gather(cursor, mode, terms, identifiers, query_vector, k) -> tuple[dict[int
             c = candidates.setdefault(rowid, _Candidate())
             c.identifiers, c.keyword_hit = share, True
     if mode in ("semantic", "hybrid"):
-        vector, chunk_rows = _vector_candidates(cursor, query_vector, k)
+        vector, chunk_rows = nearest_chunks(cursor, query_vector, k)
         more |= chunk_rows >= min(k, index.KNN_MAX)
         for rowid, (similarity, chunk_id) in vector.items():
             c = candidates.setdefault(rowid, _Candidate())

@@ -76,3 +76,38 @@ def make_queries(rng: random.Random, records: list[dict], count: int) -> list[st
         else:
             queries.append(f"who owns the {r['service']} {r['component']} and how often is it deployed?")
     return queries
+
+
+def populate_corpus(size: int, rng: random.Random, embedder) -> tuple[list[dict], float, float]:
+    """Fill the current (scratch) database with ``size`` approved synthetic
+    records and embed them. Returns the specs, insert seconds and total build
+    seconds. Rows go in by bulk insert (a throwaway corpus; the SQL triggers
+    still fill the keyword indexes and the vector queue)."""
+    import sys
+    import time
+
+    from django.db import transaction
+    from tqdm import tqdm
+
+    from reviews.checksum import content_checksum
+    from reviews.models import Record
+
+    from . import index
+    from .scratch import scratch_reviewer
+
+    reviewer = scratch_reviewer()
+    now = timezone.now()
+    specs = [make_record(rng, n) for n in range(size)]
+    started = time.perf_counter()
+    for start in tqdm(range(0, size, 2000), desc=f"insert {size}", file=sys.stderr, disable=None):
+        batch = []
+        for spec in specs[start:start + 2000]:
+            content = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
+            batch.append(Record(**content, review_by=spec["review_by"], approved_checksum=content_checksum(**content),
+                                approved_at=now, approved_by=reviewer, verified_at=now))
+        with transaction.atomic():
+            Record.objects.bulk_create(batch)
+    insert_s = time.perf_counter() - started
+    with tqdm(total=size, desc=f"embed {size}", file=sys.stderr, disable=None) as bar:
+        index.sync(embedder, batch=256, progress=bar.update)
+    return specs, insert_s, time.perf_counter() - started

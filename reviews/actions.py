@@ -45,6 +45,7 @@ from .errors import (
     InvalidTransition,
     NotFound,
     ScopeNotAllowed,
+    Unauthorized,
     ValidationFailed,
     VettedError,
 )
@@ -580,6 +581,40 @@ def revise_record(record: Record | str, *, actor, changes: dict, note: str = "")
         return new
 
 
+def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record:
+    """A reviewer moves a record to another space (scope): the only way
+    content crosses between personal, team and system. The moved version is a
+    new approved record in ``scope`` that supersedes the old one, so history
+    stays and an agent that could read only the old space never learns where
+    it went. Refused for a record edited since approval (its text was never
+    reviewed) and for a disputed one (decide the dispute first)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note, required=True)
+        record = _locked_record(record)
+        _require_live(record, "move")
+        if record.status == RecordStatus.DISPUTED:
+            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+        if record.current_checksum() != record.approved_checksum:
+            raise ChecksumMismatch(f"{record.public_id} was edited since approval; revise or retire it instead of "
+                                   "moving text nobody reviewed.")
+        new_scope = v.clean_scope(scope)
+        if new_scope == record.scope:
+            raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
+        content = _content_of(record)
+        content["scope"] = new_scope
+        checksum = _checksum_of(content)
+        _check_not_duplicate(checksum)
+        new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
+        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} "
+                                                               f"as {new.public_id}.")
+        _audit("record.moved", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
+               after=checksum, snippet=note,
+               extra={"supersedes": record.public_id, "from_scope": record.scope, "to_scope": new_scope,
+                      "closed_proposals": closed})
+        return new
+
+
 def clear_dispute(record: Record | str, *, actor, note: str = "") -> Record:
     """A reviewer decides a disputed record is right after all: every pending
     dispute of it is rejected (with the note) and it is approved again."""
@@ -686,6 +721,63 @@ def revoke_agent(agent: Agent | str, *, actor) -> Agent:
         agent.save(update_fields=["is_active", "revoked_at"])
         _audit("agent.revoked", actor=actor, subject=agent, snippet=agent.name)
         return agent
+
+
+def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
+    """Give an active agent a new token; the old one stops working at once.
+    Returns the agent and the raw token (shown once, never stored)."""
+    with transaction.atomic():
+        _require_reviewer(actor)
+        name = agent if isinstance(agent, str) else agent.name
+        try:
+            agent = Agent.objects.select_for_update().get(name=name)
+        except Agent.DoesNotExist:
+            raise NotFound(f"No agent named {name!r}.") from None
+        if not agent.is_active or not agent.token_digest:
+            raise InvalidTransition(f"Agent {agent.name!r} is revoked or has no token; create a new agent instead.")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        old_prefix = agent.token_prefix
+        agent.token_digest = _token_digest(token)
+        agent.token_prefix = token[:10]
+        agent.save(update_fields=["token_digest", "token_prefix"])
+        _audit("agent.token_rotated", actor=actor, subject=agent, snippet=agent.name,
+               extra={"old_prefix": old_prefix, "new_prefix": agent.token_prefix})
+        return agent, token
+
+
+def agent_for_token(token: str) -> Agent:
+    """The active agent a bearer token belongs to; raises Unauthorized with a
+    message that says what is wrong and how to fix it. Reads only."""
+    token = (token or "").strip()
+    if not token:
+        raise Unauthorized("Missing agent token: send the header 'Authorization: Bearer vt_...' "
+                           "(create one with `python manage.py create_agent NAME --scopes ...`).")
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+        raise Unauthorized(f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.")
+    agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
+    if agent is None:
+        raise Unauthorized("Unknown agent token: it was never issued here or has been replaced; "
+                           "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).")
+    if not agent.is_active:
+        when = f" on {agent.revoked_at:%Y-%m-%d}" if agent.revoked_at else ""
+        raise Unauthorized(f"Agent {agent.name!r} was revoked{when}; its token no longer works. "
+                           "Ask the reviewer for a new agent.")
+    return agent
+
+
+SEEN_EVERY_SECONDS = 60
+
+
+def note_agent_seen(agent: Agent) -> None:
+    """Bookkeeping, not a change to memory: stamp ``last_seen_at`` at most once
+    a minute per agent, so the inbox can show when an agent was last active.
+    Writes no audit event (it would record every request); changes nothing
+    an agent or a reviewer decides."""
+    now = timezone.now()
+    if agent.last_seen_at and (now - agent.last_seen_at).total_seconds() < SEEN_EVERY_SECONDS:
+        return
+    Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+    agent.last_seen_at = now
 
 
 def import_agent() -> Agent:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+
+from mcp_bridge import connect
 
 from . import actions
 from .errors import ValidationFailed, VettedError
@@ -43,7 +48,9 @@ def create(request):
         return render(request, "reviews/agents.html", _context(errors={"form": exc.message}, values=values), status=400)
     # The token is in this one response only (not stored, not in a redirect):
     # tell the browser and any proxy not to keep the page.
-    response = render(request, "reviews/agents.html", _context(created=agent, token=token))
+    snippets = connect.snippets(token, url=request.build_absolute_uri("/").rstrip("/"),
+                                home=Path(settings.VETTED_HOME).resolve())
+    response = render(request, "reviews/agents.html", _context(created=agent, token=token, snippets=snippets))
     response["Cache-Control"] = "no-store"
     return response
 

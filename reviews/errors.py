@@ -61,3 +61,19 @@ class ChecksumMismatch(VettedError):
     """The record's text no longer matches what was approved."""
 
     code = "edited_since_approval"
+
+
+class Unauthorized(VettedError):
+    """No usable agent token: missing, malformed, unknown or revoked."""
+
+    code = "unauthorized"
+
+
+class RateLimited(VettedError):
+    """Too many writes from one agent; ``retry_after`` is in whole seconds."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int):
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after

@@ -15,7 +15,7 @@ class FirstRunMiddleware:
         global _user_exists
         if not _user_exists:
             setup_url = reverse("first_run")
-            exempt = request.path.startswith(("/static/", "/health", setup_url))
+            exempt = request.path.startswith(("/static/", "/health", "/api/", setup_url))
             if not exempt:
                 if get_user_model().objects.exists():
                     _user_exists = True

@@ -101,3 +101,27 @@ def make_record(reviewer, agent):
 @pytest.fixture
 def record(make_record):
     return make_record()
+
+
+# --------------------------------------------------------------------------- agent gateway
+
+
+@pytest.fixture(scope="module")
+def gateway(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The real daemon (`manage.py serve`) over the test database, one per
+    test module. Tests using it need committed data: see ``agent_tokens``."""
+    from tests.gateway_support import running_daemon
+
+    with running_daemon(tmp_path_factory.mktemp("daemon")) as daemon:
+        yield daemon
+
+
+@pytest.fixture
+def agent_tokens(transactional_db, reviewer, agent, team_agent):
+    """Raw bearer tokens by agent name: claude-code (the ``agent`` fixture,
+    personal+team), team-bot (``team_agent``, team) and gone (revoked).
+    Committed, so the daemon sees them."""
+    tokens = {name: actions.rotate_agent_token(name, actor=reviewer)[1] for name in ("claude-code", "team-bot")}
+    _gone, tokens["gone"] = actions.create_agent("gone", scopes=["team"], actor=reviewer)
+    actions.revoke_agent("gone", actor=reviewer)
+    return tokens

@@ -40,12 +40,20 @@ def test_create_agent_shows_the_token_once(signed_in):
     assert token not in signed_in.get(reverse("agents")).content.decode()
 
 
-def test_the_token_panel_leaves_a_block_for_connect_snippets():
-    from pathlib import Path
-    template = Path(__file__).parent.parent / "templates" / "reviews" / "agents.html"
-    text = template.read_text()
-    panel = text[text.index('id="token-panel"'):text.index("</section>")]
-    assert "{% block connect_snippets %}" in panel
+def test_the_token_panel_shows_a_copyable_config_block_for_every_client(signed_in):
+    import json
+    import sys
+
+    response = signed_in.post(reverse("agent_create"), {"name": "laptop", "scopes": ["personal", "team"]})
+    token = response.context["token"]
+    html = response.content.decode()
+    for client in ("claude-code", "claude-desktop", "codex", "cursor"):
+        assert f'id="snippet-{client}"' in html
+    cursor = next(s for s in response.context["snippets"] if s["client"] == "cursor")
+    entry = json.loads(cursor["text"])["mcpServers"]["vetted"]
+    assert entry["command"] == sys.executable and entry["args"][-1] == "mcp_stdio"
+    assert entry["env"]["VETTED_TOKEN"] == token
+    assert actions.agent_for_token(token).name == "laptop"
 
 
 def test_create_agent_with_bad_input_shows_field_errors(signed_in, agent):

@@ -554,3 +554,34 @@ def test_every_successful_action_writes_exactly_one_event(agent, team_agent, rev
         before = audit_count()
         step()
         assert audit_count() == before + 1
+
+
+# --------------------------------------------------------------------------- moving between spaces
+
+
+def test_moving_a_record_to_another_space_supersedes_it_and_is_audited(reviewer, make_record):
+    old = make_record(scope="personal", title="Preferred editor", body="I write all code in Helix with the default keymap.")
+    new = actions.move_record(old, actor=reviewer, scope="team", note="The whole team standardised on it.")
+    old.refresh_from_db()
+    assert new.scope == "team" and new.body == old.body and new.status == RecordStatus.APPROVED
+    assert old.status == RecordStatus.SUPERSEDED and old.superseded_by_id == new.pk and new.supersedes_id == old.pk
+    assert new.approved_checksum == new.current_checksum() != old.approved_checksum  # scope is in the checksum
+    event = AuditEvent.objects.get(event_type="record.moved")
+    assert event.extra["from_scope"] == "personal" and event.extra["to_scope"] == "team"
+    assert event.record_ref == new.public_id and event.checksum_before == old.approved_checksum
+
+
+def test_a_move_needs_a_note_a_new_scope_and_a_clean_record(reviewer, make_record, agent):
+    record = make_record(scope="team")
+    with pytest.raises(ValidationFailed, match="note"):
+        actions.move_record(record, actor=reviewer, scope="personal", note="")
+    with pytest.raises(ValidationFailed, match="already in team"):
+        actions.move_record(record, actor=reviewer, scope="team", note="No change.")
+    with pytest.raises(ValidationFailed, match="scope"):
+        actions.move_record(record, actor=reviewer, scope="public", note="Somewhere else.")
+    actions.dispute_record(record, agent=agent, reason="This moved to the wiki.")
+    with pytest.raises(InvalidTransition, match="disputed"):
+        actions.move_record(record, actor=reviewer, scope="personal", note="Keep it for me.")
+    with pytest.raises(InvalidTransition):
+        actions.move_record(record, actor=agent, scope="personal", note="Agents cannot move records.")
+    assert not AuditEvent.objects.filter(event_type="record.moved").exists()

@@ -1,22 +1,16 @@
 import os
 import random
 import statistics
-import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
-from django.utils import timezone
-from tqdm import tqdm
+from django.db import connection
 
-from retrieval import index
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
-from retrieval.scratch import scratch_database, scratch_reviewer
-from retrieval.synthetic import make_queries, make_record
-from reviews.checksum import content_checksum
-from reviews.models import Record
+from retrieval.scratch import scratch_database
+from retrieval.synthetic import make_queries, populate_corpus
 
 
 class Command(BaseCommand):
@@ -60,24 +54,7 @@ class Command(BaseCommand):
         with scratch_database(keep=opts["keep"]) as folder:
             if opts["keep"]:
                 self.stderr.write(f"corpus of {size}: {folder}")
-            reviewer = scratch_reviewer()
-            now = timezone.now()
-            specs = [make_record(rng, n) for n in range(size)]
-            started = time.perf_counter()
-            # Bulk rows straight into the table (a throwaway corpus; the SQL
-            # triggers still fill the keyword indexes and the vector queue).
-            for start in tqdm(range(0, size, 2000), desc=f"insert {size}", file=sys.stderr, disable=None):
-                batch = []
-                for spec in specs[start:start + 2000]:
-                    content = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
-                    batch.append(Record(**content, review_by=spec["review_by"], approved_checksum=content_checksum(**content),
-                                        approved_at=now, approved_by=reviewer, verified_at=now))
-                with transaction.atomic():
-                    Record.objects.bulk_create(batch)
-            insert_s = time.perf_counter() - started
-            with tqdm(total=size, desc=f"embed {size}", file=sys.stderr, disable=None) as bar:
-                index.sync(embedder, batch=256, progress=bar.update)
-            build_s = time.perf_counter() - started
+            specs, insert_s, build_s = populate_corpus(size, rng, embedder)
             with connection.cursor() as cursor:
                 cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             db_mb = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6

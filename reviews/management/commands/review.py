@@ -6,7 +6,7 @@ from django.utils import timezone
 from reviews import actions
 from reviews.errors import VettedError
 from reviews.management.cli import dumps, iso_date, resolve_reviewer
-from reviews.models import Proposal, ProposalState
+from reviews.models import SCOPES, Proposal, ProposalState
 
 
 class Command(BaseCommand):
@@ -49,6 +49,12 @@ class Command(BaseCommand):
         p.add_argument("record_id")
         p.add_argument("--note", default="")
 
+        p = sub.add_parser("move", parents=[common], help="move a record to another space (scope); the moved "
+                                                           "version supersedes it")
+        p.add_argument("record_id")
+        p.add_argument("--scope", required=True, choices=list(SCOPES))
+        p.add_argument("--note", required=True, help="why it belongs there")
+
     def handle(self, *args, **opts):
         command = opts["subcommand"]
         if command == "list":
@@ -73,6 +79,9 @@ class Command(BaseCommand):
             elif command == "clear-dispute":
                 r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
                 self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.")
+            elif command == "move":
+                r = actions.move_record(opts["record_id"], actor=reviewer, scope=opts["scope"], note=opts["note"])
+                self.stdout.write(f"Moved {r.supersedes.public_id} to {r.scope} as {r.public_id}.")
         except VettedError as exc:
             raise CommandError(exc.message) from None
 

@@ -1,0 +1,164 @@
+"""Serializers that describe the API's requests and responses in the
+OpenAPI schema. Validation itself is done by mcp_bridge.agent_api (shared
+with MCP), so every interface reports the same messages."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, ...")
+    message = serializers.CharField(help_text="What was wrong and what is allowed.")
+    fields = serializers.DictField(child=serializers.CharField(), required=False,
+                                   help_text="For 'invalid': field name -> problem.")
+    existing_id = serializers.CharField(required=False, help_text="For 'duplicate': the existing record or proposal.")
+    retry_after = serializers.IntegerField(required=False, help_text="For 'rate_limited': seconds to wait.")
+
+
+class HitSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    kind = serializers.CharField()
+    scope = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    body = serializers.CharField(help_text="The whole body, or its most relevant chunk when long (body_is_excerpt).")
+    body_is_excerpt = serializers.BooleanField()
+    approved_at = serializers.DateTimeField(allow_null=True)
+    verified_at = serializers.DateTimeField(allow_null=True)
+    review_by = serializers.DateField()
+    score = serializers.FloatField()
+    supersedes = serializers.CharField(required=False, help_text="Set when shown in place of a superseded record.")
+
+
+class SearchSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.CharField()
+    results = HitSerializer(many=True)
+    withheld = serializers.DictField(child=serializers.IntegerField(),
+                                     help_text="Matches not delivered, by reason (retired, superseded, disputed, "
+                                               "edited, expired, not_yet_valid, overdue).")
+    withheld_total = serializers.IntegerField()
+    withheld_explained = serializers.DictField(child=serializers.CharField(), required=False)
+    took_ms = serializers.FloatField()
+
+
+class RecordSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    kind = serializers.CharField()
+    scope = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    body = serializers.CharField()
+    status = serializers.CharField()
+    approved_at = serializers.DateTimeField(allow_null=True)
+    approved_by = serializers.CharField(allow_null=True)
+    verified_at = serializers.DateTimeField(allow_null=True)
+    review_by = serializers.DateField()
+    valid_from = serializers.DateField(allow_null=True)
+    valid_until = serializers.DateField(allow_null=True)
+    supersedes = serializers.CharField(allow_null=True)
+    checksum = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
+    source_tool = serializers.CharField(allow_blank=True)
+
+
+class ReadSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    deliverable = serializers.BooleanField()
+    record = RecordSerializer(required=False)
+    withheld = serializers.CharField(required=False)
+    explanation = serializers.CharField(required=False)
+    current_version = serializers.CharField(required=False)
+
+
+class SummarySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    kind = serializers.CharField()
+    scope = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    excerpt = serializers.CharField()
+    approved_at = serializers.DateTimeField(allow_null=True)
+    verified_at = serializers.DateTimeField(allow_null=True)
+    review_by = serializers.DateField()
+
+
+class ListSerializer(serializers.Serializer):
+    records = SummarySerializer(many=True)
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+
+
+class NamedCountSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    records = serializers.IntegerField()
+    review_days = serializers.IntegerField(required=False)
+
+
+class DescribeSerializer(serializers.Serializer):
+    server = serializers.CharField()
+    about = serializers.CharField()
+    agent = serializers.DictField()
+    scopes = NamedCountSerializer(many=True)
+    kinds = NamedCountSerializer(many=True)
+    tags = NamedCountSerializer(many=True)
+    records_current = serializers.IntegerField()
+    pending_proposals = serializers.DictField(child=serializers.IntegerField())
+    write_rules = serializers.DictField(child=serializers.CharField())
+    save = serializers.CharField()
+
+
+class ProposalSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    action = serializers.ChoiceField(choices=["create", "revise", "retire", "dispute"])
+    state = serializers.ChoiceField(choices=["pending", "accepted", "rejected", "withdrawn"])
+    target = serializers.CharField(allow_null=True)
+    title = serializers.CharField(allow_blank=True)
+    scope = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decision_note = serializers.CharField(allow_blank=True)
+    result_record = serializers.CharField(allow_null=True)
+    reviewer_changed = serializers.ListField(child=serializers.CharField())
+    next = serializers.CharField()
+
+
+class ProposalCreatedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["pending"])
+    proposal_id = serializers.CharField()
+    proposal = ProposalSerializer()
+    message = serializers.CharField()
+
+
+class SimilarSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    kind = serializers.CharField()
+    scope = serializers.CharField()
+    similarity = serializers.FloatField()
+
+
+class SimilarExistsSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["similar_exists"])
+    similar = SimilarSerializer(many=True)
+    threshold = serializers.FloatField()
+    message = serializers.CharField()
+
+
+class ProposeSerializer(serializers.Serializer):
+    title = serializers.CharField(required=False, help_text="Required unless revises is given. " "3-200 characters, one line.")
+    body = serializers.CharField(required=False, help_text="Required unless revises is given. " "20-20000 characters of Markdown.")
+    kind = serializers.CharField(required=False, help_text="Required unless revises is given. " "fact, preference, procedure, decision, reference, event (see describe).")
+    scope = serializers.CharField(required=False, help_text="Required unless revises is given. " "personal, team or system; one of the agent's scopes.")
+    reason = serializers.CharField(help_text="Why this is worth keeping; the reviewer reads it (5+ characters).")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, max_length=20)
+    review_by = serializers.DateField(required=False, help_text="Future date; default today + the kind's period.")
+    revises = serializers.CharField(required=False, help_text="A record id: propose a revision of it instead.")
+    confirm_duplicate = serializers.BooleanField(required=False, default=False,
+                                                 help_text="Store even though a similar record exists.")
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why; the reviewer reads it (5+ characters).")

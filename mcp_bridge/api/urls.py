@@ -1,0 +1,18 @@
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
+
+urlpatterns = [
+    path("describe", views.describe, name="api-describe"),
+    path("search", views.search, name="api-search"),
+    path("records", views.records, name="api-records"),
+    path("records/<str:record_id>", views.record, name="api-record"),
+    path("records/<str:record_id>/dispute", views.dispute, name="api-dispute"),
+    path("records/<str:record_id>/retirement", views.retirement, name="api-retirement"),
+    path("proposals", views.proposals, name="api-proposals"),
+    path("proposals/<str:proposal_id>", views.proposal, name="api-proposal"),
+    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(r"^(?P<rest>.*)$", views.unknown, name="api-unknown"),  # JSON 404, last
+]

@@ -1,0 +1,146 @@
+"""The REST API: the same operations as the MCP tools, one thin view each.
+Every view takes the agent from the token (request.auth) and calls
+mcp_bridge.agent_api; errors are shaped by mcp_bridge.api.errors."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.decorators import api_view
+from rest_framework.response import Response
+
+from reviews.errors import NotFound, ValidationFailed
+
+from .. import agent_api
+from . import schema as s
+
+PROPOSE_FIELDS = ("title", "body", "kind", "scope", "tags", "reason", "review_by", "revises", "confirm_duplicate")
+_ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, text in {
+    400: "Invalid input: what was wrong and what is allowed.",
+    401: "Missing, unknown or revoked agent token.",
+    404: "No such record or proposal visible to this agent.",
+}.items()}
+_WRITE_ERRORS = {**_ERRORS,
+                 403: OpenApiResponse(s.ErrorSerializer, description="Scope not allowed for this agent."),
+                 409: OpenApiResponse(s.ErrorSerializer, description="Duplicate or invalid transition."),
+                 413: OpenApiResponse(s.ErrorSerializer, description="Request body over the limit."),
+                 429: OpenApiResponse(s.ErrorSerializer, description="Rate limited; see Retry-After.")}
+
+
+def _body(request, allowed: tuple[str, ...]) -> dict:
+    data = request.data
+    if not isinstance(data, dict):
+        raise ValidationFailed({"body": f"send a JSON object with: {', '.join(allowed)}"})
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ValidationFailed({name: f"unknown field; allowed: {', '.join(allowed)}" for name in unknown})
+    return data
+
+
+def _tags_param(request) -> list[str] | None:
+    values = [part for value in request.query_params.getlist("tags") for part in value.split(",") if part.strip()]
+    return values or None
+
+
+@extend_schema(operation_id="describe", summary="Vocabulary, scopes, write rules; call first",
+               responses={200: s.DescribeSerializer, 401: _ERRORS[401]})
+@api_view(["GET"])
+def describe(request):
+    return Response(agent_api.describe(request.auth))
+
+
+@extend_schema(
+    operation_id="search", summary="Gated hybrid search over what is true now",
+    parameters=[
+        OpenApiParameter("q", str, required=True, description="The query (up to 2000 characters)."),
+        OpenApiParameter("mode", str, enum=["hybrid", "keyword", "semantic"], description="Default hybrid."),
+        OpenApiParameter("limit", int, description="1-50, default 8."),
+        OpenApiParameter("kind", str, description="Only this kind."),
+        OpenApiParameter("scope", str, description="Only this scope (one of the agent's)."),
+        OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
+    ],
+    responses={200: s.SearchSerializer, 400: _ERRORS[400], 401: _ERRORS[401]},
+)
+@api_view(["GET"])
+def search(request):
+    q = request.query_params
+    return Response(agent_api.search(request.auth, q.get("q", ""), mode=q.get("mode", "hybrid"), kind=q.get("kind"),
+                                     scope=q.get("scope"), tags=_tags_param(request), limit=q.get("limit", 8)))
+
+
+@extend_schema(
+    operation_id="list_records", summary="Recently approved records the agent can rely on",
+    parameters=[
+        OpenApiParameter("kind", str), OpenApiParameter("scope", str), OpenApiParameter("tag", str),
+        OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
+        OpenApiParameter("limit", int, description="1-100, default 20."),
+    ],
+    responses={200: s.ListSerializer, 400: _ERRORS[400], 401: _ERRORS[401]},
+)
+@api_view(["GET"])
+def records(request):
+    q = request.query_params
+    return Response(agent_api.list_records(request.auth, kind=q.get("kind"), scope=q.get("scope"), tag=q.get("tag"),
+                                           since=q.get("since"), limit=q.get("limit", agent_api.LIST_LIMIT_DEFAULT)))
+
+
+@extend_schema(operation_id="read_record", summary="One record through the gate (or why it is withheld)",
+               parameters=[OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+               responses={200: s.ReadSerializer, **_ERRORS})
+@api_view(["GET"])
+def record(request, record_id: str):
+    return Response(agent_api.read(request.auth, record_id))
+
+
+@extend_schema(
+    operation_id="propose", summary="Propose a new record, or a revision (revises=<id>)",
+    request=s.ProposeSerializer,
+    responses={201: s.ProposalCreatedSerializer,
+               409: OpenApiResponse(s.SimilarExistsSerializer,
+                                    description="similar_exists (not stored), or an exact duplicate (error body)."),
+               **{k: v for k, v in _WRITE_ERRORS.items() if k != 409}},
+)
+@api_view(["POST"])
+def proposals(request):
+    data = _body(request, PROPOSE_FIELDS)
+    answer = agent_api.propose_context(request.auth, **{name: data.get(name) for name in PROPOSE_FIELDS
+                                                        if name != "confirm_duplicate"},
+                                       confirm_duplicate=data.get("confirm_duplicate", False))
+    code = status.HTTP_201_CREATED if answer["status"] == "pending" else status.HTTP_409_CONFLICT
+    return Response(answer, status=code)
+
+
+@extend_schema(operation_id="proposal_status", summary="What the reviewer decided about one of your proposals",
+               parameters=[OpenApiParameter("proposal_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+               responses={200: s.ProposalSerializer, **_ERRORS})
+@api_view(["GET"])
+def proposal(request, proposal_id: str):
+    return Response(agent_api.proposal_status(request.auth, proposal_id))
+
+
+@extend_schema(operation_id="dispute", summary="Dispute a record (withheld until a reviewer decides)",
+               parameters=[OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+               request=s.ReasonSerializer, responses={201: s.ProposalCreatedSerializer, **_WRITE_ERRORS})
+@api_view(["POST"])
+def dispute(request, record_id: str):
+    data = _body(request, ("reason",))
+    return Response(agent_api.dispute(request.auth, record_id, data.get("reason")), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(operation_id="propose_retirement", summary="Ask the reviewer to retire a record",
+               parameters=[OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+               request=s.ReasonSerializer, responses={201: s.ProposalCreatedSerializer, **_WRITE_ERRORS})
+@api_view(["POST"])
+def retirement(request, record_id: str):
+    data = _body(request, ("reason",))
+    return Response(agent_api.propose_retirement(request.auth, record_id, data.get("reason")),
+                    status=status.HTTP_201_CREATED)
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unknown(request, rest: str = ""):
+    """Any other path under /api/v1/: the JSON error shape, not Django's HTML 404 page."""
+    raise NotFound(f"No API endpoint at {request.path[:80]!r}; the endpoints are listed at /api/v1/schema "
+                   "(readable at /api/v1/docs).")

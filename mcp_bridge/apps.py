@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class McpBridgeConfig(AppConfig):
+    name = "mcp_bridge"
+    verbose_name = "Agent gateway (MCP, REST, stdio bridge)"

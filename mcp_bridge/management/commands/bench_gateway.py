@@ -1,0 +1,182 @@
+"""Benchmark the agent gateway end to end: a real daemon (`serve`, real
+model unless VETTED_EMBEDDER says otherwise) over a synthetic corpus in a
+temporary folder; warm search latency through MCP (the official client over
+streamable HTTP, one session), through REST, and in-process for reference;
+and the stdio bridge's time from spawn to its first tool answer."""
+
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval import search as engine
+from retrieval.embeddings import get_embedder
+from retrieval.gate import Reader
+from retrieval.scratch import scratch_database, scratch_reviewer
+from retrieval.synthetic import make_queries, populate_corpus
+from reviews import actions
+
+PROJECT = Path(settings.BASE_DIR)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _summary(label: str, timings: list[float]) -> dict:
+    timings = sorted(timings)
+    return {"path": label, "n": len(timings), "p50": statistics.median(timings),
+            "p95": timings[max(0, int(len(timings) * 0.95) - 1)], "max": timings[-1]}
+
+
+class Command(BaseCommand):
+    help = ("Benchmark the gateway: warm search p50/p95 over MCP (HTTP), REST and in-process on a synthetic "
+            "corpus, and the stdio bridge's spawn-to-first-answer time. Prints a table.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--records", type=int, default=10000)
+        parser.add_argument("--searches", type=int, default=200)
+        parser.add_argument("--spawns", type=int, default=20, help="bridge processes to spawn and time")
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args, **opts):
+        if opts["records"] < 10 or opts["searches"] < 10 or opts["spawns"] < 1:
+            raise CommandError("--records and --searches must be at least 10, --spawns at least 1.")
+        embedder = get_embedder()
+        rng = random.Random(opts["seed"])
+        with scratch_database() as folder:
+            specs, _insert_s, build_s = populate_corpus(opts["records"], rng, embedder)
+            self.stderr.write(f"corpus of {opts['records']} built in {build_s:.0f} s")
+            reviewer = scratch_reviewer()
+            _agent, token = actions.create_agent("bench", scopes=["personal", "team", "system"], actor=reviewer)
+            queries = make_queries(rng, specs, opts["searches"])
+
+            reader = Reader.everything()
+            engine.search(queries[0], reader=reader, embedder=embedder, count_access=False)
+            in_process = []
+            for q in queries:
+                t0 = time.perf_counter()
+                engine.search(q, limit=8, reader=reader, embedder=embedder, count_access=False)
+                in_process.append((time.perf_counter() - t0) * 1000)
+
+            port = _free_port()
+            base = f"http://127.0.0.1:{port}"
+            env = {**os.environ, "VETTED_HOME": str(folder), "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
+                   "VETTED_PROPOSALS_PER_MINUTE": "0", "DJANGO_SETTINGS_MODULE": "memory_site.settings"}
+            log = open(folder / "serve.log", "wb")
+            daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
+                                      cwd=PROJECT, env=env, stdout=log, stderr=log)
+            try:
+                self._wait(base, daemon, folder)
+                mcp = asyncio.run(self._mcp_searches(base, token, queries))
+                rest = self._rest_searches(base, token, queries)
+                bridge = self._bridge_spawns(base, token, opts["spawns"], queries[0])
+            finally:
+                daemon.terminate()
+                daemon.wait(timeout=30)
+                log.close()
+
+        rows = [_summary("in-process search()", in_process), _summary("MCP streamable HTTP", mcp),
+                _summary("REST GET /api/v1/search", rest)]
+        self.stdout.write("")
+        self.stdout.write(f"{opts['records']} records, model {embedder.name}, {opts['searches']} hybrid searches "
+                          f"(limit 8) per path, warm daemon; cpu count {os.cpu_count()}")
+        self.stdout.write(f"{'path':<28} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+        for row in rows:
+            self.stdout.write(f"{row['path']:<28} {row['n']:>5} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f}")
+        self.stdout.write("")
+        self.stdout.write(f"stdio bridge, spawn -> first tool answer ({opts['spawns']} spawns)")
+        self.stdout.write(f"{'first call':<28} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+        for label, timings in bridge.items():
+            row = _summary(label, timings)
+            self.stdout.write(f"{label:<28} {row['n']:>5} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f}")
+        ratio = statistics.median(mcp) / statistics.median(in_process)
+        self.stdout.write(f"\nMCP/in-process median ratio: {ratio:.2f}")
+
+    def _wait(self, base, daemon, folder):
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if daemon.poll() is not None:
+                raise CommandError(f"serve exited; see {folder / 'serve.log'}")
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise CommandError("serve did not come up within 180 s")
+
+    async def _mcp_searches(self, base, token, queries):
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        timings = []
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+            async with Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
+                await client.call_tool("search", {"query": queries[0]})  # warm
+                for q in queries:
+                    t0 = time.perf_counter()
+                    result = await client.call_tool("search", {"query": q, "limit": 8})
+                    timings.append((time.perf_counter() - t0) * 1000)
+                    if result.is_error:
+                        raise CommandError(f"MCP search failed: {result.content}")
+        return timings
+
+    def _rest_searches(self, base, token, queries):
+        from urllib.parse import urlencode
+
+        timings = []
+        for q in [queries[0], *queries]:
+            request = urllib.request.Request(f"{base}/api/v1/search?{urlencode({'q': q, 'limit': 8})}",
+                                             headers={"Authorization": f"Bearer {token}"})
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(request, timeout=60) as response:
+                response.read()
+            timings.append((time.perf_counter() - t0) * 1000)
+        return timings[1:]
+
+    def _bridge_spawns(self, base, token, spawns, query):
+        """Spawn the bridge like a client does and time the first answer
+        (initialize, initialized, then one tools/call) from the spawn."""
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), "VETTED_URL": base,
+               "VETTED_TOKEN": token, "VETTED_AUTOSTART": "0"}
+        calls = {"describe": {}, "search": {"query": query}}
+        results = {f"{name} (spawn to answer)": [] for name in calls}
+        for _ in range(spawns):
+            for name, arguments in calls.items():
+                messages = [
+                    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "1"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+                ]
+                t0 = time.perf_counter()
+                process = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "mcp_stdio"], env=env,
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                process.stdin.write(json.dumps(messages[0]).encode() + b"\n")
+                process.stdin.flush()
+                process.stdout.readline()  # the initialize result
+                for message in messages[1:]:
+                    process.stdin.write(json.dumps(message).encode() + b"\n")
+                process.stdin.flush()
+                answer = json.loads(process.stdout.readline())
+                elapsed = (time.perf_counter() - t0) * 1000
+                process.stdin.close()
+                process.wait(timeout=10)
+                if "result" not in answer or answer["result"].get("isError"):
+                    raise CommandError(f"bridge {name} failed: {answer}")
+                results[f"{name} (spawn to answer)"].append(elapsed)
+        return results

@@ -1,0 +1,101 @@
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from mcp_bridge import connect
+from reviews import actions
+from reviews.errors import Unauthorized, VettedError
+from reviews.management.cli import resolve_reviewer
+from reviews.models import Agent
+
+
+class Command(BaseCommand):
+    help = (
+        "Connect an MCP client: create (or reuse) an agent token and print the exact config block for "
+        f"{', '.join(connect.CLIENTS)}, plus the instruction text for the client's global instructions. "
+        "--write merges the block into the client's config file (after a backup)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("client", choices=sorted(connect.CLIENTS))
+        parser.add_argument("--agent", required=True, help="agent name, e.g. claude-code-laptop (created if missing)")
+        parser.add_argument("--scopes", default="personal,team",
+                            help="scopes for a new agent (default personal,team); ignored for an existing one")
+        reuse = parser.add_mutually_exclusive_group()
+        reuse.add_argument("--token", help="an existing agent's token (Vetted keeps only digests, so it cannot "
+                                           "print an old token)")
+        reuse.add_argument("--rotate", action="store_true",
+                           help="give an existing agent a new token (the old one stops working)")
+        parser.add_argument("--http", action="store_true",
+                            help="connect over HTTP to /mcp instead of spawning the stdio bridge")
+        parser.add_argument("--url", default="", help="the daemon's base URL (default http://127.0.0.1:8765)")
+        parser.add_argument("--write", action="store_true", help="merge into the client's config file")
+        parser.add_argument("--config", help="the config file to write (default: the client's usual file)")
+        parser.add_argument("--reviewer", help="the person creating the agent (default: the only superuser)")
+
+    def handle(self, *args, **opts):
+        client = connect.CLIENTS[opts["client"]]
+        url = (opts["url"] or connect.DEFAULT_URL).rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise CommandError(f"--url {url!r}: give an http(s) URL such as {connect.DEFAULT_URL}.")
+        name = opts["agent"].strip().lower()
+        target = Path(opts["config"]).expanduser() if opts["config"] else client.config_path()
+        if opts["write"]:
+            try:
+                connect.check_target(client, target)
+            except (connect.ConnectError, OSError) as exc:
+                raise CommandError(f"Will not write {target}: {exc}") from None
+        token = self._token(name, opts, client)
+        try:
+            entry = connect.server_entry(client, token=token, url=url, home=Path(settings.VETTED_HOME).resolve(),
+                                         http=opts["http"])
+        except connect.ConnectError as exc:
+            raise CommandError(str(exc)) from None
+
+        self.stdout.write(f"# {client.label}: add this to {target}")
+        self.stdout.write(connect.render(client, entry))
+        command = connect.cli_command(client, entry)
+        if command:
+            self.stdout.write(f"\n# or run:\n{command}")
+        if client.name == "codex" and opts["http"]:
+            self.stdout.write(f"\n# Codex reads the token from the environment:\nexport VETTED_TOKEN={token}")
+        self.stdout.write("\n# Paste into the client's global instructions (e.g. CLAUDE.md, AGENTS.md):")
+        self.stdout.write(connect.GLOBAL_INSTRUCTIONS)
+
+        if opts["write"]:
+            try:
+                path, backup = connect.merge_into(client, entry, target)
+            except (connect.ConnectError, OSError) as exc:
+                raise CommandError(f"Could not write {target}: {exc}") from None
+            saved = f" (previous version saved as {backup})" if backup else ""
+            self.stderr.write(f"Wrote the '{connect.SERVER_NAME}' server into {path}{saved}. Restart {client.label}.")
+
+    def _token(self, name: str, opts, client) -> str:
+        agent = Agent.objects.filter(name=name).first()
+        try:
+            if agent is None:
+                if opts["token"] or opts["rotate"]:
+                    raise CommandError(f"No agent named {name!r}; leave out --token/--rotate to create it.")
+                reviewer = resolve_reviewer(opts["reviewer"])
+                scopes = [s for s in opts["scopes"].split(",") if s.strip()]
+                agent, token = actions.create_agent(name, scopes=scopes, actor=reviewer, source_tool=client.name)
+                self.stderr.write(f"Created agent {agent.name} ({agent.public_id}) with scopes "
+                                  f"{', '.join(agent.scopes)}; its token is in the block below (shown only now).")
+                return token
+            if opts["rotate"]:
+                agent, token = actions.rotate_agent_token(agent, actor=resolve_reviewer(opts["reviewer"]))
+                self.stderr.write(f"Issued a new token for {agent.name}; the old one no longer works.")
+                return token
+            if opts["token"]:
+                owner = actions.agent_for_token(opts["token"])
+                if owner.pk != agent.pk:
+                    raise CommandError(f"That token belongs to agent {owner.name!r}, not {name!r}.")
+                return opts["token"].strip()
+        except (Unauthorized, VettedError) as exc:
+            raise CommandError(exc.message) from None
+        raise CommandError(
+            f"Agent {name!r} exists, and Vetted keeps only a digest of its token, so it cannot print it again. "
+            "Pass --token vt_... (the token you saved), or --rotate to issue a new one (the old one stops working), "
+            "or choose a new --agent name."
+        )

@@ -1,0 +1,125 @@
+"""`manage.py connect`: the config block per client, tokens, and --write."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+
+import pytest
+import tomlkit
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from mcp_bridge.connect import CLIENTS
+from reviews import actions
+from reviews.errors import Unauthorized
+from reviews.models import Agent, AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+MANAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "manage.py")
+
+
+def connect(*args) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("connect", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def block(output: str, fmt: str) -> dict:
+    """The config block: from the first '{' / '[' line to the first blank line."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("{" if fmt == "json" else "["))
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    text = "\n".join(lines[start:end])
+    return json.loads(text) if fmt == "json" else tomlkit.parse(text).unwrap()
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_each_client_gets_a_stdio_block_with_absolute_paths_and_a_working_token(client, reviewer):
+    out, err = connect(client, "--agent", f"laptop-{client}")
+    spec = CLIENTS[client]
+    entry = block(out, spec.fmt)["mcpServers" if spec.fmt == "json" else "mcp_servers"]["vetted"]
+    assert entry["command"] == sys.executable and os.path.isabs(entry["command"])
+    assert entry["args"] == [MANAGE, "mcp_stdio"]
+    token = entry["env"]["VETTED_TOKEN"]
+    assert actions.agent_for_token(token).name == f"laptop-{client}"
+    assert os.path.isabs(entry["env"]["VETTED_HOME"])
+    agent = Agent.objects.get(name=f"laptop-{client}")
+    assert agent.scopes == ["personal", "team"] and agent.source_tool == client
+    assert "call `describe` once" in out and "propose_context" in out  # the global instructions
+    assert "Created agent" in err and token not in err
+
+
+def test_http_blocks_carry_the_url_and_the_header_where_supported(reviewer):
+    out, _ = connect("cursor", "--agent", "cursor-http", "--http", "--url", "http://127.0.0.1:9000/")
+    entry = block(out, "json")["mcpServers"]["vetted"]
+    assert entry["url"] == "http://127.0.0.1:9000/mcp" and entry["headers"]["Authorization"].startswith("Bearer vt_")
+
+    out, _ = connect("claude-code", "--agent", "cc-http", "--http")
+    assert block(out, "json")["mcpServers"]["vetted"]["type"] == "http"
+    assert "claude mcp add-json vetted" in out
+
+    out, _ = connect("codex", "--agent", "codex-http", "--http")
+    assert block(out, "toml")["mcp_servers"]["vetted"] == {"url": "http://127.0.0.1:8765/mcp",
+                                                          "bearer_token_env_var": "VETTED_TOKEN"}
+    assert "export VETTED_TOKEN=vt_" in out
+
+    with pytest.raises(CommandError, match="Claude Desktop cannot send a bearer header"):
+        connect("claude-desktop", "--agent", "desk-http", "--http")
+
+
+def test_an_existing_agent_needs_its_token_or_a_rotation(reviewer):
+    out, _ = connect("cursor", "--agent", "again")
+    first = block(out, "json")["mcpServers"]["vetted"]["env"]["VETTED_TOKEN"]
+    with pytest.raises(CommandError, match="keeps only a digest"):
+        connect("cursor", "--agent", "again")
+
+    out, _ = connect("cursor", "--agent", "again", "--token", first)
+    assert block(out, "json")["mcpServers"]["vetted"]["env"]["VETTED_TOKEN"] == first
+
+    _other, other_token = actions.create_agent("someone-else", scopes=["team"], actor=reviewer)
+    with pytest.raises(CommandError, match="belongs to agent 'someone-else'"):
+        connect("cursor", "--agent", "again", "--token", other_token)
+
+    out, err = connect("cursor", "--agent", "again", "--rotate")
+    second = block(out, "json")["mcpServers"]["vetted"]["env"]["VETTED_TOKEN"]
+    assert second != first and "old one no longer works" in err
+    with pytest.raises(Unauthorized):
+        actions.agent_for_token(first)
+    assert AuditEvent.objects.filter(event_type="agent.token_rotated", subject_id=Agent.objects.get(name="again").public_id).count() == 1
+
+
+def test_write_merges_into_json_keeping_other_servers_and_backs_up(reviewer, tmp_path):
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"github": {"command": "gh-mcp"}}, "theme": "dark"}))
+    _out, err = connect("cursor", "--agent", "writer", "--write", "--config", str(config))
+    data = json.loads(config.read_text())
+    assert data["theme"] == "dark" and data["mcpServers"]["github"] == {"command": "gh-mcp"}
+    assert data["mcpServers"]["vetted"]["args"][-1] == "mcp_stdio"
+    backups = list(tmp_path.glob("mcp.json.bak-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text())["theme"] == "dark"
+    assert oct(config.stat().st_mode & 0o777) == "0o600"  # it holds a token
+    assert "Wrote the 'vetted' server" in err
+
+
+def test_write_merges_into_toml_keeping_comments(reviewer, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('# my settings\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
+    connect("codex", "--agent", "codex-writer", "--write", "--config", str(config))
+    text = config.read_text()
+    assert text.startswith("# my settings") and 'model = "o4"' in text
+    data = tomlkit.parse(text).unwrap()
+    assert data["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+    assert data["mcp_servers"]["vetted"]["args"] == [MANAGE, "mcp_stdio"]
+
+
+def test_write_refuses_a_broken_config_without_touching_it(reviewer, tmp_path):
+    config = tmp_path / "mcp.json"
+    config.write_text("{not json")
+    with pytest.raises(CommandError, match="is not valid JSON"):
+        connect("cursor", "--agent", "careful", "--write", "--config", str(config))
+    assert config.read_text() == "{not json"
+    assert not Agent.objects.filter(name="careful").exists()  # no token issued for nothing
