@@ -182,3 +182,14 @@ def merge_into(client: ClientSpec, entry: dict, path: Path | None = None) -> tup
         handle.write(text)
     os.replace(tmp, path)
     return path, backup
+
+
+def snippets(token: str, *, url: str, home: Path) -> list[dict]:
+    """Every client's config block for one token (the agents page shows them
+    next to the new token): label, target file, text, and a CLI command."""
+    result = []
+    for client in CLIENTS.values():
+        entry = server_entry(client, token=token, url=url, home=home, http=False)
+        result.append({"client": client.name, "label": client.label, "path": str(client.config_path()),
+                       "text": render(client, entry), "command": cli_command(client, entry)})
+    return result

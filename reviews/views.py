@@ -1,4 +1,4 @@
-"""Site pages of the foundation: the first-run account page and the overview.
+"""The first-run account page. (The home page is the inbox: reviews/inbox_views.py.)
 
 Views are thin: check access, call one action, render or redirect.
 """
@@ -6,14 +6,11 @@ Views are thin: check access, call one action, render or redirect.
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model, login
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from . import actions
 from .errors import InvalidTransition, ValidationFailed
-from .models import Agent, Proposal, ProposalState, Record, RecordStatus
 
 
 @require_http_methods(["GET", "POST"])
@@ -41,18 +38,3 @@ def first_run(request):
                 return redirect("home")
     status = 200 if context["local"] else 403
     return render(request, "reviews/first_run.html", context, status=status)
-
-
-@login_required
-def home(request):
-    today = timezone.localdate()
-    live = Record.objects.filter(status=RecordStatus.APPROVED)
-    context = {
-        "pending": Proposal.objects.filter(state=ProposalState.PENDING).select_related("agent", "target")[:20],
-        "pending_count": Proposal.objects.filter(state=ProposalState.PENDING).count(),
-        "approved_count": live.count(),
-        "overdue_count": live.filter(review_by__lt=today).count(),
-        "disputed_count": Record.objects.filter(status=RecordStatus.DISPUTED).count(),
-        "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
-    }
-    return render(request, "reviews/home.html", context)

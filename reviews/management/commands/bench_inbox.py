@@ -1,0 +1,125 @@
+"""Benchmark the inbox page: server time with many pending proposals.
+
+Seeds a temporary database (never the real one) with approved records and
+pending proposals of every kind through the real actions, then renders the
+inbox through Django's full request stack (middleware, auth, templates) and
+prints median / p95 / max server time and the query count per page.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from retrieval.scratch import scratch_database, scratch_reviewer
+from retrieval.synthetic import make_record
+from reviews import actions
+from reviews.models import Proposal, ProposalState
+
+
+class Command(BaseCommand):
+    help = ("Seed N pending proposals in a temporary database and time the inbox page "
+            "(median/p95 server time over R renders, and queries per page).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--proposals", type=int, default=500, help="pending proposals to seed (default 500)")
+        parser.add_argument("--renders", type=int, default=50, help="renders per page measured (default 50)")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--similar", action="store_true",
+                            help="also time the lazy 'similar records' request of create cards (loads the embedding model)")
+
+    def handle(self, *args, **opts):
+        total, renders = opts["proposals"], opts["renders"]
+        if total < 10 or renders < 1:
+            raise CommandError("--proposals must be at least 10 and --renders at least 1")
+        rng = random.Random(opts["seed"])
+        with scratch_database():
+            started = time.perf_counter()
+            pending = self._seed(rng, total)
+            seeded_in = time.perf_counter() - started
+            client = Client(SERVER_NAME="localhost")
+            client.force_login(scratch_reviewer())
+            home = reverse("home")
+            first_page = client.get(home)
+            found = re.search(r"\?after=(\d+)", first_page.content.decode())
+            if found is None:
+                raise CommandError("the inbox page has no 'Load more' link")
+            cursor = found.group(1)
+            pages = [
+                ("inbox (first page)", home, {}),
+                ("load more (htmx)", f"{home}?after={cursor}", {"HTTP_HX_REQUEST": "true"}),
+            ]
+            if opts["similar"]:
+                from retrieval import index
+                from retrieval.embeddings import get_embedder
+                index.sync(get_embedder())  # embed the seeded records first: not part of a request
+                creates = Proposal.objects.filter(state=ProposalState.PENDING, action="create").order_by("created_at")
+                for proposal in creates[:3]:
+                    pages.append((f"similar {proposal.public_id[-4:]}", reverse("proposal_similar", args=[proposal.public_id]),
+                                  {"HTTP_HX_REQUEST": "true"}))
+            rows = [self._measure(client, label, url, headers, renders) for label, url, headers in pages]
+        self.stdout.write(f"seeded {pending} pending proposals in a temporary database in {seeded_in:.1f} s; "
+                          f"{renders} renders per page (first render discarded)")
+        self.stdout.write(f"{'page':<22} {'median ms':>10} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'cards':>6} {'KB':>6}")
+        for r in rows:
+            self.stdout.write(f"{r['label']:<22} {r['median']:>10.1f} {r['p95']:>8.1f} {r['max']:>8.1f} "
+                              f"{r['queries']:>8} {r['cards']:>6} {r['kb']:>6.0f}")
+
+    def _seed(self, rng, total: int) -> int:
+        reviewer = scratch_reviewer()
+        agent, _token = actions.create_agent("bench-agent", scopes=["personal", "team"], actor=reviewer)
+        # A tenth of the pending proposals act on approved records (revise,
+        # retire, dispute), so every card type is in the measurement.
+        approved = []
+        for n in range(max(total // 10, 3)):
+            fields = {k: v for k, v in make_record(rng, n).items() if k in ("kind", "scope", "title", "body", "tags")}
+            proposal = actions.propose_create(agent=agent, reason="Benchmark seed record", **fields)
+            approved.append(actions.accept_proposal(proposal, actor=reviewer).result_record)
+        targets = iter(approved)
+        n = 100_000
+        while Proposal.objects.filter(state=ProposalState.PENDING).count() < total:
+            n += 1
+            choice = rng.random()
+            target = next(targets, None) if choice < 0.1 else None
+            if target is not None and choice < 0.05:
+                actions.propose_revision(target, agent=agent, reason="Benchmark: the limits changed",
+                                         body=target.body + f" Updated limits: {rng.randrange(2, 900)} requests per second.")
+            elif target is not None and choice < 0.08:
+                actions.propose_retirement(target, agent=agent, reason="Benchmark: the service was shut down")
+            elif target is not None:
+                actions.dispute_record(target, agent=agent, reason="Benchmark: the owner changed last month")
+            else:
+                fields = {k: v for k, v in make_record(rng, n).items() if k in ("kind", "scope", "title", "body", "tags")}
+                actions.propose_create(agent=agent, reason="Benchmark: seen in a design document", **fields)
+        return Proposal.objects.filter(state=ProposalState.PENDING).count()
+
+    def _measure(self, client, label, url, headers, renders) -> dict:
+        queries = []
+
+        def count(execute, sql, params, many, context):
+            queries.append(sql)
+            return execute(sql, params, many, context)
+
+        # An execute wrapper, not CaptureQueriesContext: the request's
+        # request_started signal resets the connection's query log.
+        with connection.execute_wrapper(count):
+            response = client.get(url, **headers)
+        if response.status_code != 200:
+            raise CommandError(f"{url} answered {response.status_code}")
+        times = []
+        for _ in range(renders):
+            started = time.perf_counter()
+            client.get(url, **headers)
+            times.append((time.perf_counter() - started) * 1000)
+        times.sort()
+        p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+        return {"label": label, "median": statistics.median(times), "p95": p95, "max": times[-1],
+                "queries": len(queries), "cards": response.content.decode().count("data-card tabindex"),
+                "kb": len(response.content) / 1024}

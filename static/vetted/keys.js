@@ -1,0 +1,123 @@
+// Keyboard for the review pages: j/k move between cards, a accept (or verify),
+// e revise, r reject (opens the note; Enter sends), x select, ? help.
+// Plain script, no build step; everything it clicks also works without it.
+(function () {
+  "use strict";
+  var current = null;
+
+  function cards() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-card]:not(.decided)"));
+  }
+
+  function focusCard(card, block) {
+    if (current) current.classList.remove("current");
+    current = card || null;
+    if (!current) return;
+    current.classList.add("current");
+    current.focus({ preventScroll: true });
+    var calm = block || window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    current.scrollIntoView({ block: block || "nearest", behavior: calm ? "auto" : "smooth" });
+  }
+
+  function move(step) {
+    var list = cards();
+    if (!list.length) return;
+    var i = list.indexOf(current);
+    focusCard(list[i < 0 ? 0 : Math.min(Math.max(i + step, 0), list.length - 1)]);
+  }
+
+  function press(key) {
+    if (!current || !document.body.contains(current)) move(0);
+    if (!current) return;
+    var target = current.querySelector('[data-key="' + key + '"]');
+    if (!target) return;
+    if (target.tagName === "SUMMARY") {
+      var details = target.parentElement;
+      details.open = true;
+      var input = details.querySelector("input[name=note]");
+      if (input) input.focus();
+    } else {
+      target.click();
+    }
+  }
+
+  function toggleHelp() {
+    var dialog = document.getElementById("keys-help");
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    var handled = true;
+    switch (event.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "a": case "e": case "r": press(event.key); break;
+      case "x":
+        if (!current) move(0);
+        var box = current && current.querySelector("input[type=checkbox]");
+        if (box) box.checked = !box.checked;
+        break;
+      case "?": toggleHelp(); break;
+      default: handled = false;
+    }
+    if (handled) event.preventDefault();
+  });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-help]")) toggleHelp();
+    var card = event.target.closest("[data-card]");
+    if (card && !card.classList.contains("decided")) {
+      if (current) current.classList.remove("current");
+      current = card;
+      card.classList.add("current");
+    }
+  });
+
+  // After htmx puts a new card in (htmx:load fires on new content, which is
+  // in the document; swap events fire on the replaced, detached element): an
+  // edit form takes focus (first field); a decided card passes the focus on
+  // to the next pending one.
+  document.addEventListener("htmx:load", function (event) {
+    var swapped = event.target;
+    if (!swapped || !swapped.matches || !swapped.matches("[data-card]")) return;
+    if (swapped.classList.contains("editing")) {
+      // An edit form is taller than the card it replaces: show its top.
+      focusCard(swapped, "start");
+      var first = swapped.querySelector("input:not([disabled]):not([type=hidden]), textarea");
+      if (first) first.focus({ preventScroll: true });
+    } else if (swapped.classList.contains("decided")) {
+      if (current && current.id !== swapped.id && document.body.contains(current)) return;
+      var list = cards();
+      var next = list.filter(function (c) {
+        return c.compareDocumentPosition(swapped) & Node.DOCUMENT_POSITION_PRECEDING;
+      })[0];
+      focusCard(next || list[list.length - 1]);
+    } else if (current && current.id === swapped.id) {
+      focusCard(swapped);
+    }
+  });
+
+  // A failed htmx request must not look like nothing happened (a phone on a
+  // train loses the network): say so, and that a reload shows the truth.
+  function showError(text) {
+    var box = document.getElementById("request-error");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = false;
+    clearTimeout(showError.timer);
+    showError.timer = setTimeout(function () { box.hidden = true; }, 8000);
+  }
+  document.addEventListener("htmx:sendError", function () {
+    showError("Could not reach Vetted. The decision may not have been saved; reload the page to see what stands.");
+  });
+  document.addEventListener("htmx:responseError", function (event) {
+    showError("Vetted answered with an error (" + event.detail.xhr.status + "). Reload the page to see what stands.");
+  });
+})();
