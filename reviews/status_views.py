@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 from memory_site import __version__
 from retrieval import embeddings, index
 
+from .models import SCOPES
 from .page_helpers import nav_counts, site_login_required
 
 
@@ -33,4 +34,32 @@ def site_settings(request):
         "model_loaded": loaded.name if loaded else "",
         "db_path": db, "db_size": _size(db), "wal_size": _size(Path(f"{db}-wal")),
         "home": settings.VETTED_HOME, "kinds": sorted(settings.VETTED_KINDS.items()),
+    })
+
+
+QUALITY_LABELS = {
+    "possible_contradiction": "Possible contradictions",
+    "broken_supersession": "Broken supersession",
+    "supersession_loop": "Supersession loops",
+    "stale_retirement": "Retirements waiting too long",
+    "stale_proposal": "Proposals waiting too long",
+    "overdue": "Overdue for review",
+    "edited_since_approval": "Edited since approval",
+    "index_drift": "Index drift",
+}
+
+
+@site_login_required
+@require_GET
+def quality_page(request):
+    """The quality report (read-only: it flags, the reviewer decides)."""
+    from retrieval import quality
+
+    scope = request.GET.get("scope", "")
+    scopes = [scope] if scope in SCOPES else None
+    report = quality.run(scopes)
+    groups = [(label, [f for f in report.findings if f.kind == kind]) for kind, label in QUALITY_LABELS.items()]
+    return render(request, "reviews/quality.html", {
+        **nav_counts(), "nav": "quality", "report": report, "groups": [(l, f) for l, f in groups if f],
+        "scope": scope if scopes else "", "scopes": SCOPES,
     })

@@ -23,5 +23,6 @@ urlpatterns = [
     path("agents/", agent_views.agents, name="agents"),
     path("agents/create", agent_views.create, name="agent_create"),
     path("agents/<str:name>/revoke", agent_views.revoke, name="agent_revoke"),
+    path("quality/", status_views.quality_page, name="quality"),
     path("settings/", status_views.site_settings, name="site_settings"),
 ]

@@ -188,3 +188,15 @@ def test_quality_command_prints_findings_and_json(make_record):
     call_command("quality", "--json", stdout=out)
     data = json.loads(out.getvalue())
     assert data["counts"]["possible_contradiction"] == 1 and data["scopes"] == ["personal", "team", "system"]
+
+
+def test_quality_page_lists_findings_with_links_and_next_steps(client, reviewer, make_record):
+    a = make_record(title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
+    make_record(title="Billing deploy day", body="The billing API deploys every Thursday after the standup meeting.")
+    make_record(scope="personal", title="Private note", body="My locker code at the gym is in the password manager.")
+    assert client.get("/quality/").status_code == 302  # login required
+    client.force_login(reviewer)
+    html = client.get("/quality/?scope=team").content.decode()
+    assert 'id="quality-possible_contradiction"' in html and f'href="/records/{a.public_id}/"' in html
+    assert "Next: Read both" in html and "Private note" not in html
+    assert client.get("/quality/?scope=bogus").status_code == 200  # unknown scope: all scopes
