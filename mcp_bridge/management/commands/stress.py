@@ -1,0 +1,227 @@
+"""`manage.py stress`: the real daemon under full load from agent processes
+(REST and MCP) and a reviewer process deciding through the actions, in a
+throwaway data folder; then checks that nothing was lost or doubled."""
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from retrieval import index
+from retrieval.embeddings import FakeEmbedder, get_embedder
+from retrieval.scratch import scratch_database
+from reviews import actions
+from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordStatus
+
+PROJECT = Path(settings.BASE_DIR)
+PASSWORD = "stress-password-1234"
+SEED_RECORDS = 30
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _read_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    items = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            items.append(json.loads(line))
+        except ValueError:
+            pass  # a line cut by a killed process
+    return items
+
+
+class Command(BaseCommand):
+    help = ("Stress the real daemon: N agent processes propose, search, read and dispute over REST and MCP at full "
+            "speed while a reviewer process accepts, revises and rejects through the actions; then check that no "
+            "request failed, every acknowledged write is present exactly once, every decision applied, the audit "
+            "log counts every mutation, and the index is clean. Prints throughput and p50/p95 per operation.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--agents", type=int, default=8)
+        parser.add_argument("--seconds", type=float, default=120)
+        parser.add_argument("--mcp-share", type=float, default=0.5, help="share of agent calls made over MCP")
+        parser.add_argument("--embedder", choices=["sentence-transformers", "fake"], default=settings.VETTED_EMBEDDER)
+        parser.add_argument("--keep", action="store_true", help="keep the data folder and logs; print where")
+
+    def handle(self, *args, **opts):
+        if not 1 <= opts["agents"] <= 64 or opts["seconds"] < 1:
+            raise CommandError("--agents 1-64 and --seconds of at least 1.")
+        with scratch_database(keep=opts["keep"]) as folder:
+            if opts["keep"]:
+                self.stderr.write(f"data folder: {folder}")
+            tokens = self._setup(opts["agents"])
+            baseline_audit = AuditEvent.objects.count()
+            baseline_proposals = set(Proposal.objects.values_list("public_id", flat=True))
+            connection.close()
+            results = self._run(folder, tokens, opts)
+            self._report(folder, results, baseline_audit, baseline_proposals, opts)
+
+    def _setup(self, agents: int) -> list[tuple[str, str]]:
+        user_model = get_user_model()
+        reviewer = user_model.objects.create_superuser("stress-reviewer", "stress@example.invalid", PASSWORD)
+        tokens = []
+        for n in range(agents):
+            agent, token = actions.create_agent(f"stress-{n}", scopes=["personal", "team"], actor=reviewer)
+            tokens.append((agent.name, token))
+        seeder = actions.import_agent()
+        for n in range(SEED_RECORDS):
+            proposal = actions.propose_create(
+                agent=seeder, reason="Seed for the stress run.", kind="fact", scope="team" if n % 2 else "personal",
+                title=f"Seed record {n} about the billing ledger",
+                body=f"Seed fact {n}: the ledger service rotates its keys every {n + 2} days and pages on-call.")
+            actions.accept_proposal(proposal, actor=reviewer)
+        return tokens
+
+    def _run(self, folder: Path, tokens, opts) -> dict:
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(folder),
+               "VETTED_DB_PATH": str(folder / "scratch.sqlite3"), "VETTED_PROPOSALS_PER_MINUTE": "0",
+               "VETTED_EMBEDDER": opts["embedder"]}
+        daemon_log = folder / "serve.log"
+        with open(daemon_log, "wb") as log:
+            daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
+                                      cwd=PROJECT, env=env, stdout=log, stderr=log)
+        try:
+            self._wait(base, daemon, daemon_log)
+            seconds = str(opts["seconds"])
+            workers = []
+            for n, (name, token) in enumerate(tokens):
+                out = folder / f"agent-{n}.jsonl"
+                workers.append((out, subprocess.Popen(
+                    [sys.executable, "-m", "mcp_bridge.stress", "agent", "--url", base, "--token", token,
+                     "--name", name, "--seconds", seconds, "--out", str(out), "--seed", str(100 + n),
+                     "--mcp-share", str(opts["mcp_share"])], cwd=PROJECT, env=env,
+                    stdout=subprocess.DEVNULL, stderr=open(folder / f"agent-{n}.err", "wb"))))
+            reviewer_out = folder / "reviewer.jsonl"
+            workers.append((reviewer_out, subprocess.Popen(
+                [sys.executable, "-m", "mcp_bridge.stress", "reviewer", "--reviewer", "stress-reviewer",
+                 "--seconds", seconds, "--out", str(reviewer_out)], cwd=PROJECT, env=env,
+                stdout=subprocess.DEVNULL, stderr=open(folder / "reviewer.err", "wb"))))
+            started = time.monotonic()
+            for _out, process in workers:
+                try:
+                    process.wait(timeout=opts["seconds"] + 120)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            elapsed = time.monotonic() - started
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+        items = [item for out, _p in workers for item in _read_lines(out)]
+        return {"items": items, "elapsed": elapsed, "daemon_log": daemon_log.read_text(errors="replace"),
+                "worker_errors": "".join((folder / f).read_text(errors="replace")[-2000:]
+                                         for f in os.listdir(folder) if f.endswith(".err"))}
+
+    def _wait(self, base, daemon, daemon_log):
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if daemon.poll() is not None:
+                raise CommandError(f"serve exited:\n{daemon_log.read_text(errors='replace')[-2000:]}")
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise CommandError("serve did not answer /health within 180 s")
+
+    def _report(self, folder, results, baseline_audit, baseline_proposals, opts):
+        items = [i for i in results["items"] if "summary" not in i]
+        by_op = defaultdict(list)
+        for item in items:
+            by_op[item["op"]].append(item)
+        self.stdout.write("")
+        self.stdout.write(f"{opts['agents']} agents + 1 reviewer for {results['elapsed']:.0f} s "
+                          f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}); cpu count {os.cpu_count()}")
+        self.stdout.write(f"{'operation':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
+                          f"{'p50 ms':>8} {'p95 ms':>8}")
+        for op in sorted(by_op):
+            rows = by_op[op]
+            ms = sorted(r["ms"] for r in rows)
+            count = {k: sum(1 for r in rows if r["result"] == k) for k in ("ok", "refused", "failed")}
+            self.stdout.write(f"{op:<16} {len(rows):>7} {count['ok']:>7} {count['refused']:>8} {count['failed']:>7} "
+                              f"{len(rows) / results['elapsed']:>7.1f} {statistics.median(ms):>8.1f} "
+                              f"{ms[max(0, int(len(ms) * 0.95) - 1)]:>8.1f}")
+
+        checks = []
+        failed = [i for i in items if i["result"] == "failed"]
+        locked = results["daemon_log"].count("database is locked")
+        server_errors = results["daemon_log"].count('" 500 ') + results["daemon_log"].count("Traceback")
+        checks.append(("no failed request (5xx, connection error, exception)", not failed,
+                       f"{len(failed)} failed" + (f"; first: {failed[0].get('message')}" if failed else "")))
+        checks.append(("no 'database is locked' and no traceback in the daemon log", locked == 0 and server_errors == 0,
+                       f"locked {locked}, errors {server_errors}"))
+
+        acked = [i["proposal_id"] for i in items if i.get("role") == "agent" and i.get("proposal_id")]
+        stored = Proposal.objects.filter(public_id__in=acked).count()
+        new = set(Proposal.objects.values_list("public_id", flat=True)) - baseline_proposals
+        checks.append(("every acknowledged proposal stored exactly once",
+                       len(set(acked)) == len(acked) == stored and new == set(acked),
+                       f"{len(acked)} acknowledged, {stored} found, {len(new)} new in the database"))
+
+        decided = [i for i in items if i.get("role") == "reviewer" and i["result"] == "ok"]
+        wrong = []
+        states = dict(Proposal.objects.filter(public_id__in=[d["proposal_id"] for d in decided])
+                      .values_list("public_id", "state"))
+        for d in decided:
+            expected = ProposalState.REJECTED if d["op"] == "reject" else ProposalState.ACCEPTED
+            if states.get(d["proposal_id"]) != expected:
+                wrong.append(d["proposal_id"])
+        checks.append(("every acknowledged decision applied", not wrong,
+                       f"{len(decided)} decisions, {len(wrong)} not applied"))
+
+        mutations = len(acked) + len(decided)
+        audit = AuditEvent.objects.count() - baseline_audit
+        checks.append(("audit events = acknowledged mutations", audit == mutations,
+                       f"{audit} events, {mutations} mutations"))
+
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA integrity_check")
+            integrity = cursor.fetchone()[0]
+        checks.append(("PRAGMA integrity_check", integrity == "ok", integrity))
+
+        live_per_chain = defaultdict(int)
+        for record in Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED]):
+            root = record
+            while root.supersedes_id:
+                root = Record.objects.get(pk=root.supersedes_id)
+            live_per_chain[root.pk] += 1
+        doubled = [k for k, v in live_per_chain.items() if v > 1]
+        checks.append(("at most one current version per chain", not doubled, f"{len(doubled)} chains doubled"))
+
+        queued = index.pending_count()
+        embedder = FakeEmbedder() if opts["embedder"] == "fake" else get_embedder()
+        index.sync(embedder)
+        report = index.check(embedder)
+        checks.append(("check_index clean (after embedding the last queue)", report.ok,
+                       f"{queued} queued at the end; " + ("; ".join(report.problems) or "no problems")))
+
+        self.stdout.write("")
+        for label, ok, detail in checks:
+            self.stdout.write(f"{'PASS' if ok else 'FAIL'}  {label}: {detail}")
+        if not all(ok for _l, ok, _d in checks):
+            tail = results["worker_errors"][-1500:]
+            raise CommandError(f"stress checks failed (data folder {folder}; rerun with --keep to inspect)"
+                               + (f"\nworker stderr:\n{tail}" if tail.strip() else ""))
+        self.stdout.write("all checks passed")
