@@ -194,7 +194,10 @@ def record_summary(record: Record) -> dict:
     }
 
 
-def record_full(record: Record) -> dict:
+def record_full(record: Record, scopes=SCOPES) -> dict:
+    """Every field an agent may see. Links to versions in scopes the reader
+    cannot read (a record moved from personal to team) are left out."""
+    supersedes = record.supersedes if record.supersedes_id else None
     return {
         "id": record.public_id,
         "title": record.title,
@@ -209,7 +212,7 @@ def record_full(record: Record) -> dict:
         "review_by": _iso(record.review_by),
         "valid_from": _iso(record.valid_from),
         "valid_until": _iso(record.valid_until),
-        "supersedes": record.supersedes.public_id if record.supersedes_id else None,
+        "supersedes": supersedes.public_id if supersedes is not None and supersedes.scope in scopes else None,
         "checksum": record.approved_checksum,
         "confidence": record.confidence,
         "source_tool": record.source_tool,
@@ -330,7 +333,7 @@ def read(agent: Agent, record_id) -> dict:
     result = read_record(_record_id(record_id), _reader(agent))
     if result.record is not None:
         search_engine.access_counter.add([result.record.pk])
-        return {"id": result.public_id, "deliverable": True, "record": record_full(result.record)}
+        return {"id": result.public_id, "deliverable": True, "record": record_full(result.record, agent.scopes)}
     data = {"id": result.public_id, "deliverable": False, "withheld": result.withheld,
             "explanation": WITHHELD_EXPLAINED[result.withheld]}
     if result.successor is not None:
