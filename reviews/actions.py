@@ -724,8 +724,9 @@ def revoke_agent(agent: Agent | str, *, actor) -> Agent:
 
 
 def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
-    """Give an active agent a new token; the old one stops working at once.
-    Returns the agent and the raw token (shown once, never stored)."""
+    """Give an active agent a new token; the old one, if any, stops working at
+    once (an agent imported without token digests has none and gets its
+    first here). Returns the agent and the raw token (shown once, never stored)."""
     with transaction.atomic():
         _require_reviewer(actor)
         name = agent if isinstance(agent, str) else agent.name
@@ -733,10 +734,12 @@ def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
             agent = Agent.objects.select_for_update().get(name=name)
         except Agent.DoesNotExist:
             raise NotFound(f"No agent named {name!r}.") from None
-        if not agent.is_active or not agent.token_digest:
-            raise InvalidTransition(f"Agent {agent.name!r} is revoked or has no token; create a new agent instead.")
+        if agent.name == IMPORT_AGENT_NAME:
+            raise InvalidTransition(f"{IMPORT_AGENT_NAME!r} is the tokenless import agent; it never gets a token.")
+        if not agent.is_active:
+            raise InvalidTransition(f"Agent {agent.name!r} is revoked; create a new agent instead.")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        old_prefix = agent.token_prefix
+        old_prefix = agent.token_prefix if agent.token_digest else ""
         agent.token_digest = _token_digest(token)
         agent.token_prefix = token[:10]
         agent.save(update_fields=["token_digest", "token_prefix"])
@@ -907,3 +910,45 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
         if result.errors and not partial:
             raise ImportFailed(result)
     return result
+
+
+# --------------------------------------------------------------------------- snapshot import (export_json / import_json)
+
+
+@dataclass
+class ImportSummary:
+    counts: dict
+    details: dict
+
+    def as_dict(self) -> dict:
+        return {**self.counts, **self.details}
+
+
+def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None = None) -> ImportSummary:
+    """Load a ``vetted-export`` document (see reviews/portability.py) into an
+    instance that has no records and no proposals yet, all or nothing.
+
+    Records, proposals, agents and the write log are copied as they are
+    (public ids, statuses, checksums, timestamps, supersession chains, audit
+    rows with their ids); users named in the file map onto existing accounts
+    or are created inactive without a password. The copied audit rows are
+    history, not new changes; this import itself writes one more event,
+    ``snapshot.imported``. Raises portability.SnapshotInvalid for a bad file
+    and InvalidTransition for an instance that already holds memory."""
+    from . import portability
+
+    counts = portability.validate_snapshot(data)
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        if Record.objects.exists() or Proposal.objects.exists():
+            raise InvalidTransition(
+                f"This instance already holds {Record.objects.count()} record(s) and {Proposal.objects.count()} "
+                "proposal(s); import_json only loads into an empty instance (a fresh VETTED_HOME, or restore a "
+                "backup instead).")
+        details = portability.write_snapshot(data, progress=progress)
+        _audit("snapshot.imported", actor=reviewer, subject=reviewer, snippet=f"vetted-export v{data['version']}",
+               extra={**counts, "scopes": data["scopes"], "exported_at": data["exported_at"],
+                      "audit_id_offset": details["audit_id_offset"],
+                      "users_created_inactive": details["users_created_inactive"],
+                      "agents_created": details["agents_created"], "agents_mapped": details["agents_mapped"]})
+        return ImportSummary(counts=counts, details=details)

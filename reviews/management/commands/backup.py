@@ -1,0 +1,42 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from reviews import backup
+from reviews.management.cli import dumps
+
+
+def human_size(size: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+class Command(BaseCommand):
+    help = (
+        "Copy the live database with SQLite's online backup API (safe while the server runs), check the copy "
+        "(integrity, record count) and keep the newest --keep backups in its folder. Default PATH: "
+        "VETTED_HOME/backups/vetted-YYYYmmdd-HHMMSS.sqlite3; a folder puts that name in it."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", nargs="?", help="backup file or folder (default: VETTED_HOME/backups/)")
+        parser.add_argument("--keep", type=int, default=10,
+                            help="keep this many vetted-*.sqlite3 backups in the folder, newest first (default 10)")
+        parser.add_argument("--json", action="store_true", help="print the result as one JSON line")
+
+    def handle(self, *args, **opts):
+        try:
+            result = backup.backup_database(settings.DATABASES["default"]["NAME"], home=settings.VETTED_HOME,
+                                            dest=opts["path"], keep=opts["keep"])
+        except backup.BackupError as exc:
+            raise CommandError(str(exc)) from None
+        for path in result.pruned:
+            self.stderr.write(f"Removed old backup {path} (keeping {opts['keep']}).")
+        if opts["json"]:
+            self.stdout.write(dumps({"path": str(result.path), "size": result.size, "records": result.records,
+                                     "pruned": [str(p) for p in result.pruned]}))
+        else:
+            self.stdout.write(f"Backed up {result.records} record(s) to {result.path} "
+                              f"({human_size(result.size)}); integrity ok.")

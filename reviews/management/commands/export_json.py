@@ -1,0 +1,73 @@
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from reviews import portability
+from reviews.management.cli import dumps
+from reviews.models import SCOPES, AuditEvent, Proposal, Record
+
+
+class Command(BaseCommand):
+    help = (
+        "Write records, proposals, agents and the write log to one JSON document (format vetted-export, "
+        "version 1) that import_json loads into an empty instance. --scope limits it to records in those "
+        "spaces, the proposals about them and the events that mention nothing else. Agent token digests are "
+        "left out unless --include-token-digests. `-` writes to standard output."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="where to write the JSON document (refuses to overwrite), or - for stdout")
+        parser.add_argument("--scope", action="append", choices=SCOPES, dest="scopes",
+                            help="export only this space; repeat for several (default: all)")
+        parser.add_argument("--include-token-digests", action="store_true",
+                            help="keep agents' token digests, so their tokens keep working after import "
+                                 "(treat the file like a password file)")
+
+    def handle(self, *args, **opts):
+        path = opts["file"]
+        if path != "-" and Path(path).exists():
+            raise CommandError(f"{path} already exists; choose another name (export_json never overwrites).")
+        if path != "-" and not Path(path).resolve().parent.is_dir():
+            raise CommandError(f"Cannot write {path}: folder {Path(path).resolve().parent} does not exist.")
+        total = Record.objects.count() + Proposal.objects.count() + AuditEvent.objects.count()
+        progress = tqdm(total=total, unit="row", file=sys.stderr, disable=None, desc="export")
+        with portability.read_snapshot():  # one consistent view; writers are not blocked
+            document = portability.export_snapshot(opts["scopes"], include_token_digests=opts["include_token_digests"],
+                                                   progress=progress.update)
+        progress.close()
+        text = json.dumps(document, ensure_ascii=False, indent=1)
+        if path == "-":
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        else:
+            target = Path(path)
+            fd, tmp = tempfile.mkstemp(prefix=".export-", dir=target.resolve().parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(text + "\n")
+                if opts["include_token_digests"]:
+                    os.chmod(tmp, 0o600)
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        counts = portability.export_counts(document)
+        notes = document["notes"]
+        summary = {"file": path, "scopes": document["scopes"], **counts,
+                   "token_digests": opts["include_token_digests"], **notes}
+        self.stderr.write(
+            f"Exported {counts['records']} record(s), {counts['proposals']} proposal(s), {counts['agents']} agent(s) "
+            f"and {counts['audit']} audit event(s) ({', '.join(document['scopes'])})."
+            + ("" if opts["include_token_digests"] else " Token digests left out: agents need new tokens after import.")
+            + (f" {notes['audit_events_left_out']} event(s) mentioning other spaces left out."
+               if notes["audit_events_left_out"] else "")
+            + (f" {notes['cut_supersession_links']} supersession link(s) to other spaces cut."
+               if notes["cut_supersession_links"] else "")
+        )
+        if path != "-":
+            self.stdout.write(dumps(summary))
