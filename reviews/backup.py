@@ -194,6 +194,21 @@ def server_running(port: int, home: Path, host: str = "127.0.0.1") -> str | None
         return (f"a server answers {url} (HTTP {status}). Stop it first: press Ctrl-C where "
                 f"`make run` / `python manage.py serve --port {port}` runs, or end that process (a daemon started "
                 f"by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again")
+    from reviews.management.commands.serve import serve_lock_path
+
+    served = serve_lock_path()
+    if served.exists():
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: only the /health check applies
+            return None
+        with open(served, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return (f"a Vetted server has this database open (it holds {served}), whatever port it listens on. "
+                        "Stop it first (Ctrl-C where `make run` / `manage.py serve` runs), then run restore again")
+            fcntl.flock(handle, fcntl.LOCK_UN)
     lock = Path(home) / "daemon.lock"
     if lock.exists():
         try:

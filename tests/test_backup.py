@@ -374,3 +374,14 @@ def test_restore_refuses_when_another_connection_holds_the_database(tmp_path, re
     finally:
         reader.close()
         writer.close()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_restore_sees_a_running_server_on_any_port(tmp_path):
+    from tests.gateway_support import running_daemon
+
+    with running_daemon(tmp_path):
+        reason = backup.server_running(free_port(), tmp_path)  # not the port it listens on
+    assert reason and "serve-lock" in reason and "Stop it first" in reason
+    assert backup.server_running(free_port(), tmp_path) is None  # the lock died with the server

@@ -43,9 +43,29 @@ class Command(BaseCommand):
                               "`python manage.py reindex` to rebuild):")
             for problem in report.problems:
                 self.stderr.write(f"  {problem}")
+        self._hold_serve_lock()
         self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
         from memory_site.asgi import application
 
         uvicorn.run(application, host=host, port=port, log_level="info", lifespan="on",
                     access_log=True, server_header=False)
         sys.stderr.flush()
+
+    def _hold_serve_lock(self):
+        """A shared lock on <database>.serve-lock for the life of the process, so
+        `restore` can tell for certain that a server has the database open
+        (servers share it; restore needs it exclusively)."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: restore falls back to asking /health
+            return
+        path = serve_lock_path()
+        handle = open(path, "a")
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        self._serve_lock = handle  # kept open (and locked) until the process ends
+
+
+def serve_lock_path():
+    from pathlib import Path
+
+    return Path(f"{settings.DATABASES['default']['NAME']}.serve-lock")
