@@ -226,7 +226,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["mcp_bridge.api.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["mcp_bridge.api.auth.IsAgent"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["mcp_bridge.api.parsers.JSONParser"],  # DRF's, plus a 400 for too-deep JSON
     "EXCEPTION_HANDLER": "mcp_bridge.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -248,3 +248,46 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# --------------------------------------------------------------------------- deployment (HTTPS, proxy)
+# Off by default: `make run` serves plain http on 127.0.0.1 exactly as before.
+# A team server behind a TLS reverse proxy (deploy/README.md) sets
+# VETTED_HTTPS=1 and VETTED_BEHIND_PROXY=1; `manage.py check --deploy` is
+# then clean. A bad value stops the process, naming the variable.
+VETTED_HTTPS = env_bool("VETTED_HTTPS", False)
+VETTED_BEHIND_PROXY = env_bool("VETTED_BEHIND_PROXY", False)
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+CSRF_TRUSTED_ORIGINS = env_list("VETTED_CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("http://", "https://")) or _origin.count("/") != 2:
+        raise ImproperlyConfigured(
+            f"VETTED_CSRF_TRUSTED_ORIGINS: {_origin!r} is not an origin; write scheme and host, "
+            "e.g. https://memory.example.com (no path)."
+        )
+
+if VETTED_BEHIND_PROXY:
+    # The proxy (and only the proxy: the daemon listens on 127.0.0.1) says
+    # whether the client's connection was HTTPS. It must overwrite this
+    # header, never pass on a client's (Caddy does by default).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+if VETTED_HTTPS:
+    # Behind a proxy that already redirects http to https this never fires for
+    # proxied requests (they arrive marked https); it still stops anything
+    # that reaches the daemon over plain http from getting a page or an API
+    # answer. /health stays reachable over plain http for local monitoring.
+    SECURE_SSL_REDIRECT = env_bool("VETTED_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^health$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("VETTED_HSTS_SECONDS", 31_536_000, minimum=0, maximum=2 * 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("VETTED_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("VETTED_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        # Preloading commits the whole registrable domain to HTTPS in every
+        # browser, for months; it is opt-in, so its reminder is not a warning.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]

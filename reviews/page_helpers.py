@@ -59,7 +59,9 @@ def tags_text(tags) -> str:
 def site_login_required(view):
     """login_required, except that an htmx request whose session has ended
     is sent to the login page as a whole page (HX-Redirect) instead of having
-    the login form swapped into a card."""
+    the login form swapped into a card. The site is for reviewers: a signed-in
+    account that is not staff (the admin's own test) gets 403, never a page
+    or a decision."""
     plain = login_required(view)
 
     @wraps(view)
@@ -70,6 +72,9 @@ def site_login_required(view):
             response = HttpResponse(status=204)
             response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': back_to})}"
             return response
+        if request.user.is_authenticated and not (request.user.is_active and request.user.is_staff):
+            return HttpResponse(f"The account {request.user.get_username()!r} is not a reviewer (staff) account; "
+                                "ask an administrator to make it one.", status=403, content_type="text/plain")
         return plain(request, *args, **kwargs)
 
     return wrapper

@@ -35,8 +35,11 @@ REVIEW_BY_MAX_DAYS = 3650
 
 _TAG_RE = re.compile(r"^[a-z0-9][a-z0-9._/:+-]*$")
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")
-# Control characters other than tab and newline never belong in a record.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Control characters other than tab and newline never belong in a record;
+# neither do C1 controls nor the bidi embedding/override/isolate characters,
+# which can make the text a reviewer sees differ from the text stored
+# ("Trojan Source"). LRM/RLM marks stay allowed for right-to-left text.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def kinds() -> dict[str, int]:
