@@ -41,6 +41,18 @@ CONTRADICTION_SIMILARITY = 0.6
 NEIGHBOURS = 8  # candidates per record
 STALE_DAYS = 14
 
+# Finding kinds, in the order reports list them, with their headings.
+LABELS = {
+    "possible_contradiction": "Possible contradictions",
+    "broken_supersession": "Broken supersession",
+    "supersession_loop": "Supersession loops",
+    "stale_retirement": "Retirements waiting too long",
+    "stale_proposal": "Proposals waiting too long",
+    "overdue": "Overdue for review",
+    "edited_since_approval": "Edited since approval",
+    "index_drift": "Index drift",
+}
+
 _NEGATIONS = frozenset("""not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
 aren't wasn't weren't won't wouldn't shouldn't mustn't avoid avoids avoided stop stopped disable disabled disallow
 disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split())

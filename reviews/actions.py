@@ -166,6 +166,14 @@ def _locked_proposal(proposal: Proposal | str) -> Proposal:
         raise NotFound(f"No proposal with id {public_id!r}.") from None
 
 
+def _locked_agent(agent: Agent | str) -> Agent:
+    name = agent if isinstance(agent, str) else agent.name
+    try:
+        return Agent.objects.select_for_update().get(name=name)
+    except Agent.DoesNotExist:
+        raise NotFound(f"No agent named {name!r}.") from None
+
+
 def _visible_target(agent: Agent, record_id: Record | str) -> Record:
     """The target record, as an agent may see it: out-of-scope records do not exist for it."""
     record = _locked_record(record_id)
@@ -709,11 +717,7 @@ def revoke_agent(agent: Agent | str, *, actor) -> Agent:
     """Revoke an agent: its token stops working at once. Its proposals stay."""
     with transaction.atomic():
         _require_reviewer(actor)
-        name = agent if isinstance(agent, str) else agent.name
-        try:
-            agent = Agent.objects.select_for_update().get(name=name)
-        except Agent.DoesNotExist:
-            raise NotFound(f"No agent named {name!r}.") from None
+        agent = _locked_agent(agent)
         if not agent.is_active:
             raise InvalidTransition(f"Agent {agent.name!r} was already revoked on {agent.revoked_at:%Y-%m-%d}.")
         agent.is_active = False
@@ -729,11 +733,7 @@ def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
     first here). Returns the agent and the raw token (shown once, never stored)."""
     with transaction.atomic():
         _require_reviewer(actor)
-        name = agent if isinstance(agent, str) else agent.name
-        try:
-            agent = Agent.objects.select_for_update().get(name=name)
-        except Agent.DoesNotExist:
-            raise NotFound(f"No agent named {name!r}.") from None
+        agent = _locked_agent(agent)
         if agent.name == IMPORT_AGENT_NAME:
             raise InvalidTransition(f"{IMPORT_AGENT_NAME!r} is the tokenless import agent; it never gets a token.")
         if not agent.is_active:

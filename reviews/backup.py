@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import sqlite_vec
-
-from memory_site.sqlite_backend.base import DRIVER
+from memory_site.sqlite_backend.base import DRIVER, load_vec
 
 BACKUP_RE = re.compile(r"^vetted-(\d{8}-\d{6})(?:-(\d+))?\.sqlite3$")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -61,12 +59,7 @@ def _connect(path: Path | str, *, readonly: bool = False):
     else:
         conn = DRIVER.connect(str(path), isolation_level=None)
     conn.execute("PRAGMA busy_timeout=5000")
-    # vec0 tables are part of the schema; load the module so every check can read them.
-    conn.enable_load_extension(True)
-    try:
-        sqlite_vec.load(conn)
-    finally:
-        conn.enable_load_extension(False)
+    load_vec(conn)  # vec0 tables are part of the schema: every check must be able to read them
     return conn
 
 
@@ -197,32 +190,32 @@ def server_running(port: int, home: Path, host: str = "127.0.0.1") -> str | None
     from reviews.management.commands.serve import serve_lock_path
 
     served = serve_lock_path()
-    if served.exists():
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: only the /health check applies
-            return None
-        with open(served, "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return (f"a Vetted server has this database open (it holds {served}), whatever port it listens on. "
-                        "Stop it first (Ctrl-C where `make run` / `manage.py serve` runs), then run restore again")
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    if _lock_held(served):
+        return (f"a Vetted server has this database open (it holds {served}), whatever port it listens on. "
+                "Stop it first (Ctrl-C where `make run` / `manage.py serve` runs), then run restore again")
     lock = Path(home) / "daemon.lock"
-    if lock.exists():
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: only the /health check applies
-            return None
-        with open(lock, "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return (f"a stdio bridge holds {lock}: it is starting the daemon right now. Wait for it, stop "
-                        "the daemon it started (`manage.py serve`), then run restore again")
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    if _lock_held(lock):
+        return (f"a stdio bridge holds {lock}: it is starting the daemon right now. Wait for it, stop "
+                "the daemon it started (`manage.py serve`), then run restore again")
     return None
+
+
+def _lock_held(path: Path) -> bool:
+    """Whether another process holds a flock on ``path`` (never on non-POSIX
+    systems, where only the /health check applies)."""
+    if not path.exists():
+        return False
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 def _known_migrations() -> set[tuple[str, str]]:

@@ -37,16 +37,6 @@ def site_settings(request):
     })
 
 
-QUALITY_LABELS = {
-    "possible_contradiction": "Possible contradictions",
-    "broken_supersession": "Broken supersession",
-    "supersession_loop": "Supersession loops",
-    "stale_retirement": "Retirements waiting too long",
-    "stale_proposal": "Proposals waiting too long",
-    "overdue": "Overdue for review",
-    "edited_since_approval": "Edited since approval",
-    "index_drift": "Index drift",
-}
 
 
 @site_login_required
@@ -58,7 +48,7 @@ def quality_page(request):
     scope = request.GET.get("scope", "")
     scopes = [scope] if scope in SCOPES else None
     report = quality.run(scopes)
-    groups = [(label, [f for f in report.findings if f.kind == kind]) for kind, label in QUALITY_LABELS.items()]
+    groups = [(label, [f for f in report.findings if f.kind == kind]) for kind, label in quality.LABELS.items()]
     return render(request, "reviews/quality.html", {
         **nav_counts(), "nav": "quality", "report": report, "groups": [(l, f) for l, f in groups if f],
         "scope": scope if scopes else "", "scopes": SCOPES,

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -24,13 +22,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health  # noqa: F401 (re-exported for tests)
+
 PROJECT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -45,20 +39,6 @@ class Daemon:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-
-def wait_for_health(base: str, process: subprocess.Popen, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"serve exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"serve did not answer {base}/health within {timeout} s")
 
 
 @contextmanager
@@ -80,8 +60,8 @@ def running_daemon(tmp_dir: Path, *, port: int | None = None, **env_overrides: s
     try:
         wait_for_health(daemon.base, process)
         yield daemon
-    except RuntimeError as exc:
-        raise RuntimeError(f"{exc}\n{daemon.log()[-3000:]}") from None
+    except DaemonFailed as exc:
+        raise DaemonFailed(f"{exc}\n{daemon.log()[-3000:]}") from None
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)

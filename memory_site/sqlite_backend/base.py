@@ -67,10 +67,16 @@ class DatabaseWrapper(_django_sqlite.DatabaseWrapper):
         conn = super().get_new_connection(conn_params)
         # Load vec0 on *every* connection (including test clones and the
         # connections Django opens per thread); retrieval relies on it.
-        conn.enable_load_extension(True)
-        try:
-            sqlite_vec.load(conn)
-        finally:
-            # Do not leave extension loading open to SQL (load_extension()).
-            conn.enable_load_extension(False)
+        load_vec(conn)
         return conn
+
+
+def load_vec(conn) -> None:
+    """Load sqlite-vec into a driver connection (vec0 tables are part of the
+    schema, so anything that reads or checks the database needs it)."""
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        # Do not leave extension loading open to SQL (load_extension()).
+        conn.enable_load_extension(False)

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
@@ -27,12 +27,6 @@ from retrieval.synthetic import make_queries, populate_corpus
 from reviews import actions
 
 PROJECT = Path(settings.BASE_DIR)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _summary(label: str, timings: list[float]) -> dict:
@@ -71,7 +65,7 @@ class Command(BaseCommand):
                 engine.search(q, limit=8, reader=reader, embedder=embedder, count_access=False)
                 in_process.append((time.perf_counter() - t0) * 1000)
 
-            port = _free_port()
+            port = free_port()
             base = f"http://127.0.0.1:{port}"
             env = {**os.environ, "VETTED_HOME": str(folder), "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
                    "VETTED_PROPOSALS_PER_MINUTE": "0", "DJANGO_SETTINGS_MODULE": "memory_site.settings"}
@@ -79,7 +73,10 @@ class Command(BaseCommand):
             daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
                                       cwd=PROJECT, env=env, stdout=log, stderr=log)
             try:
-                self._wait(base, daemon, folder)
+                try:
+                    wait_for_health(base, daemon, log_path=folder / "serve.log")
+                except DaemonFailed as exc:
+                    raise CommandError(str(exc)) from None
                 mcp = asyncio.run(self._mcp_searches(base, token, queries))
                 rest = self._rest_searches(base, token, queries)
                 bridge = self._bridge_spawns(base, token, opts["spawns"], queries[0])
@@ -104,18 +101,6 @@ class Command(BaseCommand):
             self.stdout.write(f"{label:<28} {row['n']:>5} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f}")
         ratio = statistics.median(mcp) / statistics.median(in_process)
         self.stdout.write(f"\nMCP/in-process median ratio: {ratio:.2f}")
-
-    def _wait(self, base, daemon, folder):
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if daemon.poll() is not None:
-                raise CommandError(f"serve exited; see {folder / 'serve.log'}")
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise CommandError("serve did not come up within 180 s")
 
     async def _mcp_searches(self, base, token, queries):
         import httpx2

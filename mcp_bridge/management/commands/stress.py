@@ -5,12 +5,10 @@ throwaway data folder; then checks that nothing was lost or doubled."""
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health
 from retrieval import index
 from retrieval.embeddings import FakeEmbedder, get_embedder
 from retrieval.scratch import scratch_database
@@ -28,12 +27,6 @@ from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordSt
 PROJECT = Path(settings.BASE_DIR)
 PASSWORD = "stress-password-1234"
 SEED_RECORDS = 30
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _read_lines(path: Path) -> list[dict]:
@@ -91,7 +84,7 @@ class Command(BaseCommand):
         return tokens
 
     def _run(self, folder: Path, tokens, opts) -> dict:
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(folder),
                "VETTED_DB_PATH": str(folder / "scratch.sqlite3"), "VETTED_PROPOSALS_PER_MINUTE": "0",
@@ -101,7 +94,10 @@ class Command(BaseCommand):
             daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
                                       cwd=PROJECT, env=env, stdout=log, stderr=log)
         try:
-            self._wait(base, daemon, daemon_log)
+            try:
+                wait_for_health(base, daemon, log_path=daemon_log)
+            except DaemonFailed as exc:
+                raise CommandError(str(exc)) from None
             seconds = str(opts["seconds"])
             workers = []
             for n, (name, token) in enumerate(tokens):
@@ -133,18 +129,6 @@ class Command(BaseCommand):
         return {"items": items, "elapsed": elapsed, "daemon_log": daemon_log.read_text(errors="replace"),
                 "worker_errors": "".join((folder / f).read_text(errors="replace")[-2000:]
                                          for f in os.listdir(folder) if f.endswith(".err"))}
-
-    def _wait(self, base, daemon, daemon_log):
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if daemon.poll() is not None:
-                raise CommandError(f"serve exited:\n{daemon_log.read_text(errors='replace')[-2000:]}")
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise CommandError("serve did not answer /health within 180 s")
 
     def _report(self, folder, results, baseline_audit, baseline_proposals, opts):
         items = [i for i in results["items"] if "summary" not in i]

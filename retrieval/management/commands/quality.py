@@ -5,16 +5,6 @@ from django.core.management.base import BaseCommand, CommandError
 from reviews.models import SCOPES
 from retrieval import quality
 
-LABELS = {
-    "possible_contradiction": "Possible contradictions",
-    "broken_supersession": "Broken supersession",
-    "supersession_loop": "Supersession loops",
-    "stale_retirement": "Retirements waiting too long",
-    "stale_proposal": "Proposals waiting too long",
-    "overdue": "Overdue for review",
-    "edited_since_approval": "Edited since approval",
-    "index_drift": "Index drift",
-}
 
 
 class Command(BaseCommand):
@@ -38,7 +28,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"Checked {report.checked_records} current record(s) in {', '.join(report.scopes)}: "
                           f"{len(report.findings)} finding(s).")
-        for kind, label in LABELS.items():
+        for kind, label in quality.LABELS.items():
             found = [f for f in report.findings if f.kind == kind]
             if not found:
                 continue

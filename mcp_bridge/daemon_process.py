@@ -1,0 +1,40 @@
+"""Starting a daemon from a command or a test: a free loopback port and
+waiting for its /health (standard library only)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+
+class DaemonFailed(RuntimeError):
+    """The daemon exited or never answered /health; the message says which and shows its log."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_health(base: str, process: subprocess.Popen, timeout: float = 180, log_path: Path | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise DaemonFailed(f"serve exited with {process.returncode}" + _tail(log_path))
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise DaemonFailed(f"serve did not answer {base}/health within {timeout:.0f} s" + _tail(log_path))
+
+
+def _tail(log_path: Path | None) -> str:
+    if log_path is None or not Path(log_path).exists():
+        return ""
+    return ":\n" + Path(log_path).read_text(errors="replace")[-2000:]
