@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from reviews import validation as v
+from reviews.models import SCOPES
+
 
 class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, ...")
@@ -147,21 +150,39 @@ class SimilarExistsSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+RECORD_ID_PATTERN = r"^rec_[0-9a-f]{12}$"
+PROPOSAL_ID_PATTERN = r"^prop_[0-9a-f]{12}$"
+TAG_PATTERN = r"^[a-z0-9][a-z0-9._/:+-]*$"
+
+
+def kind_names() -> list[str]:
+    return list(v.kinds())
+
+
 class ProposeSerializer(serializers.Serializer):
-    title = serializers.CharField(required=False, help_text="Required unless revises is given. " "3-200 characters, one line.")
-    body = serializers.CharField(required=False, help_text="Required unless revises is given. " "20-20000 characters of Markdown.")
-    kind = serializers.CharField(required=False, help_text="Required unless revises is given. " "fact, preference, procedure, decision, reference, event (see describe).")
-    scope = serializers.CharField(required=False, help_text="Required unless revises is given. " "personal, team or system; one of the agent's scopes.")
-    reason = serializers.CharField(help_text="Why this is worth keeping; the reviewer reads it (5+ characters).")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, max_length=20)
+    title = serializers.CharField(required=False, min_length=v.TITLE_MIN, max_length=v.TITLE_MAX,
+                                  help_text="Required unless revises is given. 3-200 characters, one line.")
+    body = serializers.CharField(required=False, min_length=v.BODY_MIN, max_length=v.BODY_MAX,
+                                 help_text="Required unless revises is given. 20-20000 characters of Markdown "
+                                           "(real text: keyboard mashing and repeated words are refused).")
+    kind = serializers.ChoiceField(required=False, choices=kind_names(),
+                                   help_text="Required unless revises is given (see describe).")
+    scope = serializers.ChoiceField(required=False, choices=SCOPES,
+                                    help_text="Required unless revises is given; one of the agent's scopes.")
+    reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
+                                   help_text="Why this is worth keeping; the reviewer reads it (5+ characters).")
+    tags = serializers.ListField(child=serializers.RegexField(TAG_PATTERN, max_length=v.TAG_MAX_LEN), required=False,
+                                 max_length=v.TAGS_MAX, help_text="Lowercase; a-z 0-9 . _ / : + -")
     review_by = serializers.DateField(required=False, help_text="Future date; default today + the kind's period.")
-    revises = serializers.CharField(required=False, help_text="A record id: propose a revision of it instead.")
+    revises = serializers.RegexField(RECORD_ID_PATTERN, required=False,
+                                     help_text="A record id: propose a revision of it instead.")
     confirm_duplicate = serializers.BooleanField(required=False, default=False,
                                                  help_text="Store even though a similar record exists.")
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(help_text="Why; the reviewer reads it (5+ characters).")
+    reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
+                                   help_text="Why; the reviewer reads it (5+ characters).")
 
 
 class FindingSerializer(serializers.Serializer):

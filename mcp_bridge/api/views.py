@@ -5,16 +5,32 @@ mcp_bridge.agent_api; errors are shaped by mcp_bridge.api.errors."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from reviews.errors import NotFound, ValidationFailed
+from reviews.models import SCOPES
 
 from .. import agent_api
 from . import schema as s
 
+_RECORD_ID = OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=s.RECORD_ID_PATTERN,
+                              description="A record id, rec_ followed by 12 hex digits.")
+_PROPOSAL_ID = OpenApiParameter("proposal_id", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=s.PROPOSAL_ID_PATTERN,
+                                description="A proposal id, prop_ followed by 12 hex digits.")
+# An empty filter (?scope=) means no filter, as if it were not given.
+_KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
+_SCOPE = OpenApiParameter("scope", str, enum=[*SCOPES, ""], description="Only this scope, one of the agent's "
+                                                                        "(empty: all of them).")
+_REASON_EXAMPLE = [OpenApiExample("reason", value={"reason": "The handbook changed on Monday; see its history."},
+                                  request_only=True)]
 PROPOSE_FIELDS = ("title", "body", "kind", "scope", "tags", "reason", "review_by", "revises", "confirm_duplicate")
 _ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, text in {
     400: "Invalid input: what was wrong and what is allowed.",
@@ -38,6 +54,19 @@ def _body(request, allowed: tuple[str, ...]) -> dict:
     return data
 
 
+def _query(request, allowed: tuple[str, ...] = ()) -> dict:
+    """The query string, refusing parameters the endpoint does not take (a
+    misspelt filter such as ?tag= on search would otherwise be ignored and
+    return unfiltered results), like unknown body fields. ``format`` is DRF's
+    content-negotiation override."""
+    q = request.query_params
+    unknown = sorted(set(q) - set(allowed) - {"format"})
+    if unknown:
+        listed = ", ".join(allowed) or "none"
+        raise ValidationFailed({name[:50]: f"unknown query parameter; allowed: {listed}" for name in unknown[:20]})
+    return q
+
+
 def _tags_param(request) -> list[str] | None:
     values = [part for value in request.query_params.getlist("tags") for part in value.split(",") if part.strip()]
     return values or None
@@ -47,6 +76,7 @@ def _tags_param(request) -> list[str] | None:
                responses={200: s.DescribeSerializer, 401: _ERRORS[401]})
 @api_view(["GET"])
 def describe(request):
+    _query(request)
     return Response(agent_api.describe(request.auth))
 
 
@@ -55,16 +85,15 @@ def describe(request):
     parameters=[
         OpenApiParameter("q", str, required=True, description="The query (up to 2000 characters)."),
         OpenApiParameter("mode", str, enum=["hybrid", "keyword", "semantic"], description="Default hybrid."),
-        OpenApiParameter("limit", int, description="1-50, default 8."),
-        OpenApiParameter("kind", str, description="Only this kind."),
-        OpenApiParameter("scope", str, description="Only this scope (one of the agent's)."),
+        OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="1-50, default 8."),
+        _KIND, _SCOPE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
     ],
     responses={200: s.SearchSerializer, 400: _ERRORS[400], 401: _ERRORS[401]},
 )
 @api_view(["GET"])
 def search(request):
-    q = request.query_params
+    q = _query(request, ("q", "mode", "limit", "kind", "scope", "tags"))
     return Response(agent_api.search(request.auth, q.get("q", ""), mode=q.get("mode", "hybrid"), kind=q.get("kind"),
                                      scope=q.get("scope"), tags=_tags_param(request), limit=q.get("limit", 8)))
 
@@ -72,30 +101,34 @@ def search(request):
 @extend_schema(
     operation_id="list_records", summary="Recently approved records the agent can rely on",
     parameters=[
-        OpenApiParameter("kind", str), OpenApiParameter("scope", str), OpenApiParameter("tag", str),
+        _KIND, _SCOPE, OpenApiParameter("tag", str),
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
-        OpenApiParameter("limit", int, description="1-100, default 20."),
+        OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 100}, description="1-100, default 20."),
     ],
     responses={200: s.ListSerializer, 400: _ERRORS[400], 401: _ERRORS[401]},
 )
 @api_view(["GET"])
 def records(request):
-    q = request.query_params
+    q = _query(request, ("kind", "scope", "tag", "since", "limit"))
     return Response(agent_api.list_records(request.auth, kind=q.get("kind"), scope=q.get("scope"), tag=q.get("tag"),
                                            since=q.get("since"), limit=q.get("limit", agent_api.LIST_LIMIT_DEFAULT)))
 
 
 @extend_schema(operation_id="read_record", summary="One record through the gate (or why it is withheld)",
-               parameters=[OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
-               responses={200: s.ReadSerializer, **_ERRORS})
+               parameters=[_RECORD_ID], responses={200: s.ReadSerializer, **_ERRORS})
 @api_view(["GET"])
 def record(request, record_id: str):
+    _query(request)
     return Response(agent_api.read(request.auth, record_id))
 
 
 @extend_schema(
     operation_id="propose", summary="Propose a new record, or a revision (revises=<id>)",
     request=s.ProposeSerializer,
+    examples=[OpenApiExample("create", request_only=True, value={
+        "title": "Billing API deploys", "kind": "fact", "scope": "team", "tags": ["billing", "deploys"],
+        "body": "The billing API deploys from the main branch every weekday at ten in the morning.",
+        "reason": "Read it in the team handbook today."})],
     responses={201: s.ProposalCreatedSerializer,
                409: OpenApiResponse(s.SimilarExistsSerializer,
                                     description="similar_exists (not stored), or an exact duplicate (error body)."),
@@ -112,16 +145,16 @@ def proposals(request):
 
 
 @extend_schema(operation_id="proposal_status", summary="What the reviewer decided about one of your proposals",
-               parameters=[OpenApiParameter("proposal_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
-               responses={200: s.ProposalSerializer, **_ERRORS})
+               parameters=[_PROPOSAL_ID], responses={200: s.ProposalSerializer, **_ERRORS})
 @api_view(["GET"])
 def proposal(request, proposal_id: str):
+    _query(request)
     return Response(agent_api.proposal_status(request.auth, proposal_id))
 
 
 @extend_schema(operation_id="dispute", summary="Dispute a record (withheld until a reviewer decides)",
-               parameters=[OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
-               request=s.ReasonSerializer, responses={201: s.ProposalCreatedSerializer, **_WRITE_ERRORS})
+               parameters=[_RECORD_ID], request=s.ReasonSerializer, examples=_REASON_EXAMPLE,
+               responses={201: s.ProposalCreatedSerializer, **_WRITE_ERRORS})
 @api_view(["POST"])
 def dispute(request, record_id: str):
     data = _body(request, ("reason",))
@@ -129,8 +162,8 @@ def dispute(request, record_id: str):
 
 
 @extend_schema(operation_id="propose_retirement", summary="Ask the reviewer to retire a record",
-               parameters=[OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
-               request=s.ReasonSerializer, responses={201: s.ProposalCreatedSerializer, **_WRITE_ERRORS})
+               parameters=[_RECORD_ID], request=s.ReasonSerializer, examples=_REASON_EXAMPLE,
+               responses={201: s.ProposalCreatedSerializer, **_WRITE_ERRORS})
 @api_view(["POST"])
 def retirement(request, record_id: str):
     data = _body(request, ("reason",))
@@ -147,8 +180,9 @@ def unknown(request, rest: str = ""):
 
 
 @extend_schema(operation_id="quality_check", summary="Read-only quality report in the agent's scopes",
-               parameters=[OpenApiParameter("scope", str, description="Only this scope (one of the agent's).")],
+               parameters=[_SCOPE],
                responses={200: s.QualitySerializer, 400: _ERRORS[400], 401: _ERRORS[401]})
 @api_view(["GET"])
 def quality(request):
-    return Response(agent_api.quality_check(request.auth, scope=request.query_params.get("scope")))
+    q = _query(request, ("scope",))
+    return Response(agent_api.quality_check(request.auth, scope=q.get("scope")))
