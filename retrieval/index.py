@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -188,8 +189,21 @@ def pending_count() -> int:
         return cursor.fetchone()[0]
 
 
+# One drain at a time per process: the daemon's request threads all call
+# sync() before searching, and without this, concurrent requests embedded the
+# same queued records side by side (measured under `manage.py stress`). A
+# waiting thread then finds the queue empty. Other processes are still
+# handled by the generation check below.
+_sync_lock = threading.Lock()
+
+
 def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> SyncStats:
     """Drain the queue of changed records until it is empty."""
+    with _sync_lock:
+        return _sync(embedder, batch=batch, progress=progress)
+
+
+def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | None) -> SyncStats:
     ensure_ready(embedder)
     stats = SyncStats()
     while True:
