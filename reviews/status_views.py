@@ -48,8 +48,9 @@ def quality_page(request):
     scope = request.GET.get("scope", "")
     scopes = [scope] if scope in SCOPES else None
     report = quality.run(scopes)
-    groups = [(label, [f for f in report.findings if f.kind == kind]) for kind, label in quality.LABELS.items()]
+    groups = [(label, [f for f in report.findings if f.kind == kind], report.omitted.get(kind, 0))
+              for kind, label in quality.LABELS.items()]
     return render(request, "reviews/quality.html", {
-        **nav_counts(), "nav": "quality", "report": report, "groups": [(l, f) for l, f in groups if f],
+        **nav_counts(), "nav": "quality", "report": report, "groups": [g for g in groups if g[1]],
         "scope": scope if scopes else "", "scopes": SCOPES,
     })

@@ -200,3 +200,16 @@ def test_quality_page_lists_findings_with_links_and_next_steps(client, reviewer,
     assert 'id="quality-possible_contradiction"' in html and f'href="/records/{a.public_id}/"' in html
     assert "Next: Read both" in html and "Private note" not in html
     assert client.get("/quality/?scope=bogus").status_code == 200  # unknown scope: all scopes
+
+
+def test_a_flood_of_look_alikes_is_listed_up_to_the_limit_and_counted(make_record):
+    for n in range(6):
+        make_record(title=f"Rotation of service {n}", body=f"The ledger service rotates its signing keys every {n + 2} days.")
+    report = quality.run(["team"], embedder=FakeEmbedder(), limit=3)
+    listed = [f for f in report.findings if f.kind == "possible_contradiction"]
+    assert len(listed) == 3 and report.omitted["possible_contradiction"] > 0
+    assert report.as_dict()["counts"]["possible_contradiction"] == 3 + report.omitted["possible_contradiction"]
+    assert [f.similarity for f in listed] == sorted((f.similarity for f in listed), reverse=True)
+    everything = quality.run(["team"], embedder=FakeEmbedder(), limit=0)
+    assert not everything.omitted
+    assert len([f for f in everything.findings if f.kind == "possible_contradiction"]) == 3 + report.omitted["possible_contradiction"]

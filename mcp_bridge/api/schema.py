@@ -199,6 +199,8 @@ class FindingSerializer(serializers.Serializer):
 class QualitySerializer(serializers.Serializer):
     scopes = serializers.ListField(child=serializers.CharField())
     checked_records = serializers.IntegerField()
-    counts = serializers.DictField(child=serializers.IntegerField())
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Findings by kind, listed or not.")
+    omitted = serializers.DictField(child=serializers.IntegerField(),
+                                    help_text="Findings of a kind counted but not listed (beyond the limit).")
     findings = FindingSerializer(many=True)
     note = serializers.CharField()

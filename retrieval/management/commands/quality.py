@@ -15,6 +15,8 @@ class Command(BaseCommand):
         parser.add_argument("--scope", action="append", choices=list(SCOPES),
                             help="only this scope (repeat for several; default: all)")
         parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+        parser.add_argument("--limit", type=int, default=100,
+                            help="list at most this many possible contradictions, most similar first (0: all)")
         parser.add_argument("--threshold", type=float, help="similarity for possible contradictions "
                                                             "(default VETTED_CONTRADICTION_SIMILARITY)")
 
@@ -22,7 +24,9 @@ class Command(BaseCommand):
         threshold = opts["threshold"]
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise CommandError(f"--threshold {threshold}: give a number from 0 to 1.")
-        report = quality.run(opts["scope"], threshold=threshold)
+        if opts["limit"] < 0:
+            raise CommandError(f"--limit {opts['limit']}: give 0 (all) or a positive number.")
+        report = quality.run(opts["scope"], threshold=threshold, limit=opts["limit"])
         if opts["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
             return
@@ -32,7 +36,9 @@ class Command(BaseCommand):
             found = [f for f in report.findings if f.kind == kind]
             if not found:
                 continue
-            self.stdout.write(f"\n{label} ({len(found)})")
+            more = report.omitted.get(kind, 0)
+            self.stdout.write(f"\n{label} ({len(found) + more}" + (f"; the {len(found)} most similar listed, "
+                                                                    "--limit 0 lists all)" if more else ")"))
             for finding in found:
                 ids = " ".join(finding.records + finding.proposals)
                 self.stdout.write(f"  - {ids}{' ' if ids else ''}[{finding.scope or 'all'}] {finding.why}")
