@@ -12,6 +12,7 @@ not exist for it: they are not returned, counted or named.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -253,8 +254,9 @@ def describe(agent: Agent) -> dict:
     scopes = [s for s in SCOPES if s in agent.scopes]
     marks = ",".join(["%s"] * len(scopes)) or "NULL"
     # "Current" = approved, not past its review date, inside any validity
-    # window: what search can deliver (a record edited out of band is the
-    # one case counted here and withheld at query time; see README).
+    # window, and unchanged since approval: exactly what search can deliver.
+    # SQL counts the first three; the checksum pass below takes out records
+    # edited out of band (rare, but search withholds them).
     current_sql = (
         f"status = %s AND scope IN ({marks}) AND review_by >= %s "
         "AND (valid_until IS NULL OR valid_until >= %s) AND (valid_from IS NULL OR valid_from <= %s)"
@@ -270,7 +272,20 @@ def describe(agent: Agent) -> dict:
         cursor.execute(
             f"SELECT j.value, COUNT(*) FROM reviews_record, json_each(reviews_record.tags) j WHERE {current_sql} "
             "GROUP BY j.value ORDER BY COUNT(*) DESC, j.value LIMIT 200", params)
-        tags = [{"name": name, "records": count} for name, count in cursor.fetchall()]
+        tag_counts = dict(cursor.fetchall())
+        cursor.execute(f"SELECT scope, kind, title, body, tags, approved_checksum FROM reviews_record WHERE {current_sql}",
+                       params)
+        while rows := cursor.fetchmany(1000):
+            for scope, kind, title, body, tags_json, approved in rows:
+                record_tags = json.loads(tags_json) if isinstance(tags_json, str) else tags_json
+                if content_checksum(kind=kind, scope=scope, title=title, body=body, tags=record_tags) != approved:
+                    by_scope[scope] -= 1
+                    by_kind[kind] -= 1
+                    for tag in record_tags:
+                        if tag in tag_counts:
+                            tag_counts[tag] -= 1
+    tags = [{"name": name, "records": count}
+            for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0])) if count > 0]
     pending = Proposal.objects.filter(state=ProposalState.PENDING)
     return {
         "server": "Vetted",

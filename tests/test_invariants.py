@@ -49,7 +49,7 @@ from hypothesis.stateful import (
 
 from mcp_bridge import agent_api
 from retrieval import search as search_module
-from retrieval.gate import Reader
+from retrieval.gate import Reader, withhold_reason
 from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import (
@@ -480,11 +480,12 @@ class ActionsMachine(RuleBasedStateMachine):
         today = self.today()
         for name in AGENTS:
             agent = self.agents[name]
-            current = Record.objects.filter(status=RecordStatus.APPROVED, scope__in=agent.scopes, review_by__gte=today)
-            by_scope = Counter(current.values_list("scope", flat=True))
-            by_kind = Counter(current.values_list("kind", flat=True))
+            # Exactly what the gate would deliver (so a tampered record is not counted).
+            current = [r for r in Record.objects.filter(scope__in=agent.scopes) if withhold_reason(r, today) is None]
+            by_scope = Counter(r.scope for r in current)
+            by_kind = Counter(r.kind for r in current)
             described = agent_api.describe(agent)
-            assert described["records_current"] == current.count(), name
+            assert described["records_current"] == len(current), name
             assert {s["name"]: s["records"] for s in described["scopes"]} == {s: by_scope[s] for s in agent.scopes}, name
             assert {k["name"]: k["records"] for k in described["kinds"] if k["records"]} == dict(by_kind), name
             pending = Proposal.objects.filter(state=ProposalState.PENDING)

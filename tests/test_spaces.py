@@ -106,3 +106,15 @@ def test_moving_a_record_is_the_only_way_into_the_team_space(two_spaces, reviewe
     assert moved.public_id in [hit["id"] for hit in found["results"]]
     read = agent_api.read(team_agent, moved.public_id)
     assert read["record"]["supersedes"] is None  # the personal predecessor's id does not cross either
+
+
+def test_describe_counts_only_what_search_can_deliver(two_spaces, team_agent):
+    from django.db import connection
+
+    team, _personal = two_spaces
+    before = agent_api.describe(team_agent)
+    with connection.cursor() as cursor:  # edited outside Vetted: search withholds it, describe must not count it
+        cursor.execute("UPDATE reviews_record SET body = body || ' (tampered)' WHERE id = %s", [team[0].pk])
+    after = agent_api.describe(team_agent)
+    assert after["records_current"] == before["records_current"] - 1
+    assert {t["name"] for t in after["tags"]} == {t["name"] for t in before["tags"]} - {"deploy", "billing"}
