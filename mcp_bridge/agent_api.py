@@ -26,7 +26,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from retrieval import search as search_engine
 from retrieval.gate import REASONS, Reader, read_record, withhold_reason
-from retrieval.similar import similar_records
+from retrieval.similar import similar_pending, similar_records
 from reviews import actions
 from reviews import validation as v
 from reviews.checksum import content_checksum
@@ -494,6 +494,8 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
 
 
 def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
+    """similar_exists when current records or pending proposals in the same
+    scope say nearly the same (exact copies are the action's to refuse)."""
     threshold = settings.VETTED_NEAR_DUPLICATE
     if threshold >= 1.0:
         return None
@@ -501,18 +503,23 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
                              body=content["body"], tags=content["tags"]) if "kind" in content else None
     hits = similar_records(content["title"], content["body"], tags=content["tags"], scopes=[content["scope"]],
                            threshold=threshold, exclude_ids=exclude)
-    # An exact copy is the action's to refuse, with the plain duplicate error.
     hits = [h for h in hits if h.record.approved_checksum != exact]
-    if not hits:
+    waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
+                              threshold=threshold, exclude_checksum=exact)
+    if not hits and not waiting:
         return None
-    ids = ", ".join(h.record.public_id for h in hits)
+    ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])
+    where = " and ".join(part for part in (
+        f"{len(hits)} current record(s)" if hits else "",
+        f"{len(waiting)} proposal(s) already waiting for review" if waiting else "") if part)
     return {
         "status": "similar_exists",
-        "similar": [h.as_dict() for h in hits],
+        "similar": [h.as_dict() for h in hits] + [w.as_dict() for w in waiting],
         "threshold": threshold,
-        "message": (f"Not stored: {len(hits)} current record(s) in scope {content['scope']!r} say nearly the same "
-                    f"({ids}). Read them first. If one is outdated or incomplete, propose a revision of it "
-                    "(revises=<id>); if yours is genuinely different, call again with confirm_duplicate=true."),
+        "message": (f"Not stored: {where} in scope {content['scope']!r} say nearly the same ({ids}). Read them "
+                    "first. If a record is outdated or incomplete, propose a revision of it (revises=<id>); if a "
+                    "pending proposal covers it, wait for the reviewer (proposal_status); if yours is genuinely "
+                    "different, call again with confirm_duplicate=true."),
     }
 
 

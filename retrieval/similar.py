@@ -11,11 +11,14 @@ new knowledge, and records in other scopes do not exist for the caller.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+
+import numpy as np
 
 from django.db import connection
 
-from reviews.models import Record
+from reviews.models import Proposal, ProposalAction, ProposalState, Record
 
 from . import index
 from .embeddings import Embedder, get_embedder
@@ -56,4 +59,73 @@ def similar_records(title: str, body: str, *, scopes, tags: list[str] | None = N
     records = Record.objects.filter(pk__in=list(best), scope__in=scopes).exclude(public_id__in=excluded)
     hits = [Similar(r, best[r.pk]) for r in records if withhold_reason(r) is None]
     hits.sort(key=lambda h: (-h.similarity, h.record.public_id))
+    return hits[:limit]
+
+
+@dataclass(frozen=True)
+class SimilarPending:
+    proposal: Proposal
+    similarity: float
+
+    def as_dict(self) -> dict:
+        return {"id": self.proposal.public_id, "title": self.proposal.title, "kind": self.proposal.kind,
+                "scope": self.proposal.scope, "similarity": round(self.similarity, 3), "pending": True}
+
+
+class _PendingVectors:
+    """Chunk vectors of pending create/revise proposals, kept per process and
+    keyed by (proposal, content checksum): pending proposals are not in the
+    index, and embedding all of them on every proposal would cost seconds.
+    Entries of proposals no longer pending are dropped as they are seen."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._vectors: dict[tuple[int, str, str], np.ndarray] = {}
+
+    def for_proposals(self, proposals: list[Proposal], embedder: Embedder) -> dict[int, np.ndarray]:
+        keys = {p.pk: (p.pk, p.content_checksum, embedder.name) for p in proposals}
+        with self._lock:
+            missing = [p for p in proposals if keys[p.pk] not in self._vectors]
+        if missing:
+            texts, owners = [], []
+            for proposal in missing:
+                for text in index.chunk_texts(proposal.title, proposal.body, proposal.tags):
+                    texts.append(text)
+                    owners.append(proposal.pk)
+            vectors = embedder.embed(texts)
+            grouped: dict[int, list] = {}
+            for owner, vector in zip(owners, vectors, strict=True):
+                grouped.setdefault(owner, []).append(vector)
+            with self._lock:
+                for proposal in missing:
+                    self._vectors[keys[proposal.pk]] = np.asarray(grouped[proposal.pk], dtype=np.float32)
+        with self._lock:
+            wanted = set(keys.values())
+            if len(self._vectors) > 2 * len(wanted) + 1000:  # forget decided proposals
+                self._vectors = {k: v for k, v in self._vectors.items() if k in wanted}
+            return {pk: self._vectors[key] for pk, key in keys.items()}
+
+
+pending_vectors = _PendingVectors()
+
+
+def similar_pending(title: str, body: str, *, scope: str, tags: list[str] | None = None, threshold: float = 0.0,
+                    limit: int = 5, exclude_checksum: str | None = None,
+                    embedder: Embedder | None = None) -> list[SimilarPending]:
+    """Pending create/revise proposals in ``scope`` whose best chunk pair with
+    this text has cosine similarity >= ``threshold``, most similar first."""
+    embedder = embedder or get_embedder()
+    pending = list(Proposal.objects.filter(state=ProposalState.PENDING, scope=scope,
+                                           action__in=[ProposalAction.CREATE, ProposalAction.REVISE])
+                   .exclude(content_checksum=exclude_checksum or "").order_by("pk"))
+    if not pending:
+        return []
+    new = np.asarray(embedder.embed(index.chunk_texts(title, body, tags)), dtype=np.float32)
+    stored = pending_vectors.for_proposals(pending, embedder)
+    hits = []
+    for proposal in pending:
+        similarity = float((stored[proposal.pk] @ new.T).max())
+        if similarity >= threshold:
+            hits.append(SimilarPending(proposal, similarity))
+    hits.sort(key=lambda h: (-h.similarity, h.proposal.public_id))
     return hits[:limit]

@@ -316,7 +316,7 @@ def test_agent_identity_comes_from_the_token_not_the_body(gateway, agent_tokens)
 
     for name in ("claude-code", "team-bot"):
         status, _, data = api(gateway, "POST", "/proposals", agent_tokens[name],
-                              body=proposal_body(title=f"Billing API repository for {name}"))
+                              body=proposal_body(title=f"Billing API repository for {name}", confirm_duplicate=True))
         assert status == 201, data
         stored = Proposal.objects.select_related("agent").get(public_id=data["proposal_id"])
         assert stored.agent.name == name
@@ -563,7 +563,7 @@ def test_the_fourth_proposal_in_a_minute_is_rate_limited(agent_tokens, tmp_path)
         assert f"retry in {retry} s" in data["message"] and "3 proposals per minute" in data["message"]
         assert Proposal.objects.filter(agent__name="claude-code").count() == 3
         # The limit is per agent; reads are not limited.
-        assert api(daemon, "POST", "/proposals", agent_tokens["team-bot"], body=proposal_body())[0] == 201
+        assert api(daemon, "POST", "/proposals", agent_tokens["team-bot"], body=proposal_body(confirm_duplicate=True))[0] == 201
         assert api(daemon, "GET", "/describe", token)[0] == 200
 
 

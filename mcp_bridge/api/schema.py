@@ -136,11 +136,12 @@ class ProposalCreatedSerializer(serializers.Serializer):
 
 
 class SimilarSerializer(serializers.Serializer):
-    id = serializers.CharField()
+    id = serializers.CharField(help_text="A current record (rec_...) or a pending proposal (prop_..., pending=true).")
     title = serializers.CharField()
     kind = serializers.CharField()
     scope = serializers.CharField()
     similarity = serializers.FloatField()
+    pending = serializers.BooleanField(required=False, help_text="Set for a proposal waiting for review.")
 
 
 class SimilarExistsSerializer(serializers.Serializer):
