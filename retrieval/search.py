@@ -260,17 +260,23 @@ class _DocFreq:
             total = cursor.fetchone()[0]
             with self._lock:
                 self._key, self._counts, self._total = key, {}, total
+        # Work on a local copy: another request thread may reset the shared
+        # cache at any moment (a KeyError here was a 500 under `stress`).
         with self._lock:
-            missing = [w for w in words if w not in self._counts]
-        for word in missing:
+            known = {w: self._counts[w] for w in words if w in self._counts}
+            total = self._total
+        for word in words:
+            if word in known:
+                continue
             cursor.execute(f"SELECT count(*) FROM {schema.FTS} WHERE {schema.FTS} MATCH %s", [fts_string(word)])
-            count = cursor.fetchone()[0]
-            with self._lock:
+            known[word] = cursor.fetchone()[0]
+        with self._lock:
+            if self._key == key:
                 if len(self._counts) > 50_000:
                     self._counts.clear()
-                self._counts[word] = count
-        n = max(self._total, 1)
-        return {w: math.log(1 + (n - self._counts[w] + 0.5) / (self._counts[w] + 0.5)) for w in words}
+                self._counts.update(known)
+        n = max(total, 1)
+        return {w: math.log(1 + (n - known[w] + 0.5) / (known[w] + 0.5)) for w in words}
 
 
 _docfreq = _DocFreq()

@@ -579,3 +579,32 @@ def test_keyword_mode_returns_a_long_body_whole(make_record):
     assert result["id"] == record.public_id
     assert result["body"] == record.body
     assert result["body_is_excerpt"] is False
+
+
+def test_document_frequencies_survive_a_reset_by_another_thread(make_record):
+    """Under load one request thread reset the shared idf cache while another
+    was filling it, and the second failed with a KeyError (a 500)."""
+    make_record(title="Ledger keys", body="The ledger service rotates its signing keys every week.")
+    freq = search_module._DocFreq()
+
+    class ResettingCursor:
+        """Runs the real queries, and plays the other thread: after each
+        word count it resets the cache as a newly added record would."""
+
+        def __init__(self, cursor):
+            self.cursor = cursor
+
+        def execute(self, sql, params=None):
+            self.cursor.execute(sql, params)
+            if "MATCH" in sql:
+                with freq._lock:
+                    freq._key, freq._counts = -1, {}
+
+        def fetchone(self):
+            return self.cursor.fetchone()
+
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        idf = freq.idf(ResettingCursor(cursor), ["ledger", "keys", "rotates"])
+    assert set(idf) == {"ledger", "keys", "rotates"} and all(v > 0 for v in idf.values())

@@ -153,7 +153,8 @@ class Command(BaseCommand):
         locked = results["daemon_log"].count("database is locked")
         server_errors = results["daemon_log"].count('" 500 ') + results["daemon_log"].count("Traceback")
         checks.append(("no failed request (5xx, connection error, exception)", not failed,
-                       f"{len(failed)} failed" + (f"; first: {failed[0].get('message')}" if failed else "")))
+                       f"{len(failed)} failed" + (f"; first: {failed[0]['op']} {failed[0].get('status', '')} "
+                                                    f"{failed[0].get('message')}" if failed else "")))
         checks.append(("no 'database is locked' and no traceback in the daemon log", locked == 0 and server_errors == 0,
                        f"locked {locked}, errors {server_errors}"))
 
