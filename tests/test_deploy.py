@@ -88,6 +88,22 @@ def test_local_defaults_serve_plain_http_with_ordinary_cookies(gateway, transact
     assert status == 200 and Agent.objects.filter(name="local-bot").exists()
 
 
+def test_forwarded_headers_are_not_believed_without_a_proxy(gateway, transactional_db, reviewer):
+    """Locally any process can send X-Forwarded-Proto; without
+    VETTED_BEHIND_PROXY the daemon must not take the request for https
+    (it would then hand out https URLs, e.g. in the connect blocks)."""
+    csrf = csrf_secret()
+    cookie = f"sessionid={session_cookie(reviewer)}; csrftoken={csrf}"
+    status, _, page = fetch(gateway.base, "POST", "/agents/create",
+                            headers={"Cookie": cookie, "X-CSRFToken": csrf, "X-Forwarded-Proto": "https",
+                                     "X-Forwarded-For": "203.0.113.9",
+                                     "Content-Type": "application/x-www-form-urlencoded"},
+                            body=b"name=forwarded-bot&scopes=team")
+    assert status == 200, page[-500:]
+    port = gateway.base.rsplit(":", 1)[1]
+    assert f"http://127.0.0.1:{port}" in page and f"https://127.0.0.1:{port}" not in page
+
+
 def test_a_daemon_behind_a_proxy_answers_its_public_host_and_refuses_others(agent_tokens, reviewer, tmp_path):
     env = {"VETTED_ALLOWED_HOSTS": "memory.example.com,127.0.0.1", "VETTED_HTTPS": "1", "VETTED_BEHIND_PROXY": "1"}
     token = agent_tokens["claude-code"]

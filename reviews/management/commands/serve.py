@@ -47,8 +47,11 @@ class Command(BaseCommand):
         self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
         from memory_site.asgi import application
 
+        # X-Forwarded-For/-Proto are believed only when an operator said a
+        # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
+        # trust them from any loopback client, e.g. a local agent.
         uvicorn.run(application, host=host, port=port, log_level="info", lifespan="on",
-                    access_log=True, server_header=False)
+                    access_log=True, server_header=False, proxy_headers=settings.VETTED_BEHIND_PROXY)
         sys.stderr.flush()
 
     def _hold_serve_lock(self):
