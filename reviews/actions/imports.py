@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from .. import snapshot
 from ..errors import DuplicateContent, InvalidTransition, ValidationFailed, VettedError
 from ..models import Agent, Proposal, Record
 from ._common import _audit, _require_reviewer
@@ -104,7 +105,7 @@ class ImportSummary:
 
 
 def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None = None) -> ImportSummary:
-    """Load a ``vetted-export`` document (see reviews/portability.py) into an
+    """Load a ``vetted-export`` document (see reviews/snapshot/) into an
     instance that has no records and no proposals yet, all or nothing.
 
     Records, proposals, agents and the write log are copied as they are
@@ -112,11 +113,9 @@ def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None
     rows with their ids); users named in the file map onto existing accounts
     or are created inactive without a password. The copied audit rows are
     history, not new changes; this import itself writes one more event,
-    ``snapshot.imported``. Raises portability.SnapshotInvalid for a bad file
+    ``snapshot.imported``. Raises snapshot.SnapshotInvalid for a bad file
     and InvalidTransition for an instance that already holds memory."""
-    from .. import portability
-
-    counts = portability.validate_snapshot(data)
+    counts = snapshot.validate_snapshot(data)
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         if Record.objects.exists() or Proposal.objects.exists():
@@ -124,7 +123,7 @@ def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None
                 f"This instance already holds {Record.objects.count()} record(s) and {Proposal.objects.count()} "
                 "proposal(s); import_json only loads into an empty instance (a fresh VETTED_HOME, or restore a "
                 "backup instead).")
-        details = portability.write_snapshot(data, progress=progress)
+        details = snapshot.write_snapshot(data, progress=progress)
         _audit("snapshot.imported", actor=reviewer, subject=reviewer, snippet=f"vetted-export v{data['version']}",
                extra={**counts, "scopes": data["scopes"], "exported_at": data["exported_at"],
                       "audit_id_offset": details["audit_id_offset"],

@@ -16,7 +16,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from .models import Agent, Proposal, ProposalState, Record, RecordStatus
+from reviews.models import Agent, Proposal, ProposalState, Record, RecordStatus
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
 

@@ -5,7 +5,7 @@ The most important feature is the tool that is not here: there is no tool
 to approve, edit, delete, retire or verify anything (tests/test_mcp_http.py
 lists the tools and fails if one appears).
 
-Identity: the ASGI guard (``mcp_bridge.guard``) refuses requests without a
+Identity: the ASGI guard (``mcp_bridge.mcp.guard``) refuses requests without a
 valid agent token before they reach the SDK; each tool call then resolves
 the agent again from the same request's ``Authorization`` header, so a
 token revoked mid-session stops working on the next call.
@@ -29,7 +29,7 @@ from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import Agent
 
-from . import agent_api
+from mcp_bridge import agent_api
 from memory_site import __version__ as VERSION
 
 log = logging.getLogger("vetted.mcp")

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model, login
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from . import actions
-from .errors import InvalidTransition, ValidationFailed
+from reviews import actions
+from reviews.errors import InvalidTransition, ValidationFailed
 
 
 @require_http_methods(["GET", "POST"])

@@ -17,9 +17,9 @@ from retrieval.gate import Reader
 from retrieval.index import IndexModelMismatch
 from retrieval.search import search
 
-from . import actions, validation
-from .errors import NotFound, ValidationFailed, VettedError
-from .models import SCOPES, Proposal, ProposalAction, ProposalState
+from reviews import actions, validation
+from reviews.errors import NotFound, ValidationFailed, VettedError
+from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
 
 PAGE_SIZE = 25

@@ -17,9 +17,9 @@ from retrieval.gate import Reader, withhold_reason
 from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, Filters, search
 
-from . import actions, validation
-from .errors import ValidationFailed, VettedError
-from .models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews import actions, validation
+from reviews.errors import ValidationFailed, VettedError
+from reviews.models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
 
 LIST_LIMIT = 100

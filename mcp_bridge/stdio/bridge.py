@@ -36,8 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_URL = "http://127.0.0.1:8765"
+from memory_site.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
+
 DEFAULT_CONFIG = Path("~/.config/vetted/bridge.json").expanduser()
 START_TIMEOUT = 120.0  # seconds to wait for a daemon we started (model load, index catch-up)
 REQUEST_TIMEOUT = 300.0
@@ -71,7 +71,7 @@ class Config:
 
     @property
     def start_command(self) -> str:
-        port = self.parts.port or 8765
+        port = self.parts.port or DEFAULT_PORT
         return (f"cd {PROJECT_DIR} && make run PORT={port}   "
                 f"(or: {sys.executable} {PROJECT_DIR / 'manage.py'} serve --port {port})")
 
