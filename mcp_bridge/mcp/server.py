@@ -25,12 +25,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from reviews import actions
-from reviews.errors import VettedError
-from reviews.models import Agent
-
 from mcp_bridge import agent_api
 from memory_site import __version__ as VERSION
+from reviews import actions
+from reviews import validation as v
+from reviews.errors import VettedError
+from reviews.models import Agent
 
 log = logging.getLogger("vetted.mcp")
 
@@ -157,9 +157,9 @@ def build_server() -> MCPServer:
     @_tool
     def propose_context(
         agent: Agent,
-        title: Annotated[str, Field(description="A short, specific title (3-200 characters, one line).")],
+        title: Annotated[str, Field(description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, one line).")],
         body: Annotated[str, Field(description="The knowledge itself in Markdown, self-contained: someone reading "
-                                               "only this must understand it (20-20000 characters).")],
+                                               f"only this must understand it ({v.BODY_MIN}-{v.BODY_MAX} characters).")],
         kind: Annotated[str, Field(description="fact, preference, procedure, decision, reference or event "
                                                "(describe lists the kinds in use).")],
         scope: Annotated[str, Field(description="'personal' (only you and the user), 'team' (shared) or 'system'; "

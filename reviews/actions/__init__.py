@@ -15,7 +15,7 @@ Views, the REST API, MCP tools, the admin and management commands call these
 and never change models themselves.
 
 Actors: a ``User`` (a reviewer), an ``Agent``, or a ``SystemActor``. Only
-active users may decide anything; agents may only propose, dispute and
+active staff users may decide anything; agents may only propose, dispute and
 withdraw their own proposals.
 
 The package holds one module per family: ``proposals`` (agents propose),

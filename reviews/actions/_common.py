@@ -91,6 +91,13 @@ def _require_reviewer(actor) -> AbstractBaseUser:
         )
     if not actor.is_active:
         raise InvalidTransition(f"User {actor.get_username()!r} is inactive and cannot review.")
+    # The same rule as the site and the admin: deciding is for staff accounts,
+    # so a plain account (e.g. one made for the API docs) cannot decide from the CLI either.
+    if not actor.is_staff:
+        raise InvalidTransition(
+            f"User {actor.get_username()!r} is not a reviewer (staff) account and cannot decide; "
+            "an administrator can make it one in the admin (Staff status)."
+        )
     return actor
 
 
