@@ -1,4 +1,4 @@
-"""The first-run account page. (The home page is the inbox: reviews/inbox_views.py.)
+"""The first-run account page. (The home page is the inbox: reviews/inbox/inbox_views.py.)
 
 Views are thin: check access, call one action, render or redirect.
 """
