@@ -37,7 +37,8 @@ You have a shared, human-reviewed memory through the `vetted` MCP server.
   To correct a record, propose a revision (`revises`); if a record is wrong, `dispute` it with the evidence;
   if it no longer holds, `propose_retirement`.
 - Do not save secrets, credentials, personal data of others, guesses, or transient task state.
-- Use `proposal_status` to learn what the reviewer decided; never re-propose a rejected item unchanged."""
+- Use `proposal_status` to learn what the reviewer decided; never re-propose a rejected item unchanged.
+  If a pending proposal of yours turns out wrong, `withdraw_proposal` it."""
 
 
 class ConnectError(Exception):

@@ -16,7 +16,7 @@ import pytest
 
 from mcp_bridge.api import schema as s
 from reviews import actions
-from reviews.models import Agent, Proposal
+from reviews.models import Agent, AuditEvent, Proposal
 from tests.conftest import GOOD_BODY, content
 from tests.gateway_support import http, running_daemon
 
@@ -162,6 +162,53 @@ def test_other_agents_proposals_do_not_exist_for_an_agent(gateway, agent_tokens)
     assert status == 201
     status, _, data = api(gateway, "GET", f"/proposals/{created['proposal_id']}", agent_tokens["team-bot"])
     assert status == 404 and data["error"] == "not_found"
+
+
+def test_an_agent_withdraws_its_own_pending_proposal(gateway, agent_tokens, reviewer):
+    token = agent_tokens["claude-code"]
+    status, _, created = api(gateway, "POST", "/proposals", token, body=proposal_body())
+    assert status == 201
+    proposal_id = created["proposal_id"]
+    status, _, data = api(gateway, "POST", f"/proposals/{proposal_id}/withdrawal", token,
+                          body={"note": "Proposed twice by mistake"})
+    assert status == 200, data
+    assert data["status"] == "withdrawn" and data["proposal"]["state"] == "withdrawn"
+    assert_documented(data, s.WithdrawnSerializer)
+    proposal = Proposal.objects.get(public_id=proposal_id)
+    assert proposal.state == "withdrawn" and proposal.decision_note == "Proposed twice by mistake"
+    event = AuditEvent.objects.filter(proposal_ref=proposal_id).latest("pk")
+    assert event.event_type == "proposal.withdrawn" and event.actor == "claude-code"
+    # Once withdrawn it is decided: neither the agent nor the reviewer can act on it again.
+    status, _, data = api(gateway, "POST", f"/proposals/{proposal_id}/withdrawal", token)
+    assert status == 409 and data["error"] == "invalid_transition" and "already withdrawn" in data["message"]
+
+
+def test_a_withdrawn_dispute_stops_withholding_its_record(gateway, agent_tokens, reviewer):
+    token = agent_tokens["claude-code"]
+    record = approved(reviewer)
+    status, _, disputed = api(gateway, "POST", f"/records/{record.public_id}/dispute", token,
+                              body={"reason": "I misread the handbook, sorry"})
+    assert status == 201
+    assert api(gateway, "GET", f"/records/{record.public_id}", token)[2]["deliverable"] is False
+    status, _, _ = api(gateway, "POST", f"/proposals/{disputed['proposal_id']}/withdrawal", token, body={})
+    assert status == 200
+    assert api(gateway, "GET", f"/records/{record.public_id}", token)[2]["deliverable"] is True
+
+
+def test_an_agent_cannot_withdraw_another_agents_proposal_or_tell_it_exists(gateway, agent_tokens):
+    status, _, created = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], body=proposal_body())
+    assert status == 201
+    theirs = api(gateway, "POST", f"/proposals/{created['proposal_id']}/withdrawal", agent_tokens["team-bot"])
+    unknown = api(gateway, "POST", "/proposals/prop_0123456789ab/withdrawal", agent_tokens["team-bot"])
+    assert theirs[0] == unknown[0] == 404
+    assert theirs[2]["message"].replace(created["proposal_id"], "ID") == unknown[2]["message"].replace(
+        "prop_0123456789ab", "ID")
+    assert Proposal.objects.get(public_id=created["proposal_id"]).state == "pending"
+    status, _, data = api(gateway, "POST", "/proposals/rec_0123456789ab/withdrawal", agent_tokens["team-bot"])
+    assert status == 400 and "id" in data["fields"]
+    status, _, data = api(gateway, "POST", f"/proposals/{created['proposal_id']}/withdrawal",
+                          agent_tokens["claude-code"], body={"reason": "wrong field"})
+    assert status == 400 and "reason" in data["fields"]
 
 
 def test_accepted_revision_supersedes_the_old_record(gateway, agent_tokens, reviewer):
@@ -578,6 +625,7 @@ ENDPOINTS = {
     "/api/v1/records/{record_id}/retirement": {"post"},
     "/api/v1/proposals": {"post"},
     "/api/v1/proposals/{proposal_id}": {"get"},
+    "/api/v1/proposals/{proposal_id}/withdrawal": {"post"},
     "/api/v1/quality": {"get"},
 }
 

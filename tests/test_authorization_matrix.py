@@ -12,8 +12,9 @@ Callers:
 
 Every POST to the site carries a valid CSRF cookie and header, so a refusal
 is about who is asking, not about CSRF (test_site_posts_without_a_csrf_token_are_refused
-checks the CSRF policy separately). REST POSTs send ``{}``: an authorised
-agent gets 400 (invalid), anyone else 401, so no cell creates anything.
+checks the CSRF policy separately). REST POSTs send ``{}`` (a withdrawal a
+note that is not text): an authorised agent gets 400 (invalid), anyone else
+401, so no cell creates anything.
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ AGENT_API = [
     ("propose", "/api/v1/proposals",                     (401, 405, 405, 401, 401, 401, 401), (401, 400, 400, 401, 401, 401, 401)),
     ("proposal status (claude-code's)", "/api/v1/proposals/{p_view}",
                                                          (401, 200, 404, 401, 401, 401, 401), (401, 405, 405, 401, 401, 401, 401)),
+    # Another agent's proposal is a 404, whatever it sends.
+    ("withdrawal (claude-code's)", "/api/v1/proposals/{p_view}/withdrawal",
+                                                         (401, 405, 405, 401, 401, 401, 401), (401, 400, 404, 401, 401, 401, 401)),
     ("quality", "/api/v1/quality",                       (401, 200, 200, 401, 401, 401, 401), (401, 405, 405, 401, 401, 401, 401)),
     ("unknown api path", "/api/v1/nothing",              (401, 404, 404, 401, 401, 401, 401), (401, 404, 404, 401, 401, 401, 401)),
     # Public by design: the schema and its docs say nothing about the data.
@@ -172,7 +176,7 @@ def request_for(caller: Caller, method: str, path: str, form: dict | None = None
             headers["Content-Type"] = "application/json"
     elif path.startswith("/api/") or path == "/health":
         if method == "POST":
-            body, headers["Content-Type"] = b"{}", "application/json"
+            body, headers["Content-Type"] = json.dumps(form or {}).encode(), "application/json"
     elif method == "POST":
         body = urlencode(form or {}, doseq=True).encode()
         headers["Content-Type"] = "application/x-www-form-urlencoded"
@@ -222,6 +226,7 @@ def forms(t: dict) -> dict:
         "clear dispute": {"note": "Checked: it still holds."},
         "create agent": {"name": t["new_agent"], "scopes": ["team"]},
         "login page": {"username": "", "password": ""},
+        "withdrawal (claude-code's)": {"note": ["not", "text"]},
     }
 
 

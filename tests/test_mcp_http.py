@@ -17,8 +17,11 @@ from tests.mcp_client import call, over_http, text_of, tool_names
 
 pytestmark = pytest.mark.slow
 
+# withdraw_proposal is here although it ends a proposal: it decides nothing. It
+# only takes back the calling agent's own pending proposal (another agent's is
+# a 404), which the agent could equally have never sent.
 SAFE_TOOLS = {"describe", "search", "read", "list", "propose_context", "propose_retirement", "dispute",
-              "proposal_status", "quality_check"}
+              "proposal_status", "quality_check", "withdraw_proposal"}
 FORBIDDEN_WORDS = ("approve", "accept", "reject", "edit", "update", "delete", "remove", "verify", "write", "set_",
                    "clear", "revoke", "admin")
 
@@ -45,7 +48,7 @@ def test_agent_has_only_read_and_propose_tools(gateway, agent_tokens):
     names = set(tool_names(gateway.mcp_url, agent_tokens["claude-code"]))
     assert names == SAFE_TOOLS
     for name in names:
-        if name.startswith("propose_") or name in ("dispute", "proposal_status"):
+        if name.startswith("propose_") or name in ("dispute", "proposal_status", "withdraw_proposal"):
             continue
         assert not any(word in name for word in FORBIDDEN_WORDS), name
 
@@ -104,6 +107,32 @@ def test_rejection_note_reaches_the_agent(gateway, agent_tokens, reviewer):
     status = structured(call(gateway.mcp_url, token, "proposal_status", {"id": answer["proposal_id"]}))
     assert status["state"] == "rejected" and status["decision_note"] == "Already in the team handbook."
     assert "do not propose the same thing again" in status["next"]
+
+
+def test_an_agent_withdraws_its_own_pending_proposal_and_no_one_elses(gateway, agent_tokens, reviewer):
+    token = agent_tokens["claude-code"]
+    answer = structured(propose(gateway, token))
+    proposal_id = answer["proposal_id"]
+
+    theirs = call(gateway.mcp_url, agent_tokens["team-bot"], "withdraw_proposal", {"id": proposal_id})
+    unknown = call(gateway.mcp_url, agent_tokens["team-bot"], "withdraw_proposal", {"id": "prop_0123456789ab"})
+    assert theirs.is_error and "[not_found]" in text_of(theirs)
+    assert text_of(theirs).replace(proposal_id, "ID") == text_of(unknown).replace("prop_0123456789ab", "ID")
+    assert Proposal.objects.get(public_id=proposal_id).state == ProposalState.PENDING
+
+    done = structured(call(gateway.mcp_url, token, "withdraw_proposal",
+                           {"id": proposal_id, "note": "The user corrected me: it is Wednesdays."}))
+    assert done["status"] == "withdrawn" and done["proposal"]["state"] == "withdrawn"
+    assert Proposal.objects.get(public_id=proposal_id).decision_note == "The user corrected me: it is Wednesdays."
+    status = structured(call(gateway.mcp_url, token, "proposal_status", {"id": proposal_id}))
+    assert status["state"] == "withdrawn"
+
+    again = call(gateway.mcp_url, token, "withdraw_proposal", {"id": proposal_id})
+    assert again.is_error and "[invalid_transition]" in text_of(again) and "already withdrawn" in text_of(again)
+    late = call(gateway.mcp_url, token, "withdraw_proposal",
+                {"id": actions.reject_proposal(structured(propose(gateway, token, title="Another deploy note"))
+                                               ["proposal_id"], actor=reviewer, note="no").public_id})
+    assert late.is_error and "already rejected" in text_of(late)
 
 
 def test_withheld_records_are_counted_and_read_gives_the_reason(gateway, agent_tokens, make_record):

@@ -16,7 +16,7 @@ receives), ``describe``, ``reads``, ``proposals`` (writes) and ``limits``
 
 from .describe import describe
 from .limits import ProposalRateLimiter, rate_limiter
-from .proposals import dispute, propose_context, propose_retirement
+from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
 from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
@@ -24,4 +24,5 @@ __all__ = [
     "EXCERPT_CHARS", "LIST_LIMIT_DEFAULT", "LIST_LIMIT_MAX", "ProposalRateLimiter", "WITHHELD_EXPLAINED",
     "describe", "dispute", "list_records", "proposal_shape", "proposal_status", "propose_context",
     "propose_retirement", "quality_check", "rate_limiter", "read", "record_full", "record_summary", "search",
+    "withdraw_proposal",
 ]

@@ -56,7 +56,8 @@ def describe(agent: Agent) -> dict:
         "server": "Vetted",
         "about": ("A shared memory in which nothing becomes true until a person approves it. You can search, read, "
                   "list and describe; you can propose new records, revisions, retirements and disputes. A reviewer "
-                  "decides; proposal_status tells you what they decided."),
+                  "decides; proposal_status tells you what they decided, and withdraw_proposal takes back a pending "
+                  "proposal of yours."),
         "agent": {"id": agent.public_id, "name": agent.name, "scopes": scopes, "source_tool": agent.source_tool},
         "scopes": [{"name": s, "records": by_scope.get(s, 0)} for s in scopes],
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],

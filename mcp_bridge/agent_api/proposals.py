@@ -1,5 +1,6 @@
-"""What an agent may propose: new records, revisions, retirements, disputes.
-The near-duplicate check happens here; every write is an action call."""
+"""What an agent may propose: new records, revisions, retirements, disputes,
+and taking back its own pending proposal. The near-duplicate check happens
+here; every write is an action call."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from retrieval.similar import similar_pending, similar_records
 from reviews import actions
 from reviews import validation as v
 from reviews.checksum import content_checksum
-from reviews.errors import ValidationFailed
+from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, Proposal, Record
 
-from .inputs import _raise, _record_id
+from .inputs import _proposal_id, _raise, _record_id
 from .limits import rate_limiter
 from .shapes import proposal_shape
 
@@ -129,3 +130,21 @@ def dispute(agent: Agent, record_id, reason) -> dict:
     proposal = actions.dispute_record(_record_id(record_id), agent=agent, reason=reason)
     return _pending_answer(proposal, f"{proposal.target.public_id} is now disputed and withheld from search until "
                                      "a reviewer clears the dispute, retires it, or corrects it.")
+
+
+def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
+    """Take back one of the agent's own pending proposals (a withdrawn
+    dispute no longer withholds its record, unless another is pending).
+
+    Another agent's proposal gives the same 404 as an unknown id, as in
+    proposal_status: an agent cannot learn which proposal ids exist."""
+    rate_limiter.hit(agent)
+    public_id = _proposal_id(proposal_id)
+    if not Proposal.objects.filter(public_id=public_id, agent=agent).exists():
+        raise NotFound(f"No proposal of yours with id {public_id!r}.")
+    if note is not None and not isinstance(note, str):
+        raise ValidationFailed({"note": f"got {note!r:.40}; a short text, or leave it out"})
+    proposal = actions.withdraw_proposal(public_id, agent=agent, note=note or "")
+    return {"status": "withdrawn", "proposal_id": proposal.public_id, "proposal": proposal_shape(proposal),
+            "message": f"{proposal.public_id} is withdrawn: it leaves the reviewer's inbox and cannot be reopened; "
+                       "propose again if you change your mind."}

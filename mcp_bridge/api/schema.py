@@ -136,6 +136,13 @@ class ProposalCreatedSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class WithdrawnSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["withdrawn"])
+    proposal_id = serializers.CharField()
+    proposal = ProposalSerializer()
+    message = serializers.CharField()
+
+
 class SimilarSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="A current record (rec_...) or a pending proposal (prop_..., pending=true).")
     title = serializers.CharField()
@@ -185,6 +192,11 @@ class ProposeSerializer(serializers.Serializer):
 class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
                                    help_text=f"Why; the reviewer reads it ({v.REASON_MIN}+ characters).")
+
+
+class NoteSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=v.NOTE_MAX,
+                                 help_text=f"Why, optional (up to {v.NOTE_MAX} characters); kept with the proposal.")
 
 
 class FindingSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ urlpatterns = [
     path("records/<str:record_id>/retirement", views.retirement, name="api-retirement"),
     path("proposals", views.proposals, name="api-proposals"),
     path("proposals/<str:proposal_id>", views.proposal, name="api-proposal"),
+    path("proposals/<str:proposal_id>/withdrawal", views.withdrawal, name="api-withdrawal"),
     path("quality", views.quality, name="api-quality"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -172,6 +172,19 @@ def retirement(request, record_id: str):
                     status=status.HTTP_201_CREATED)
 
 
+@extend_schema(operation_id="withdraw_proposal", summary="Take back one of your own pending proposals",
+               parameters=[_PROPOSAL_ID], request=s.NoteSerializer,
+               examples=[OpenApiExample("note", request_only=True,
+                                        value={"note": "Proposed twice by mistake; the other proposal covers it."})],
+               responses={200: s.WithdrawnSerializer,
+                          409: OpenApiResponse(s.ErrorSerializer, description="The proposal is no longer pending."),
+                          **{k: v for k, v in _WRITE_ERRORS.items() if k not in (403, 409)}})
+@api_view(["POST"])
+def withdrawal(request, proposal_id: str):
+    data = _body(request, ("note",))
+    return Response(agent_api.withdraw_proposal(request.auth, proposal_id, data.get("note")))
+
+
 @extend_schema(exclude=True)
 @api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
 def unknown(request, rest: str = ""):

@@ -41,10 +41,13 @@ Call `search` before answering from memory or proposing anything; `read` gives a
 Use `propose_context` for durable knowledge worth keeping (decisions, facts, preferences,
 procedures), with a reason; it is stored as a pending proposal for a human reviewer.
 Use `dispute` when a record is wrong and `propose_retirement` when it no longer holds.
+Use `withdraw_proposal` to take back a pending proposal of yours that turned out wrong.
 Never store secrets, credentials, guesses or transient task state."""
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 PROPOSE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+# Withdrawing is final (a withdrawn proposal cannot be reopened), so clients may ask before calling it.
+WITHDRAW = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
 
 
 def _agent(ctx: Context) -> Agent:
@@ -104,6 +107,7 @@ Scope = Annotated[str | None, Field(description="Only this scope: 'personal', 't
 Tags = Annotated[list[str] | None, Field(description="Only records carrying all of these tags.", max_length=20)]
 RecordId = Annotated[str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).",
                                 max_length=40)]
+ProposalId = Annotated[str, Field(description="A proposal id (prop_...) returned when you proposed.", max_length=40)]
 Reason = Annotated[str, Field(description="Why, in a sentence or two; the human reviewer reads it.", max_length=2000)]
 
 
@@ -205,13 +209,24 @@ def build_server() -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     @_tool
-    def proposal_status(agent: Agent, id: Annotated[str, Field(description="A proposal id (prop_...) returned "  # noqa: A002
-                                                                            "when you proposed.", max_length=40)],
-                        ) -> dict[str, Any]:
+    def proposal_status(agent: Agent, id: ProposalId) -> dict[str, Any]:  # noqa: A002
         """What the reviewer decided about one of your proposals: its state (pending, accepted, rejected,
         withdrawn), the reviewer's note, and the resulting record id when accepted (possibly edited by the
         reviewer). Example: proposal_status(id="prop_1a2b3c4d5e6f")"""
         return agent_api.proposal_status(agent, id)
+
+    @server.tool(annotations=WITHDRAW)
+    @_tool
+    def withdraw_proposal(agent: Agent, id: ProposalId,  # noqa: A002
+                          note: Annotated[str | None, Field(description="Why, in a sentence (optional); kept with the "
+                                                                        "proposal.", max_length=v.NOTE_MAX)] = None,
+                          ) -> dict[str, Any]:
+        """Take back one of your own proposals while it is still pending: when you find it was wrong, a
+        duplicate, or overtaken by a later proposal of yours. It leaves the reviewer's inbox for good; a
+        withdrawn dispute stops withholding its record (unless another dispute is pending). Only your own
+        pending proposals can be withdrawn. Example: withdraw_proposal(id="prop_1a2b3c4d5e6f",
+        note="Proposed twice by mistake; prop_6f5e4d3c2b1a covers it.")"""
+        return agent_api.withdraw_proposal(agent, id, note)
 
     @server.tool(annotations=READ_ONLY)
     @_tool
