@@ -25,7 +25,8 @@ def resolve_reviewer(username: str | None):
             raise CommandError(f"User {username!r} is inactive.")
         if not user.is_staff:
             raise CommandError(f"User {username!r} is not a reviewer (staff) account, so it cannot decide; make it "
-                               "one in the admin (Staff status) or choose another with --reviewer.")
+                               f"one (`review account staff {username} --on`, or the admin's Users page) or "
+                               "choose another with --reviewer.")
         return user
     candidates = list(User.objects.filter(is_active=True, is_superuser=True)[:2])
     if len(candidates) == 1:

@@ -1,13 +1,18 @@
 """The admin audits everything and changes nothing by itself.
 
-Records, proposals and agents are read-only here; the admin actions on them
-call reviews.actions, so they are validated and audited like any other
-interface. The write log cannot be added to, changed or deleted at all.
+Records, proposals, agents and user accounts are read-only here; the admin
+actions on them call reviews.actions, so they are validated and audited like
+any other interface. The write log cannot be added to, changed or deleted at
+all. Django's own user and group admins (forms that change accounts and
+their staff flag with no audit event) are replaced: accounts are made with
+the first-run page or ``createsuperuser``, changed only by the actions below.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -138,3 +143,45 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
     def get_actions(self, request):
         return {}
+
+
+# Groups are not used (a reviewer is a staff account); the stock user admin
+# edits accounts by form without an audit event.
+for _model in (get_user_model(), Group):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+
+
+@admin.register(get_user_model())
+class UserAdmin(ReadOnlyAdmin):
+    list_display = ("username", "email", "is_active", "is_staff", "is_superuser", "last_login", "date_joined")
+    list_filter = ("is_active", "is_staff", "is_superuser")
+    search_fields = ("username", "email", "first_name", "last_name")
+    ordering = ("username",)
+    # Never the password hash; permissions and groups are unused.
+    fields = ("username", "first_name", "last_name", "email", "is_active", "is_staff", "is_superuser",
+              "last_login", "date_joined", "history")
+    readonly_fields = ("history",)
+    actions = ("make_staff", "remove_staff", "deactivate", "activate")
+
+    @admin.display(description="history")
+    def history(self, obj):
+        return _audit_link("subject_id", obj.get_username())
+
+    @admin.action(description="Make reviewer (staff: may sign in to the site and decide)")
+    def make_staff(self, request, queryset):
+        _run(self, request, queryset, lambda u: actions.set_account_staff(u, actor=request.user, is_staff=True),
+             "Made reviewer")
+
+    @admin.action(description="Remove reviewer (staff) status")
+    def remove_staff(self, request, queryset):
+        _run(self, request, queryset, lambda u: actions.set_account_staff(u, actor=request.user, is_staff=False),
+             "Removed reviewer status of")
+
+    @admin.action(description="Deactivate (cannot sign in or decide)")
+    def deactivate(self, request, queryset):
+        _run(self, request, queryset, lambda u: actions.deactivate_account(u, actor=request.user), "Deactivated")
+
+    @admin.action(description="Activate")
+    def activate(self, request, queryset):
+        _run(self, request, queryset, lambda u: actions.activate_account(u, actor=request.user), "Activated")

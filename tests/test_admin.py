@@ -15,6 +15,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from reviews import actions
+from reviews.errors import InvalidTransition, NotFound
 from reviews.models import Agent, AuditEvent, Proposal, Record
 from tests.conftest import content
 
@@ -43,7 +44,8 @@ def sam_admin(client, reviewer, second_reviewer):
 
 
 def changelist(model: str) -> str:
-    return reverse(f"admin:reviews_{model}_changelist")
+    app = "auth" if model == "user" else "reviews"
+    return reverse(f"admin:{app}_{model}_changelist")
 
 
 def change_url(model: str, pk: int) -> str:
@@ -394,3 +396,96 @@ def test_agent_add_and_delete_are_forbidden(admin, agent):
     assert admin.get(reverse("admin:reviews_agent_add")).status_code == 403
     assert admin.post(reverse("admin:reviews_agent_delete", args=[agent.pk]), {"post": "yes"}).status_code == 403
     assert Agent.objects.filter(pk=agent.pk).exists()
+
+
+# --------------------------------------------------------------------------- user accounts
+
+
+@pytest.fixture
+def una(django_user_model):
+    return django_user_model.objects.create_user("una", "una@example.com", "a-long-password-3")
+
+
+def user_url(name: str, *args) -> str:
+    return reverse(f"admin:auth_user_{name}", args=args)
+
+
+def test_no_form_in_the_admin_changes_an_account(admin, una):
+    """Django's stock user admin would save these; here each is refused or absent."""
+    before = AuditEvent.objects.count()
+    assert admin.get(user_url("change", una.pk)).status_code == 200  # viewable
+    response = admin.post(user_url("change", una.pk), {"username": "una", "is_staff": "on", "is_active": "on",
+                                                       "is_superuser": "on", "date_joined_0": "2026-01-01",
+                                                       "date_joined_1": "00:00:00"})
+    assert response.status_code == 403
+    assert admin.get(user_url("add")).status_code == 403
+    assert admin.post(user_url("add"), {"username": "mallory", "password1": "a-long-password-9",
+                                        "password2": "a-long-password-9"}).status_code == 403
+    assert admin.post(user_url("delete", una.pk), {"post": "yes"}).status_code == 403
+    # The password form of the stock admin is gone altogether.
+    assert admin.post(f"/admin/auth/user/{una.pk}/password/",
+                      {"password1": "another-password-7", "password2": "another-password-7"}).status_code in (302, 404)
+    una.refresh_from_db()
+    assert (una.is_staff, una.is_superuser, una.is_active) == (False, False, True)
+    assert una.check_password("a-long-password-3")
+    assert not type(una).objects.filter(username="mallory").exists()
+    assert AuditEvent.objects.count() == before
+    assert admin.get("/admin/auth/group/").status_code == 404
+
+
+def test_user_change_page_does_not_show_the_password_hash(admin, una):
+    html = admin.get(user_url("change", una.pk)).content.decode()
+    assert "una@example.com" in html and una.password not in html and "pbkdf2" not in html
+
+
+def test_making_an_account_staff_is_an_audited_admin_action(sam_admin, second_reviewer, una):
+    response = run_action(sam_admin, "user", "make_staff", una)
+    assert ("success", "Made reviewer 1 item(s).") in messages_of(response)
+    una.refresh_from_db()
+    assert una.is_staff is True
+    event = AuditEvent.objects.get(event_type="account.staff_granted")
+    assert (event.actor, event.subject_type, event.subject_id) == ("sam", "user", "una")
+    assert event.extra == {"is_staff": True}
+    assert "a-long-password" not in str(event.__dict__) and una.password not in str(event.__dict__)
+
+    run_action(sam_admin, "user", "remove_staff", una)
+    una.refresh_from_db()
+    assert una.is_staff is False and AuditEvent.objects.filter(event_type="account.staff_removed").count() == 1
+
+
+def test_deactivating_and_activating_an_account_are_audited(sam_admin, una):
+    run_action(sam_admin, "user", "deactivate", una)
+    una.refresh_from_db()
+    assert una.is_active is False
+    run_action(sam_admin, "user", "activate", una)
+    una.refresh_from_db()
+    assert una.is_active is True
+    assert list(AuditEvent.objects.filter(subject_id="una").order_by("pk").values_list("event_type", "actor")) == [
+        ("account.deactivated", "sam"), ("account.activated", "sam")]
+
+
+def test_an_account_action_on_oneself_or_a_no_op_is_refused_and_audits_nothing(admin, reviewer, una):
+    before = AuditEvent.objects.count()
+    found = messages_of(run_action(admin, "user", "remove_staff", reviewer))
+    assert any(level == "error" and "your own account" in text for level, text in found), found
+    found = messages_of(run_action(admin, "user", "deactivate", reviewer))
+    assert any(level == "error" and "your own account" in text for level, text in found), found
+    found = messages_of(run_action(admin, "user", "activate", una))
+    assert any(level == "error" and "already active" in text for level, text in found), found
+    reviewer.refresh_from_db()
+    assert reviewer.is_staff and reviewer.is_active
+    assert AuditEvent.objects.count() == before
+
+
+def test_only_a_superuser_may_change_accounts(reviewer, una, django_user_model):
+    staff = django_user_model.objects.create_user("stan", "stan@example.com", "a-long-password-4", is_staff=True)
+    with pytest.raises(InvalidTransition, match="not a superuser"):
+        actions.set_account_staff(una, actor=staff, is_staff=True)
+    with pytest.raises(InvalidTransition, match="not a reviewer"):
+        actions.deactivate_account(staff, actor=una)
+    with pytest.raises(NotFound, match="No user named 'nobody'"):
+        actions.activate_account("nobody", actor=reviewer)
+    una.refresh_from_db()
+    staff.refresh_from_db()
+    assert not una.is_staff and staff.is_active
+    assert not AuditEvent.objects.filter(event_type__startswith="account.").exists()

@@ -424,6 +424,36 @@ def test_a_reviewer_who_is_not_staff_is_refused(propose, reviewer, django_user_m
     assert p.state == ProposalState.PENDING
 
 
+# --------------------------------------------------------------------------- review account
+
+
+@pytest.mark.django_db
+def test_review_account_changes_staff_status_and_activity_audited(reviewer, django_user_model):
+    django_user_model.objects.create_user("una", password="x-long-password")
+    assert review("account", "staff", "una", "--on") == "User 'una' is now a reviewer (staff).\n"
+    assert django_user_model.objects.get(username="una").is_staff
+    assert review("account", "deactivate", "una") == "User 'una' is deactivated.\n"
+    assert review("account", "activate", "una") == "User 'una' is active again.\n"
+    assert review("account", "staff", "una", "--off") == "User 'una' is no longer a reviewer (staff).\n"
+    events = AuditEvent.objects.filter(subject_id="una").order_by("pk").values_list("event_type", "actor")
+    assert list(events) == [("account.staff_granted", "rita"), ("account.deactivated", "rita"),
+                            ("account.activated", "rita"), ("account.staff_removed", "rita")]
+
+
+@pytest.mark.django_db
+def test_review_account_refuses_a_no_op_oneself_and_unknown_users(reviewer, django_user_model):
+    django_user_model.objects.create_user("una", password="x-long-password")
+    with pytest.raises(CommandError, match="'una' is not a staff account; there is nothing to remove"):
+        review("account", "staff", "una", "--off")
+    with pytest.raises(CommandError, match="your own account"):
+        review("account", "deactivate", "rita")
+    with pytest.raises(CommandError, match="No user named 'nobody'"):
+        review("account", "activate", "nobody")
+    with pytest.raises(CommandError):
+        review("account", "staff", "una")  # --on or --off is required
+    assert not AuditEvent.objects.filter(event_type__startswith="account.").exists()
+
+
 # --------------------------------------------------------------------------- create_agent
 
 

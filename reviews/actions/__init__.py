@@ -21,13 +21,13 @@ withdraw their own proposals.
 The package holds one module per family: ``proposals`` (agents propose),
 ``decisions`` (a reviewer decides a proposal), ``records`` (a reviewer acts
 on a record), ``agents`` (agents and tokens), ``accounts`` (reviewer
-accounts), ``imports`` (files and snapshots); ``_common`` holds what they
+accounts: first run, staff status, active or not), ``imports`` (files and snapshots); ``_common`` holds what they
 share. Everything public is re-exported here.
 """
 
 from ..models import Agent
 from ._common import Actor, SystemActor, _checksum_of, _require_reviewer
-from .accounts import create_first_reviewer, is_loopback
+from .accounts import activate_account, create_first_reviewer, deactivate_account, is_loopback, set_account_staff
 from .agents import (
     IMPORT_AGENT_NAME,
     SEEN_EVERY_SECONDS,
@@ -48,9 +48,9 @@ __all__ = [
     "IMPORT_AGENT_NAME", "SEEN_EVERY_SECONDS", "TOKEN_PREFIX",
     "Actor", "Agent", "ImportFailed", "ImportResult", "ImportSummary", "SystemActor",
     "_checksum_of", "_require_reviewer",
-    "accept_proposal", "accept_proposal_with_revision", "agent_for_token", "clear_dispute",
-    "create_agent", "create_first_reviewer", "dispute_record", "import_agent", "import_records",
+    "accept_proposal", "accept_proposal_with_revision", "activate_account", "agent_for_token", "clear_dispute",
+    "create_agent", "create_first_reviewer", "deactivate_account", "dispute_record", "import_agent", "import_records",
     "import_snapshot", "is_loopback", "move_record", "note_agent_seen", "propose_create",
     "propose_retirement", "propose_revision", "reject_proposal", "retire_record", "revise_record",
-    "revoke_agent", "rotate_agent_token", "verify_record", "withdraw_proposal",
+    "revoke_agent", "rotate_agent_token", "set_account_staff", "verify_record", "withdraw_proposal",
 ]

@@ -96,7 +96,7 @@ def _require_reviewer(actor) -> AbstractBaseUser:
     if not actor.is_staff:
         raise InvalidTransition(
             f"User {actor.get_username()!r} is not a reviewer (staff) account and cannot decide; "
-            "an administrator can make it one in the admin (Staff status)."
+            "a superuser can make it one (admin: Users, 'Make reviewer'; or `review account staff NAME --on`)."
         )
     return actor
 

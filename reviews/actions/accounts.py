@@ -1,4 +1,7 @@
-"""Reviewer accounts: the first-run setup."""
+"""Reviewer accounts: the first-run setup, and the changes an administrator
+makes to an account (staff status, active or not), each audited as
+``account.*`` with the acting superuser. Passwords are never written to the
+log; these actions do not touch them."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from ..errors import InvalidTransition, ValidationFailed
-from ._common import SystemActor, _audit
+from ..errors import InvalidTransition, NotFound, ValidationFailed
+from ._common import SystemActor, _audit, _require_reviewer
 
 
 def is_loopback(address: str) -> bool:
@@ -53,3 +56,64 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         _audit("user.created", actor=SystemActor("system:first-run"), subject=user, snippet=username,
                extra={"superuser": True, "remote_addr": remote_addr})
         return user
+
+
+def _require_administrator(actor):
+    """Account changes are for an active staff superuser (a reviewer with every
+    power), the same person who could make accounts with createsuperuser."""
+    actor = _require_reviewer(actor)
+    if not actor.is_superuser:
+        raise InvalidTransition(f"User {actor.get_username()!r} is not a superuser and cannot change accounts.")
+    return actor
+
+
+def _locked_user(user):
+    User = get_user_model()
+    username = user if isinstance(user, str) else user.get_username()
+    try:
+        return User.objects.select_for_update().get(**{User.USERNAME_FIELD: username})
+    except User.DoesNotExist:
+        raise NotFound(f"No user named {username!r}.") from None
+
+
+def _change_account(user, *, actor, field: str, value: bool, event_type: str, refuse_self: str):
+    with transaction.atomic():
+        actor = _require_administrator(actor)
+        user = _locked_user(user)
+        name = user.get_username()
+        if user.pk == actor.pk:
+            raise InvalidTransition(f"You cannot {refuse_self} your own account ({name!r}); another superuser can.")
+        if getattr(user, field) == value:
+            state = {("is_staff", True): "is already a staff account",
+                     ("is_staff", False): "is not a staff account; there is nothing to remove",
+                     ("is_active", True): "is already active", ("is_active", False): "is already inactive"}
+            raise InvalidTransition(f"User {name!r} {state[field, value]}.")
+        setattr(user, field, value)
+        user.save(update_fields=[field])
+        _audit(event_type, actor=actor, subject=user, snippet=name, extra={field: value})
+        return user
+
+
+def set_account_staff(user, *, actor, is_staff: bool):
+    """Make ``user`` a reviewer (staff: may sign in to the site and decide) or
+    take that away. Only a superuser may, and not on their own account (so
+    the last one cannot lock everyone out). Writes ``account.staff_granted``
+    or ``account.staff_removed``."""
+    return _change_account(user, actor=actor, field="is_staff", value=bool(is_staff),
+                           event_type="account.staff_granted" if is_staff else "account.staff_removed",
+                           refuse_self="change the staff status of")
+
+
+def deactivate_account(user, *, actor):
+    """``user`` can no longer sign in (their sessions stop working on the next
+    request) nor decide anything; their history stays. Writes
+    ``account.deactivated``."""
+    return _change_account(user, actor=actor, field="is_active", value=False, event_type="account.deactivated",
+                           refuse_self="deactivate")
+
+
+def activate_account(user, *, actor):
+    """Undo ``deactivate_account`` (an imported user is created inactive, too).
+    Writes ``account.activated``."""
+    return _change_account(user, actor=actor, field="is_active", value=True, event_type="account.activated",
+                           refuse_self="activate")

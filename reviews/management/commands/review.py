@@ -10,7 +10,8 @@ from reviews.models import SCOPES, Proposal, ProposalState
 
 
 class Command(BaseCommand):
-    help = "The terminal reviewer: list proposals and decide them, retire, verify, clear disputes."
+    help = ("The terminal reviewer: list proposals and decide them, retire, verify, clear disputes, move; "
+            "change accounts.")
 
     def add_arguments(self, parser):
         reviewer_help = "who decides (default: $VETTED_REVIEWER or the only superuser)"
@@ -55,6 +56,18 @@ class Command(BaseCommand):
         p.add_argument("--scope", required=True, choices=list(SCOPES))
         p.add_argument("--note", required=True, help="why it belongs there")
 
+        p = sub.add_parser("account", parents=[common], help="change a user account (superusers only; audited): "
+                                                              "staff status, deactivate, activate")
+        account = p.add_subparsers(dest="account_command", required=True, metavar="CHANGE")
+        staff = account.add_parser("staff", parents=[common], help="make USERNAME a reviewer (staff) or not")
+        staff.add_argument("username")
+        on_off = staff.add_mutually_exclusive_group(required=True)
+        on_off.add_argument("--on", dest="is_staff", action="store_true", help="may sign in to the site and decide")
+        on_off.add_argument("--off", dest="is_staff", action="store_false", help="may no longer")
+        for name, text in (("deactivate", "USERNAME can no longer sign in or decide"),
+                           ("activate", "undo deactivate")):
+            account.add_parser(name, parents=[common], help=text).add_argument("username")
+
     def handle(self, *args, **opts):
         command = opts["subcommand"]
         if command == "list":
@@ -79,11 +92,26 @@ class Command(BaseCommand):
             elif command == "clear-dispute":
                 r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
                 self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.")
+            elif command == "account":
+                self._account(opts, reviewer)
             elif command == "move":
                 r = actions.move_record(opts["record_id"], actor=reviewer, scope=opts["scope"], note=opts["note"])
                 self.stdout.write(f"Moved {r.supersedes.public_id} to {r.scope} as {r.public_id}.")
         except VettedError as exc:
             raise CommandError(exc.message) from None
+
+    def _account(self, opts, reviewer):
+        change, name = opts["account_command"], opts["username"]
+        if change == "staff":
+            user = actions.set_account_staff(name, actor=reviewer, is_staff=opts["is_staff"])
+            done = "is now a reviewer (staff)" if user.is_staff else "is no longer a reviewer (staff)"
+        elif change == "deactivate":
+            actions.deactivate_account(name, actor=reviewer)
+            done = "is deactivated"
+        else:
+            actions.activate_account(name, actor=reviewer)
+            done = "is active again"
+        self.stdout.write(f"User {name!r} {done}.")
 
     def _list(self, opts):
         qs = Proposal.objects.select_related("agent", "target").order_by("created_at", "id")
