@@ -188,11 +188,19 @@ VETTED_CONTRADICTION_SIMILARITY = env_float("VETTED_CONTRADICTION_SIMILARITY", 0
 # costs 1.5 KB of RAM per chunk. Off: every search scans vec0.
 VETTED_VECTOR_CACHE = env_bool("VETTED_VECTOR_CACHE", True)
 
+# What Vetted decides, refuses and indexes, one line each on stderr (the
+# daemon's log): every audited change with its actor and ids, agent auth
+# failures (which one, the address, at most the token's public prefix), rate
+# limiting, index syncs. Never tokens, titles, bodies or reasons. Each module
+# logs as its own name (logging.getLogger(__name__)) under these packages.
+VETTED_LOG_LEVEL = env_choice("VETTED_LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"vetted": {"handlers": ["console"], "level": env_str("VETTED_LOG_LEVEL", "INFO")}},
+    "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},  # stderr
+    "loggers": {name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
+                for name in ("reviews", "retrieval", "mcp_bridge", "memory_site")},
 }
 
 # --------------------------------------------------------------------------- agent gateway

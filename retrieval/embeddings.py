@@ -19,7 +19,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-log = logging.getLogger("vetted.retrieval")
+log = logging.getLogger(__name__)
 
 
 class Embedder:

@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ from django.db import connection, transaction
 from . import schema, vectors
 from .embeddings import Embedder
 
-log = logging.getLogger("vetted.retrieval")
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 CHUNK_CHARS = 900  # MiniLM reads at most 256 word pieces (~1000 characters)
@@ -200,7 +201,13 @@ _sync_lock = threading.Lock()
 def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> SyncStats:
     """Drain the queue of changed records until it is empty."""
     with _sync_lock:
-        return _sync(embedder, batch=batch, progress=progress)
+        started = time.monotonic()
+        stats = _sync(embedder, batch=batch, progress=progress)
+    if stats.records or stats.skipped:
+        log.info("index sync: %d record(s), %d chunk(s) embedded, %d reused, %d removed, %d skipped in %d ms",
+                 stats.records, stats.embedded, stats.reused, stats.removed, len(stats.skipped),
+                 (time.monotonic() - started) * 1000)
+    return stats
 
 
 def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | None) -> SyncStats:

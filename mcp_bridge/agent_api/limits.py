@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -10,6 +11,8 @@ from django.conf import settings
 
 from reviews.errors import RateLimited
 from reviews.models import Agent
+
+log = logging.getLogger(__name__)
 
 
 class ProposalRateLimiter:
@@ -36,6 +39,8 @@ class ProposalRateLimiter:
                 calls.popleft()
             if len(calls) >= limit:
                 retry_after = max(1, int(calls[0] + 60 - now + 0.999))
+                log.info("rate limited: agent=%s (%s) limit=writes %d/min retry_after=%ds", agent.name,
+                         agent.public_id, limit, retry_after)
                 raise RateLimited(
                     f"Rate limit: agent {agent.name!r} may send {limit} proposals per minute; "
                     f"retry in {retry_after} s.",

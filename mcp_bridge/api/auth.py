@@ -20,7 +20,8 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, token = header.partition(" ")
         try:
-            agent = actions.agent_for_token(token.strip() if scheme.lower() == "bearer" else "")
+            agent = actions.agent_for_token(token.strip() if scheme.lower() == "bearer" else "", via="rest",
+                                            address=request.META.get("REMOTE_ADDR", ""))
         except Unauthorized as exc:
             raise exceptions.AuthenticationFailed(exc.message) from None
         actions.note_agent_seen(agent)

@@ -89,8 +89,8 @@ def _bearer(scope) -> str:
 
 
 @sync_to_async
-def _check_token(token: str) -> None:
-    actions.agent_for_token(token)
+def _check_token(token: str, address: str) -> None:
+    actions.agent_for_token(token, via="mcp", address=address)
 
 
 def require_agent_token(app):
@@ -100,7 +100,8 @@ def require_agent_token(app):
         if scope["type"] != "http":
             return await app(scope, receive, send)
         try:
-            await _check_token(_bearer(scope))
+            client = scope.get("client") or ("", 0)
+            await _check_token(_bearer(scope), str(client[0]))
         except Unauthorized as exc:
             description = exc.message.replace('"', "'")
             challenge = f'Bearer realm="vetted", error="invalid_token", error_description="{description}"'

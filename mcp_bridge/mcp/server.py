@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 from typing import Annotated, Any, Literal
 
 from django.db import close_old_connections
@@ -31,8 +30,6 @@ from reviews import actions
 from reviews import validation as v
 from reviews.errors import VettedError
 from reviews.models import Agent
-
-log = logging.getLogger("vetted.mcp")
 
 INSTRUCTIONS = """\
 Vetted is a shared memory in which nothing becomes true until a person approves it.
@@ -56,7 +53,7 @@ def _agent(ctx: Context) -> Agent:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer":
         token = ""
-    agent = actions.agent_for_token(token)
+    agent = actions.agent_for_token(token, via="mcp-tool")
     actions.note_agent_seen(agent)
     return agent
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import secrets
 from collections.abc import Iterable
@@ -18,6 +19,8 @@ from ._common import SystemActor, _audit, _locked_agent, _require_reviewer
 IMPORT_AGENT_NAME = "import"
 TOKEN_PREFIX = "vt_"
 _AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
+
+log = logging.getLogger(__name__)
 
 
 
@@ -48,7 +51,7 @@ def create_agent(name: str, *, scopes: Iterable[str], actor, source_tool: str = 
             raise ValidationFailed(errors)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         agent = Agent.objects.create(
-            name=name, scopes=scope_list, token_digest=_token_digest(token), token_prefix=token[:10],
+            name=name, scopes=scope_list, token_digest=_token_digest(token), token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
             created_by=actor.get_username(),
         )
@@ -84,31 +87,48 @@ def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         old_prefix = agent.token_prefix if agent.token_digest else ""
         agent.token_digest = _token_digest(token)
-        agent.token_prefix = token[:10]
+        agent.token_prefix = _public_prefix(token)
         agent.save(update_fields=["token_digest", "token_prefix"])
         _audit("agent.token_rotated", actor=actor, subject=agent, snippet=agent.name,
                extra={"old_prefix": old_prefix, "new_prefix": agent.token_prefix})
         return agent, token
 
 
-def agent_for_token(token: str) -> Agent:
+def agent_for_token(token: str, *, address: str = "", via: str = "") -> Agent:
     """The active agent a bearer token belongs to; raises Unauthorized with a
-    message that says what is wrong and how to fix it. Reads only."""
+    message that says what is wrong and how to fix it. Reads only.
+
+    A refusal is logged with which check failed, ``via`` (the interface) and
+    ``address`` (the client's), and at most the token's public prefix (the
+    part the agents page shows), never the token."""
+
+    def refuse(failure: str, message: str, detail: str = "") -> Unauthorized:
+        log.info("agent auth failed: %s via=%s address=%s%s", failure, via or "-", address or "-", detail)
+        return Unauthorized(message)
+
     token = (token or "").strip()
     if not token:
-        raise Unauthorized("Missing agent token: send the header 'Authorization: Bearer vt_...' "
-                           "(create one with `python manage.py create_agent NAME --scopes ...`).")
+        raise refuse("missing", "Missing agent token: send the header 'Authorization: Bearer vt_...' "
+                                "(create one with `python manage.py create_agent NAME --scopes ...`).")
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
-        raise Unauthorized(f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.")
+        # Not one of ours: perhaps another service's secret, so not even a prefix.
+        raise refuse("malformed", f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.",
+                     f" length={len(token)}")
     agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
     if agent is None:
-        raise Unauthorized("Unknown agent token: it was never issued here or has been replaced; "
-                           "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).")
+        raise refuse("unknown", "Unknown agent token: it was never issued here or has been replaced; "
+                                "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).",
+                     " token_prefix=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)))
     if not agent.is_active:
         when = f" on {agent.revoked_at:%Y-%m-%d}" if agent.revoked_at else ""
-        raise Unauthorized(f"Agent {agent.name!r} was revoked{when}; its token no longer works. "
-                           "Ask the reviewer for a new agent.")
+        raise refuse("revoked", f"Agent {agent.name!r} was revoked{when}; its token no longer works. "
+                                "Ask the reviewer for a new agent.", f" agent={agent.name} ({agent.public_id})")
     return agent
+
+
+def _public_prefix(token: str) -> str:
+    """As much of a token as Agent.token_prefix keeps (and the agents page shows)."""
+    return token[:10]
 
 
 SEEN_EVERY_SECONDS = 60
