@@ -9,6 +9,7 @@ from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
+    PolymorphicProxySerializer,
     extend_schema,
 )
 from rest_framework import status
@@ -131,8 +132,10 @@ def record(request, record_id: str):
         "body": "The billing API deploys from the main branch every weekday at ten in the morning.",
         "reason": "Read it in the team handbook today."})],
     responses={201: s.ProposalCreatedSerializer,
-               409: OpenApiResponse(s.SimilarExistsSerializer,
-                                    description="similar_exists (not stored), or an exact duplicate (error body)."),
+               409: OpenApiResponse(PolymorphicProxySerializer(
+                   component_name="ProposalConflict", serializers=[s.SimilarExistsSerializer, s.ErrorSerializer],
+                   resource_type_field_name=None),
+                   description="similar_exists (not stored), or an exact duplicate (error body)."),
                **{k: v for k, v in _WRITE_ERRORS.items() if k != 409}},
 )
 @api_view(["POST"])
