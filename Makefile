@@ -1,4 +1,6 @@
-# The two commands: `make run` (set up and serve) and `make test` (every test).
+# The two commands: `make run` (set up and serve) and `make test` (every test);
+# for development, `make check` (lint, format, types, import contracts) and
+# `make test-fast` (the inner loop).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -6,13 +8,28 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8765
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install migrate clean
+.PHONY: run test test-fast check install migrate clean
 
 run: install migrate
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop, about a minute: leaves out the browser tests (-m browser)
+# and everything that starts a process (-m slow: the daemon, the stdio
+# bridge, commands run as subprocesses, the MCP conformance suite, the
+# stress run), and runs Hypothesis with few examples (profile "fast" in
+# tests/conftest.py). `make test` runs all of it.
+test-fast: install
+	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+
+# Lint, the format, types and the import contracts; CI runs it before the tests.
+check: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 install: $(STAMP)
 

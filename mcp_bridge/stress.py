@@ -20,10 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-WORDS = ("billing ledger checkout search auth payments inventory shipping reporting notifications catalog pricing "
-         "fraud onboarding analytics gateway scheduler exports invoicing identity media support warehouse postgres "
-         "redis kafka terraform kubernetes helm grafana sentry stripe vault nginx celery cron worker queue cache "
-         "replica backup rollout canary freeze migration schema index shard region tenant quota budget").split()
+WORDS = ["billing", "ledger", "checkout", "search", "auth", "payments", "inventory", "shipping", "reporting", "notifications", "catalog", "pricing", "fraud", "onboarding", "analytics", "gateway", "scheduler", "exports", "invoicing", "identity", "media", "support", "warehouse", "postgres", "redis", "kafka", "terraform", "kubernetes", "helm", "grafana", "sentry", "stripe", "vault", "nginx", "celery", "cron", "worker", "queue", "cache", "replica", "backup", "rollout", "canary", "freeze", "migration", "schema", "index", "shard", "region", "tenant", "quota", "budget"]
 VERBS = ("deploys", "rotates", "migrates", "backs up", "restarts", "monitors", "scales", "archives", "rebuilds")
 WHEN = ("every weekday", "on Fridays", "before each release", "twice a month", "after every incident",
         "at 09:00 UTC", "once a quarter", "on the first Monday", "every night")
@@ -33,7 +30,7 @@ class Log:
     """Append-only JSON lines, flushed per line."""
 
     def __init__(self, path: Path):
-        self.handle = open(path, "a", encoding="utf-8")
+        self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - written until the process ends
 
     def write(self, **item) -> None:
         self.handle.write(json.dumps(item) + "\n")

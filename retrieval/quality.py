@@ -53,9 +53,7 @@ LABELS = {
     "index_drift": "Index drift",
 }
 
-_NEGATIONS = frozenset("""not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
-aren't wasn't weren't won't wouldn't shouldn't mustn't avoid avoids avoided stop stopped disable disabled disallow
-disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split())
+_NEGATIONS = frozenset(["not", "no", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor", "cannot", "can't", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "wouldn't", "shouldn't", "mustn't", "avoid", "avoids", "avoided", "stop", "stopped", "disable", "disabled", "disallow", "disallowed", "forbid", "forbidden", "prohibit", "prohibited", "without", "unsupported", "deprecated"])
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")

@@ -15,7 +15,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-
 from django.db import connection
 
 from reviews.models import Proposal, ProposalAction, ProposalState, Record

@@ -7,6 +7,9 @@ production, so sqlite-vec, WAL and the audit triggers are all real.
 
 from __future__ import annotations
 
+import os
+
+import hypothesis
 import pytest
 from django.db import connections
 from django.test import TransactionTestCase
@@ -14,6 +17,33 @@ from django.test import TransactionTestCase
 from retrieval import schema
 from reviews import actions
 from reviews.audit_sql import CREATE_TRIGGERS, DROP_TRIGGERS
+
+# Hypothesis profiles. Property tests take their example counts from the
+# loaded profile, capped by their own numbers: the default profile (100
+# examples) leaves those numbers as they are; "fast" (`make test-fast`, via
+# VETTED_HYPOTHESIS=fast) runs a few examples of each.
+hypothesis.settings.register_profile("fast", max_examples=10, stateful_step_count=25)
+hypothesis.settings.load_profile(os.environ.get("VETTED_HYPOTHESIS", "default"))
+
+# --------------------------------------------------------------------------- the fast subset
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_in_slow_tests(request, monkeypatch):
+    """`make test-fast` leaves out tests marked slow or browser, promising that
+    the rest start no process: a test that starts one without the mark fails
+    here, saying so (subprocess and multiprocessing both go through Popen)."""
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("browser"):
+        return
+    import subprocess
+
+    def refuse(self, args, *rest, **kwargs):
+        pytest.fail(f"{request.node.nodeid} starts a process ({str(args)[:80]}); mark it "
+                    "@pytest.mark.slow so `make test-fast` leaves it out", pytrace=False)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail(f"{request.node.nodeid} forks; mark it slow", pytrace=False))
+
 
 GOOD_BODY = "The billing API lives in the acme/billing-api repository and deploys from main every weekday."
 

@@ -21,9 +21,8 @@ def _http_target(url: str, token: str | None, extra_headers: dict | None = None)
 
 
 async def _with_http(url, token, fn):
-    async with _http_target(url, token) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            return await fn(client)
+    async with _http_target(url, token) as http, Client(streamable_http_client(url, http_client=http)) as client:
+        return await fn(client)
 
 
 def over_http(url: str, token: str | None, fn):

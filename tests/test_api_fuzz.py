@@ -15,9 +15,9 @@ import json
 
 import pytest
 import schemathesis
-from schemathesis import GenerationMode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schemathesis import GenerationMode
 
 from reviews import actions
 from reviews.models import Agent

@@ -424,7 +424,7 @@ def test_mcp_refuses_a_foreign_host_or_origin_whoever_asks(gateway, callers):
     mismatches = []
     for header, expected in FOREIGN.items():
         name, _, value = header.partition(": ")
-        for caller_name, want in zip(CALLERS, expected):
+        for caller_name, want in zip(CALLERS, expected, strict=True):
             headers, body = request_for(callers[caller_name], "POST", "/mcp")
             status, _, text = fetch(gateway.base, "POST", "/mcp", headers={**headers, name: value}, body=body)
             if status != want:

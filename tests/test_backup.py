@@ -22,8 +22,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from reviews import actions
-from reviews.portability import backup
 from reviews.models import Record
+from reviews.portability import backup
 
 from .conftest import content
 from .gateway_support import free_port
@@ -321,6 +321,7 @@ def test_restore_checks_the_file_first_and_changes_nothing(tmp_path, good_backup
 # --------------------------------------------------------------------------- restore: the swap
 
 
+@pytest.mark.slow  # starts a Python process
 @pytest.mark.django_db(transaction=True)
 def test_restore_keeps_a_safety_copy_and_removes_stale_wal(tmp_path, make_record):
     make_record()

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from reviews import actions
-from reviews.models import Agent, AuditEvent, Proposal, Record
+from reviews.models import AuditEvent, Proposal, Record
 from tests.conftest import GOOD_BODY
 from tests.gateway_support import http
 from tests.mcp_client import call, over_http, text_of

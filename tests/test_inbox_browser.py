@@ -317,7 +317,7 @@ def test_bulk_accept_from_the_phone(browser, live_server, seeded):
         assert_fits(page, "phone")
         shot(page, "phone-bulk")
         bar.get_by_role("button", name="Accept selected").tap()
-        page.wait_for_selector(f"text=Accepted 2:")
+        page.wait_for_selector("text=Accepted 2:")
         assert page.inner_text("#pending-count").strip() == "1"
         assert refreshed(seeded["first"]).state == ProposalState.ACCEPTED
         assert refreshed(seeded["third"]).state == ProposalState.ACCEPTED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -346,4 +347,4 @@ def test_static_assets_are_vendored_and_the_app_is_installable(signed_in):
     for name in ("vetted/htmx.min.js", "vetted/keys.js", "vetted/manifest.webmanifest", "vetted/icon.svg"):
         assert finders.find(name), name
     html = signed_in.get("/").content.decode()
-    assert 'rel="manifest"' in html and "prefers-color-scheme" in open(finders.find("vetted/site.css")).read()
+    assert 'rel="manifest"' in html and "prefers-color-scheme" in Path(finders.find("vetted/site.css")).read_text()

@@ -54,10 +54,9 @@ def test_a_change_that_is_rolled_back_is_not_logged(caplog, agent, django_captur
     caplog.set_level(logging.INFO)
     from django.db import transaction
 
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError):
-        with transaction.atomic():
-            actions.propose_create(agent=agent, reason=REASON, **content())
-            raise RuntimeError("the caller fails after the action")
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
+        actions.propose_create(agent=agent, reason=REASON, **content())
+        raise RuntimeError("the caller fails after the action")
     assert "proposal.created" not in "\n".join(lines(caplog))
 
 

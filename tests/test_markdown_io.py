@@ -13,7 +13,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from reviews import actions
-from reviews.portability import markdown_io
 from reviews.checksum import content_checksum
 from reviews.models import (
     AuditEvent,
@@ -23,6 +22,7 @@ from reviews.models import (
     Record,
     RecordStatus,
 )
+from reviews.portability import markdown_io
 
 from .conftest import GOOD_BODY
 

@@ -282,7 +282,7 @@ def test_changing_one_section_reembeds_only_that_chunk(make_record):
     assert stats.reused == len(before) - 1
     assert len(embedder.texts) == 1 and "Stage 4" in embedder.texts[0]
     assert len(after) == len(before)
-    for seq, (old, new) in enumerate(zip(before, after)):
+    for seq, (old, new) in enumerate(zip(before, after, strict=True)):
         if seq in rollback:
             assert new[1] != old[1] and new[2] != old[2]
         else:

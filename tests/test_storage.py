@@ -87,9 +87,8 @@ def test_a_connection_opened_in_another_thread_has_sqlite_vec():
 
 @pytest.mark.django_db
 def test_extension_loading_is_switched_off_again_after_sqlite_vec_is_loaded():
-    with pytest.raises(DatabaseError, match="not authorized"):
-        with transaction.atomic():
-            scalar("SELECT load_extension('/nonexistent/extension')")
+    with pytest.raises(DatabaseError, match="not authorized"), transaction.atomic():
+        scalar("SELECT load_extension('/nonexistent/extension')")
 
 
 # --------------------------------------------------------------------------- pragmas and transactions
@@ -123,9 +122,8 @@ def test_transaction_mode_immediate_is_configured():
 
 @pytest.mark.django_db(transaction=True)
 def test_atomic_begins_with_begin_immediate():
-    with CaptureQueriesContext(connection) as captured:
-        with transaction.atomic():
-            AuditEvent.objects.exists()
+    with CaptureQueriesContext(connection) as captured, transaction.atomic():
+        AuditEvent.objects.exists()
     statements = [q["sql"].strip().upper() for q in captured.captured_queries]
     assert statements[0] == "BEGIN IMMEDIATE", statements
 
@@ -207,9 +205,8 @@ def test_audit_events_can_be_appended():
 ])
 def test_raw_sql_cannot_change_or_delete_audit_events(sql):
     event = make_event()
-    with pytest.raises(DatabaseError, match="append-only"):
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql)
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql)
     assert AuditEvent.objects.get(pk=event.pk).snippet == "original"
 
 
@@ -235,9 +232,8 @@ def test_orm_cannot_change_or_delete_audit_events():
                            snippet="rewritten").save(),
     ]
     for attempt in attempts:
-        with pytest.raises(DatabaseError, match="append-only"):
-            with transaction.atomic():
-                attempt()
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+            attempt()
     assert AuditEvent.objects.get(pk=event.pk).snippet == "original"
 
 
@@ -277,9 +273,8 @@ def test_rerunning_migrate_restores_dropped_triggers():
     call_command("migrate", verbosity=0, interactive=False)
     assert audit_triggers() == TRIGGERS
     make_event()
-    with pytest.raises(DatabaseError, match="append-only"):
-        with transaction.atomic():
-            AuditEvent.objects.update(snippet="rewritten")
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        AuditEvent.objects.update(snippet="rewritten")
 
 
 @pytest.mark.django_db
@@ -291,9 +286,8 @@ def test_post_migrate_handler_recreates_dropped_triggers():
     AuditEvent.objects.filter(pk=event.pk).update(snippet="editable without triggers")  # proves they were gone
     _ensure_audit_triggers(sender=None, using="default")
     assert audit_triggers() == TRIGGERS
-    with pytest.raises(DatabaseError, match="append-only"):
-        with transaction.atomic():
-            AuditEvent.objects.filter(pk=event.pk).delete()
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        AuditEvent.objects.filter(pk=event.pk).delete()
 
 
 @pytest.mark.django_db
@@ -405,6 +399,7 @@ def run_settings(home: Path, **env_vars) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow  # starts a Python process
 def test_secret_key_is_generated_once_and_kept_private(tmp_path):
     home = tmp_path / "home"
     first = run_settings(home)
@@ -419,12 +414,14 @@ def test_secret_key_is_generated_once_and_kept_private(tmp_path):
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
 
 
+@pytest.mark.slow  # starts a Python process
 def test_secret_keys_differ_between_homes(tmp_path):
     one, two = run_settings(tmp_path / "one"), run_settings(tmp_path / "two")
     assert one.returncode == two.returncode == 0, (one.stderr, two.stderr)
     assert one.stdout.strip() != two.stdout.strip()
 
 
+@pytest.mark.slow  # starts a Python process
 def test_secret_key_from_the_environment_wins_and_writes_no_file(tmp_path):
     key = "k" * 40
     result = run_settings(tmp_path, VETTED_SECRET_KEY=key)
@@ -433,6 +430,7 @@ def test_secret_key_from_the_environment_wins_and_writes_no_file(tmp_path):
     assert not (tmp_path / "secret_key").exists()
 
 
+@pytest.mark.slow  # starts a Python process
 def test_short_secret_key_from_the_environment_stops_the_process(tmp_path):
     result = run_settings(tmp_path, VETTED_SECRET_KEY="too-short")
     assert result.returncode != 0
@@ -441,6 +439,7 @@ def test_short_secret_key_from_the_environment_stops_the_process(tmp_path):
     assert result.stdout.strip() == ""
 
 
+@pytest.mark.slow  # starts a Python process
 def test_a_too_short_key_file_stops_the_process(tmp_path):
     (tmp_path / "secret_key").write_text("short", encoding="ascii")
     result = run_settings(tmp_path)
@@ -448,6 +447,7 @@ def test_a_too_short_key_file_stops_the_process(tmp_path):
     assert "shorter than 32 characters" in result.stderr
 
 
+@pytest.mark.slow  # starts a Python process
 def test_bad_debug_value_stops_the_process_naming_the_variable(tmp_path):
     result = run_settings(tmp_path, VETTED_DEBUG="maybe")
     assert result.returncode != 0
@@ -455,6 +455,7 @@ def test_bad_debug_value_stops_the_process_naming_the_variable(tmp_path):
     assert "VETTED_DEBUG='maybe'" in result.stderr
 
 
+@pytest.mark.slow  # starts a Python process
 def test_bad_kinds_value_stops_the_process_naming_the_variable(tmp_path):
     result = run_settings(tmp_path, VETTED_KINDS="runbook")
     assert result.returncode != 0
@@ -532,6 +533,7 @@ def test_two_processes_starting_at_once_get_the_same_key(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------- the driver
 
 
+@pytest.mark.slow  # starts a Python process
 def test_backend_uses_sqlean_exactly_when_stdlib_sqlite3_cannot_load_extensions():
     probe = subprocess.run(
         [sys.executable, "-I", "-c", "import sqlite3; print(hasattr(sqlite3.Connection, 'enable_load_extension'))"],
@@ -543,7 +545,7 @@ def test_backend_uses_sqlean_exactly_when_stdlib_sqlite3_cannot_load_extensions(
     assert stdlib_can_load == hasattr(backend._stdlib_sqlite3.Connection, "enable_load_extension")
     assert (sys.modules["sqlite3"] is backend._stdlib_sqlite3) == stdlib_can_load
     expected = "sqlite3 (stdlib)" if stdlib_can_load else "sqlean"
-    assert backend.DRIVER_NAME == expected
+    assert expected == backend.DRIVER_NAME
     assert backend.DRIVER.__name__ == ("sqlite3.dbapi2" if stdlib_can_load else "sqlean.dbapi2")
 
 
@@ -559,6 +561,7 @@ def test_the_live_connection_comes_from_the_chosen_driver():
     assert isinstance(connection.connection, backend.DRIVER.Connection)
 
 
+@pytest.mark.slow  # starts a Python process
 def test_a_fresh_interpreter_picks_the_same_driver_and_loads_sqlite_vec(tmp_path):
     code = ("import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_site.settings'; django.setup(); "
             "from memory_site.sqlite_backend import base; from django.db import connection; "

@@ -25,7 +25,6 @@ from ._common import (
 )
 
 
-
 def accept_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Proposal:
     """A reviewer accepts a pending proposal as proposed.
 

@@ -17,7 +17,6 @@ from .decisions import accept_proposal
 from .proposals import propose_create
 
 
-
 @dataclass
 class ImportResult:
     created: list[str] = field(default_factory=list)

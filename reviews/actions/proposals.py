@@ -25,7 +25,6 @@ from ._common import (
 )
 
 
-
 def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "", **fields) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
 

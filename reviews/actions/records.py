@@ -24,7 +24,6 @@ from ._common import (
 )
 
 
-
 def retire_record(record: Record | str, *, actor, note: str) -> Record:
     """A reviewer retires a record directly (it stays readable, never delivered).
     Pending disputes and retirements of it are closed as fulfilled."""

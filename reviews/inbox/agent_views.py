@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_site import clients
-
 from reviews import actions
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, Agent, ProposalState
+
 from .page_helpers import back, nav_counts, site_login_required
 
 

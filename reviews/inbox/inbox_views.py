@@ -16,10 +16,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from retrieval.gate import Reader
 from retrieval.index import IndexModelMismatch
 from retrieval.search import search
-
 from reviews import actions, validation
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
+
 from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
 
 PAGE_SIZE = 25

@@ -11,8 +11,8 @@ from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.urls import reverse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 

@@ -16,10 +16,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from retrieval.gate import Reader, withhold_reason
 from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, Filters, search
-
 from reviews import actions, validation
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+
 from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
 
 LIST_LIMIT = 100

@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET
 
 from memory_site import __version__
 from retrieval import embeddings, index
-
 from reviews.models import SCOPES
+
 from .page_helpers import nav_counts, site_login_required
 
 

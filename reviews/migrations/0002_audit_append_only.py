@@ -10,5 +10,5 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunSQL(sql=sql, reverse_sql=drop)
-        for sql, drop in zip(CREATE_TRIGGERS, DROP_TRIGGERS)
+        for sql, drop in zip(CREATE_TRIGGERS, DROP_TRIGGERS, strict=True)
     ]

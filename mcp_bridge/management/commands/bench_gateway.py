@@ -69,7 +69,7 @@ class Command(BaseCommand):
             base = f"http://127.0.0.1:{port}"
             env = {**os.environ, "VETTED_HOME": str(folder), "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
                    "VETTED_PROPOSALS_PER_MINUTE": "0", "DJANGO_SETTINGS_MODULE": "memory_site.settings"}
-            log = open(folder / "serve.log", "wb")
+            log = open(folder / "serve.log", "wb")  # noqa: SIM115 - the daemon writes to it; closed below
             daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
                                       cwd=PROJECT, env=env, stdout=log, stderr=log)
             try:

@@ -4,9 +4,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mcp_bridge import connect
+from memory_site.cli import resolve_reviewer
 from reviews import actions
 from reviews.errors import Unauthorized, VettedError
-from memory_site.cli import resolve_reviewer
 from reviews.models import Agent
 
 

@@ -65,7 +65,7 @@ class Command(BaseCommand):
         except ImportError:  # not POSIX: restore falls back to asking /health
             return
         path = serve_lock_path()
-        handle = open(path, "a")
+        handle = open(path, "a")  # noqa: SIM115 - held open (and locked) for the life of the process
         fcntl.flock(handle, fcntl.LOCK_SH)
         self._serve_lock = handle  # kept open (and locked) until the process ends
 

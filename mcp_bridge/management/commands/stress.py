@@ -106,12 +106,12 @@ class Command(BaseCommand):
                     [sys.executable, "-m", "mcp_bridge.stress", "agent", "--url", base, "--token", token,
                      "--name", name, "--seconds", seconds, "--out", str(out), "--seed", str(100 + n),
                      "--mcp-share", str(opts["mcp_share"])], cwd=PROJECT, env=env,
-                    stdout=subprocess.DEVNULL, stderr=open(folder / f"agent-{n}.err", "wb"))))
+                    stdout=subprocess.DEVNULL, stderr=open(folder / f"agent-{n}.err", "wb"))))  # noqa: SIM115 - the child's
             reviewer_out = folder / "reviewer.jsonl"
             workers.append((reviewer_out, subprocess.Popen(
                 [sys.executable, "-m", "mcp_bridge.stress", "reviewer", "--reviewer", "stress-reviewer",
                  "--seconds", seconds, "--out", str(reviewer_out)], cwd=PROJECT, env=env,
-                stdout=subprocess.DEVNULL, stderr=open(folder / "reviewer.err", "wb"))))
+                stdout=subprocess.DEVNULL, stderr=open(folder / "reviewer.err", "wb"))))  # noqa: SIM115 - the child's
             started = time.monotonic()
             for _out, process in workers:
                 try:

@@ -2,9 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviews.models import SCOPES
 from retrieval import quality
-
+from reviews.models import SCOPES
 
 
 class Command(BaseCommand):

@@ -3,10 +3,10 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from reviews.portability import markdown_io
-from reviews.errors import VettedError
 from memory_site.cli import dumps
+from reviews.errors import VettedError
 from reviews.models import SCOPES, Record, RecordStatus
+from reviews.portability import markdown_io
 
 
 class Command(BaseCommand):

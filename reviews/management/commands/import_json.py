@@ -5,9 +5,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from memory_site.cli import dumps, resolve_reviewer
 from reviews import actions, snapshot
 from reviews.errors import VettedError
-from memory_site.cli import dumps, resolve_reviewer
 
 
 class Command(BaseCommand):

@@ -3,10 +3,10 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from reviews.portability import markdown_io
-from reviews.errors import VettedError
 from memory_site.cli import dumps, resolve_reviewer
+from reviews.errors import VettedError
 from reviews.models import SCOPES
+from reviews.portability import markdown_io
 from reviews.validation import kinds
 
 

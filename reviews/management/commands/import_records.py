@@ -5,9 +5,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from memory_site.cli import dumps, resolve_reviewer
 from reviews import actions
 from reviews.errors import VettedError
-from memory_site.cli import dumps, resolve_reviewer
 from reviews.models import Agent
 
 MAX_LINE_BYTES = 1_000_000

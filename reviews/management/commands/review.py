@@ -3,9 +3,9 @@ import argparse
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from memory_site.cli import dumps, iso_date, resolve_reviewer
 from reviews import actions
 from reviews.errors import VettedError
-from memory_site.cli import dumps, iso_date, resolve_reviewer
 from reviews.models import SCOPES, Proposal, ProposalState
 
 

@@ -10,7 +10,6 @@ import yaml
 from reviews import ids
 from reviews.models import Record, RecordStatus
 
-
 MANIFEST_NAME = ".vetted-export.json"
 HISTORY_DIR = "history"
 FORMAT_NAME = "vetted-markdown"

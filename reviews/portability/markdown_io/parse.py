@@ -15,8 +15,8 @@ from .notes import (
     DEFAULT_NOTE_KIND,
     INSTRUCTION_FILE_RE,
     MAX_FILE_BYTES,
-    MarkdownError,
     RECORD_ID_RE,
+    MarkdownError,
     _tag_list,
     split_front_matter,
 )
