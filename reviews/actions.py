@@ -38,7 +38,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import validation as v
-from .checksum import content_checksum
+from .checksum import CHECKSUM_FIELDS, content_checksum
 from .errors import (
     ChecksumMismatch,
     DuplicateContent,
@@ -175,9 +175,14 @@ def _locked_agent(agent: Agent | str) -> Agent:
 
 
 def _visible_target(agent: Agent, record_id: Record | str) -> Record:
-    """The target record, as an agent may see it: out-of-scope records do not exist for it."""
+    """The target record, as an agent may see it: out-of-scope records do not
+    exist for it. For a record changed outside Vetted both its current and
+    its approved scope must be the agent's (a scope edited by hand moves
+    nothing between spaces)."""
     record = _locked_record(record_id)
-    if not agent.can_use_scope(record.scope):
+    approved = record.approved_text() if record.edited_since_approval else None
+    scopes = {record.scope, approved["scope"]} if approved else {record.scope}
+    if not all(agent.can_use_scope(scope) for scope in scopes):
         raise NotFound(f"No record with id {record.public_id!r}.")
     return record
 
@@ -229,6 +234,38 @@ def _checksum_of(content: dict) -> str:
                             body=content["body"], tags=content["tags"])
 
 
+def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
+    """The refusal for building on text nobody approved: ``record`` was
+    changed outside Vetted (its text no longer matches approved_checksum)."""
+    if record.approved_text() is None:
+        way_out = ("no approved copy of its text is kept (it was edited before Vetted kept one), so it cannot be "
+                   f"restored: approve its current text (`review approve-current {record.public_id} --note ...`) "
+                   "or retire it")
+    else:
+        way_out = ("restore the approved text or approve the current text first "
+                   f"(`review restore {record.public_id}` or `review approve-current {record.public_id} --note ...`)")
+    return ChecksumMismatch(
+        f"Cannot {doing} {record.public_id}: it was changed outside Vetted since it was approved; {way_out}.",
+        record=record.public_id,
+    )
+
+
+def _approved_base(record: Record, doing: str) -> dict:
+    """What a change of ``record`` starts from: its content fields, with the
+    approved kind, scope, title, body and tags, never text changed outside
+    Vetted (else a tag-only revision would carry that text into a new approved
+    record). review_by is left for the kind's default. Raises ChecksumMismatch
+    when the record was edited and no approved copy is kept."""
+    base = _content_of(record)
+    if record.edited_since_approval:
+        approved = record.approved_text()
+        if approved is None:
+            raise _outside_edit_refusal(record, doing)
+        base.update(approved)
+    base["review_by"] = None
+    return base
+
+
 def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
     return {
         "source_tool": v.clean_short("source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX),
@@ -261,6 +298,7 @@ def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersede
         **content,
         status=RecordStatus.APPROVED,
         approved_checksum=_checksum_of(content),
+        approved_content={name: content[name] for name in CHECKSUM_FIELDS},
         approved_at=now,
         approved_by=reviewer,
         verified_at=now,
@@ -325,17 +363,18 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
                      session: str = "", **changes) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
 
-    Fields not given keep the target's values (review_by gets a fresh default).
-    The scope cannot change. A revision that changes nothing is refused.
+    Fields not given keep the target's approved values (review_by gets a
+    fresh default); for a target changed outside Vetted that is its approved
+    text, not the changed one (refused if no approved copy is kept). The scope
+    cannot change. A revision that changes nothing is refused.
     """
     with transaction.atomic():
         agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
         record = _visible_target(agent, target)
         _require_live(record, "revise")
         reason = v.clean_reason(reason)
-        base = _content_of(record)
-        base["review_by"] = None
-        content, changed = _apply_changes(base, changes, lock_scope=record.scope)
+        base = _approved_base(record, "revise")
+        content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
@@ -445,6 +484,10 @@ def accept_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Propo
                instead, use accept_proposal_with_revision).
     Pending disputes and retirements of a record that is retired or
     superseded are closed as fulfilled in the same transaction.
+    A revise (or a dispute's correction) of a record changed outside Vetted
+    since approval is refused (ChecksumMismatch): restore_approved_text or
+    approve_current_text first. Retiring such a record is allowed (it
+    delivers nothing).
     """
     return _accept(proposal, actor=actor, note=note, changes=None)
 
@@ -466,19 +509,22 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         _require_pending(proposal, "accept")
         note = v.clean_note(note)
         target = _locked_record(proposal.target) if proposal.target_id else None
+        makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
+            proposal.action == ProposalAction.DISPUTE and bool(changes))
         if target is not None:
             _require_live(target, f"accept {proposal.public_id} on")
+            # Re-checked under the lock: text changed outside Vetted after the
+            # card was shown must not become the base of a new approved record.
+            if makes_text and target.edited_since_approval:
+                raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
         extra: dict = {"action": proposal.action}
         before = target.approved_checksum if target else ""
         after = ""
         result = target
 
-        if proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
-            proposal.action == ProposalAction.DISPUTE and changes
-        ):
+        if makes_text:
             if proposal.action == ProposalAction.DISPUTE:
-                base = _content_of(target)
-                base["review_by"] = None
+                base = _approved_base(target, f"correct {proposal.public_id} on")
             else:
                 base = _content_of(proposal)
             lock_scope = target.scope if target is not None else None
@@ -507,6 +553,8 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         elif proposal.action in (ProposalAction.RETIRE, ProposalAction.DISPUTE):
             if changes:
                 raise ValidationFailed({"changes": "a retirement has no text to edit; accept or reject it"})
+            if target.edited_since_approval:
+                extra["edited_outside"] = True
             target.status = RecordStatus.RETIRED
             target.save(update_fields=["status", "updated_at"])
             extra["closed_proposals"] = _close_fulfilled(
@@ -560,33 +608,47 @@ def retire_record(record: Record | str, *, actor, note: str) -> Record:
         record.status = RecordStatus.RETIRED
         record.save(update_fields=["status", "updated_at"])
         closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: retired by {reviewer.get_username()}.")
+        extra = {"previous_status": was, "closed_proposals": closed}
+        if record.edited_since_approval:
+            extra["edited_outside"] = True
         _audit("record.retired", actor=reviewer, subject=record, record=record, before=record.approved_checksum,
-               snippet=note, extra={"previous_status": was, "closed_proposals": closed})
+               snippet=note, extra=extra)
         return record
 
 
 def revise_record(record: Record | str, *, actor, changes: dict, note: str = "") -> Record:
     """A reviewer writes a corrected version of a record directly: a new
-    approved record that supersedes it (the scope stays the same)."""
+    approved record that supersedes it (the scope stays the same). Fields not
+    in ``changes`` keep their approved values: for a record changed outside
+    Vetted, the approved text (refused with ChecksumMismatch if no approved
+    copy is kept; approve_current_text or retire it then)."""
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
         _require_live(record, "revise")
-        base = _content_of(record)
-        base["review_by"] = None
-        content, changed = _apply_changes(base, changes, lock_scope=record.scope)
-        checksum = _checksum_of(content)
-        if checksum == record.approved_checksum:
-            raise ValidationFailed({"changes": f"the revision is identical to {record.public_id}"})
-        _check_not_duplicate(checksum)
-        new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
-                          reason=note or f"Revised by {reviewer.get_username()}")
-        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
-        _audit("record.revised", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
-               after=checksum, snippet=note or new.title,
-               extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed})
-        return new
+        return _supersede(record, reviewer=reviewer, base=_approved_base(record, "revise"), changes=changes,
+                          note=note, identical=f"the revision is identical to {record.public_id}")
+
+
+def _supersede(record: Record, *, reviewer, base: dict, changes: dict, note: str, identical: str,
+               extra: dict | None = None) -> Record:
+    """The reviewer's revise path (inside the caller's transaction, ``record``
+    locked): ``base`` with ``changes`` becomes a new approved record that
+    supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
+    content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
+    checksum = _checksum_of(content)
+    if checksum == record.approved_checksum:
+        raise ValidationFailed({"changes": identical})
+    _check_not_duplicate(checksum)
+    new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
+                      reason=note or f"Revised by {reviewer.get_username()}")
+    closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
+    _audit("record.revised", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
+           after=checksum, snippet=note or new.title,
+           extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed,
+                  **(extra or {})})
+    return new
 
 
 def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record:
@@ -603,9 +665,9 @@ def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record
         _require_live(record, "move")
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
-        if record.current_checksum() != record.approved_checksum:
-            raise ChecksumMismatch(f"{record.public_id} was edited since approval; revise or retire it instead of "
-                                   "moving text nobody reviewed.")
+        if record.edited_since_approval:
+            raise ChecksumMismatch(f"{record.public_id} was edited since approval; restore the approved text or "
+                                   "approve the current text first instead of moving text nobody reviewed.")
         new_scope = v.clean_scope(scope)
         if new_scope == record.scope:
             raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
@@ -659,10 +721,11 @@ def verify_record(record: Record | str, *, actor, review_by: date | str | None =
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
         current = record.current_checksum()
-        if current != record.approved_checksum:
+        if record.edited_since_approval:
             raise ChecksumMismatch(
                 f"{record.public_id} was edited since approval (approved {record.approved_checksum[:12]}…, "
-                f"now {current[:12]}…); verifying would approve text nobody reviewed. Revise or retire it.",
+                f"now {current[:12]}…); verifying would approve text nobody reviewed. Restore the approved text, "
+                "approve the current text, or retire it.",
                 approved=record.approved_checksum, current=current,
             )
         new_review_by = v.clean_review_by(review_by, record.kind) if review_by else v.default_review_by(record.kind)
@@ -673,6 +736,73 @@ def verify_record(record: Record | str, *, actor, review_by: date | str | None =
         _audit("record.verified", actor=reviewer, subject=record, record=record, before=current, after=current,
                snippet=record.title, extra={"review_by": str(new_review_by), "previous_review_by": str(old_review_by)})
         return record
+
+
+# ------------------------------------------------------------------ records changed outside Vetted
+
+
+def restore_approved_text(record: Record | str, *, actor, note: str = "") -> Record:
+    """A reviewer puts back what was approved in a record changed outside
+    Vetted: its kind, scope, title, body and tags become its approved_content
+    again, so its text matches approved_checksum (in any status: a retired or
+    superseded record's history becomes honest again). One record.restored
+    event with the checksums before and after. Refused if the text already
+    matches, or if no approved copy is kept (approve_current_text or retire)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note)
+        record = _locked_record(record)
+        if not record.edited_since_approval:
+            raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to restore.")
+        approved = record.approved_text()
+        if approved is None:
+            raise InvalidTransition(
+                f"{record.public_id} has no approved copy of its text (it was edited before Vetted kept one), so it "
+                f"cannot be restored; approve its current text (`review approve-current {record.public_id} "
+                "--note ...`) or retire it.")
+        before = record.current_checksum()
+        restored = [name for name in CHECKSUM_FIELDS if getattr(record, name) != approved[name]]
+        for name in CHECKSUM_FIELDS:
+            setattr(record, name, approved[name])
+        record.save(update_fields=[*CHECKSUM_FIELDS, "updated_at"])
+        _audit("record.restored", actor=reviewer, subject=record, record=record, before=before,
+               after=record.current_checksum(), snippet=note or record.title,
+               extra={"restored_fields": restored, "status": record.status})
+        return record
+
+
+def approve_current_text(record: Record | str, *, actor, note: str) -> Record:
+    """A reviewer approves the text a record holds now, although it was changed
+    outside Vetted, through the revise path: a new approved record with the
+    current content supersedes it (one record.revised event, marked
+    ``approved_current_text``, ``changed`` naming the fields edited outside).
+    ``note`` is required. Refused if the text matches its approval (verify it
+    instead), if its scope was changed outside Vetted (restore it, then move
+    it), or if the current text breaks the write rules (revise or retire it)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note, required=True)
+        record = _locked_record(record)
+        _require_live(record, "approve the current text of")
+        if not record.edited_since_approval:
+            raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to approve "
+                                    "(verify it instead).")
+        approved = record.approved_text()
+        if approved is not None and approved["scope"] != record.scope:
+            raise InvalidTransition(
+                f"{record.public_id}'s scope was changed outside Vetted ({approved['scope']} to {record.scope}); "
+                "restore the approved text, then move it if it belongs there.")
+        base = _content_of(record)
+        base["review_by"] = None
+        base.update(approved or {})
+        edited = record.current_checksum()
+        return _supersede(
+            record, reviewer=reviewer, base=base, changes=record.checksummed_content(), note=note,
+            identical=(f"under the write rules the current text of {record.public_id} is its approved text; "
+                       "restore it instead"),
+            extra={"approved_current_text": True, "edited_checksum": edited,
+                   "approved_copy_kept": approved is not None},
+        )
 
 
 # --------------------------------------------------------------------------- agents and accounts

@@ -1,14 +1,18 @@
 """Export and import of a whole instance as one JSON document.
 
-Format (``"format": "vetted-export", "version": 1``; see the README):
+Format (``"format": "vetted-export", "version": 2``; see the README):
 
-    {"format": "vetted-export", "version": 1, "exported_at": ISO-8601,
+    {"format": "vetted-export", "version": 2, "exported_at": ISO-8601,
      "scopes": [...], "include_token_digests": bool,
      "records": [...], "proposals": [...], "agents": [...], "audit": [...]}
 
 Every model field is written; foreign keys become public ids (records,
 proposals, agents) or usernames (users); datetimes are ISO 8601 with their
 offset, dates YYYY-MM-DD. Audit events keep their integer ``id``.
+Version 2 added a record's ``approved_content`` (null, or an object with
+exactly the checksummed fields that must match ``approved_checksum``);
+version 1 files still import, each record's copy derived as migration 0003
+does (kept if its text matches its checksum, else null).
 
 With a subset of scopes, a file holds only the records in those scopes,
 the proposals about them, and the audit events whose every record and
@@ -31,6 +35,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
+from .checksum import approved_copy, is_approved_copy
 from .models import (
     SCOPES,
     Agent,
@@ -43,7 +48,8 @@ from .models import (
 )
 
 FORMAT = "vetted-export"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 RECORD_RE = re.compile(r"^rec_[0-9a-f]{12}$")
 PROPOSAL_RE = re.compile(r"^prop_[0-9a-f]{12}$")
@@ -56,8 +62,9 @@ RECORD_FIELDS = [
     "public_id", "kind", "scope", "title", "body", "tags", "status", "review_by", "approved_checksum",
     "approved_at", "approved_by", "verified_at", "valid_from", "valid_until", "supersedes", "superseded_by",
     "proposed_by", "source_tool", "reason", "session", "confidence", "access_count", "metadata",
-    "created_at", "updated_at",
+    "created_at", "updated_at", "approved_content",
 ]
+RECORD_FIELDS_V1 = [name for name in RECORD_FIELDS if name != "approved_content"]
 PROPOSAL_FIELDS = [
     "public_id", "action", "target", "state", "kind", "scope", "title", "body", "tags", "review_by",
     "valid_from", "valid_until", "confidence", "metadata", "content_checksum", "reason", "agent",
@@ -314,8 +321,10 @@ def validate_snapshot(data) -> dict:
         raise SnapshotInvalid(["the file must hold one JSON object (a vetted-export document)"])
     if data.get("format") != FORMAT:
         raise SnapshotInvalid([f"format is {data.get('format')!r}, expected {FORMAT!r} (a file from `export_json`)"])
-    if data.get("version") != VERSION:
-        raise SnapshotInvalid([f"version {data.get('version')!r} is not supported; this Vetted reads version {VERSION}"])
+    if type(data.get("version")) is not int or data["version"] not in READABLE_VERSIONS:
+        raise SnapshotInvalid([f"version {data.get('version')!r} is not supported; this Vetted reads versions "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}"])
+    record_fields = RECORD_FIELDS if data["version"] >= 2 else RECORD_FIELDS_V1
     missing = [key for key in TOP_LEVEL if key not in data]
     if missing:
         raise SnapshotInvalid([f"missing top-level field(s): {', '.join(missing)}"])
@@ -358,7 +367,7 @@ def validate_snapshot(data) -> dict:
     records: dict[str, dict] = {}
     for i, row in enumerate(data["records"]):
         where = f"records[{i}]"
-        if not c.fields(where, row, RECORD_FIELDS):
+        if not c.fields(where, row, record_fields):
             continue
         where = f"record {row.get('public_id')!r}"
         before = len(c.problems)
@@ -385,6 +394,11 @@ def validate_snapshot(data) -> dict:
             c.add(where, f"status {row['status']!r} is not one of {', '.join(RecordStatus.values)}")
         if not HEX64_RE.match(str(row["approved_checksum"])):
             c.add(where, "approved_checksum must be 64 lowercase hex digits")
+        elif row.get("approved_content") is not None and not is_approved_copy(row["approved_content"],
+                                                                               row["approved_checksum"]):
+            # Restoring would write this text back: it must be what was approved.
+            c.add(where, "approved_content must be null or an object with exactly kind, scope, title, body and "
+                         "tags whose checksum is approved_checksum")
         if not row["approved_by"]:
             c.add(where, "approved_by must name a user")
         if row["proposed_by"] is not None and row["proposed_by"] not in agent_ids:
@@ -513,8 +527,10 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
 
     record_pk = {}
     for row in data["records"]:
-        fields = {name: row[name] for name in RECORD_FIELDS
+        fields = {name: row[name] for name in RECORD_FIELDS_V1
                   if name not in ("approved_by", "supersedes", "superseded_by", "proposed_by")}
+        fields["approved_content"] = (row["approved_content"] if data["version"] >= 2
+                                      else approved_copy(row, row["approved_checksum"]))
         for name in _RECORD_DATES:
             fields[name] = _parse_date(fields[name])
         for name in _RECORD_TIMES:
