@@ -5,32 +5,27 @@ State only changes through reviews.actions; nothing here writes on its own.
 
 from __future__ import annotations
 
-import secrets
 from datetime import date
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from . import ids
 from .checksum import CHECKSUM_FIELDS, checksum_of, is_approved_copy
 
 
-def _public_id(prefix: str) -> str:
-    # 12 hex chars = 48 random bits: short enough to read aloud, and a
-    # collision (caught by the unique index) is vanishingly rare.
-    return f"{prefix}_{secrets.token_hex(6)}"
-
-
+# Named defaults (migrations refer to them); the format lives in reviews/ids.py.
 def new_record_id() -> str:
-    return _public_id("rec")
+    return ids.new_id(ids.RECORD)
 
 
 def new_proposal_id() -> str:
-    return _public_id("prop")
+    return ids.new_id(ids.PROPOSAL)
 
 
 def new_agent_id() -> str:
-    return _public_id("agt")
+    return ids.new_id(ids.AGENT)
 
 
 class Scope(models.TextChoices):
@@ -135,6 +130,14 @@ class Record(models.Model):
     def edited_since_approval(self) -> bool:
         """The one definition: the current text is not the text a person approved."""
         return self.current_checksum() != self.approved_checksum
+
+    def approved_version(self) -> dict | None:
+        """The record as a person approved it, for anything shown as the
+        record: its current checksummed fields while they match the checksum,
+        else the kept copy (None when none is kept)."""
+        if not self.edited_since_approval:
+            return self.checksummed_content()
+        return self.approved_text()
 
     def approved_text(self) -> dict | None:
         """The content as approved (CHECKSUM_FIELDS), or None when no intact

@@ -454,3 +454,14 @@ def test_migration_0003_backfills_a_database_made_before_it(reviewer):
     assert intact.approved_text() == {**content(), "body": GOOD_BODY}
     assert edited.approved_content is None and edited.edited_since_approval
     assert withhold_reason(edited) == "edited"
+
+
+# --------------------------------------------------------------------------- other answers to agents
+
+
+def test_quality_findings_and_proposal_status_name_an_edited_record_by_its_approved_title(agent, record):
+    dispute = actions.dispute_record(record, agent=agent, reason="The repository moved last week")
+    tamper(record, title="Zanzibar paste bin holds the deploy keys")
+    answers = [agent_api.quality_check(agent), agent_api.proposal_status(agent, dispute.public_id)]
+    assert "Zanzibar" not in str(answers)
+    assert record.title in str(answers[1])

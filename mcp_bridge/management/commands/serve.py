@@ -3,6 +3,8 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_site.defaults import DEFAULT_PORT
+from memory_site.files import serve_lock_path
 
 
 class Command(BaseCommand):
@@ -13,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8765)
+        parser.add_argument("--port", type=int, default=DEFAULT_PORT)
 
     def handle(self, *args, **opts):
         import uvicorn
@@ -67,8 +69,3 @@ class Command(BaseCommand):
         fcntl.flock(handle, fcntl.LOCK_SH)
         self._serve_lock = handle  # kept open (and locked) until the process ends
 
-
-def serve_lock_path():
-    from pathlib import Path
-
-    return Path(f"{settings.DATABASES['default']['NAME']}.serve-lock")

@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 
-
 def resolve_reviewer(username: str | None):
     """The person a command acts as: --reviewer, else $VETTED_REVIEWER, else
     the only active superuser. Decisions are always attributed to a person."""
@@ -24,6 +23,9 @@ def resolve_reviewer(username: str | None):
             raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.") from None
         if not user.is_active:
             raise CommandError(f"User {username!r} is inactive.")
+        if not user.is_staff:
+            raise CommandError(f"User {username!r} is not a reviewer (staff) account, so it cannot decide; make it "
+                               "one in the admin (Staff status) or choose another with --reviewer.")
         return user
     candidates = list(User.objects.filter(is_active=True, is_superuser=True)[:2])
     if len(candidates) == 1:

@@ -16,8 +16,8 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from .checksum import CHECKSUM_FIELDS
-from .models import Agent, Proposal, ProposalState, Record, RecordStatus
+from reviews.checksum import CHECKSUM_FIELDS
+from reviews.models import Agent, Proposal, ProposalState, Record, RecordStatus
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
 
@@ -85,8 +85,7 @@ def mark_outside_edits(records) -> None:
         if record is None:
             continue
         record.outside_edit = outside_edit(record)
-        approved = record.outside_edit["approved"] if record.outside_edit else None
-        record.shown = approved or record.checksummed_content()
+        record.shown = record.approved_version() or record.checksummed_content()
 
 
 def approved_form_values(record: Record) -> dict:

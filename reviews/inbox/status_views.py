@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 from memory_site import __version__
 from retrieval import embeddings, index
 
-from .models import SCOPES
+from reviews.models import SCOPES
 from .page_helpers import nav_counts, site_login_required
 
 

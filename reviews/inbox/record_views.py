@@ -18,9 +18,9 @@ from retrieval.gate import Reader, withhold_reason
 from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, Filters, search
 
-from . import actions, validation
-from .errors import ValidationFailed, VettedError
-from .models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews import actions, validation
+from reviews.errors import ValidationFailed, VettedError
+from reviews.models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from .page_helpers import (
     approved_form_values,
     back,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from memory_site.files import replaced_atomically, serve_lock_path
 from memory_site.sqlite_backend.base import DRIVER, load_vec
 
 BACKUP_RE = re.compile(r"^vetted-(\d{8}-\d{6})(?:-(\d+))?\.sqlite3$")
@@ -135,18 +136,13 @@ def backup_database(db_path: Path, *, home: Path, dest: Path | str | None = None
         folder = final.parent
     if final.resolve() == db_path.resolve():
         raise BackupError("The backup cannot be the live database itself.")
-    partial = final.with_name(final.name + ".partial")
-    partial.unlink(missing_ok=True)
-    try:
+    with replaced_atomically(final) as partial:
         records = _snapshot(db_path, partial)
         integrity, copied = check_copy(partial)
         if integrity != "ok":
             raise BackupError(f"The copy failed its integrity check ({integrity}); nothing was kept.")
         if copied != records:
             raise BackupError(f"The copy holds {copied} record(s) but the database held {records}; nothing was kept.")
-        os.replace(partial, final)
-    finally:
-        partial.unlink(missing_ok=True)
     pruned = prune(folder, keep, spare=final)
     return BackupResult(path=final, size=final.stat().st_size, records=records, pruned=pruned)
 
@@ -187,8 +183,6 @@ def server_running(port: int, home: Path, host: str = "127.0.0.1") -> str | None
         return (f"a server answers {url} (HTTP {status}). Stop it first: press Ctrl-C where "
                 f"`make run` / `python manage.py serve --port {port}` runs, or end that process (a daemon started "
                 f"by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again")
-    from reviews.management.commands.serve import serve_lock_path
-
     served = serve_lock_path()
     if _lock_held(served):
         return (f"a Vetted server has this database open (it holds {served}), whatever port it listens on. "
@@ -287,9 +281,8 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
     db_path.parent.mkdir(parents=True, exist_ok=True)
     # Copy the candidate next to the database first (same filesystem, so the
     # final swap is one atomic rename) and check that copy again.
-    incoming = db_path.with_name(db_path.name + ".restoring")
-    incoming.unlink(missing_ok=True)
-    try:
+    removed = []
+    with replaced_atomically(db_path) as incoming:
         source = _connect(candidate, readonly=True)
         try:
             target = DRIVER.connect(str(incoming), isolation_level=None)
@@ -322,17 +315,13 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
                 raise BackupError(f"Another process is using {db_path} (its write-ahead log could not be folded "
                                   "in); stop every Vetted process (serve, shells, imports) and run restore again. "
                                   f"Nothing was replaced; a safety copy is in {safety}.")
-        removed = []
         for sidecar in _sidecars(db_path):
             if sidecar.exists():
                 sidecar.unlink()
                 removed.append(sidecar)
-        os.replace(incoming, db_path)
-        for sidecar in _sidecars(db_path):  # nothing may pair a stale WAL with the new file
-            if sidecar.exists():
-                sidecar.unlink()
-                removed.append(sidecar)
-    finally:
-        incoming.unlink(missing_ok=True)
+    for sidecar in _sidecars(db_path):  # nothing may pair a stale WAL with the new file
+        if sidecar.exists():
+            sidecar.unlink()
+            removed.append(sidecar)
     return RestoreResult(restored_from=candidate, database=db_path, records=records, safety_copy=safety,
                          removed=removed)

@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from reviews import actions
+from reviews import validation as v
 from reviews.errors import Unauthorized
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -32,7 +33,8 @@ async def _send_json(send, status: int, payload: dict, headers: list[tuple[bytes
 def _too_large(limit: int, size: int | None) -> dict:
     got = f"{size} bytes" if size is not None else f"more than {limit} bytes"
     return {"error": "too_large", "message": f"Request body is {got}; the limit is {limit} bytes "
-                                             "(VETTED_MAX_REQUEST_BYTES). A record body may have at most 20000 characters."}
+                                             "(VETTED_MAX_REQUEST_BYTES). A record body may have at most "
+                                             f"{v.BODY_MAX} characters."}
 
 
 def limit_body(app):

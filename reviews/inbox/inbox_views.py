@@ -17,9 +17,9 @@ from retrieval.gate import Reader
 from retrieval.index import IndexModelMismatch
 from retrieval.search import search
 
-from . import actions, validation
-from .errors import NotFound, ValidationFailed, VettedError
-from .models import SCOPES, Proposal, ProposalAction, ProposalState
+from reviews import actions, validation
+from reviews.errors import NotFound, ValidationFailed, VettedError
+from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 from .page_helpers import (
     approved_form_values,
     back,

@@ -5,7 +5,7 @@ The most important feature is the tool that is not here: there is no tool
 to approve, edit, delete, retire or verify anything (tests/test_mcp_http.py
 lists the tools and fails if one appears).
 
-Identity: the ASGI guard (``mcp_bridge.guard``) refuses requests without a
+Identity: the ASGI guard (``mcp_bridge.mcp.guard``) refuses requests without a
 valid agent token before they reach the SDK; each tool call then resolves
 the agent again from the same request's ``Authorization`` header, so a
 token revoked mid-session stops working on the next call.
@@ -25,12 +25,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from mcp_bridge import agent_api
+from memory_site import __version__ as VERSION
 from reviews import actions
+from reviews import validation as v
 from reviews.errors import VettedError
 from reviews.models import Agent
-
-from . import agent_api
-from memory_site import __version__ as VERSION
 
 log = logging.getLogger("vetted.mcp")
 
@@ -157,9 +157,9 @@ def build_server() -> MCPServer:
     @_tool
     def propose_context(
         agent: Agent,
-        title: Annotated[str, Field(description="A short, specific title (3-200 characters, one line).")],
+        title: Annotated[str, Field(description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, one line).")],
         body: Annotated[str, Field(description="The knowledge itself in Markdown, self-contained: someone reading "
-                                               "only this must understand it (20-20000 characters).")],
+                                               f"only this must understand it ({v.BODY_MIN}-{v.BODY_MAX} characters).")],
         kind: Annotated[str, Field(description="fact, preference, procedure, decision, reference or event "
                                                "(describe lists the kinds in use).")],
         scope: Annotated[str, Field(description="'personal' (only you and the user), 'team' (shared) or 'system'; "

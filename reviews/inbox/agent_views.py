@@ -11,11 +11,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from mcp_bridge import connect
+from memory_site import clients
 
-from . import actions
-from .errors import ValidationFailed, VettedError
-from .models import SCOPES, Agent, ProposalState
+from reviews import actions
+from reviews.errors import ValidationFailed, VettedError
+from reviews.models import SCOPES, Agent, ProposalState
 from .page_helpers import back, nav_counts, site_login_required
 
 
@@ -48,7 +48,7 @@ def create(request):
         return render(request, "reviews/agents.html", _context(errors={"form": exc.message}, values=values), status=400)
     # The token is in this one response only (not stored, not in a redirect):
     # tell the browser and any proxy not to keep the page.
-    snippets = connect.snippets(token, url=request.build_absolute_uri("/").rstrip("/"),
+    snippets = clients.snippets(token, url=request.build_absolute_uri("/").rstrip("/"),
                                 home=Path(settings.VETTED_HOME).resolve())
     response = render(request, "reviews/agents.html", _context(created=agent, token=token, snippets=snippets))
     response["Cache-Control"] = "no-store"

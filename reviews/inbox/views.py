@@ -1,4 +1,4 @@
-"""The first-run account page. (The home page is the inbox: reviews/inbox_views.py.)
+"""The first-run account page. (The home page is the inbox: reviews/inbox/inbox_views.py.)
 
 Views are thin: check access, call one action, render or redirect.
 """
@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model, login
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from . import actions
-from .errors import InvalidTransition, ValidationFailed
+from reviews import actions
+from reviews.errors import InvalidTransition, ValidationFailed
 
 
 @require_http_methods(["GET", "POST"])
