@@ -22,7 +22,7 @@ from reviews.audit_sql import CREATE_TRIGGERS, DROP_TRIGGERS
 # loaded profile, capped by their own numbers: the default profile (100
 # examples) leaves those numbers as they are; "fast" (`make test-fast`, via
 # VETTED_HYPOTHESIS=fast) runs a few examples of each.
-hypothesis.settings.register_profile("fast", max_examples=10, stateful_step_count=25)
+hypothesis.settings.register_profile("fast", max_examples=8, stateful_step_count=25)
 hypothesis.settings.load_profile(os.environ.get("VETTED_HYPOTHESIS", "default"))
 
 # --------------------------------------------------------------------------- the fast subset
