@@ -232,7 +232,10 @@ class _SiteSession:
 
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), NoRedirect)
         page = self.opener.open(self.base + "/accounts/login/", timeout=30).read().decode()
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        if found is None:
+            raise RuntimeError(f"no CSRF token on the login page of {self.base}")
+        token = found.group(1)
         self._post("/accounts/login/", {"username": args.reviewer, "password": args.password,
                                         "csrfmiddlewaretoken": token})
         self.csrf = next(c.value for c in self.jar if c.name == "csrftoken")

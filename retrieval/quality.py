@@ -302,7 +302,7 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS) -> list[Fi
     old = (Proposal.objects.filter(state=ProposalState.PENDING, created_at__lt=cutoff)
            .select_related("target", "agent").order_by("created_at"))
     for proposal in old:
-        scope = proposal.target.scope if proposal.target_id else proposal.scope
+        scope = proposal.target.scope if proposal.target is not None else proposal.scope
         if scope not in scopes:
             continue
         days = (timezone.now() - proposal.created_at).days
@@ -311,7 +311,7 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS) -> list[Fi
         findings.append(Finding(
             kind=kind, scope=scope, proposals=[proposal.public_id],
             records=[proposal.target.public_id] if proposal.target_id else [],
-            why=f"{proposal.action} proposal '{title}' from {proposal.agent.name if proposal.agent_id else 'a person'} "
+            why=f"{proposal.action} proposal '{title}' from {proposal.agent.name if proposal.agent is not None else 'a person'} "
                 f"has waited {days} days",
             suggestion="Decide it in the inbox: accept, revise or reject.",
         ))

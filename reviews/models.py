@@ -207,7 +207,7 @@ class Proposal(models.Model):
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
-        label = self.title or (self.target.title if self.target_id else "")
+        label = self.title or (self.target.title if self.target is not None else "")
         return f"{self.public_id} {self.action} {label}".strip()
 
     @property

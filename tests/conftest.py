@@ -8,6 +8,7 @@ production, so sqlite-vec, WAL and the audit triggers are all real.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import hypothesis
 import pytest
@@ -54,7 +55,8 @@ RESET_RETRIEVAL = [
     f"DELETE FROM {schema.META}",
 ]
 
-_original_teardown = TransactionTestCase._fixture_teardown
+# A private Django hook, not in the stubs.
+_original_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
 
 
 def _teardown_with_audit_flush(self):
@@ -79,7 +81,7 @@ def _teardown_with_audit_flush(self):
                     cursor.execute(sql)
 
 
-TransactionTestCase._fixture_teardown = _teardown_with_audit_flush
+TransactionTestCase._fixture_teardown = _teardown_with_audit_flush  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -105,7 +107,7 @@ def team_agent(reviewer):
     return created
 
 
-def content(**overrides) -> dict:
+def content(**overrides) -> dict[str, Any]:
     data = {
         "kind": "fact",
         "scope": "team",

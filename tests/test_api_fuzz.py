@@ -12,6 +12,7 @@ paths are reached too, not only 404s.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 import schemathesis
@@ -62,8 +63,12 @@ def flatmap_path_parameters(context, path_parameters):
     choices = []
     for name, known in KNOWN.items():
         if name in (path_parameters or {}) and known:
-            choices.append(st.sampled_from(known).map(lambda value, name=name: {**path_parameters, name: value}))
+            choices.append(st.sampled_from(known).map(partial(_with, path_parameters, name)))
     return st.one_of(*choices, st.just(path_parameters))
+
+
+def _with(parameters: dict, name: str, value: str) -> dict:
+    return {**parameters, name: value}
 
 
 @schema.auth(refresh_interval=None)

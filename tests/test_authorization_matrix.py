@@ -132,6 +132,7 @@ def session_cookie(user) -> str:
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
+    assert session.session_key is not None
     return session.session_key
 
 
@@ -259,10 +260,10 @@ def decided_as_expected(t: dict) -> list[str]:
                       ("p_revise", ProposalState.ACCEPTED), ("p_bulk", ProposalState.ACCEPTED)):
         if state[t[key]] != want:
             problems.append(f"{key}: {state[t[key]]} (wanted {want})")
-    for key, want in (("r_retire", RecordStatus.RETIRED), ("r_revise", RecordStatus.SUPERSEDED),
-                      ("r_disputed", RecordStatus.APPROVED), ("r_approve", RecordStatus.SUPERSEDED)):
-        if status[t[key]] != want:
-            problems.append(f"{key}: {status[t[key]]} (wanted {want})")
+    for key, record_want in (("r_retire", RecordStatus.RETIRED), ("r_revise", RecordStatus.SUPERSEDED),
+                             ("r_disputed", RecordStatus.APPROVED), ("r_approve", RecordStatus.SUPERSEDED)):
+        if status[t[key]] != record_want:
+            problems.append(f"{key}: {status[t[key]]} (wanted {record_want})")
     if Record.objects.get(public_id=t["r_restore"]).edited_since_approval:
         problems.append("r_restore was not restored")
     if Record.objects.get(public_id=t["r_verify"]).verified_at is None:

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run_in_threads(fns):
-    results, barrier = [None] * len(fns), threading.Barrier(len(fns))
+    results: list[tuple | None] = [None] * len(fns)
+    barrier = threading.Barrier(len(fns))
 
     def worker(i, fn):
         try:

@@ -372,7 +372,10 @@ class PageParts(HTMLParser):
 
     def __init__(self, page: str):
         super().__init__(convert_charrefs=True)
-        self.tags, self.attributes, self.scripts, self._in_script = [], [], [], False
+        self.tags: list = []
+        self.attributes: list = []
+        self.scripts: list = []
+        self._in_script = False
         self.feed(page)
 
     def handle_starttag(self, tag, attrs):

@@ -489,7 +489,8 @@ class ActionsMachine(RuleBasedStateMachine):
                 assert predecessor.superseded_by_id == record.pk, (
                     f"{predecessor.public_id} does not name {record.public_id} as its successor")
         for root in (r for r in by_pk.values() if r.supersedes_id is None):
-            seen, live, current = set(), 0, root
+            seen, live = set(), 0
+            current: Record | None = root
             while current is not None:
                 assert current.pk not in seen, f"a supersession loop through {current.public_id}"
                 seen.add(current.pk)

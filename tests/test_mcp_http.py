@@ -7,6 +7,7 @@ talk to the daemon at /mcp with their bearer token.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ SAFE_TOOLS = {"describe", "search", "read", "list", "propose_context", "propose_
 FORBIDDEN_WORDS = ("approve", "accept", "reject", "edit", "update", "delete", "remove", "verify", "write", "set_",
                    "clear", "revoke", "admin")
 
-NEW_FACT = {
+NEW_FACT: dict[str, Any] = {
     "title": "Payments service deploy window",
     "body": "The payments service deploys every Tuesday at 14:00 UTC after the change review meeting.",
     "kind": "procedure",

@@ -146,7 +146,7 @@ def test_bridge_reconnects_when_the_daemon_restarts(agent_tokens, tmp_path):
         second = await client.call_tool("describe", {})
         return first, second
 
-    daemons = []
+    daemons: list = []
 
     def restart():
         daemons[0].__exit__(None, None, None)

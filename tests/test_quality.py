@@ -209,7 +209,8 @@ def test_a_flood_of_look_alikes_is_listed_up_to_the_limit_and_counted(make_recor
     listed = [f for f in report.findings if f.kind == "possible_contradiction"]
     assert len(listed) == 3 and report.omitted["possible_contradiction"] > 0
     assert report.as_dict()["counts"]["possible_contradiction"] == 3 + report.omitted["possible_contradiction"]
-    assert [f.similarity for f in listed] == sorted((f.similarity for f in listed), reverse=True)
+    similarities = [f.similarity or 0.0 for f in listed]
+    assert similarities == sorted(similarities, reverse=True) and all(similarities)
     everything = quality.run(["team"], embedder=FakeEmbedder(), limit=0)
     assert not everything.omitted
     assert len([f for f in everything.findings if f.kind == "possible_contradiction"]) == 3 + report.omitted["possible_contradiction"]

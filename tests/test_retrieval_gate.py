@@ -62,7 +62,9 @@ def as_json(response) -> str:
 
 def revise(record: Record, agent, reviewer, **changes) -> Record:
     proposal = actions.propose_revision(record, agent=agent, reason="The old text is out of date", **changes)
-    return actions.accept_proposal(proposal, actor=reviewer).result_record
+    result = actions.accept_proposal(proposal, actor=reviewer).result_record
+    assert result is not None
+    return result
 
 
 # --------------------------------------------------------------------------- proposals are never served

@@ -527,7 +527,7 @@ def test_review_account_refuses_a_no_op_oneself_and_unknown_users(reviewer, djan
 
 def _all_stored_values():
     """Every value in every table of the database, as text."""
-    values = []
+    values: list[str] = []
     with connection.cursor() as cursor:
         for table in connection.introspection.table_names(cursor):
             cursor.execute(f'SELECT * FROM "{table}"')

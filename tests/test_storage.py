@@ -63,7 +63,8 @@ def test_default_connection_has_sqlite_vec():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_opened_in_another_thread_has_sqlite_vec():
-    main_raw = (connection.ensure_connection(), connection.connection)[1]
+    connection.ensure_connection()
+    main_raw = connection.connection
     seen = {}
 
     def worker():
@@ -117,7 +118,7 @@ def test_synchronous_is_normal():
 @pytest.mark.django_db
 def test_transaction_mode_immediate_is_configured():
     assert connection.settings_dict["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
-    assert connection.transaction_mode == "IMMEDIATE"
+    assert connection.transaction_mode == "IMMEDIATE"  # type: ignore[attr-defined]  # SQLite's wrapper only
 
 
 @pytest.mark.django_db(transaction=True)
@@ -148,7 +149,7 @@ def test_test_database_is_a_real_file():
     assert name != ":memory:" and "mode=memory" not in name
     assert Path(name).is_file()
     assert Path(name).name == "test_vetted.sqlite3"
-    assert not connection.is_in_memory_db()
+    assert not connection.is_in_memory_db()  # type: ignore[attr-defined]  # SQLite's wrapper only
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA database_list")
         files = {row[1]: row[2] for row in cursor.fetchall()}
@@ -494,7 +495,7 @@ def test_secret_key_file_is_never_readable_by_others(monkeypatch, tmp_path):
 
 def test_two_processes_starting_at_once_get_the_same_key(monkeypatch, tmp_path):
     first_ready, second_done = threading.Event(), threading.Event()
-    results = {}
+    results: dict[str, object] = {}
     calls = []
 
     def first_writer_pauses(src):
@@ -552,7 +553,7 @@ def test_backend_uses_sqlean_exactly_when_stdlib_sqlite3_cannot_load_extensions(
 def test_djangos_sqlite_backend_uses_the_chosen_driver():
     from django.db.backends.sqlite3 import base as django_sqlite
 
-    assert django_sqlite.Database is backend.DRIVER
+    assert django_sqlite.Database is backend.DRIVER  # type: ignore[attr-defined]  # a module global, not exported
 
 
 @pytest.mark.django_db

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 
 from django.conf import settings
 from django.db import connection
@@ -26,7 +27,7 @@ def describe(agent: Agent) -> dict:
         f"status = %s AND scope IN ({marks}) AND review_by >= %s "
         "AND (valid_until IS NULL OR valid_until >= %s) AND (valid_from IS NULL OR valid_from <= %s)"
     )
-    params = [RecordStatus.APPROVED, *scopes, today, today, today]
+    params: list[str | date] = [RecordStatus.APPROVED, *scopes, today, today, today]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT scope, kind, COUNT(*) FROM reviews_record WHERE {current_sql} GROUP BY scope, kind", params)
         by_scope: dict[str, int] = {s: 0 for s in scopes}

@@ -70,7 +70,7 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
         # A revision is naturally close to what it revises (and its chain);
         # only *other* current records count as near duplicates.
         chain = {target.public_id}
-        if target.supersedes_id:
+        if target.supersedes is not None:
             chain.add(target.supersedes.public_id)
         # From the approved text, as the action does: text changed outside
         # Vetted plays no part in what the agent is told (no copy: the action refuses).
@@ -123,15 +123,17 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
 
 def propose_retirement(agent: Agent, record_id, reason) -> dict:
     rate_limiter.hit(agent)
-    proposal = actions.propose_retirement(_record_id(record_id), agent=agent, reason=reason)
-    return _pending_answer(proposal, f"Stored as a pending retirement of {proposal.target.public_id}; the record "
+    target_id = _record_id(record_id)
+    proposal = actions.propose_retirement(target_id, agent=agent, reason=reason)
+    return _pending_answer(proposal, f"Stored as a pending retirement of {target_id}; the record "
                                      "stays in search until a reviewer accepts it.")
 
 
 def dispute(agent: Agent, record_id, reason) -> dict:
     rate_limiter.hit(agent)
-    proposal = actions.dispute_record(_record_id(record_id), agent=agent, reason=reason)
-    return _pending_answer(proposal, f"{proposal.target.public_id} is now disputed and withheld from search until "
+    target_id = _record_id(record_id)
+    proposal = actions.dispute_record(target_id, agent=agent, reason=reason)
+    return _pending_answer(proposal, f"{target_id} is now disputed and withheld from search until "
                                      "a reviewer clears the dispute, retires it, or corrects it.")
 
 

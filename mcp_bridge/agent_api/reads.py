@@ -42,12 +42,13 @@ def read(agent: Agent, record_id) -> dict:
     if result.record is not None:
         search_engine.access_counter.add([result.record.pk])
         return {"id": result.public_id, "deliverable": True, "record": record_full(result.record, agent.scopes)}
-    data = {"id": result.public_id, "deliverable": False, "withheld": result.withheld,
-            "explanation": WITHHELD_EXPLAINED[result.withheld]}
+    assert result.withheld is not None  # read_record gives a record or a reason
+    explanation = WITHHELD_EXPLAINED[result.withheld]
+    data = {"id": result.public_id, "deliverable": False, "withheld": result.withheld}
     if result.successor is not None:
         data["current_version"] = result.successor.public_id
-        data["explanation"] += f"; read {result.successor.public_id} instead"
-    return data
+        explanation += f"; read {result.successor.public_id} instead"
+    return {**data, "explanation": explanation}
 
 
 def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT) -> dict:
@@ -57,8 +58,8 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
     scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
     tag_list = _tag_list(tag, errors, field="tag")
     after = _since(since, errors)
-    number = search_engine._whole_number(limit)
-    if number is None or not 1 <= number <= LIST_LIMIT_MAX:
+    number = search_engine._whole_number(limit) or 0
+    if not 1 <= number <= LIST_LIMIT_MAX:
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIST_LIMIT_MAX}"
     _raise(errors)
     today = timezone.localdate()

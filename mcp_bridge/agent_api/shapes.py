@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from retrieval.gate import REASONS
 from reviews.formats import iso
 from reviews.models import SCOPES, Proposal, ProposalState, Record
@@ -50,7 +52,7 @@ def record_full(record: Record, scopes=SCOPES) -> dict:
         "body": record.body,
         "status": record.status,
         "approved_at": iso(record.approved_at),
-        "approved_by": record.approved_by.get_username() if record.approved_by_id else None,
+        "approved_by": record.approved_by.get_username() if record.approved_by is not None else None,
         "verified_at": iso(record.verified_at),
         "review_by": iso(record.review_by),
         "valid_from": iso(record.valid_from),
@@ -63,24 +65,24 @@ def record_full(record: Record, scopes=SCOPES) -> dict:
 
 
 def proposal_shape(proposal: Proposal) -> dict:
-    data = {
+    data: dict[str, Any] = {
         "id": proposal.public_id,
         "action": proposal.action,
         "state": proposal.state,
-        "target": proposal.target.public_id if proposal.target_id else None,
+        "target": proposal.target.public_id if proposal.target is not None else None,
         # A retirement or dispute names its target by the approved title, never by text changed outside Vetted.
         "title": proposal.title or ((proposal.target.approved_version() or {}).get("title", "")
-                                    if proposal.target_id else ""),
-        "scope": proposal.scope or (proposal.target.scope if proposal.target_id else ""),
+                                    if proposal.target is not None else ""),
+        "scope": proposal.scope or (proposal.target.scope if proposal.target is not None else ""),
         "reason": proposal.reason,
         "created_at": iso(proposal.created_at),
         "decided_at": iso(proposal.decided_at),
         "decision_note": proposal.decision_note,
-        "result_record": proposal.result_record.public_id if proposal.result_record_id else None,
+        "result_record": proposal.result_record.public_id if proposal.result_record is not None else None,
         "reviewer_changed": sorted(proposal.reviewer_changes) if proposal.reviewer_changes else [],
     }
     data["next"] = {
-        ProposalState.PENDING: "Waiting for a reviewer; check again later.",
+        str(ProposalState.PENDING): "Waiting for a reviewer; check again later.",
         ProposalState.ACCEPTED: ("Accepted" + (f"; the record is {data['result_record']}" if data["result_record"] else "")
                                  + (" (the reviewer edited it before accepting)" if data["reviewer_changed"] else "") + "."),
         ProposalState.REJECTED: "Rejected; read decision_note for why, and do not propose the same thing again unchanged.",

@@ -51,13 +51,14 @@ def exception_handler(exc, context):
         if isinstance(exc, RateLimited):
             response["Retry-After"] = str(exc.retry_after)
         return response
-    response = drf_handler(exc, context)
-    if response is None:
+    handled = drf_handler(exc, context)
+    if handled is None:
         return None  # a bug: let Django log it and answer 500
-    code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "error")
+    response = handled
+    error = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "error")
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
     message = detail if isinstance(detail, str) else str(detail)
     if isinstance(exc, exceptions.UnsupportedMediaType):
         message = f"{message} Send JSON with 'Content-Type: application/json'."
-    response.data = {"error": code, "message": str(message)}
+    response.data = {"error": error, "message": str(message)}
     return response

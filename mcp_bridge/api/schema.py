@@ -14,7 +14,9 @@ from reviews.models import SCOPES
 class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, ...")
     message = serializers.CharField(help_text="What was wrong and what is allowed.")
-    fields = serializers.DictField(child=serializers.CharField(), required=False,
+    # Declared fields leave the class (DRF's metaclass collects them), so this
+    # does not hide Serializer.fields; the stubs cannot know.
+    fields = serializers.DictField(child=serializers.CharField(), required=False,  # type: ignore[assignment]
                                    help_text="For 'invalid': field name -> problem.")
     existing_id = serializers.CharField(required=False, help_text="For 'duplicate': the existing record or proposal.")
     retry_after = serializers.IntegerField(required=False, help_text="For 'rate_limited': seconds to wait.")
@@ -110,7 +112,7 @@ class DescribeSerializer(serializers.Serializer):
     records_current = serializers.IntegerField()
     pending_proposals = serializers.DictField(child=serializers.IntegerField())
     write_rules = serializers.DictField(child=serializers.CharField())
-    save = serializers.CharField()
+    save = serializers.CharField()  # type: ignore[assignment]  # a declared field, as `fields` above
 
 
 class ProposalSerializer(serializers.Serializer):

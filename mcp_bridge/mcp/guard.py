@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -22,7 +23,7 @@ from reviews.errors import Unauthorized
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
 
-async def _send_json(send, status: int, payload: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _send_json(send, status: int, payload: dict, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

@@ -41,10 +41,10 @@ Use `dispute` when a record is wrong and `propose_retirement` when it no longer 
 Use `withdraw_proposal` to take back a pending proposal of yours that turned out wrong.
 Never store secrets, credentials, guesses or transient task state."""
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-PROPOSE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # Withdrawing is final (a withdrawn proposal cannot be reopened), so clients may ask before calling it.
-WITHDRAW = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+WITHDRAW = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 def _agent(ctx: Context) -> Agent:
@@ -79,7 +79,7 @@ def _tool(fn):
     signature = inspect.signature(fn, eval_str=True)
     params = list(signature.parameters.values())[1:]
     params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
-    wrapper.__signature__ = signature.replace(parameters=params)
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # read by inspect
     wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": signature.return_annotation}
     del wrapper.__wrapped__
     return wrapper

@@ -47,6 +47,10 @@ class Config:
         return urllib.parse.urlsplit(self.url)
 
     @property
+    def host(self) -> str:
+        return self.parts.hostname or ""  # never empty: load_config refuses a URL without a host
+
+    @property
     def start_command(self) -> str:
         port = self.parts.port or DEFAULT_PORT
         return (f"cd {PROJECT_DIR} && make run PORT={port}   "
@@ -140,7 +144,7 @@ def ensure_daemon(cfg: Config) -> None:
         log(f"starting the Vetted daemon on {cfg.url} (log: {log_path})")
         with open(log_path, "ab") as out:
             process = subprocess.Popen(
-                [sys.executable, str(PROJECT_DIR / "manage.py"), "serve", "--host", cfg.parts.hostname, "--port", port],
+                [sys.executable, str(PROJECT_DIR / "manage.py"), "serve", "--host", cfg.host, "--port", port],
                 cwd=PROJECT_DIR, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True,  # outlives the bridge; the client's signals do not reach it
                 env={**os.environ, "VETTED_HOME": str(cfg.home)},
@@ -161,4 +165,4 @@ def ensure_daemon(cfg: Config) -> None:
 def _connection(cfg: Config, timeout: float) -> http.client.HTTPConnection:
     parts = cfg.parts
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    return cls(parts.hostname, parts.port, timeout=timeout)
+    return cls(cfg.host, parts.port, timeout=timeout)

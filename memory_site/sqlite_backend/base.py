@@ -51,9 +51,10 @@ DRIVER = _choose_driver()
 
 from django.db.backends.sqlite3 import base as _django_sqlite  # noqa: E402
 
-if _django_sqlite.Database is not DRIVER:
+# ``Database`` is a module global of Django's backend, not part of its stubs.
+if _django_sqlite.Database is not DRIVER:  # type: ignore[attr-defined]
     raise ImproperlyConfigured(
-        f"Django's SQLite backend uses {_django_sqlite.Database.__name__!r} "
+        f"Django's SQLite backend uses {_django_sqlite.Database.__name__!r} "  # type: ignore[attr-defined]
         f"but Vetted selected {DRIVER.__name__!r}; sqlite-vec would not load."
     )
 

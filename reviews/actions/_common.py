@@ -189,7 +189,7 @@ def _visible_target(agent: Agent, record_id: Record | str) -> Record:
 
 def _require_live(record: Record, doing: str) -> None:
     if record.status == RecordStatus.SUPERSEDED:
-        successor = record.superseded_by.public_id if record.superseded_by_id else "a newer record"
+        successor = record.superseded_by.public_id if record.superseded_by is not None else "a newer record"
         raise InvalidTransition(
             f"Cannot {doing} {record.public_id}: it was superseded by {successor}; act on that record instead.",
             successor=successor,

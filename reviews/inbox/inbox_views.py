@@ -78,7 +78,8 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
 def _decided(request, proposal: Proposal, verb: str):
     if request.htmx:
         return _card(request, proposal.public_id)
-    result = f" → {proposal.result_record.public_id}" if proposal.result_record_id and verb == "Accepted" else ""
+    result = (f" → {proposal.result_record.public_id}"
+              if proposal.result_record is not None and verb == "Accepted" else "")
     messages.success(request, f"{verb} {proposal.public_id}{result}.")
     return back(request, reverse("home"))
 
@@ -114,7 +115,7 @@ def _form_initial(proposal: Proposal) -> dict:
     """What the revise form starts from: the proposed text, or for a dispute
     the disputed record's approved text (accepting a dispute with changes
     corrects it; text changed outside Vetted is shown as a diff, never as the base)."""
-    if proposal.action == ProposalAction.DISPUTE:
+    if proposal.action == ProposalAction.DISPUTE and proposal.target is not None:  # a dispute has a target
         return approved_form_values(proposal.target)
     return {
         "title": proposal.title, "body": proposal.body, "kind": proposal.kind, "scope": proposal.scope,

@@ -85,13 +85,17 @@ def mark_outside_edits(records) -> None:
         if record is None:
             continue
         record.outside_edit = outside_edit(record)
-        record.shown = record.approved_version() or record.checksummed_content()
+        record.shown = shown_content(record)
+
+
+def shown_content(record: Record) -> dict:
+    return record.approved_version() or record.checksummed_content()
 
 
 def approved_form_values(record: Record) -> dict:
     """A revise form's starting values for ``record``: the approved text."""
     mark_outside_edits([record])
-    shown = record.shown
+    shown = shown_content(record)
     return {"title": shown["title"], "body": shown["body"], "kind": shown["kind"], "scope": shown["scope"],
             "tags": tags_text(shown["tags"]), "review_by": ""}
 

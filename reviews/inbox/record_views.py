@@ -301,14 +301,15 @@ def detail(request, public_id):
     return render(request, "reviews/record_detail.html", {
         **nav_counts(), "nav": "records", "r": record, "older": older, "newer": newer,
         "events": events[:200], "proposals": proposals, "withheld": withhold_reason(record),
-        "checksum_ok": record.outside_edit is None,
+        "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
     })
 
 
 def _chain(record: Record) -> tuple[list[Record], list[Record]]:
     """The versions before (oldest first) and after this record. Bounded, so a
     corrupted loop cannot hang the page."""
-    older, seen = [], {record.pk}
+    older: list[Record] = []
+    seen = {record.pk}
     current = record
     while current.supersedes_id and current.supersedes_id not in seen and len(seen) < 100:
         current = Record.objects.get(pk=current.supersedes_id)

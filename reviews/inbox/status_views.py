@@ -25,7 +25,7 @@ def _size(path: Path) -> int:
 @site_login_required
 @require_GET
 def site_settings(request):
-    db = Path(settings.DATABASES["default"]["NAME"])
+    db = Path(str(settings.DATABASES["default"]["NAME"]))
     loaded = embeddings.loaded_embedder()
     report = index.check()  # read-only: lists problems, fixes nothing
     return render(request, "reviews/settings.html", {

@@ -28,7 +28,7 @@ def backfill_approved_content(Record) -> dict:
         if not batch:
             return counts
         for pk, approved_checksum, *values in batch:
-            copy = approved_copy(dict(zip(CHECKSUM_FIELDS, values)), approved_checksum)
+            copy = approved_copy(dict(zip(CHECKSUM_FIELDS, values, strict=True)), approved_checksum)
             if copy is None:
                 counts["lost"] += 1
             else:

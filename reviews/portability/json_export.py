@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from datetime import date
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -72,7 +73,7 @@ def export_snapshot(scopes: Iterable[str] | None = None, *, include_token_digest
     for r in records_qs.iterator():
         exported_records.add(r.pk)
     for r in records_qs.iterator():
-        row = {}
+        row: dict[str, Any] = {}
         for name in RECORD_FIELDS:
             if name == "approved_by":
                 row[name] = users[r.approved_by_id]
@@ -83,7 +84,7 @@ def export_snapshot(scopes: Iterable[str] | None = None, *, include_token_digest
                     pk = None
                 row[name] = by_pk[pk] if pk is not None else None
             elif name == "proposed_by":
-                row[name] = r.proposed_by.public_id if r.proposed_by_id else None
+                row[name] = r.proposed_by.public_id if r.proposed_by is not None else None
             else:
                 row[name] = _json_value(getattr(r, name))
         records.append(row)
@@ -109,7 +110,7 @@ def export_snapshot(scopes: Iterable[str] | None = None, *, include_token_digest
                 pk = getattr(p, f"{name}_id")
                 row[name] = by_pk[pk] if pk is not None else None
             elif name == "agent":
-                row[name] = p.agent.public_id if p.agent_id else None
+                row[name] = p.agent.public_id if p.agent is not None else None
             elif name == "decided_by":
                 row[name] = users[p.decided_by_id] if p.decided_by_id else None
             else:

@@ -147,7 +147,7 @@ def sections(body: str) -> list[str]:
 
 
 def load_jsonl(path: Path, errors: list[str]) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     if not path.exists():
         errors.append(f"{path}: file not found")
         return rows

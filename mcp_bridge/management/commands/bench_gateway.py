@@ -138,7 +138,7 @@ class Command(BaseCommand):
         env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), "VETTED_URL": base,
                "VETTED_TOKEN": token, "VETTED_AUTOSTART": "0"}
         calls = {"describe": {}, "search": {"query": query}}
-        results = {f"{name} (spawn to answer)": [] for name in calls}
+        results: dict[str, list[float]] = {f"{name} (spawn to answer)": [] for name in calls}
         for _ in range(spawns):
             for name, arguments in calls.items():
                 messages = [
@@ -151,6 +151,7 @@ class Command(BaseCommand):
                 t0 = time.perf_counter()
                 process = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "mcp_stdio"], env=env,
                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                assert process.stdin is not None and process.stdout is not None  # PIPE
                 process.stdin.write(json.dumps(messages[0]).encode() + b"\n")
                 process.stdin.flush()
                 process.stdout.readline()  # the initialize result

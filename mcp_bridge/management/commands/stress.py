@@ -186,7 +186,7 @@ class Command(BaseCommand):
             integrity = cursor.fetchone()[0]
         checks.append(("PRAGMA integrity_check", integrity == "ok", integrity))
 
-        live_per_chain = defaultdict(int)
+        live_per_chain: defaultdict[int, int] = defaultdict(int)
         for record in Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED]):
             root = record
             while root.supersedes_id:

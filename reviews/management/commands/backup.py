@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -5,7 +7,7 @@ from memory_site.cli import dumps
 from reviews.portability import backup
 
 
-def human_size(size: int) -> str:
+def human_size(size: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
             return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
@@ -28,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         try:
-            result = backup.backup_database(settings.DATABASES["default"]["NAME"], home=settings.VETTED_HOME,
+            result = backup.backup_database(Path(str(settings.DATABASES["default"]["NAME"])), home=settings.VETTED_HOME,
                                             dest=opts["path"], keep=opts["keep"])
         except backup.BackupError as exc:
             raise CommandError(str(exc)) from None

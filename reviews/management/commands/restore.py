@@ -1,4 +1,5 @@
 import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -21,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     def handle(self, *args, **opts):
-        db_path = settings.DATABASES["default"]["NAME"]
+        db_path = Path(str(settings.DATABASES["default"]["NAME"]))
         home = settings.VETTED_HOME
         busy = backup.server_running(opts["port"], home)
         if busy:

@@ -89,7 +89,8 @@ class Command(BaseCommand):
         try:
             if command == "accept":
                 p = actions.accept_proposal(opts["id"], actor=reviewer, note=opts["note"])
-                result = f" -> {p.result_record.public_id} ({p.result_record.status})" if p.result_record_id else ""
+                made = p.result_record
+                result = f" -> {made.public_id} ({made.status})" if made is not None else ""
                 self.stdout.write(f"Accepted {p.public_id} ({p.action}){result}.")
             elif command == "reject":
                 p = actions.reject_proposal(opts["id"], actor=reviewer, note=opts["note"])
@@ -109,13 +110,13 @@ class Command(BaseCommand):
                 self._account(opts, reviewer)
             elif command == "move":
                 r = actions.move_record(opts["record_id"], actor=reviewer, scope=opts["scope"], note=opts["note"])
-                self.stdout.write(f"Moved {r.supersedes.public_id} to {r.scope} as {r.public_id}.")
+                self.stdout.write(f"Moved {opts['record_id']} to {r.scope} as {r.public_id}.")
             elif command == "restore":
                 r = actions.restore_approved_text(opts["record_id"], actor=reviewer, note=opts["note"])
                 self.stdout.write(f"Restored the approved text of {r.public_id}: {r.title}.")
             elif command == "approve-current":
                 r = actions.approve_current_text(opts["record_id"], actor=reviewer, note=opts["note"])
-                self.stdout.write(f"Approved the current text of {r.supersedes.public_id} as {r.public_id}.")
+                self.stdout.write(f"Approved the current text of {opts['record_id']} as {r.public_id}.")
         except VettedError as exc:
             raise CommandError(exc.message) from None
 
@@ -146,10 +147,13 @@ class Command(BaseCommand):
             self.stdout.write(f"No {opts['state']} proposals.")
             return
         for p in rows:
-            target = f" on {p.target.public_id}" if p.target_id else ""
-            title = p.title or (p.target.title if p.target_id else "")
+            on = p.target
+            target = f" on {on.public_id}" if on is not None else ""
+            title = p.title or (on.title if on is not None else "")
+            scope = p.scope or (on.scope if on is not None else "")
             age = _age(now - p.created_at)
-            self.stdout.write(f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{p.scope or p.target.scope}] {title}  ({p.proposer_label}, {age})")
+            self.stdout.write(f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{scope}] {title}  "
+                              f"({p.proposer_label}, {age})")
 
     def _show(self, public_id):
         p = Proposal.objects.select_related("agent", "target").filter(public_id=public_id).first()
@@ -169,13 +173,13 @@ def _age(delta) -> str:
 def _as_dict(p: Proposal, full: bool = False) -> dict:
     data = {
         "id": p.public_id, "state": p.state, "action": p.action,
-        "target": p.target.public_id if p.target_id else None,
-        "kind": p.kind, "scope": p.scope or (p.target.scope if p.target_id else ""),
-        "title": p.title or (p.target.title if p.target_id else ""), "tags": p.tags,
+        "target": p.target.public_id if p.target is not None else None,
+        "kind": p.kind, "scope": p.scope or (p.target.scope if p.target is not None else ""),
+        "title": p.title or (p.target.title if p.target is not None else ""), "tags": p.tags,
         "agent": p.proposer_label, "reason": p.reason, "created_at": p.created_at.isoformat(),
         "decided_at": p.decided_at.isoformat() if p.decided_at else None,
         "decision_note": p.decision_note,
-        "result_record": p.result_record.public_id if p.result_record_id else None,
+        "result_record": p.result_record.public_id if p.result_record is not None else None,
     }
     if full:
         data.update(body=p.body, review_by=p.review_by, reviewer_changes=p.reviewer_changes, metadata=p.metadata)

@@ -61,7 +61,7 @@ def record_front_matter(record: Record) -> dict:
     front["supersedes"] = _same_scope_id(record.supersedes, record.scope)
     front["superseded_by"] = _same_scope_id(record.superseded_by, record.scope)
     front["provenance"] = {
-        "proposed_by": record.proposed_by.name if record.proposed_by_id else None,
+        "proposed_by": record.proposed_by.name if record.proposed_by is not None else None,
         "source_tool": record.source_tool or None,
         "reason": record.reason or None,
     }

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
@@ -166,7 +167,8 @@ def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, defau
         # An id this server does not know (another server's export): a new note.
     if item.piece and len(item.body.strip()) < v.BODY_MIN:
         raise TooShort(f"too short to stand alone ({len(item.body.strip())} characters; at least {v.BODY_MIN})")
-    fields = {"kind": item.kind, "scope": item_scope, "title": item.title, "body": item.body, "tags": item.tags}
+    fields: dict[str, Any] = {"kind": item.kind, "scope": item_scope, "title": item.title, "body": item.body,
+                              "tags": item.tags}
     for name, value in item.extra.items():
         fields[name] = value
     proposal = actions.propose_create(agent=agent(), reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
@@ -177,7 +179,9 @@ def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, defau
 def _maybe_accept(proposal, reviewer) -> str:
     if reviewer is None:
         return proposal.public_id
-    return actions.accept_proposal(proposal, actor=reviewer, note="Approved at import").result_record.public_id
+    record = actions.accept_proposal(proposal, actor=reviewer, note="Approved at import").result_record
+    assert record is not None  # an accepted create always has its record
+    return record.public_id
 
 
 def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str, agent, reviewer):

@@ -112,8 +112,8 @@ def _dates_of(front: dict) -> dict:
 def parse_note(label: str, stem: str, text: str, *, default_kind: str | None) -> Item:
     """An Obsidian / Basic Memory note, or a file exported by Vetted."""
     front, body = split_front_matter(text)
-    record_id = str(front.get("id", "")).strip()
-    record_id = record_id if RECORD_ID_RE.match(record_id) else None
+    given_id = str(front.get("id", "")).strip()
+    record_id = given_id if RECORD_ID_RE.match(given_id) else None
     tags = _tag_list(front.get("tags"))
     if record_id:
         # An exported file: the front matter is authoritative and the body is
