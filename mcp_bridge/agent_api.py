@@ -13,6 +13,7 @@ not exist for it: they are not returned, counted or named.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -31,7 +32,7 @@ from reviews import actions
 from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import NotFound, RateLimited, ValidationFailed
-from reviews.models import SCOPES, Agent, Proposal, ProposalState, Record, RecordStatus
+from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
 LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 20
@@ -54,43 +55,64 @@ assert set(WITHHELD_EXPLAINED) == set(REASONS)
 # --------------------------------------------------------------------------- rate limit
 
 
-class ProposalRateLimiter:
-    """Sliding one-minute window of write calls per agent, in this process.
+class SlidingWindowLimiter:
+    """At most ``settings.<setting>`` calls per agent in any sliding minute,
+    counted in this process (0 turns it off).
 
     Vetted runs as one daemon process (REST and MCP share it, and the stdio
-    bridge proxies to it), so an in-memory window sees every write. Every
-    write call counts, refused ones included: an agent stuck in a loop of
-    invalid proposals is slowed down as much as one flooding the inbox.
+    bridge proxies to it), so an in-memory window sees every call. A refused
+    call is not counted, so an agent that keeps knocking gets in again as
+    soon as the window allows. Cheap: one short critical section, one
+    timestamp per allowed call (at most ``limit`` per agent), old ones
+    dropped from the left.
     """
 
-    def __init__(self):
+    WINDOW = 60.0
+
+    def __init__(self, setting: str, verb: str, what: str):
+        self.setting, self.verb, self.what = setting, verb, what
         self._lock = threading.Lock()
         self._calls: dict[str, deque[float]] = {}
 
+    @property
+    def limit(self) -> int:
+        return getattr(settings, self.setting)
+
     def hit(self, agent: Agent, *, now: float | None = None) -> None:
-        limit = settings.VETTED_PROPOSALS_PER_MINUTE
+        """Count one call by ``agent``, or raise RateLimited (nothing counted)."""
+        limit = self.limit
         if not limit:
             return
         now = time.monotonic() if now is None else now
         with self._lock:
             calls = self._calls.setdefault(agent.public_id, deque())
-            while calls and calls[0] <= now - 60:
+            while calls and calls[0] <= now - self.WINDOW:
                 calls.popleft()
             if len(calls) >= limit:
-                retry_after = max(1, int(calls[0] + 60 - now + 0.999))
-                raise RateLimited(
-                    f"Rate limit: agent {agent.name!r} may send {limit} proposals per minute; "
-                    f"retry in {retry_after} s.",
-                    retry_after=retry_after,
-                )
-            calls.append(now)
+                retry_after = max(1, math.ceil(calls[0] + self.WINDOW - now))
+            else:
+                calls.append(now)
+                return
+        raise RateLimited(
+            f"Rate limit: agent {agent.name!r} may {self.verb} {limit} {self.what} per minute "
+            f"({self.setting}); retry in {retry_after} s.",
+            retry_after=retry_after,
+        )
+
+    def describe(self) -> str:
+        return f"{self.limit} {self.what} per minute" if self.limit else "none"
 
     def reset(self) -> None:
         with self._lock:
             self._calls.clear()
 
 
-rate_limiter = ProposalRateLimiter()
+# Every write call counts, refused ones included: an agent stuck in a loop of
+# invalid proposals is slowed down as much as one flooding the inbox.
+write_limiter = SlidingWindowLimiter("VETTED_PROPOSALS_PER_MINUTE", "send", "proposals")
+read_limiter = SlidingWindowLimiter("VETTED_READS_PER_MINUTE", "make", "reads")
+# New MCP sessions (initialize requests), checked by the /mcp guard.
+initialize_limiter = SlidingWindowLimiter("VETTED_MCP_INITIALIZE_PER_MINUTE", "open", "MCP sessions")
 
 
 # --------------------------------------------------------------------------- input helpers
@@ -250,6 +272,7 @@ def proposal_shape(proposal: Proposal) -> dict:
 
 def describe(agent: Agent) -> dict:
     """The live vocabulary an agent writes with, the write rules, and what it may see."""
+    read_limiter.hit(agent)
     today = timezone.localdate()
     scopes = [s for s in SCOPES if s in agent.scopes]
     marks = ",".join(["%s"] * len(scopes)) or "NULL"
@@ -287,6 +310,8 @@ def describe(agent: Agent) -> dict:
     tags = [{"name": name, "records": count}
             for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0])) if count > 0]
     pending = Proposal.objects.filter(state=ProposalState.PENDING)
+    dispute_cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
+    open_disputes = pending.filter(agent=agent, action=ProposalAction.DISPUTE).count()
     return {
         "server": "Vetted",
         "about": ("A shared memory in which nothing becomes true until a person approves it. You can search, read, "
@@ -314,8 +339,21 @@ def describe(agent: Agent) -> dict:
             "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id; text "
                            f"with similarity >= {settings.VETTED_NEAR_DUPLICATE} to a current record in the same scope "
                            "is answered with similar_exists unless you pass confirm_duplicate=true or revise that record"),
-            "rate_limit": (f"{settings.VETTED_PROPOSALS_PER_MINUTE} proposals per minute"
-                           if settings.VETTED_PROPOSALS_PER_MINUTE else "none"),
+            "rate_limit": write_limiter.describe(),
+            "disputes": (f"at most {dispute_cap} open (pending) disputes at a time; you have {open_disputes}. Past "
+                         "that, dispute is refused until a reviewer decides some" if dispute_cap else "no cap"),
+        },
+        "limits": {
+            "proposals_per_minute": write_limiter.limit,
+            "reads_per_minute": read_limiter.limit,
+            "open_disputes": dispute_cap,
+            "open_disputes_yours": open_disputes,
+            "mcp_sessions": settings.VETTED_MCP_SESSIONS_PER_AGENT,
+            "mcp_sessions_opened_per_minute": initialize_limiter.limit,
+            "note": ("Per agent; 0 means no limit. Reads are search, read, list, describe, quality_check and "
+                     "proposal_status. Past a per-minute limit a call is refused with retry_after (REST 429 with "
+                     "Retry-After, MCP '[rate_limited] ... retry in N s'). Opening more MCP sessions than "
+                     "mcp_sessions closes your oldest one."),
         },
         "save": ("Durable facts, decisions, preferences and procedures that will still be true next month and that "
                  "another tool or session would need. Do not save secrets, credentials, guesses, transient task "
@@ -325,6 +363,7 @@ def describe(agent: Agent) -> dict:
 
 def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=None, limit=8) -> dict:
     """The gated search, limited to the agent's scopes."""
+    read_limiter.hit(agent)
     errors: dict[str, str] = {}
     kinds = _optional_kind(kind, errors)
     scopes = _optional_scope(agent, scope, errors)
@@ -345,6 +384,7 @@ def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=No
 
 def read(agent: Agent, record_id) -> dict:
     """One record through the gate: its text, or why it is withheld."""
+    read_limiter.hit(agent)
     result = read_record(_record_id(record_id), _reader(agent))
     if result.record is not None:
         search_engine.access_counter.add([result.record.pk])
@@ -359,6 +399,7 @@ def read(agent: Agent, record_id) -> dict:
 
 def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT) -> dict:
     """Recently approved or verified records the agent can receive, newest first."""
+    read_limiter.hit(agent)
     errors: dict[str, str] = {}
     kinds = _optional_kind(kind, errors)
     scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
@@ -396,6 +437,7 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
 
 def proposal_status(agent: Agent, proposal_id) -> dict:
     """State and decision of one of the agent's own proposals."""
+    read_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
     proposal = (Proposal.objects.select_related("target", "result_record")
                 .filter(public_id=public_id, agent=agent).first())
@@ -408,6 +450,7 @@ def quality_check(agent: Agent, *, scope=None) -> dict:
     """The read-only quality report, limited to the agent's scopes (one of
     them if ``scope`` is given). Index drift is reported without counts,
     which span every scope."""
+    read_limiter.hit(agent)
     from retrieval import quality  # loads numpy-heavy code only when asked
 
     errors: dict[str, str] = {}
@@ -436,7 +479,7 @@ def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=Non
     existing id). Near duplicates in the same scope are not stored: the answer
     is ``similar_exists`` with their ids, unless ``confirm_duplicate`` is true.
     """
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     if not isinstance(confirm_duplicate, bool):
         raise ValidationFailed({"confirm_duplicate": f"got {confirm_duplicate!r}; true or false"})
     if revises not in (None, ""):
@@ -524,14 +567,14 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
 
 
 def propose_retirement(agent: Agent, record_id, reason) -> dict:
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     proposal = actions.propose_retirement(_record_id(record_id), agent=agent, reason=reason)
     return _pending_answer(proposal, f"Stored as a pending retirement of {proposal.target.public_id}; the record "
                                      "stays in search until a reviewer accepts it.")
 
 
 def dispute(agent: Agent, record_id, reason) -> dict:
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     proposal = actions.dispute_record(_record_id(record_id), agent=agent, reason=reason)
     return _pending_answer(proposal, f"{proposal.target.public_id} is now disputed and withheld from search until "
                                      "a reviewer clears the dispute, retires it, or corrects it.")

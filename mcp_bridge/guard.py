@@ -6,6 +6,9 @@
 - Agent token on /mcp: missing, malformed, unknown and revoked tokens get 401
   with a message saying which, and a WWW-Authenticate challenge. The REST API
   checks its tokens in DRF (mcp_bridge/api/auth.py) with the same messages.
+  The agent goes into the scope as the identity its MCP sessions belong to
+  (mcp_bridge/sessions.py), and a request that would open a session counts
+  against VETTED_MCP_INITIALIZE_PER_MINUTE (429 with Retry-After past it).
 """
 
 from __future__ import annotations
@@ -16,7 +19,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from reviews import actions
-from reviews.errors import Unauthorized
+from reviews.errors import RateLimited, Unauthorized
+from reviews.models import Agent
+
+from .agent_api import initialize_limiter
+from .api.errors import http_error
+from .sessions import agent_user, opens_session
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
@@ -87,23 +95,31 @@ def _bearer(scope) -> str:
 
 
 @sync_to_async
-def _check_token(token: str) -> None:
-    actions.agent_for_token(token)
+def _agent_for(token: str) -> Agent:
+    return actions.agent_for_token(token)
 
 
 def require_agent_token(app):
-    """Refuse MCP requests without a valid agent token before the SDK sees them."""
+    """Refuse MCP requests without a valid agent token before the SDK sees
+    them; count new sessions; tell the SDK which agent is asking."""
 
     async def guarded(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
         try:
-            await _check_token(_bearer(scope))
+            agent = await _agent_for(_bearer(scope))
         except Unauthorized as exc:
             description = exc.message.replace('"', "'")
             challenge = f'Bearer realm="vetted", error="invalid_token", error_description="{description}"'
             return await _send_json(send, 401, {"error": "unauthorized", "message": exc.message},
                                     [(b"www-authenticate", challenge.encode("latin-1", "replace"))])
-        return await app(scope, receive, send)
+        if opens_session(scope):
+            try:
+                initialize_limiter.hit(agent)
+            except RateLimited as exc:
+                status, body, headers = http_error(exc)
+                return await _send_json(send, status, body,
+                                        [(name.lower().encode(), value.encode()) for name, value in headers.items()])
+        return await app({**scope, "user": agent_user(agent.public_id)}, receive, send)
 
     return guarded

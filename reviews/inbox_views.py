@@ -20,7 +20,7 @@ from retrieval.search import search
 from . import actions, validation
 from .errors import NotFound, ValidationFailed, VettedError
 from .models import SCOPES, Proposal, ProposalAction, ProposalState
-from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
+from .page_helpers import back, dispute_warnings, form_changes, nav_counts, site_login_required, tags_text
 
 PAGE_SIZE = 25
 SIMILAR_LIMIT = 3
@@ -50,7 +50,11 @@ def _page(after: str) -> tuple[list[Proposal], str]:
 @require_GET
 def inbox(request):
     proposals, next_cursor = _page(request.GET.get("after", ""))
-    context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox"}
+    warnings = dispute_warnings()
+    for p in proposals:
+        if p.action == ProposalAction.DISPUTE:
+            p.dispute_warning = warnings.get(p.agent_id, "")
+    context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
     if request.htmx and request.GET.get("after"):
         # "Load more": only the next cards and the new button.
         return render(request, "reviews/inbox.html#page", context)

@@ -20,7 +20,7 @@ from retrieval.search import MODES, Filters, search
 from . import actions, validation
 from .errors import ValidationFailed, VettedError
 from .models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
-from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
+from .page_helpers import back, dispute_warnings, form_changes, nav_counts, site_login_required, tags_text
 
 LIST_LIMIT = 100
 SEARCH_LIMIT = 30
@@ -54,8 +54,14 @@ def due(request):
 def disputed(request):
     queryset = (Record.objects.filter(status=RecordStatus.DISPUTED).select_related("proposed_by")
                 .prefetch_related(_pending_disputes()).order_by("updated_at", "id"))
+    records = list(queryset[:LIST_LIMIT])
+    warnings = dispute_warnings()
+    for record in records:
+        for d in record.disputes:
+            d.dispute_warning = warnings.get(d.agent_id, "")
     return render(request, "reviews/worklist.html", {
-        **nav_counts(), "nav": "disputed", "records": queryset[:LIST_LIMIT], "total": queryset.count(),
+        **nav_counts(), "nav": "disputed", "records": records, "total": queryset.count(),
+        "dispute_warnings": warnings,
         "heading": "Disputed",
         "explain": "An agent said these are wrong; agents do not receive them until you decide. "
                    "Clear the dispute if the record stands, revise it, or retire it.",

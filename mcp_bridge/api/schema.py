@@ -11,7 +11,8 @@ from reviews.models import SCOPES
 
 
 class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, ...")
+    error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, "
+                                            "limit_reached, ...")
     message = serializers.CharField(help_text="What was wrong and what is allowed.")
     fields = serializers.DictField(child=serializers.CharField(), required=False,
                                    help_text="For 'invalid': field name -> problem.")
@@ -109,6 +110,9 @@ class DescribeSerializer(serializers.Serializer):
     records_current = serializers.IntegerField()
     pending_proposals = serializers.DictField(child=serializers.IntegerField())
     write_rules = serializers.DictField(child=serializers.CharField())
+    limits = serializers.DictField(help_text="Per-agent limits (0 = none): proposals_per_minute, reads_per_minute, "
+                                             "open_disputes (and open_disputes_yours), mcp_sessions, "
+                                             "mcp_sessions_opened_per_minute, and a note on how refusals look.")
     save = serializers.CharField()
 
 
