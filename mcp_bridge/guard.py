@@ -9,6 +9,9 @@
   The agent goes into the scope as the identity its MCP sessions belong to
   (mcp_bridge/sessions.py), and a request that would open a session counts
   against VETTED_MCP_INITIALIZE_PER_MINUTE (429 with Retry-After past it).
+- REST reads of an agent the read limit refused moments ago get the same 429
+  here, before Django looks the token up, so a flooding agent's refused
+  calls cost next to nothing and do not slow the others down.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from reviews import actions
+from reviews.actions import _token_digest as token_digest
 from reviews.errors import RateLimited, Unauthorized
 from reviews.models import Agent
 
-from .agent_api import initialize_limiter
+from .agent_api import initialize_limiter, read_limiter
 from .api.errors import http_error
 from .sessions import agent_user, opens_session
 
@@ -86,6 +90,11 @@ def limit_body(app):
     return guarded
 
 
+async def _send_error(send, exc) -> None:
+    status, body, headers = http_error(exc)
+    await _send_json(send, status, body, [(name.lower().encode(), value.encode()) for name, value in headers.items()])
+
+
 def _bearer(scope) -> str:
     for name, value in scope.get("headers") or []:
         if name == b"authorization":
@@ -117,9 +126,26 @@ def require_agent_token(app):
             try:
                 initialize_limiter.hit(agent)
             except RateLimited as exc:
-                status, body, headers = http_error(exc)
-                return await _send_json(send, status, body,
-                                        [(name.lower().encode(), value.encode()) for name, value in headers.items()])
+                return await _send_error(send, exc)
         return await app({**scope, "user": agent_user(agent.public_id)}, receive, send)
+
+    return guarded
+
+
+_NOT_READS = ("/api/v1/schema", "/api/v1/docs")  # public, and not agent reads
+
+
+def refuse_limited_reads(app):
+    """Answer a REST read (GET) from a token whose agent is still refused by
+    the read limit with that 429 at once. A token that was revoked or
+    replaced meanwhile gets the 429 until it runs out, then its 401."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET" and not scope["path"].startswith(_NOT_READS):
+            token = _bearer(scope)
+            refusal = read_limiter.refusing(token_digest(token)) if token else None
+            if refusal is not None:
+                return await _send_error(send, refusal)
+        return await app(scope, receive, send)
 
     return guarded

@@ -55,6 +55,20 @@ def test_sliding_window_refuses_past_the_limit_says_when_to_retry_and_counts_per
     assert again.value.retry_after == 9
 
 
+@override_settings(VETTED_READS_PER_MINUTE=600)
+def test_the_read_limit_cannot_be_spent_in_one_burst(agent):
+    limiter = agent_api.read_limiter
+    limiter.reset()
+    for n in range(60):
+        limiter.hit(agent, now=n / 100)
+    with pytest.raises(RateLimited) as refused:
+        limiter.hit(agent, now=1.0)
+    assert refused.value.retry_after == 5  # the first call leaves the 6 s window at 6.0
+    assert "600 reads per minute, at most 60 in any 6 s" in refused.value.message
+    for n in range(480):  # nine calls a second for the rest of the minute all get through
+        limiter.hit(agent, now=6.1 + n * 0.11)
+
+
 @override_settings(VETTED_READS_PER_MINUTE=0)
 def test_a_limit_of_zero_turns_the_limiter_off(agent):
     limiter = agent_api.SlidingWindowLimiter("VETTED_READS_PER_MINUTE", "make", "reads")
@@ -88,6 +102,48 @@ def test_every_read_counts_and_past_the_limit_rest_answers_429_with_retry_after(
         dispute = client.post(f"/api/v1/records/{record.public_id}/dispute", {"reason": "It moved to GitLab in May."},
                               content_type="application/json", **auth)
         assert dispute.status_code == 201
+
+
+@override_settings(VETTED_READS_PER_MINUTE=2)
+def test_a_refused_agents_next_reads_are_answered_before_django(agent_tokens, reviewer):
+    """The guard in front of /api/ answers a just-refused token itself, so a
+    flood of refused calls never reaches the token lookup: shown by revoking
+    the agent, which Django would answer with 401."""
+    from memory_site.asgi import build_application
+
+    app = build_application()
+    token, other = agent_tokens["claude-code"], agent_tokens["team-bot"]
+
+    async def go():
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            get = lambda t: http.get("/api/v1/search", params={"q": "billing"},  # noqa: E731
+                                     headers={"Authorization": f"Bearer {t}"})
+            answers = [await get(token) for _ in range(3)]
+            await asyncio.to_thread(actions.revoke_agent, "claude-code", actor=reviewer)
+            answers.append(await get(token))
+            answers.append(await get(other))
+            answers.append(await http.get("/api/v1/schema", headers={"Authorization": f"Bearer {token}"}))
+            return answers
+
+    *mine, theirs, schema = asyncio.run(go())
+    assert [r.status_code for r in mine] == [200, 200, 429, 429]
+    early = mine[3].json()
+    assert early["error"] == "rate_limited" and int(mine[3].headers["retry-after"]) == early["retry_after"]
+    assert early["message"].split("; retry in")[0] == mine[2].json()["message"].split("; retry in")[0]
+    assert theirs.status_code == 200 and schema.status_code == 200  # the public schema is no agent read
+
+
+@override_settings(VETTED_READS_PER_MINUTE=1)
+def test_the_early_refusal_ends_when_the_window_allows_again(agent):
+    limiter = agent_api.SlidingWindowLimiter("VETTED_READS_PER_MINUTE", "make", "reads")
+    limiter.hit(agent, now=0.0)
+    with pytest.raises(RateLimited):
+        limiter.hit(agent, now=1.0)
+    assert limiter.refusing(agent.token_digest, now=30.0).retry_after == 30
+    assert limiter.refusing("0" * 64, now=30.0) is None
+    assert limiter.refusing(agent.token_digest, now=60.0) is None
+    limiter.hit(agent, now=60.0)
 
 
 @pytest.mark.django_db
