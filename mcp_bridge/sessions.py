@@ -72,10 +72,10 @@ class AgentSessionManager(StreamableHTTPSessionManager):
 
     def __init__(self, app, *, per_agent: int, **kwargs):
         super().__init__(app, **kwargs)
-        for name in ("_server_instances", "_session_owners"):
-            if not isinstance(getattr(self, name, None), dict):
-                raise RuntimeError(f"The installed MCP SDK's session manager has no {name} dict; the per-agent "
-                                   "session cap was written for mcp 2.3.")
+        if not (isinstance(getattr(self, "_server_instances", None), dict)
+                and isinstance(getattr(self, "_session_owners", None), dict) and hasattr(self, "_task_group")):
+            raise RuntimeError("The installed MCP SDK's session manager does not keep _server_instances, "
+                               "_session_owners and _task_group; the per-agent session cap was written for mcp 2.3.")
         if per_agent < 1:
             raise ValueError("per_agent must be at least 1")
         self.per_agent = per_agent
