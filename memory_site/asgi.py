@@ -2,7 +2,7 @@
 static files), the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
 
 /mcp goes to the MCP SDK's Starlette app (with a per-agent session cap,
-mcp_bridge/sessions.py) behind two guards (body size, agent token and new
+mcp_bridge/mcp/sessions.py) behind two guards (body size, agent token and new
 sessions per minute); everything else goes to Django, with the body-size
 guard (and the early answer to read-limited agents) on /api/. Lifespan
 events go to the MCP app: its session manager's task group starts there
@@ -23,9 +23,9 @@ django_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from django.conf import settings  # noqa: E402
 
-from mcp_bridge.guard import limit_body, refuse_limited_reads, require_agent_token  # noqa: E402
-from mcp_bridge.mcp_server import build_server, transport_security  # noqa: E402
-from mcp_bridge.sessions import streamable_http_app  # noqa: E402
+from mcp_bridge.mcp.guard import limit_body, refuse_limited_reads, require_agent_token  # noqa: E402
+from mcp_bridge.mcp.server import build_server, transport_security  # noqa: E402
+from mcp_bridge.mcp.sessions import streamable_http_app  # noqa: E402
 
 MCP_PATH = "/mcp"
 
