@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 
+from reviews.checksum import approved_copy
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
 from .check import _parse_date, _parse_dt
@@ -20,7 +21,7 @@ from .format import (
     AGENT_FIELDS,
     AUDIT_FIELDS,
     PROPOSAL_FIELDS,
-    RECORD_FIELDS,
+    RECORD_FIELDS_V1,
     SnapshotInvalid,
 )
 
@@ -66,8 +67,10 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
 
     record_pk = {}
     for row in data["records"]:
-        fields = {name: row[name] for name in RECORD_FIELDS
+        fields = {name: row[name] for name in RECORD_FIELDS_V1
                   if name not in ("approved_by", "supersedes", "superseded_by", "proposed_by")}
+        fields["approved_content"] = (row["approved_content"] if data["version"] >= 2
+                                      else approved_copy(row, row["approved_checksum"]))
         for name in _RECORD_DATES:
             fields[name] = _parse_date(fields[name])
         for name in _RECORD_TIMES:
