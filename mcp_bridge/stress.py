@@ -2,8 +2,10 @@
 the daemon over REST and MCP at full speed, and a reviewer process that
 decides proposals (through reviews.actions, or through the site's forms).
 
-Run as `python -m mcp_bridge.stress agent|reviewer ...` (the `stress`
-command and tests/test_crash.py start them). Each process appends one JSON
+Run as `python -m mcp_bridge.stress agent|reviewer|flood ...` (the `stress`
+command and tests/test_crash.py start them). A flood process is one agent
+searching from N concurrent workers as fast as it can, ignoring Retry-After:
+the stress command measures what it does to the other agents. Each process appends one JSON
 line per acknowledged operation to its --out file as it goes (so a process
 killed mid-run still leaves its acknowledgements) and ends with a summary
 line. Agent processes never touch the database.
@@ -62,6 +64,7 @@ async def run_agent(args) -> int:
     known: list[str] = []  # record ids seen in search results
     n = 0
     counts = {"ok": 0, "refused": 0, "failed": 0}
+    next_call = time.monotonic()
     async with httpx2.AsyncClient(base_url=args.url, headers=headers, timeout=60) as http:
         mcp_ctx = None
         client = None
@@ -71,6 +74,9 @@ async def run_agent(args) -> int:
             client = await mcp_ctx.__aenter__()
         try:
             while time.monotonic() < deadline:
+                if args.interval:  # a paced agent: at most one call per interval
+                    next_call += args.interval
+                    await asyncio.sleep(max(0.0, next_call - time.monotonic()))
                 n += 1
                 use_mcp = client is not None and rng.random() < args.mcp_share
                 roll = rng.random()
@@ -85,6 +91,7 @@ async def run_agent(args) -> int:
                 else:
                     op, payload = "search", {"query": rng.choice(WORDS)}
                 transport = "mcp" if use_mcp else "rest"
+                at = time.time()
                 started = time.perf_counter()
                 try:
                     status, data = await (_mcp_call(client, op, payload) if use_mcp else _rest_call(http, op, payload))
@@ -94,7 +101,7 @@ async def run_agent(args) -> int:
                 kind = "ok" if status < 400 else ("failed" if status >= 500 else "refused")
                 counts[kind] += 1
                 item = {"role": "agent", "agent": args.name, "op": f"{op}_{transport}", "status": status, "ms": elapsed,
-                        "result": kind}
+                        "result": kind, "at": at}
                 if kind == "ok" and op in ("propose", "dispute") and data.get("status") == "pending":
                     item["proposal_id"] = data["proposal_id"]
                     item["action"] = data["proposal"]["action"]
@@ -138,9 +145,40 @@ async def _mcp_call(client, op: str, payload: dict):
         text = "".join(getattr(block, "text", "") for block in result.content)
         # Domain refusals are tool errors with a [code]; anything else is a failure.
         refused = any(f"[{code}]" in text for code in ("invalid", "duplicate", "not_found", "invalid_transition",
-                                                        "rate_limited", "scope_not_allowed"))
+                                                        "rate_limited", "limit_reached", "scope_not_allowed"))
         return (409 if refused else 500), {"message": text}
     return 200, result.structured_content
+
+
+async def run_flood(args) -> int:
+    """One agent searching over REST from ``--threads`` concurrent workers,
+    back to back, for ``--seconds``. Logs one line per call (status, ms)."""
+    import httpx2
+
+    log = Log(Path(args.out))
+    deadline = time.monotonic() + args.seconds
+    limits = httpx2.Limits(max_connections=args.threads, max_keepalive_connections=args.threads)
+    log.write(role="flood", agent=args.name, started=time.time(), threads=args.threads)
+    counts = {"ok": 0, "refused": 0, "failed": 0}
+
+    async def worker(http, rng):
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            try:
+                response = await http.get("/api/v1/search", params={"q": " ".join(rng.sample(WORDS, 3)), "limit": 8})
+                status = response.status_code
+            except Exception:  # counted as a failure, like the agents' calls
+                status = 599
+            kind = "ok" if status < 400 else ("failed" if status >= 500 else "refused")
+            counts[kind] += 1
+            log.write(role="flood", agent=args.name, op="search_flood", status=status, result=kind,
+                      ms=(time.perf_counter() - started) * 1000, at=time.time())
+
+    async with httpx2.AsyncClient(base_url=args.url, headers={"Authorization": f"Bearer {args.token}"},
+                                  timeout=60, limits=limits) as http:
+        await asyncio.gather(*(worker(http, random.Random(args.seed + n)) for n in range(args.threads)))
+    log.write(role="flood", agent=args.name, summary=counts, ended=time.time())
+    return 0
 
 
 # --------------------------------------------------------------------------- reviewer
@@ -274,6 +312,15 @@ def main(argv=None) -> int:
     agent.add_argument("--out", required=True)
     agent.add_argument("--seed", type=int, default=1)
     agent.add_argument("--mcp-share", type=float, default=0.5, help="share of calls made over MCP")
+    agent.add_argument("--interval", type=float, default=0.0, help="seconds between calls (0: back to back)")
+    flood = sub.add_parser("flood")
+    flood.add_argument("--url", required=True)
+    flood.add_argument("--token", required=True)
+    flood.add_argument("--name", required=True)
+    flood.add_argument("--seconds", type=float, required=True)
+    flood.add_argument("--threads", type=int, required=True)
+    flood.add_argument("--out", required=True)
+    flood.add_argument("--seed", type=int, default=7)
     reviewer = sub.add_parser("reviewer")
     reviewer.add_argument("--reviewer", required=True)
     reviewer.add_argument("--seconds", type=float, required=True)
@@ -285,6 +332,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.role == "agent":
         return asyncio.run(run_agent(args))
+    if args.role == "flood":
+        return asyncio.run(run_flood(args))
     return run_reviewer(args)
 
 

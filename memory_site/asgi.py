@@ -1,11 +1,13 @@
 """The one ASGI application `manage.py serve` runs: the Django site (with its
 static files), the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
 
-/mcp goes to the MCP SDK's Starlette app behind two guards (body size,
-agent token); everything else goes to Django, with the body-size guard on
-/api/. Lifespan events go to the MCP app: its session manager's task group
-starts there (without it every MCP request fails with 500), and Django's
-ASGI handler refuses lifespan events anyway.
+/mcp goes to the MCP SDK's Starlette app (with a per-agent session cap,
+mcp_bridge/mcp/sessions.py) behind two guards (body size, agent token and new
+sessions per minute); everything else goes to Django, with the body-size
+guard (and the early answer to read-limited agents) on /api/. Lifespan
+events go to the MCP app: its session manager's task group starts there
+(without it every MCP request fails with 500), and Django's ASGI handler
+refuses lifespan events anyway.
 """
 
 import os
@@ -21,8 +23,9 @@ django_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from django.conf import settings  # noqa: E402
 
-from mcp_bridge.mcp.guard import limit_body, require_agent_token  # noqa: E402
+from mcp_bridge.mcp.guard import limit_body, refuse_limited_reads, require_agent_token  # noqa: E402
 from mcp_bridge.mcp.server import build_server, transport_security  # noqa: E402
+from mcp_bridge.mcp.sessions import streamable_http_app  # noqa: E402
 
 MCP_PATH = "/mcp"
 
@@ -30,14 +33,16 @@ MCP_PATH = "/mcp"
 def build_application():
     """A fresh application (the MCP session manager can start only once per
     instance, so tests that start several servers build one each)."""
-    mcp_starlette = build_server().streamable_http_app(
-        streamable_http_path=MCP_PATH,
+    mcp_starlette = streamable_http_app(
+        build_server(),
+        path=MCP_PATH,
         transport_security=transport_security(settings.ALLOWED_HOSTS),
         # Our guard enforces the (stated) limit first; keep the SDK's as a backstop.
         max_request_body_size=settings.VETTED_MAX_REQUEST_BYTES,
+        sessions_per_agent=settings.VETTED_MCP_SESSIONS_PER_AGENT,
     )
     mcp_app = limit_body(require_agent_token(mcp_starlette))
-    api_app = limit_body(django_app)
+    api_app = limit_body(refuse_limited_reads(django_app))
 
     async def application(scope, receive, send):
         if scope["type"] == "lifespan":
@@ -49,6 +54,7 @@ def build_application():
             return await api_app(scope, receive, send)
         return await django_app(scope, receive, send)
 
+    application.mcp_sessions = mcp_starlette.state.session_manager
     return application
 
 

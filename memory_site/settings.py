@@ -211,6 +211,19 @@ LOGGING = {
 # Proposals (creates, revisions, retirements, disputes) one agent may send per
 # minute, counted over a sliding minute; 0 turns the limit off.
 VETTED_PROPOSALS_PER_MINUTE = env_int("VETTED_PROPOSALS_PER_MINUTE", 60, minimum=0, maximum=100_000)
+# Read calls (search, read, list, describe, quality_check, proposal_status)
+# one agent may make per sliding minute, so one agent's flood cannot slow the
+# others down; 0 turns the limit off.
+VETTED_READS_PER_MINUTE = env_int("VETTED_READS_PER_MINUTE", 600, minimum=0, maximum=1_000_000)
+# Pending disputes one agent may hold at once: each withholds a record from
+# everyone until a reviewer decides; 0 turns the cap off.
+VETTED_OPEN_DISPUTES_PER_AGENT = env_int("VETTED_OPEN_DISPUTES_PER_AGENT", 10, minimum=0, maximum=100_000)
+# MCP sessions one agent may hold open (its oldest is closed when it opens one
+# more), and initialize requests (new sessions) it may send per sliding
+# minute (0 = no limit). The SDK's own cap of 10 000 sessions is for all
+# agents together; these keep one agent from using it up.
+VETTED_MCP_SESSIONS_PER_AGENT = env_int("VETTED_MCP_SESSIONS_PER_AGENT", 16, minimum=1, maximum=1000)
+VETTED_MCP_INITIALIZE_PER_MINUTE = env_int("VETTED_MCP_INITIALIZE_PER_MINUTE", 30, minimum=0, maximum=100_000)
 # A new proposal whose text is at least this close in meaning (cosine of the
 # best chunk pair, all-MiniLM-L6-v2) to a deliverable record in the same scope
 # is not stored unless the agent confirms it; 1.0 turns the check off.

@@ -70,10 +70,17 @@ class Unauthorized(VettedError):
 
 
 class RateLimited(VettedError):
-    """Too many writes from one agent; ``retry_after`` is in whole seconds."""
+    """Too many calls of one sort from one agent in a minute; ``retry_after`` is in whole seconds."""
 
     code = "rate_limited"
 
     def __init__(self, message: str, *, retry_after: int):
         super().__init__(message, retry_after=retry_after)
         self.retry_after = retry_after
+
+
+class LimitReached(VettedError):
+    """An agent holds as many of something as it may (open disputes); waiting
+    does not help, a reviewer's decision does."""
+
+    code = "limit_reached"

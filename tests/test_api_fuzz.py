@@ -91,9 +91,10 @@ def token():
 
 @pytest.fixture(scope="module")
 def fuzz_gateway(django_db_setup, django_db_blocker, tmp_path_factory):
-    """The real daemon, without the write rate limit (a fuzzer writes faster than
-    any agent; the limit itself is tested in test_api_rest)."""
-    with running_daemon(tmp_path_factory.mktemp("fuzz-daemon"), VETTED_PROPOSALS_PER_MINUTE="0") as daemon:
+    """The real daemon, without the rate limits (a fuzzer calls faster than
+    any agent; the limits themselves are tested in test_agent_limits)."""
+    with running_daemon(tmp_path_factory.mktemp("fuzz-daemon"), VETTED_PROPOSALS_PER_MINUTE="0",
+                        VETTED_READS_PER_MINUTE="0", VETTED_OPEN_DISPUTES_PER_AGENT="0") as daemon:
         yield daemon
 
 

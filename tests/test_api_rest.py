@@ -609,7 +609,7 @@ def test_the_fourth_proposal_in_a_minute_is_rate_limited(agent_tokens, tmp_path)
         assert 1 <= retry <= 60 and data["retry_after"] == retry
         assert f"retry in {retry} s" in data["message"] and "3 proposals per minute" in data["message"]
         assert Proposal.objects.filter(agent__name="claude-code").count() == 3
-        # The limit is per agent; reads are not limited.
+        # The limit is per agent; reads have their own limit.
         assert api(daemon, "POST", "/proposals", agent_tokens["team-bot"], body=proposal_body(confirm_duplicate=True))[0] == 201
         assert api(daemon, "GET", "/describe", token)[0] == 200
 

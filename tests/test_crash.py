@@ -51,7 +51,8 @@ def read_acks(path: Path) -> list[dict]:
 def home():
     folder = Path(tempfile.mkdtemp(prefix="vetted-crash-"))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(folder),
-           "VETTED_EMBEDDER": "fake", "VETTED_PROPOSALS_PER_MINUTE": "0"}
+           "VETTED_EMBEDDER": "fake", "VETTED_PROPOSALS_PER_MINUTE": "0",
+           "VETTED_READS_PER_MINUTE": "0", "VETTED_OPEN_DISPUTES_PER_AGENT": "0"}
     env.pop("VETTED_DB_PATH", None)
     manage(env, "migrate", "-v0")
     manage(env, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com",

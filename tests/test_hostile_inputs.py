@@ -29,6 +29,17 @@ from tests.test_authorization_matrix import session_cookie
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(scope="module")
+def gateway(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The real daemon without the read limit: these tests send far more
+    searches a second than an agent may (the limit has its own tests in
+    tests/test_agent_limits.py)."""
+    from tests.gateway_support import running_daemon
+
+    with running_daemon(tmp_path_factory.mktemp("hostile-daemon"), VETTED_READS_PER_MINUTE="0") as daemon:
+        yield daemon
+
 API = "/api/v1"
 REASON = "Seen in the team handbook today"
 PROPOSAL = {"title": "Billing API repository", "body": GOOD_BODY, "kind": "fact", "scope": "team",

@@ -38,6 +38,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection, transaction
 from django.db.models import Q
+from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -571,7 +572,10 @@ def ctx(reviewer, agent, team_agent, clock, monkeypatch):
     actions.create_agent("sys-bot", scopes=["system"], actor=reviewer)
     # Never flush access counts mid-test (record ids repeat between examples).
     monkeypatch.setattr(search_module, "access_counter", search_module._AccessCounter(flush_every=3600))
-    return {"reviewer": reviewer, "clock": clock, "outcomes": Counter()}
+    # describe runs in every invariant check, far more often than an agent may
+    # read; the read limit has its own tests (tests/test_agent_limits.py).
+    with override_settings(VETTED_READS_PER_MINUTE=0):
+        yield {"reviewer": reviewer, "clock": clock, "outcomes": Counter()}
 
 
 def test_random_action_sequences_keep_every_invariant(ctx):

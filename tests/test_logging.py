@@ -16,6 +16,7 @@ from mcp_bridge.mcp.guard import require_agent_token
 from retrieval import index
 from retrieval.embeddings import get_embedder
 from reviews import actions
+from reviews.errors import RateLimited
 from tests.conftest import GOOD_BODY, content
 
 pytestmark = pytest.mark.django_db
@@ -94,15 +95,20 @@ def test_a_refused_mcp_request_is_logged_with_the_clients_address(caplog, transa
     assert "agent auth failed: missing via=mcp address=192.0.2.7" in "\n".join(lines(caplog))
 
 
-def test_rate_limiting_is_logged_with_the_agent_and_the_limit(caplog, agent):
+def test_rate_limiting_is_logged_once_per_spell_with_the_agent_and_the_limit(caplog, agent):
     caplog.set_level(logging.INFO)
-    limiter = agent_api.ProposalRateLimiter()
+    limiter = agent_api.SlidingWindowLimiter("VETTED_PROPOSALS_PER_MINUTE", "send", "proposals")
     with override_settings(VETTED_PROPOSALS_PER_MINUTE=1):
         limiter.hit(agent, now=100.0)
-        with pytest.raises(Exception, match="Rate limit"):
-            limiter.hit(agent, now=130.0)
-    assert (f"INFO mcp_bridge.agent_api.limits: rate limited: agent=claude-code ({agent.public_id}) "
-            "limit=writes 1/min retry_after=30s") in lines(caplog)
+        for now in (130.0, 131.0, 140.0):  # one spell of refusals: one line
+            with pytest.raises(RateLimited):
+                limiter.hit(agent, now=now)
+        limiter.hit(agent, now=161.0)
+        with pytest.raises(RateLimited):  # a new spell
+            limiter.hit(agent, now=170.0)
+    refused = [line for line in lines(caplog) if "rate limited" in line]
+    assert refused == [f"INFO mcp_bridge.agent_api.limits: rate limited: agent=claude-code ({agent.public_id}) "
+                       f"limit=VETTED_PROPOSALS_PER_MINUTE 1 proposals per minute retry_after={s}s" for s in (30, 51)]
 
 
 def test_an_index_sync_is_logged_with_counts_and_time(caplog, make_record):

@@ -11,18 +11,18 @@ not exist for it: they are not returned, counted or named.
 
 Modules: ``inputs`` (parsing what the agent sends), ``shapes`` (what it
 receives), ``describe``, ``reads``, ``proposals`` (writes) and ``limits``
-(the write rate limit). Everything public is re-exported here.
+(the per-agent rate limits). Everything public is re-exported here.
 """
 
 from .describe import describe
-from .limits import ProposalRateLimiter, rate_limiter
+from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
 from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
 __all__ = [
-    "EXCERPT_CHARS", "LIST_LIMIT_DEFAULT", "LIST_LIMIT_MAX", "ProposalRateLimiter", "WITHHELD_EXPLAINED",
-    "describe", "dispute", "list_records", "proposal_shape", "proposal_status", "propose_context",
-    "propose_retirement", "quality_check", "rate_limiter", "read", "record_full", "record_summary", "search",
-    "withdraw_proposal",
+    "EXCERPT_CHARS", "LIST_LIMIT_DEFAULT", "LIST_LIMIT_MAX", "SlidingWindowLimiter", "WITHHELD_EXPLAINED",
+    "describe", "dispute", "initialize_limiter", "list_records", "proposal_shape", "proposal_status",
+    "propose_context", "propose_retirement", "quality_check", "read", "read_limiter", "record_full",
+    "record_summary", "search", "withdraw_proposal", "write_limiter",
 ]

@@ -11,11 +11,14 @@ from django.utils import timezone
 
 from reviews import validation as v
 from reviews.checksum import content_checksum
-from reviews.models import SCOPES, Agent, Proposal, ProposalState, RecordStatus
+from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, RecordStatus
+
+from .limits import initialize_limiter, read_limiter, write_limiter
 
 
 def describe(agent: Agent) -> dict:
     """The live vocabulary an agent writes with, the write rules, and what it may see."""
+    read_limiter.hit(agent)
     today = timezone.localdate()
     scopes = [s for s in SCOPES if s in agent.scopes]
     marks = ",".join(["%s"] * len(scopes)) or "NULL"
@@ -53,6 +56,8 @@ def describe(agent: Agent) -> dict:
     tags = [{"name": name, "records": count}
             for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0])) if count > 0]
     pending = Proposal.objects.filter(state=ProposalState.PENDING)
+    dispute_cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
+    open_disputes = pending.filter(agent=agent, action=ProposalAction.DISPUTE).count()
     return {
         "server": "Vetted",
         "about": ("A shared memory in which nothing becomes true until a person approves it. You can search, read, "
@@ -81,8 +86,21 @@ def describe(agent: Agent) -> dict:
             "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id; text "
                            f"with similarity >= {settings.VETTED_NEAR_DUPLICATE} to a current record in the same scope "
                            "is answered with similar_exists unless you pass confirm_duplicate=true or revise that record"),
-            "rate_limit": (f"{settings.VETTED_PROPOSALS_PER_MINUTE} proposals per minute"
-                           if settings.VETTED_PROPOSALS_PER_MINUTE else "none"),
+            "rate_limit": write_limiter.describe(),
+            "disputes": (f"at most {dispute_cap} open (pending) disputes at a time; you have {open_disputes}. Past "
+                         "that, dispute is refused until a reviewer decides some" if dispute_cap else "no cap"),
+        },
+        "limits": {
+            "proposals_per_minute": write_limiter.limit,
+            "reads_per_minute": read_limiter.limit,
+            "open_disputes": dispute_cap,
+            "open_disputes_yours": open_disputes,
+            "mcp_sessions": settings.VETTED_MCP_SESSIONS_PER_AGENT,
+            "mcp_sessions_opened_per_minute": initialize_limiter.limit,
+            "note": ("Per agent; 0 means no limit. Reads are search, read, list, describe, quality_check and "
+                     f"proposal_status ({read_limiter.describe()}). Past a per-minute limit a call is refused with "
+                     "retry_after (REST 429 with Retry-After, MCP '[rate_limited] ... retry in N s'). Opening more "
+                     "MCP sessions than mcp_sessions closes your oldest one."),
         },
         "save": ("Durable facts, decisions, preferences and procedures that will still be true next month and that "
                  "another tool or session would need. Do not save secrets, credentials, guesses, transient task "

@@ -1,8 +1,10 @@
-"""The write rate limit: how many proposals an agent may send per minute."""
+"""The per-agent rate limits: writes (proposals) and reads per minute, and
+new MCP sessions per minute, all one sliding-window class."""
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -14,43 +16,109 @@ from reviews.models import Agent
 
 log = logging.getLogger(__name__)
 
+log = logging.getLogger(__name__)
 
-class ProposalRateLimiter:
-    """Sliding one-minute window of write calls per agent, in this process.
+
+class SlidingWindowLimiter:
+    """At most ``settings.<setting>`` calls per agent in any sliding minute,
+    counted in this process (0 turns it off). With ``spread`` > 1, also at
+    most a ``spread``-th of them (but at least BURST_FLOOR) in any
+    ``60 / spread`` seconds, so an agent cannot spend the whole minute's
+    allowance in one burst (which is what slows the other agents down).
 
     Vetted runs as one daemon process (REST and MCP share it, and the stdio
-    bridge proxies to it), so an in-memory window sees every write. Every
-    write call counts, refused ones included: an agent stuck in a loop of
-    invalid proposals is slowed down as much as one flooding the inbox.
+    bridge proxies to it), so an in-memory window sees every call. A refused
+    call is not counted, so an agent that keeps knocking gets in again as
+    soon as the window allows. Cheap: one short critical section, one
+    timestamp per allowed call (at most ``limit`` per agent, sorted), old
+    ones dropped from the left.
     """
 
-    def __init__(self):
+    WINDOW = 60.0
+    BURST_FLOOR = 10  # a short window never allows fewer calls than this (low limits stay usable)
+
+    def __init__(self, setting: str, verb: str, what: str, *, spread: int = 1):
+        self.setting, self.verb, self.what, self.spread = setting, verb, what, spread
         self._lock = threading.Lock()
         self._calls: dict[str, deque[float]] = {}
+        # token digest -> (monotonic time the agent may call again, refusal message)
+        self._refusing: dict[str, tuple[float, str]] = {}
+
+    @property
+    def limit(self) -> int:
+        return getattr(settings, self.setting)
+
+    def _windows(self, limit: int) -> list[tuple[float, int]]:
+        """(seconds, calls allowed in them)."""
+        windows = [(self.WINDOW, limit)]
+        if self.spread > 1 and limit > self.BURST_FLOOR:
+            windows.append((self.WINDOW / self.spread, max(self.BURST_FLOOR, math.ceil(limit / self.spread))))
+        return windows
 
     def hit(self, agent: Agent, *, now: float | None = None) -> None:
-        limit = settings.VETTED_PROPOSALS_PER_MINUTE
+        """Count one call by ``agent``, or raise RateLimited (nothing counted)."""
+        limit = self.limit
         if not limit:
             return
         now = time.monotonic() if now is None else now
+        wait = 0.0
         with self._lock:
             calls = self._calls.setdefault(agent.public_id, deque())
-            while calls and calls[0] <= now - 60:
+            while calls and calls[0] <= now - self.WINDOW:
                 calls.popleft()
-            if len(calls) >= limit:
-                retry_after = max(1, int(calls[0] + 60 - now + 0.999))
-                log.info("rate limited: agent=%s (%s) limit=writes %d/min retry_after=%ds", agent.name,
-                         agent.public_id, limit, retry_after)
-                raise RateLimited(
-                    f"Rate limit: agent {agent.name!r} may send {limit} proposals per minute; "
-                    f"retry in {retry_after} s.",
-                    retry_after=retry_after,
-                )
-            calls.append(now)
+            for span, allowed in self._windows(limit):
+                # Full when the allowed-th most recent call is still inside the span.
+                if len(calls) >= allowed and calls[-allowed] > now - span:
+                    wait = max(wait, calls[-allowed] + span - now)
+            if not wait:
+                calls.append(now)
+                return
+        message = f"Rate limit: agent {agent.name!r} may {self.verb} {self.describe()} ({self.setting})"
+        with self._lock:
+            earlier = self._refusing.get(agent.token_digest)
+            if agent.token_digest:
+                self._refusing[agent.token_digest] = (now + wait, message)
+        if earlier is None or earlier[0] <= now:  # once per spell of refusals, not once per refused call
+            log.info("rate limited: agent=%s (%s) limit=%s %s retry_after=%ds", agent.name, agent.public_id,
+                     self.setting, self.describe(), max(1, math.ceil(wait)))
+        retry_after = max(1, math.ceil(wait))
+        raise RateLimited(f"{message}; retry in {retry_after} s.", retry_after=retry_after)
+
+    def refusing(self, token_digest: str, *, now: float | None = None) -> RateLimited | None:
+        """The refusal for a token whose agent was refused moments ago and may
+        not call yet, without looking the token up: the guard in front of the
+        REST reads answers these before Django, so a flood of refused calls
+        costs next to nothing. None when the agent may call (or is unknown)."""
+        entry = self._refusing.get(token_digest)
+        if entry is None:
+            return None
+        now = time.monotonic() if now is None else now
+        until, message = entry
+        if now >= until:
+            with self._lock:
+                if self._refusing.get(token_digest) == entry:
+                    del self._refusing[token_digest]
+            return None
+        retry_after = max(1, math.ceil(until - now))
+        return RateLimited(f"{message}; retry in {retry_after} s.", retry_after=retry_after)
+
+    def describe(self) -> str:
+        limit = self.limit
+        if not limit:
+            return "none"
+        windows = self._windows(limit)
+        burst = "".join(f", at most {allowed} in any {span:g} s" for span, allowed in windows[1:])
+        return f"{limit} {self.what} per minute{burst}"
 
     def reset(self) -> None:
         with self._lock:
             self._calls.clear()
+            self._refusing.clear()
 
 
-rate_limiter = ProposalRateLimiter()
+# Every write call counts, refused ones included: an agent stuck in a loop of
+# invalid proposals is slowed down as much as one flooding the inbox.
+write_limiter = SlidingWindowLimiter("VETTED_PROPOSALS_PER_MINUTE", "send", "proposals")
+read_limiter = SlidingWindowLimiter("VETTED_READS_PER_MINUTE", "make", "reads", spread=10)
+# New MCP sessions (initialize requests), checked by the /mcp guard.
+initialize_limiter = SlidingWindowLimiter("VETTED_MCP_INITIALIZE_PER_MINUTE", "open", "MCP sessions")

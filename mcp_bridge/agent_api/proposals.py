@@ -14,7 +14,7 @@ from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, Proposal, Record
 
 from .inputs import _proposal_id, _raise, _record_id
-from .limits import rate_limiter
+from .limits import write_limiter
 from .shapes import proposal_shape
 
 
@@ -31,7 +31,7 @@ def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=Non
     existing id). Near duplicates in the same scope are not stored: the answer
     is ``similar_exists`` with their ids, unless ``confirm_duplicate`` is true.
     """
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     if not isinstance(confirm_duplicate, bool):
         raise ValidationFailed({"confirm_duplicate": f"got {confirm_duplicate!r}; true or false"})
     if revises not in (None, ""):
@@ -122,7 +122,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
 
 
 def propose_retirement(agent: Agent, record_id, reason) -> dict:
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     target_id = _record_id(record_id)
     proposal = actions.propose_retirement(target_id, agent=agent, reason=reason)
     return _pending_answer(proposal, f"Stored as a pending retirement of {target_id}; the record "
@@ -130,7 +130,7 @@ def propose_retirement(agent: Agent, record_id, reason) -> dict:
 
 
 def dispute(agent: Agent, record_id, reason) -> dict:
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     target_id = _record_id(record_id)
     proposal = actions.dispute_record(target_id, agent=agent, reason=reason)
     return _pending_answer(proposal, f"{target_id} is now disputed and withheld from search until "
@@ -143,7 +143,7 @@ def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
 
     Another agent's proposal gives the same 404 as an unknown id, as in
     proposal_status: an agent cannot learn which proposal ids exist."""
-    rate_limiter.hit(agent)
+    write_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
     if not Proposal.objects.filter(public_id=public_id, agent=agent).exists():
         raise NotFound(f"No proposal of yours with id {public_id!r}.")

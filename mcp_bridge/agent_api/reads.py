@@ -10,6 +10,7 @@ from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, Proposal, Record, RecordStatus
 
 from .inputs import _optional_kind, _optional_scope, _proposal_id, _raise, _reader, _record_id, _since, _tag_list
+from .limits import read_limiter
 from .shapes import WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
 LIST_LIMIT_MAX = 100
@@ -18,6 +19,7 @@ LIST_LIMIT_DEFAULT = 20
 
 def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=None, limit=8) -> dict:
     """The gated search, limited to the agent's scopes."""
+    read_limiter.hit(agent)
     errors: dict[str, str] = {}
     kinds = _optional_kind(kind, errors)
     scopes = _optional_scope(agent, scope, errors)
@@ -38,6 +40,7 @@ def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=No
 
 def read(agent: Agent, record_id) -> dict:
     """One record through the gate: its text, or why it is withheld."""
+    read_limiter.hit(agent)
     result = read_record(_record_id(record_id), _reader(agent))
     if result.record is not None:
         search_engine.access_counter.add([result.record.pk])
@@ -53,6 +56,7 @@ def read(agent: Agent, record_id) -> dict:
 
 def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT) -> dict:
     """Recently approved or verified records the agent can receive, newest first."""
+    read_limiter.hit(agent)
     errors: dict[str, str] = {}
     kinds = _optional_kind(kind, errors)
     scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
@@ -90,6 +94,7 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
 
 def proposal_status(agent: Agent, proposal_id) -> dict:
     """State and decision of one of the agent's own proposals."""
+    read_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
     proposal = (Proposal.objects.select_related("target", "result_record")
                 .filter(public_id=public_id, agent=agent).first())
@@ -102,6 +107,7 @@ def quality_check(agent: Agent, *, scope=None) -> dict:
     """The read-only quality report, limited to the agent's scopes (one of
     them if ``scope`` is given). Index drift is reported without counts,
     which span every scope."""
+    read_limiter.hit(agent)
     from retrieval import quality  # loads numpy-heavy code only when asked
 
     errors: dict[str, str] = {}

@@ -11,6 +11,7 @@ from reviews.errors import (
     ChecksumMismatch,
     DuplicateContent,
     InvalidTransition,
+    LimitReached,
     NotFound,
     RateLimited,
     ScopeNotAllowed,
@@ -27,6 +28,7 @@ STATUS = {
     DuplicateContent: status.HTTP_409_CONFLICT,
     InvalidTransition: status.HTTP_409_CONFLICT,
     ChecksumMismatch: status.HTTP_409_CONFLICT,
+    LimitReached: status.HTTP_409_CONFLICT,
     RateLimited: status.HTTP_429_TOO_MANY_REQUESTS,
 }
 
@@ -44,13 +46,18 @@ _DRF_CODES = {
 }
 
 
+def http_error(exc: VettedError) -> tuple[int, dict, dict[str, str]]:
+    """Status, JSON body and headers for a domain error, for the REST API and
+    the /mcp guard alike: the one place a RateLimited becomes 429 + Retry-After."""
+    code = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), status.HTTP_400_BAD_REQUEST)
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {}
+    return code, exc.as_dict(), headers
+
+
 def exception_handler(exc, context):
     if isinstance(exc, VettedError):
-        code = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), status.HTTP_400_BAD_REQUEST)
-        response = Response(exc.as_dict(), status=code)
-        if isinstance(exc, RateLimited):
-            response["Retry-After"] = str(exc.retry_after)
-        return response
+        code, body, headers = http_error(exc)
+        return Response(body, status=code, headers=headers)
     handled = drf_handler(exc, context)
     if handled is None:
         return None  # a bug: let Django log it and answer 500

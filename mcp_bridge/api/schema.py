@@ -12,7 +12,8 @@ from reviews.models import SCOPES
 
 
 class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, ...")
+    error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, "
+                                            "limit_reached, ...")
     message = serializers.CharField(help_text="What was wrong and what is allowed.")
     # Declared fields leave the class (DRF's metaclass collects them), so this
     # does not hide Serializer.fields; the stubs cannot know.
@@ -112,6 +113,9 @@ class DescribeSerializer(serializers.Serializer):
     records_current = serializers.IntegerField()
     pending_proposals = serializers.DictField(child=serializers.IntegerField())
     write_rules = serializers.DictField(child=serializers.CharField())
+    limits = serializers.DictField(help_text="Per-agent limits (0 = none): proposals_per_minute, reads_per_minute, "
+                                             "open_disputes (and open_disputes_yours), mcp_sessions, "
+                                             "mcp_sessions_opened_per_minute, and a note on how refusals look.")
     save = serializers.CharField()  # type: ignore[assignment]  # a declared field, as `fields` above
 
 

@@ -38,12 +38,14 @@ _ERRORS = {code: OpenApiResponse(s.ErrorSerializer, description=text) for code, 
     400: "Invalid input: what was wrong and what is allowed.",
     401: "Missing, unknown or revoked agent token.",
     404: "No such record or proposal visible to this agent.",
+    429: "Rate limited (reads or writes per minute); see Retry-After.",
 }.items()}
 _WRITE_ERRORS = {**_ERRORS,
                  403: OpenApiResponse(s.ErrorSerializer, description="Scope not allowed for this agent."),
-                 409: OpenApiResponse(s.ErrorSerializer, description="Duplicate or invalid transition."),
+                 409: OpenApiResponse(s.ErrorSerializer, description="Duplicate, invalid transition, or a limit "
+                                                                     "reached (limit_reached: open disputes)."),
                  413: OpenApiResponse(s.ErrorSerializer, description="Request body over the limit."),
-                 429: OpenApiResponse(s.ErrorSerializer, description="Rate limited; see Retry-After.")}
+}
 
 
 def _body(request, allowed: tuple[str, ...]) -> dict:
@@ -75,7 +77,7 @@ def _tags_param(request) -> list[str] | None:
 
 
 @extend_schema(operation_id="describe", summary="Vocabulary, scopes, write rules; call first",
-               responses={200: s.DescribeSerializer, 401: _ERRORS[401]})
+               responses={200: s.DescribeSerializer, 401: _ERRORS[401], 429: _ERRORS[429]})
 @api_view(["GET"])
 def describe(request):
     _query(request)
@@ -91,7 +93,7 @@ def describe(request):
         _KIND, _SCOPE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
     ],
-    responses={200: s.SearchSerializer, 400: _ERRORS[400], 401: _ERRORS[401]},
+    responses={200: s.SearchSerializer, 400: _ERRORS[400], 401: _ERRORS[401], 429: _ERRORS[429]},
 )
 @api_view(["GET"])
 def search(request):
@@ -107,7 +109,7 @@ def search(request):
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 100}, description="1-100, default 20."),
     ],
-    responses={200: s.ListSerializer, 400: _ERRORS[400], 401: _ERRORS[401]},
+    responses={200: s.ListSerializer, 400: _ERRORS[400], 401: _ERRORS[401], 429: _ERRORS[429]},
 )
 @api_view(["GET"])
 def records(request):
@@ -198,7 +200,7 @@ def unknown(request, rest: str = ""):
 
 @extend_schema(operation_id="quality_check", summary="Read-only quality report in the agent's scopes",
                parameters=[_SCOPE],
-               responses={200: s.QualitySerializer, 400: _ERRORS[400], 401: _ERRORS[401]})
+               responses={200: s.QualitySerializer, 400: _ERRORS[400], 401: _ERRORS[401], 429: _ERRORS[429]})
 @api_view(["GET"])
 def quality(request):
     q = _query(request, ("scope",))

@@ -6,6 +6,12 @@
 - Agent token on /mcp: missing, malformed, unknown and revoked tokens get 401
   with a message saying which, and a WWW-Authenticate challenge. The REST API
   checks its tokens in DRF (mcp_bridge/api/auth.py) with the same messages.
+  The agent goes into the scope as the identity its MCP sessions belong to
+  (mcp_bridge/mcp/sessions.py), and a request that would open a session counts
+  against VETTED_MCP_INITIALIZE_PER_MINUTE (429 with Retry-After past it).
+- REST reads of an agent the read limit refused moments ago get the same 429
+  here, before Django looks the token up, so a flooding agent's refused
+  calls cost next to nothing and do not slow the others down.
 """
 
 from __future__ import annotations
@@ -18,7 +24,13 @@ from django.conf import settings
 
 from reviews import actions
 from reviews import validation as v
-from reviews.errors import Unauthorized
+from reviews.actions.agents import _token_digest as token_digest
+from reviews.errors import RateLimited, Unauthorized
+from reviews.models import Agent
+
+from ..agent_api import initialize_limiter, read_limiter
+from ..api.errors import http_error
+from .sessions import agent_user, opens_session
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
@@ -81,6 +93,11 @@ def limit_body(app):
     return guarded
 
 
+async def _send_error(send, exc) -> None:
+    status, body, headers = http_error(exc)
+    await _send_json(send, status, body, [(name.lower().encode(), value.encode()) for name, value in headers.items()])
+
+
 def _bearer(scope) -> str:
     for name, value in scope.get("headers") or []:
         if name == b"authorization":
@@ -90,24 +107,49 @@ def _bearer(scope) -> str:
 
 
 @sync_to_async
-def _check_token(token: str, address: str) -> None:
-    actions.agent_for_token(token, via="mcp", address=address)
+def _agent_for(token: str, address: str) -> Agent:
+    return actions.agent_for_token(token, via="mcp", address=address)
 
 
 def require_agent_token(app):
-    """Refuse MCP requests without a valid agent token before the SDK sees them."""
+    """Refuse MCP requests without a valid agent token before the SDK sees
+    them; count new sessions; tell the SDK which agent is asking."""
 
     async def guarded(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
         try:
             client = scope.get("client") or ("", 0)
-            await _check_token(_bearer(scope), str(client[0]))
+            agent = await _agent_for(_bearer(scope), str(client[0]))
         except Unauthorized as exc:
             description = exc.message.replace('"', "'")
             challenge = f'Bearer realm="vetted", error="invalid_token", error_description="{description}"'
             return await _send_json(send, 401, {"error": "unauthorized", "message": exc.message},
                                     [(b"www-authenticate", challenge.encode("latin-1", "replace"))])
+        if opens_session(scope):
+            try:
+                initialize_limiter.hit(agent)
+            except RateLimited as exc:
+                return await _send_error(send, exc)
+        return await app({**scope, "user": agent_user(agent.public_id)}, receive, send)
+
+    return guarded
+
+
+_NOT_READS = ("/api/v1/schema", "/api/v1/docs")  # public, and not agent reads
+
+
+def refuse_limited_reads(app):
+    """Answer a REST read (GET) from a token whose agent is still refused by
+    the read limit with that 429 at once. A token that was revoked or
+    replaced meanwhile gets the 429 until it runs out, then its 401."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET" and not scope["path"].startswith(_NOT_READS):
+            token = _bearer(scope)
+            refusal = read_limiter.refusing(token_digest(token)) if token else None
+            if refusal is not None:
+                return await _send_error(send, refusal)
         return await app(scope, receive, send)
 
     return guarded

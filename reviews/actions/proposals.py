@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from .. import validation as v
-from ..errors import DuplicateContent, InvalidTransition, ValidationFailed
+from ..errors import DuplicateContent, InvalidTransition, LimitReached, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
     _apply_changes,
@@ -117,6 +118,7 @@ def dispute_record(target: Record | str, *, agent: Agent, reason: str, source_to
                 f"Agent {agent.name!r} already disputes {record.public_id}: {pending.public_id}.",
                 existing_id=pending.public_id,
             )
+        _require_dispute_room(agent)
         proposal = Proposal.objects.create(
             action=ProposalAction.DISPUTE, target=record, agent=agent, reason=reason,
             **_provenance(agent, source_tool, session),
@@ -127,6 +129,21 @@ def dispute_record(target: Record | str, *, agent: Agent, reason: str, source_to
         _audit("record.disputed", actor=agent, subject=record, record=record, proposal=proposal,
                before=record.approved_checksum, snippet=reason, extra={"previous_status": was})
         return proposal
+
+
+def _require_dispute_room(agent: Agent) -> None:
+    """Each dispute withholds a record from everyone, so one agent may hold
+    only VETTED_OPEN_DISPUTES_PER_AGENT at once (the agent row is locked by
+    the caller, so two disputes cannot both take the last place)."""
+    cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
+    if not cap:
+        return
+    held = Proposal.objects.filter(agent=agent, action=ProposalAction.DISPUTE, state=ProposalState.PENDING).count()
+    if held >= cap:
+        raise LimitReached(
+            f"Agent {agent.name!r} already has {held} open disputes, the limit (VETTED_OPEN_DISPUTES_PER_AGENT="
+            f"{cap}); a reviewer must decide some of them before this agent can dispute another record.",
+            open_disputes=held, limit=cap)
 
 
 def withdraw_proposal(proposal: Proposal | str, *, agent: Agent, note: str = "") -> Proposal:

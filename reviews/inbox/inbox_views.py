@@ -23,6 +23,7 @@ from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 from .page_helpers import (
     approved_form_values,
     back,
+    dispute_warnings,
     form_changes,
     mark_outside_edits,
     nav_counts,
@@ -59,7 +60,11 @@ def _page(after: str) -> tuple[list[Proposal], str]:
 @require_GET
 def inbox(request):
     proposals, next_cursor = _page(request.GET.get("after", ""))
-    context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox"}
+    warnings = dispute_warnings()
+    for p in proposals:
+        if p.action == ProposalAction.DISPUTE:
+            p.dispute_warning = warnings.get(p.agent_id, "")
+    context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
     if request.htmx and request.GET.get("after"):
         # "Load more": only the next cards and the new button.
         return render(request, "reviews/inbox.html#page", context)

@@ -6,10 +6,13 @@ reviews.actions, and render or redirect. Nothing here changes state.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -17,7 +20,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from reviews.checksum import CHECKSUM_FIELDS
-from reviews.models import Agent, Proposal, ProposalState, Record, RecordStatus
+from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
 
@@ -33,6 +36,39 @@ def nav_counts() -> dict:
         "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
         "today": timezone.localdate(),
     }
+
+
+# An agent that disputes this many records within the window (or holds half
+# its cap of open disputes) is named in a warning on the inbox and the
+# disputed page: each dispute withholds a record from every agent.
+DISPUTE_BURST = 3
+DISPUTE_WINDOW_MINUTES = 10
+
+
+def dispute_warnings() -> dict[int, str]:
+    """Agents disputing many records at once: agent pk -> the warning to show.
+    One grouped query over disputes that are open or recent; no stored state."""
+    since = timezone.now() - timedelta(minutes=DISPUTE_WINDOW_MINUTES)
+    cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
+    rows = (Proposal.objects.filter(action=ProposalAction.DISPUTE, agent__isnull=False)
+            .filter(Q(state=ProposalState.PENDING) | Q(created_at__gte=since))
+            .values("agent_id", "agent__name")
+            .annotate(recent=Count("pk", filter=Q(created_at__gte=since)),
+                      open=Count("pk", filter=Q(state=ProposalState.PENDING))))
+    warnings = {}
+    for row in rows:
+        burst = row["recent"] >= DISPUTE_BURST
+        hoarding = bool(cap) and row["open"] >= max(2, (cap + 1) // 2)
+        if not (burst or hoarding):
+            continue
+        held = f"{row['open']} of its disputes are open" + (f" (limit {cap})" if cap else "")
+        if burst:
+            text = (f"Agent {row['agent__name']} disputed {row['recent']} records in the last "
+                    f"{DISPUTE_WINDOW_MINUTES} minutes; {held}.")
+        else:
+            text = f"Agent {row['agent__name']} holds many disputes: {held}."
+        warnings[row["agent_id"]] = text + " Each one withholds a record from every agent until you decide."
+    return warnings
 
 
 def back(request, default: str):

@@ -24,6 +24,7 @@ from reviews.models import SCOPES, AuditEvent, Proposal, ProposalAction, Proposa
 from .page_helpers import (
     approved_form_values,
     back,
+    dispute_warnings,
     form_changes,
     mark_outside_edits,
     nav_counts,
@@ -66,8 +67,13 @@ def disputed(request):
                 .prefetch_related(_pending_disputes()).order_by("updated_at", "id"))
     rows = list(queryset[:LIST_LIMIT])
     mark_outside_edits(rows)
+    warnings = dispute_warnings()
+    for record in rows:
+        for d in record.disputes:
+            d.dispute_warning = warnings.get(d.agent_id, "")
     return render(request, "reviews/worklist.html", {
         **nav_counts(), "nav": "disputed", "records": rows, "total": queryset.count(),
+        "dispute_warnings": warnings,
         "heading": "Disputed",
         "explain": "An agent said these are wrong; agents do not receive them until you decide. "
                    "Clear the dispute if the record stands, revise it, or retire it.",

@@ -68,7 +68,8 @@ class Command(BaseCommand):
             port = free_port()
             base = f"http://127.0.0.1:{port}"
             env = {**os.environ, "VETTED_HOME": str(folder), "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
-                   "VETTED_PROPOSALS_PER_MINUTE": "0", "DJANGO_SETTINGS_MODULE": "memory_site.settings"}
+                   "VETTED_PROPOSALS_PER_MINUTE": "0", "VETTED_READS_PER_MINUTE": "0",
+                   "VETTED_MCP_INITIALIZE_PER_MINUTE": "0", "DJANGO_SETTINGS_MODULE": "memory_site.settings"}
             log = open(folder / "serve.log", "wb")  # noqa: SIM115 - the daemon writes to it; closed below
             daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
                                       cwd=PROJECT, env=env, stdout=log, stderr=log)

@@ -1,6 +1,11 @@
 """`manage.py stress`: the real daemon under full load from agent processes
 (REST and MCP) and a reviewer process deciding through the actions, in a
-throwaway data folder; then checks that nothing was lost or doubled."""
+throwaway data folder; then checks that nothing was lost or doubled.
+
+With ``--flood N`` one more agent searches from N concurrent workers for the
+second half of the run, ignoring Retry-After, and the report compares the
+other agents' search latency before and during the flood (the read limit is
+what keeps them apart)."""
 
 import json
 import os
@@ -27,6 +32,7 @@ from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordSt
 PROJECT = Path(settings.BASE_DIR)
 PASSWORD = "stress-password-1234"
 SEED_RECORDS = 30
+FLOOD_NICE = 10
 
 
 def _read_lines(path: Path) -> list[dict]:
@@ -53,14 +59,28 @@ class Command(BaseCommand):
         parser.add_argument("--mcp-share", type=float, default=0.5, help="share of agent calls made over MCP")
         parser.add_argument("--embedder", choices=["sentence-transformers", "fake"], default=settings.VETTED_EMBEDDER)
         parser.add_argument("--keep", action="store_true", help="keep the data folder and logs; print where")
+        parser.add_argument("--flood", type=int, default=0, metavar="THREADS",
+                            help="one more agent floods search from THREADS concurrent workers in the second half")
+        parser.add_argument("--interval", type=float, default=None,
+                            help="seconds between one agent's calls (default: back to back; 0.25 with --flood, "
+                                 "so the other agents behave like agents and stay under the read limit)")
+        parser.add_argument("--reads-per-minute", type=int, default=None,
+                            help="the daemon's VETTED_READS_PER_MINUTE (default: off, or the configured "
+                                 f"{settings.VETTED_READS_PER_MINUTE} with --flood; 0 = off)")
 
     def handle(self, *args, **opts):
         if not 1 <= opts["agents"] <= 64 or opts["seconds"] < 1:
             raise CommandError("--agents 1-64 and --seconds of at least 1.")
+        if not 0 <= opts["flood"] <= 256:
+            raise CommandError("--flood takes 0-256 threads.")
+        if opts["interval"] is None:
+            opts["interval"] = 0.25 if opts["flood"] else 0.0
+        if opts["reads_per_minute"] is None:
+            opts["reads_per_minute"] = settings.VETTED_READS_PER_MINUTE if opts["flood"] else 0
         with scratch_database(keep=opts["keep"]) as folder:
             if opts["keep"]:
                 self.stderr.write(f"data folder: {folder}")
-            tokens = self._setup(opts["agents"])
+            tokens = self._setup(opts["agents"] + (1 if opts["flood"] else 0))
             baseline_audit = AuditEvent.objects.count()
             baseline_proposals = set(Proposal.objects.values_list("public_id", flat=True))
             connection.close()
@@ -88,7 +108,8 @@ class Command(BaseCommand):
         base = f"http://127.0.0.1:{port}"
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(folder),
                "VETTED_DB_PATH": str(folder / "scratch.sqlite3"), "VETTED_PROPOSALS_PER_MINUTE": "0",
-               "VETTED_EMBEDDER": opts["embedder"]}
+               "VETTED_READS_PER_MINUTE": str(opts["reads_per_minute"]), "VETTED_EMBEDDER": opts["embedder"]}
+        flooder = tokens.pop() if opts["flood"] else None
         daemon_log = folder / "serve.log"
         with open(daemon_log, "wb") as log:
             daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
@@ -105,14 +126,27 @@ class Command(BaseCommand):
                 workers.append((out, subprocess.Popen(
                     [sys.executable, "-m", "mcp_bridge.stress", "agent", "--url", base, "--token", token,
                      "--name", name, "--seconds", seconds, "--out", str(out), "--seed", str(100 + n),
-                     "--mcp-share", str(opts["mcp_share"])], cwd=PROJECT, env=env,
-                    stdout=subprocess.DEVNULL, stderr=open(folder / f"agent-{n}.err", "wb"))))  # noqa: SIM115 - the child's
+                     "--mcp-share", str(opts["mcp_share"]), "--interval", str(opts["interval"])], cwd=PROJECT,
+                    env=env, stdout=subprocess.DEVNULL, stderr=open(folder / f"agent-{n}.err", "wb"))))  # noqa: SIM115 - the child's
             reviewer_out = folder / "reviewer.jsonl"
             workers.append((reviewer_out, subprocess.Popen(
                 [sys.executable, "-m", "mcp_bridge.stress", "reviewer", "--reviewer", "stress-reviewer",
                  "--seconds", seconds, "--out", str(reviewer_out)], cwd=PROJECT, env=env,
                 stdout=subprocess.DEVNULL, stderr=open(folder / "reviewer.err", "wb"))))  # noqa: SIM115 - the child's
             started = time.monotonic()
+            if flooder is not None:
+                # The first half is the baseline; the flood takes the second.
+                time.sleep(opts["seconds"] / 2)
+                flood_out = folder / "flood.jsonl"
+                # Niced: on one machine the flooding *client* would otherwise take
+                # the CPU the daemon needs, and what the read limit controls is
+                # the cost the flood puts on the daemon.
+                workers.append((flood_out, subprocess.Popen(
+                    ["nice", "-n", str(FLOOD_NICE), sys.executable, "-m", "mcp_bridge.stress", "flood", "--url", base,
+                     "--token", flooder[1],
+                     "--name", flooder[0], "--seconds", str(opts["seconds"] / 2), "--threads", str(opts["flood"]),
+                     "--out", str(flood_out)], cwd=PROJECT, env=env,
+                    stdout=subprocess.DEVNULL, stderr=open(folder / "flood.err", "wb"))))  # noqa: SIM115 - the child's
             for _out, process in workers:
                 try:
                     process.wait(timeout=opts["seconds"] + 120)
@@ -131,25 +165,25 @@ class Command(BaseCommand):
                                          for f in os.listdir(folder) if f.endswith(".err"))}
 
     def _report(self, folder, results, baseline_audit, baseline_proposals, opts):
-        items = [i for i in results["items"] if "summary" not in i]
+        flood = [i for i in results["items"] if i.get("role") == "flood"]
+        items = [i for i in results["items"] if "summary" not in i and i.get("role") != "flood"]
         by_op = defaultdict(list)
         for item in items:
             by_op[item["op"]].append(item)
         self.stdout.write("")
+        paced = f", one call per {opts['interval']} s per agent" if opts["interval"] else ""
         self.stdout.write(f"{opts['agents']} agents + 1 reviewer for {results['elapsed']:.0f} s "
-                          f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}); cpu count {os.cpu_count()}")
+                          f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}{paced}, reads per minute "
+                          f"{opts['reads_per_minute'] or 'unlimited'}); cpu count {os.cpu_count()}")
         self.stdout.write(f"{'operation':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
                           f"{'p50 ms':>8} {'p95 ms':>8}")
         for op in sorted(by_op):
-            rows = by_op[op]
-            ms = sorted(r["ms"] for r in rows)
-            count = {k: sum(1 for r in rows if r["result"] == k) for k in ("ok", "refused", "failed")}
-            self.stdout.write(f"{op:<16} {len(rows):>7} {count['ok']:>7} {count['refused']:>8} {count['failed']:>7} "
-                              f"{len(rows) / results['elapsed']:>7.1f} {statistics.median(ms):>8.1f} "
-                              f"{ms[max(0, int(len(ms) * 0.95) - 1)]:>8.1f}")
+            self._row(op, by_op[op], results["elapsed"])
+        if opts["flood"]:
+            self._flood_report(flood, items, results["elapsed"], opts)
 
         checks = []
-        failed = [i for i in items if i["result"] == "failed"]
+        failed = [i for i in items + flood if i.get("result") == "failed"]
         locked = results["daemon_log"].count("database is locked")
         server_errors = results["daemon_log"].count('" 500 ') + results["daemon_log"].count("Traceback")
         checks.append(("no failed request (5xx, connection error, exception)", not failed,
@@ -210,3 +244,35 @@ class Command(BaseCommand):
             raise CommandError(f"stress checks failed (data folder {folder}; rerun with --keep to inspect)"
                                + (f"\nworker stderr:\n{tail}" if tail.strip() else ""))
         self.stdout.write("all checks passed")
+
+    def _row(self, label: str, rows: list[dict], elapsed: float) -> None:
+        ms = sorted(r["ms"] for r in rows) or [0.0]
+        count = {k: sum(1 for r in rows if r["result"] == k) for k in ("ok", "refused", "failed")}
+        self.stdout.write(f"{label:<16} {len(rows):>7} {count['ok']:>7} {count['refused']:>8} {count['failed']:>7} "
+                          f"{len(rows) / elapsed if elapsed else 0:>7.1f} {statistics.median(ms):>8.1f} "
+                          f"{ms[max(0, int(len(ms) * 0.95) - 1)]:>8.1f}")
+
+    def _flood_report(self, flood: list[dict], items: list[dict], elapsed: float, opts) -> None:
+        """The other agents' searches before the flood and during it, side by side."""
+        start = next((i["started"] for i in flood if "started" in i), None)
+        calls = [i for i in flood if i.get("op") == "search_flood"]
+        if start is None or not calls:
+            self.stdout.write("\nflood: the flooding agent logged nothing (see flood.err with --keep)")
+            return
+        end = max(i["at"] for i in calls)
+        searches = [i for i in items if i.get("role") == "agent" and i["op"].startswith("search_")]
+        before = [i for i in searches if i["at"] < start]
+        during = [i for i in searches if start <= i["at"] <= end]
+        self.stdout.write("")
+        self.stdout.write(f"flood: one agent, {opts['flood']} concurrent workers searching back to back for "
+                          f"{end - start:.0f} s (client at nice {FLOOD_NICE}); the other {opts['agents']} agents' "
+                          "searches (REST and MCP)")
+        self.stdout.write(f"{'':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
+                          f"{'p50 ms':>8} {'p95 ms':>8}")
+        self._row("others, before", before, start - min((i["at"] for i in searches), default=start))
+        self._row("others, during", during, end - start)
+        self._row("the flooder", calls, end - start)
+        if before and during:
+            ratio = statistics.median(i["ms"] for i in during) / statistics.median(i["ms"] for i in before)
+            self.stdout.write(f"others' search median during / before the flood: {ratio:.2f}")
+
