@@ -16,8 +16,6 @@ from reviews.models import Agent
 
 log = logging.getLogger(__name__)
 
-log = logging.getLogger(__name__)
-
 
 class SlidingWindowLimiter:
     """At most ``settings.<setting>`` calls per agent in any sliding minute,

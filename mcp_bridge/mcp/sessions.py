@@ -38,7 +38,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-log = logging.getLogger("vetted.mcp")
+log = logging.getLogger(__name__)
 
 _MISSING = [name for name in ("_admit_session", "_discard_session") if not hasattr(StreamableHTTPSessionManager, name)]
 if _MISSING:
