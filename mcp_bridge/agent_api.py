@@ -27,7 +27,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from retrieval import search as search_engine
 from retrieval.gate import REASONS, Reader, read_record, withhold_reason
 from retrieval.similar import similar_pending, similar_records
-from reviews import actions
+from reviews import actions, textsafety
 from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import NotFound, RateLimited, ValidationFailed
@@ -310,8 +310,13 @@ def describe(agent: Agent) -> dict:
             "tags": (f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
                      "reuse the tags listed above where they fit"),
             "reason": f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)",
+            "text": ("every field is refused if it holds a character the reviewer cannot see: controls, bidi "
+                     "controls, zero-width and other format characters, TAG characters, fillers, variation "
+                     "selectors (ZWJ and VS16 stay allowed inside emoji); the error names each by code point "
+                     "and position"),
             "review_by": "optional future date (YYYY-MM-DD); default: today + the kind's review_days",
-            "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id; text "
+            "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id, and "
+                           "so is one that differs only in look-alike characters (Cyrillic 'а' for Latin 'a'); text "
                            f"with similarity >= {settings.VETTED_NEAR_DUPLICATE} to a current record in the same scope "
                            "is answered with similar_exists unless you pass confirm_duplicate=true or revise that record"),
             "rate_limit": (f"{settings.VETTED_PROPOSALS_PER_MINUTE} proposals per minute"
@@ -501,11 +506,15 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
         return None
     exact = content_checksum(kind=content.get("kind", ""), scope=content["scope"], title=content["title"],
                              body=content["body"], tags=content["tags"]) if "kind" in content else None
+    # Look-alike copies (same skeleton) are the action's to refuse, like exact ones.
+    looks_same = textsafety.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
+                                        body=content["body"], tags=content["tags"]) if "kind" in content else None
     hits = similar_records(content["title"], content["body"], tags=content["tags"], scopes=[content["scope"]],
                            threshold=threshold, exclude_ids=exclude)
-    hits = [h for h in hits if h.record.approved_checksum != exact]
+    hits = [h for h in hits if h.record.approved_checksum != exact and h.record.skeleton_checksum != looks_same]
     waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
                               threshold=threshold, exclude_checksum=exact)
+    waiting = [w for w in waiting if w.proposal.skeleton_checksum != looks_same]
     if not hits and not waiting:
         return None
     ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])

@@ -37,6 +37,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
+from . import textsafety
 from . import validation as v
 from .checksum import content_checksum
 from .errors import (
@@ -202,22 +203,40 @@ def _require_pending(proposal: Proposal, doing: str) -> None:
         )
 
 
-def _check_not_duplicate(checksum: str, *, ignore_proposal: Proposal | None = None) -> None:
-    existing = Record.objects.filter(approved_checksum=checksum, status__in=_LIVE).first()
-    if existing:
-        raise DuplicateContent(
-            f"An identical approved record already exists: {existing.public_id}.",
-            existing_id=existing.public_id,
-        )
-    pending = Proposal.objects.filter(content_checksum=checksum, state=ProposalState.PENDING)
+_LOOKS_SAME = "the texts differ only in look-alike or invisible characters"
+
+
+def _check_not_duplicate(checksum: str, *, skeleton: str = "", ignore_proposal: Proposal | None = None,
+                         ignore_record: Record | None = None) -> None:
+    """Refuse content identical to a live record or a pending proposal, or
+    identical once both are folded to their look-alike skeletons
+    (textsafety.content_key), which a reviewer could not tell apart either.
+    ``ignore_record`` is the record a revision replaces: fixing a look-alike
+    letter in it is a change, not a copy."""
+    records = Record.objects.filter(status__in=_LIVE)
+    if ignore_record is not None:
+        records = records.exclude(pk=ignore_record.pk)
+    pending = Proposal.objects.filter(state=ProposalState.PENDING)
     if ignore_proposal is not None:
         pending = pending.exclude(pk=ignore_proposal.pk)
-    pending = pending.first()
-    if pending:
-        raise DuplicateContent(
-            f"An identical proposal is already waiting for review: {pending.public_id}.",
-            existing_id=pending.public_id,
-        )
+    existing = records.filter(approved_checksum=checksum).first()
+    if existing:
+        raise DuplicateContent(f"An identical approved record already exists: {existing.public_id}.",
+                               existing_id=existing.public_id)
+    waiting = pending.filter(content_checksum=checksum).first()
+    if waiting:
+        raise DuplicateContent(f"An identical proposal is already waiting for review: {waiting.public_id}.",
+                               existing_id=waiting.public_id)
+    if not skeleton:
+        return
+    existing = records.filter(skeleton_checksum=skeleton).first()
+    if existing:
+        raise DuplicateContent(f"An approved record that looks identical already exists: {existing.public_id} "
+                               f"({_LOOKS_SAME}).", existing_id=existing.public_id)
+    waiting = pending.filter(skeleton_checksum=skeleton).first()
+    if waiting:
+        raise DuplicateContent(f"A proposal that looks identical is already waiting for review: "
+                               f"{waiting.public_id} ({_LOOKS_SAME}).", existing_id=waiting.public_id)
 
 
 def _content_of(obj) -> dict:
@@ -227,6 +246,11 @@ def _content_of(obj) -> dict:
 def _checksum_of(content: dict) -> str:
     return content_checksum(kind=content["kind"], scope=content["scope"], title=content["title"],
                             body=content["body"], tags=content["tags"])
+
+
+def _skeleton_of(content: dict) -> str:
+    return textsafety.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
+                                  body=content["body"], tags=content["tags"])
 
 
 def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
@@ -261,6 +285,8 @@ def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersede
         **content,
         status=RecordStatus.APPROVED,
         approved_checksum=_checksum_of(content),
+        skeleton_checksum=_skeleton_of(content),
+        title_skeleton=textsafety.title_key(content["title"]),
         approved_at=now,
         approved_by=reviewer,
         verified_at=now,
@@ -310,11 +336,11 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
         content = v.clean_content(fields)
         reason = v.clean_reason(reason)
         _check_agent_scope(agent, content["scope"])
-        checksum = _checksum_of(content)
-        _check_not_duplicate(checksum)
+        checksum, skeleton = _checksum_of(content), _skeleton_of(content)
+        _check_not_duplicate(checksum, skeleton=skeleton)
         proposal = Proposal.objects.create(
             action=ProposalAction.CREATE, agent=agent, reason=reason, content_checksum=checksum,
-            **content, **_provenance(agent, source_tool, session),
+            skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
         )
         _audit("proposal.created", actor=agent, subject=proposal, proposal=proposal,
                after=checksum, snippet=proposal.title, extra={"action": proposal.action, "scope": proposal.scope})
@@ -339,10 +365,11 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
-        _check_not_duplicate(checksum)
+        skeleton = _skeleton_of(content)
+        _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
         proposal = Proposal.objects.create(
             action=ProposalAction.REVISE, target=record, agent=agent, reason=reason,
-            content_checksum=checksum, **content, **_provenance(agent, source_tool, session),
+            content_checksum=checksum, skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
         )
         _audit("proposal.created", actor=agent, subject=proposal, record=record, proposal=proposal,
                before=record.approved_checksum, after=checksum, snippet=proposal.title,
@@ -491,7 +518,8 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             checksum = _checksum_of(content)
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
-            _check_not_duplicate(checksum, ignore_proposal=proposal)
+            _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_proposal=proposal,
+                                 ignore_record=target)
             result = _new_record(content, reviewer=reviewer, proposal=proposal, supersedes=target,
                                  reason=proposal.reason)
             after = checksum
@@ -579,7 +607,7 @@ def revise_record(record: Record | str, *, actor, changes: dict, note: str = "")
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"changes": f"the revision is identical to {record.public_id}"})
-        _check_not_duplicate(checksum)
+        _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_record=record)
         new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
                           reason=note or f"Revised by {reviewer.get_username()}")
         closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
@@ -612,7 +640,7 @@ def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record
         content = _content_of(record)
         content["scope"] = new_scope
         checksum = _checksum_of(content)
-        _check_not_duplicate(checksum)
+        _check_not_duplicate(checksum, skeleton=_skeleton_of(content))
         new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
         closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} "
                                                                f"as {new.public_id}.")

@@ -17,7 +17,7 @@ from retrieval.gate import Reader
 from retrieval.index import IndexModelMismatch
 from retrieval.search import search
 
-from . import actions, validation
+from . import actions, lookalikes, validation
 from .errors import NotFound, ValidationFailed, VettedError
 from .models import SCOPES, Proposal, ProposalAction, ProposalState
 from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
@@ -50,6 +50,7 @@ def _page(after: str) -> tuple[list[Proposal], str]:
 @require_GET
 def inbox(request):
     proposals, next_cursor = _page(request.GET.get("after", ""))
+    lookalikes.annotate(proposals)
     context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox"}
     if request.htmx and request.GET.get("after"):
         # "Load more": only the next cards and the new button.

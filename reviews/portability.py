@@ -31,6 +31,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
+from . import textsafety
 from .models import (
     SCOPES,
     Agent,
@@ -472,6 +473,15 @@ def validate_snapshot(data) -> dict:
 # --------------------------------------------------------------------------- writing (called by actions)
 
 
+def _look_alike_keys(row: dict, *, title: bool = False) -> dict:
+    """The derived look-alike keys (not exported: computed from the text)."""
+    keys = {"skeleton_checksum": textsafety.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
+                                                        body=row["body"], tags=row["tags"])}
+    if title:
+        keys["title_skeleton"] = textsafety.title_key(row["title"])
+    return keys
+
+
 def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None) -> dict:
     """Insert everything in ``data`` (validated) in the current transaction.
     Returns facts for the summary. Only reviews.actions.import_snapshot calls this."""
@@ -520,7 +530,7 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
         for name in _RECORD_TIMES:
             fields[name] = _parse_dt(fields[name])
         record = Record.objects.create(
-            **fields, approved_by_id=user_pk[row["approved_by"]],
+            **fields, **_look_alike_keys(row, title=True), approved_by_id=user_pk[row["approved_by"]],
             proposed_by_id=agent_pk[row["proposed_by"]] if row["proposed_by"] else None,
         )
         record_pk[row["public_id"]] = record.pk
@@ -542,7 +552,7 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
         for name in _PROPOSAL_TIMES:
             fields[name] = _parse_dt(fields[name])
         proposal = Proposal.objects.create(
-            **fields,
+            **fields, **(_look_alike_keys(row) if row["content_checksum"] else {}),
             target_id=record_pk.get(row["target"]), result_record_id=record_pk.get(row["result_record"]),
             agent_id=agent_pk[row["agent"]] if row["agent"] else None,
             decided_by_id=user_pk[row["decided_by"]] if row["decided_by"] else None,
