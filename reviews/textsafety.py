@@ -195,7 +195,8 @@ def marker(ch: str) -> str:
     return f"\u27e8U+{ord(ch):04X}\u27e9"
 
 
-def _replace(text: str, render) -> str:
+def replace_invisible(text: str, render) -> str:
+    """``text`` with each refused character replaced by ``render(char)``."""
     first, count = scan(text, keep=len(text))
     if not count:
         return text
@@ -210,7 +211,7 @@ def _replace(text: str, render) -> str:
 
 def mark_plain(text: str) -> str:
     """Each refused character as the text ⟨U+XXXX⟩ (for attributes and form fields)."""
-    return _replace(text, marker)
+    return replace_invisible(text, marker)
 
 
 def _span(ch: str) -> str:
@@ -219,7 +220,7 @@ def _span(ch: str) -> str:
 
 def mark_html_text(escaped: str) -> str:
     """Each refused character of already-escaped HTML text as a marked span."""
-    return _replace(escaped, _span)
+    return replace_invisible(escaped, _span)
 
 
 # Raw-text and RCDATA elements (a span would show as text there), comments

@@ -396,3 +396,20 @@ def test_rest_and_mcp_name_the_character_and_its_position(gateway, agent_tokens)
     assert result.is_error and ("[invalid] title: invisible character U+E0041 (TAG LATIN CAPITAL LETTER A) at "
                                 "position 12 is not allowed") in text_of(result)
     assert Proposal.objects.count() == 0
+
+
+def test_the_terminal_reviewer_shows_them_as_escapes_that_parse_back(old_data):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    _, proposal = old_data
+    out = StringIO()
+    call_command("review", "show", proposal.public_id, stdout=out)
+    shown = out.getvalue()
+    assert "\u200b" not in shown and "\U000e0041" not in shown
+    assert "Coffee\\u200b machine floor" in shown and "\\udb40\\udc41" in shown
+    assert json.loads(shown)["title"] == "Coffee\u200b machine floor"
+    out = StringIO()
+    call_command("review", "list", stdout=out)
+    assert "Coffee\u27e8U+200B\u27e9 machine floor" in out.getvalue() and "\u200b" not in out.getvalue()
