@@ -27,7 +27,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from retrieval import search as search_engine
 from retrieval.gate import REASONS, Reader, read_record, withhold_reason
 from retrieval.similar import similar_pending, similar_records
-from reviews import actions, textsafety
+from reviews import actions, confusables
 from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import NotFound, RateLimited, ValidationFailed
@@ -507,7 +507,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
     exact = content_checksum(kind=content.get("kind", ""), scope=content["scope"], title=content["title"],
                              body=content["body"], tags=content["tags"]) if "kind" in content else None
     # Look-alike copies (same skeleton) are the action's to refuse, like exact ones.
-    looks_same = textsafety.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
+    looks_same = confusables.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
                                         body=content["body"], tags=content["tags"]) if "kind" in content else None
     hits = similar_records(content["title"], content["body"], tags=content["tags"], scopes=[content["scope"]],
                            threshold=threshold, exclude_ids=exclude)

@@ -37,7 +37,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
-from . import textsafety
+from . import confusables
 from . import validation as v
 from .checksum import content_checksum
 from .errors import (
@@ -210,7 +210,7 @@ def _check_not_duplicate(checksum: str, *, skeleton: str = "", ignore_proposal: 
                          ignore_record: Record | None = None) -> None:
     """Refuse content identical to a live record or a pending proposal, or
     identical once both are folded to their look-alike skeletons
-    (textsafety.content_key), which a reviewer could not tell apart either.
+    (confusables.content_key), which a reviewer could not tell apart either.
     ``ignore_record`` is the record a revision replaces: fixing a look-alike
     letter in it is a change, not a copy."""
     records = Record.objects.filter(status__in=_LIVE)
@@ -249,7 +249,7 @@ def _checksum_of(content: dict) -> str:
 
 
 def _skeleton_of(content: dict) -> str:
-    return textsafety.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
+    return confusables.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
                                   body=content["body"], tags=content["tags"])
 
 
@@ -286,7 +286,7 @@ def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersede
         status=RecordStatus.APPROVED,
         approved_checksum=_checksum_of(content),
         skeleton_checksum=_skeleton_of(content),
-        title_skeleton=textsafety.title_key(content["title"]),
+        title_skeleton=confusables.title_key(content["title"]),
         approved_at=now,
         approved_by=reviewer,
         verified_at=now,

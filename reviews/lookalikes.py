@@ -1,7 +1,7 @@
 """Warnings for the reviewer about titles that imitate others.
 
 A proposal's title is flagged when it mixes scripts in a way honest text
-does not (reviews.textsafety.mixed_script_warnings), or when it looks the
+does not (reviews.confusables.mixed_script_warnings), or when it looks the
 same as the title of a live record (same UTS #39 skeleton) while the
 characters differ. The reviewer decides; nothing is refused here (exact and
 look-alike copies of whole records are refused by the duplicate check).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import textsafety
+from . import confusables, textsafety
 from .models import Proposal, Record, RecordStatus
 
 _LIVE = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
@@ -31,14 +31,14 @@ def _difference(new: str, old: str) -> str:
 def _char(ch: str) -> str:
     if textsafety.has_invisible(ch):
         return f"the invisible {textsafety.describe(ch)}"
-    return textsafety.letter(ch)
+    return confusables.letter(ch)
 
 
 def warnings_for(proposals: Iterable[Proposal]) -> dict[int, list[str]]:
     """Warnings per proposal pk (only those with any), with one query for
     all the titles given."""
     titled = [p for p in proposals if p.title]
-    keys = {p.pk: textsafety.title_key(p.title) for p in titled}
+    keys = {p.pk: confusables.title_key(p.title) for p in titled}
     twins: dict[str, list[Record]] = {}
     if keys:
         rows = (Record.objects.filter(title_skeleton__in=set(keys.values()), status__in=_LIVE)
@@ -47,7 +47,7 @@ def warnings_for(proposals: Iterable[Proposal]) -> dict[int, list[str]]:
             twins.setdefault(record.title_skeleton, []).append(record)
     found: dict[int, list[str]] = {}
     for p in titled:
-        warnings = [f"Title: {text}" for text in textsafety.mixed_script_warnings(p.title)]
+        warnings = [f"Title: {text}" for text in confusables.mixed_script_warnings(p.title)]
         look_alike = [r for r in twins.get(keys[p.pk], []) if r.title != p.title and r.pk != p.target_id]
         for record in look_alike[:_SHOWN_RECORDS]:
             warnings.append(f"Title looks like {record.public_id} '{record.title}' but "

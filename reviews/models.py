@@ -91,7 +91,7 @@ class Record(models.Model):
 
     review_by = models.DateField(db_index=True)
     approved_checksum = models.CharField(max_length=64, db_index=True)
-    # Look-alike keys (reviews.textsafety): the approved content and the
+    # Look-alike keys (reviews.confusables): the approved content and the
     # title folded to their UTS #39 skeletons, so a copy that differs only
     # in look-alike or invisible characters is found by an index probe.
     skeleton_checksum = models.CharField(max_length=64, blank=True, db_index=True, editable=False)

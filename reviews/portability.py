@@ -31,7 +31,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from . import textsafety
+from . import confusables
 from .models import (
     SCOPES,
     Agent,
@@ -475,10 +475,10 @@ def validate_snapshot(data) -> dict:
 
 def _look_alike_keys(row: dict, *, title: bool = False) -> dict:
     """The derived look-alike keys (not exported: computed from the text)."""
-    keys = {"skeleton_checksum": textsafety.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
+    keys = {"skeleton_checksum": confusables.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
                                                         body=row["body"], tags=row["tags"])}
     if title:
-        keys["title_skeleton"] = textsafety.title_key(row["title"])
+        keys["title_skeleton"] = confusables.title_key(row["title"])
     return keys
 
 

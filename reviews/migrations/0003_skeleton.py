@@ -4,15 +4,15 @@ from django.db import migrations, models
 def fill_keys(apps, schema_editor):
     """Compute the look-alike keys of every existing record and proposal (a
     newer confusables.txt would need the same pass again)."""
-    from reviews import textsafety
+    from reviews import confusables
 
     Record = apps.get_model("reviews", "Record")
     Proposal = apps.get_model("reviews", "Proposal")
     batch = []
     for record in Record.objects.only("kind", "scope", "title", "body", "tags").iterator(chunk_size=500):
-        record.skeleton_checksum = textsafety.content_key(kind=record.kind, scope=record.scope, title=record.title,
+        record.skeleton_checksum = confusables.content_key(kind=record.kind, scope=record.scope, title=record.title,
                                                           body=record.body, tags=record.tags)
-        record.title_skeleton = textsafety.title_key(record.title)
+        record.title_skeleton = confusables.title_key(record.title)
         batch.append(record)
         if len(batch) >= 500:
             Record.objects.bulk_update(batch, ["skeleton_checksum", "title_skeleton"])
@@ -21,7 +21,7 @@ def fill_keys(apps, schema_editor):
     batch = []
     for proposal in (Proposal.objects.exclude(content_checksum="")
                      .only("kind", "scope", "title", "body", "tags").iterator(chunk_size=500)):
-        proposal.skeleton_checksum = textsafety.content_key(kind=proposal.kind, scope=proposal.scope,
+        proposal.skeleton_checksum = confusables.content_key(kind=proposal.kind, scope=proposal.scope,
                                                             title=proposal.title, body=proposal.body,
                                                             tags=proposal.tags)
         batch.append(proposal)
@@ -32,7 +32,7 @@ def fill_keys(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    """Look-alike keys (reviews/textsafety.py), so a copy that differs only in
+    """Look-alike keys (reviews/confusables.py), so a copy that differs only in
     look-alike or invisible characters is refused as a duplicate and the inbox
     can warn about look-alike titles, each by an index probe."""
 
