@@ -5,32 +5,27 @@ State only changes through reviews.actions; nothing here writes on its own.
 
 from __future__ import annotations
 
-import secrets
 from datetime import date
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from . import ids
 from .checksum import content_checksum
 
 
-def _public_id(prefix: str) -> str:
-    # 12 hex chars = 48 random bits: short enough to read aloud, and a
-    # collision (caught by the unique index) is vanishingly rare.
-    return f"{prefix}_{secrets.token_hex(6)}"
-
-
+# Named defaults (migrations refer to them); the format lives in reviews/ids.py.
 def new_record_id() -> str:
-    return _public_id("rec")
+    return ids.new_id(ids.RECORD)
 
 
 def new_proposal_id() -> str:
-    return _public_id("prop")
+    return ids.new_id(ids.PROPOSAL)
 
 
 def new_agent_id() -> str:
-    return _public_id("agt")
+    return ids.new_id(ids.AGENT)
 
 
 class Scope(models.TextChoices):

@@ -1,6 +1,6 @@
 """Text a reviewer cannot see: the one rule (``scan``), used by validation,
 by the look-alike skeleton (reviews/confusables.py) and by every page the
-reviewer reads (reviews.middleware.VisibleTextMiddleware).
+reviewer reads (reviews.inbox.middleware.VisibleTextMiddleware).
 
 Refused: control characters other than tab, newline and carriage return;
 every format character (general category Cf: zero-width space, joiners,

@@ -414,6 +414,16 @@ def test_unknown_or_inactive_reviewer_is_refused(propose, reviewer, second_revie
     assert p.state == ProposalState.PENDING
 
 
+@pytest.mark.django_db
+def test_a_reviewer_who_is_not_staff_is_refused(propose, reviewer, django_user_model):
+    p = propose()
+    django_user_model.objects.create_user("una", password="x-long-password")
+    with pytest.raises(CommandError, match="'una' is not a reviewer \\(staff\\) account"):
+        review("accept", p.public_id, reviewer="una")
+    p.refresh_from_db()
+    assert p.state == ProposalState.PENDING
+
+
 # --------------------------------------------------------------------------- create_agent
 
 

@@ -14,8 +14,9 @@ import regex
 from django.urls import reverse
 
 from mcp_bridge import agent_api
-from reviews import actions, lookalikes, textsafety
+from reviews import actions, textsafety
 from reviews.errors import DuplicateContent, ValidationFailed
+from reviews.inbox import lookalikes
 from reviews.models import AuditEvent, Proposal, Record
 from tests.conftest import GOOD_BODY, content
 

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from reviews import actions, textsafety
 from reviews.errors import VettedError
-from reviews.management.cli import dumps, iso_date, resolve_reviewer
+from memory_site.cli import dumps, iso_date, resolve_reviewer
 from reviews.models import SCOPES, Proposal, ProposalState
 
 
