@@ -5,7 +5,7 @@ The skeleton comes from Unicode's confusables.txt (reviews/data/, version
 13.0.0, reduced to its mappings, with its licence). To move to a newer
 release, reduce the new file the same way (the first two fields of each
 line) and replace reviews/data/confusables.txt; stored keys then need
-recomputing (the pass in migration 0003_skeleton).
+recomputing (the pass in migration 0004_skeleton).
 """
 
 from __future__ import annotations

@@ -71,8 +71,11 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
         chain = {target.public_id}
         if target.supersedes_id:
             chain.add(target.supersedes.public_id)
-        content = {"title": changes.get("title", target.title), "body": changes.get("body", target.body),
-                   "scope": target.scope, "tags": changes.get("tags", target.tags)}
+        # From the approved text, as the action does: text changed outside
+        # Vetted plays no part in what the agent is told (no copy: the action refuses).
+        base = target.approved_version() or target.checksummed_content()
+        content = {"title": changes.get("title", base["title"]), "body": changes.get("body", base["body"]),
+                   "scope": base["scope"], "tags": changes.get("tags", base["tags"])}
         try:
             content["tags"] = v.clean_tags(content["tags"])
             content["title"], content["body"] = v.clean_title(content["title"]), v.clean_body(content["body"])

@@ -68,7 +68,9 @@ def proposal_shape(proposal: Proposal) -> dict:
         "action": proposal.action,
         "state": proposal.state,
         "target": proposal.target.public_id if proposal.target_id else None,
-        "title": proposal.title or (proposal.target.title if proposal.target_id else ""),
+        # A retirement or dispute names its target by the approved title, never by text changed outside Vetted.
+        "title": proposal.title or ((proposal.target.approved_version() or {}).get("title", "")
+                                    if proposal.target_id else ""),
         "scope": proposal.scope or (proposal.target.scope if proposal.target_id else ""),
         "reason": proposal.reason,
         "created_at": iso(proposal.created_at),

@@ -42,15 +42,24 @@ from .agents import (
 from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
 from .proposals import dispute_record, propose_create, propose_retirement, propose_revision, withdraw_proposal
-from .records import clear_dispute, move_record, retire_record, revise_record, verify_record
+from .records import (
+    approve_current_text,
+    clear_dispute,
+    move_record,
+    restore_approved_text,
+    retire_record,
+    revise_record,
+    verify_record,
+)
 
 __all__ = [
     "IMPORT_AGENT_NAME", "SEEN_EVERY_SECONDS", "TOKEN_PREFIX",
     "Actor", "Agent", "ImportFailed", "ImportResult", "ImportSummary", "SystemActor",
     "_checksum_of", "_require_reviewer",
-    "accept_proposal", "accept_proposal_with_revision", "agent_for_token", "clear_dispute",
+    "accept_proposal", "accept_proposal_with_revision", "agent_for_token", "approve_current_text", "clear_dispute",
     "create_agent", "create_first_reviewer", "dispute_record", "import_agent", "import_records",
     "import_snapshot", "is_loopback", "move_record", "note_agent_seen", "propose_create",
-    "propose_retirement", "propose_revision", "reject_proposal", "retire_record", "revise_record",
+    "propose_retirement", "propose_revision", "reject_proposal", "restore_approved_text", "retire_record",
+    "revise_record",
     "revoke_agent", "rotate_agent_token", "verify_record", "withdraw_proposal",
 ]

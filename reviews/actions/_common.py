@@ -13,8 +13,15 @@ from django.utils import timezone
 
 from .. import confusables
 from .. import validation as v
-from ..checksum import content_checksum
-from ..errors import DuplicateContent, InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
+from ..checksum import CHECKSUM_FIELDS, content_checksum
+from ..errors import (
+    ChecksumMismatch,
+    DuplicateContent,
+    InvalidTransition,
+    NotFound,
+    ScopeNotAllowed,
+    ValidationFailed,
+)
 from ..models import (
     ActorType,
     Agent,
@@ -144,9 +151,14 @@ def _locked_agent(agent: Agent | str) -> Agent:
 
 
 def _visible_target(agent: Agent, record_id: Record | str) -> Record:
-    """The target record, as an agent may see it: out-of-scope records do not exist for it."""
+    """The target record, as an agent may see it: out-of-scope records do not
+    exist for it. For a record changed outside Vetted both its current and
+    its approved scope must be the agent's (a scope edited by hand moves
+    nothing between spaces)."""
     record = _locked_record(record_id)
-    if not agent.can_use_scope(record.scope):
+    approved = record.approved_text() if record.edited_since_approval else None
+    scopes = {record.scope, approved["scope"]} if approved else {record.scope}
+    if not all(agent.can_use_scope(scope) for scope in scopes):
         raise NotFound(f"No record with id {record.public_id!r}.")
     return record
 
@@ -221,6 +233,38 @@ def _skeleton_of(content: dict) -> str:
                                   body=content["body"], tags=content["tags"])
 
 
+def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
+    """The refusal for building on text nobody approved: ``record`` was
+    changed outside Vetted (its text no longer matches approved_checksum)."""
+    if record.approved_text() is None:
+        way_out = ("no approved copy of its text is kept (it was edited before Vetted kept one), so it cannot be "
+                   f"restored: approve its current text (`review approve-current {record.public_id} --note ...`) "
+                   "or retire it")
+    else:
+        way_out = ("restore the approved text or approve the current text first "
+                   f"(`review restore {record.public_id}` or `review approve-current {record.public_id} --note ...`)")
+    return ChecksumMismatch(
+        f"Cannot {doing} {record.public_id}: it was changed outside Vetted since it was approved; {way_out}.",
+        record=record.public_id,
+    )
+
+
+def _approved_base(record: Record, doing: str) -> dict:
+    """What a change of ``record`` starts from: its content fields, with the
+    approved kind, scope, title, body and tags, never text changed outside
+    Vetted (else a tag-only revision would carry that text into a new approved
+    record). review_by is left for the kind's default. Raises ChecksumMismatch
+    when the record was edited and no approved copy is kept."""
+    base = _content_of(record)
+    if record.edited_since_approval:
+        approved = record.approved_text()
+        if approved is None:
+            raise _outside_edit_refusal(record, doing)
+        base.update(approved)
+    base["review_by"] = None
+    return base
+
+
 def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
     return {
         "source_tool": v.clean_short("source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX),
@@ -253,6 +297,7 @@ def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersede
         **content,
         status=RecordStatus.APPROVED,
         approved_checksum=_checksum_of(content),
+        approved_content={name: content[name] for name in CHECKSUM_FIELDS},
         skeleton_checksum=_skeleton_of(content),
         title_skeleton=confusables.title_key(content["title"]),
         approved_at=now,

@@ -13,9 +13,11 @@ from ._common import (
     _audit,
     _check_not_duplicate,
     _checksum_of,
+    _approved_base,
     _close_fulfilled,
     _content_of,
     _end_dispute_if_last,
+    _outside_edit_refusal,
     _locked_proposal,
     _locked_record,
     _new_record,
@@ -37,6 +39,10 @@ def accept_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Propo
                instead, use accept_proposal_with_revision).
     Pending disputes and retirements of a record that is retired or
     superseded are closed as fulfilled in the same transaction.
+    A revise (or a dispute's correction) of a record changed outside Vetted
+    since approval is refused (ChecksumMismatch): restore_approved_text or
+    approve_current_text first. Retiring such a record is allowed (it
+    delivers nothing).
     """
     return _accept(proposal, actor=actor, note=note, changes=None)
 
@@ -58,19 +64,22 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         _require_pending(proposal, "accept")
         note = v.clean_note(note)
         target = _locked_record(proposal.target) if proposal.target_id else None
+        makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
+            proposal.action == ProposalAction.DISPUTE and bool(changes))
         if target is not None:
             _require_live(target, f"accept {proposal.public_id} on")
+            # Re-checked under the lock: text changed outside Vetted after the
+            # card was shown must not become the base of a new approved record.
+            if makes_text and target.edited_since_approval:
+                raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
         extra: dict = {"action": proposal.action}
         before = target.approved_checksum if target else ""
         after = ""
         result = target
 
-        if proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
-            proposal.action == ProposalAction.DISPUTE and changes
-        ):
+        if makes_text:
             if proposal.action == ProposalAction.DISPUTE:
-                base = _content_of(target)
-                base["review_by"] = None
+                base = _approved_base(target, f"correct {proposal.public_id} on")
             else:
                 base = _content_of(proposal)
             lock_scope = target.scope if target is not None else None
@@ -100,6 +109,8 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         elif proposal.action in (ProposalAction.RETIRE, ProposalAction.DISPUTE):
             if changes:
                 raise ValidationFailed({"changes": "a retirement has no text to edit; accept or reject it"})
+            if target.edited_since_approval:
+                extra["edited_outside"] = True
             target.status = RecordStatus.RETIRED
             target.save(update_fields=["status", "updated_at"])
             extra["closed_proposals"] = _close_fulfilled(

@@ -20,6 +20,7 @@ from ._common import (
     _provenance,
     _require_active_agent,
     _require_live,
+    _approved_base,
     _require_pending,
     _skeleton_of,
     _visible_target,
@@ -54,17 +55,18 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
                      session: str = "", **changes) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
 
-    Fields not given keep the target's values (review_by gets a fresh default).
-    The scope cannot change. A revision that changes nothing is refused.
+    Fields not given keep the target's approved values (review_by gets a
+    fresh default); for a target changed outside Vetted that is its approved
+    text, not the changed one (refused if no approved copy is kept). The scope
+    cannot change. A revision that changes nothing is refused.
     """
     with transaction.atomic():
         agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
         record = _visible_target(agent, target)
         _require_live(record, "revise")
         reason = v.clean_reason(reason)
-        base = _content_of(record)
-        base["review_by"] = None
-        content, changed = _apply_changes(base, changes, lock_scope=record.scope)
+        base = _approved_base(record, "revise")
+        content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})

@@ -20,9 +20,16 @@ from retrieval.search import search
 from reviews import actions, validation
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
-
 from . import lookalikes
-from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
+from .page_helpers import (
+    approved_form_values,
+    back,
+    form_changes,
+    mark_outside_edits,
+    nav_counts,
+    site_login_required,
+    tags_text,
+)
 
 PAGE_SIZE = 25
 SIMILAR_LIMIT = 3
@@ -45,6 +52,7 @@ def _page(after: str) -> tuple[list[Proposal], str]:
     rows = list(queryset[:PAGE_SIZE + 1])
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
+    mark_outside_edits(p.target for p in rows)
     return rows, (str(rows[-1].pk) if more and rows else "")
 
 
@@ -63,6 +71,8 @@ def inbox(request):
 def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
     proposal = Proposal.objects.select_related("agent", "target", "decided_by", "result_record") \
         .filter(public_id=proposal_id).first()
+    if proposal is not None:
+        mark_outside_edits([proposal.target])
     context = {"p": proposal, "proposal_id": proposal_id, "error": error, **nav_counts()}
     return render(request, "reviews/inbox.html#card-response", context, status=status)
 
@@ -104,12 +114,14 @@ def reject(request, public_id):
 
 def _form_initial(proposal: Proposal) -> dict:
     """What the revise form starts from: the proposed text, or for a dispute
-    the disputed record's text (accepting a dispute with changes corrects it)."""
-    source = proposal.target if proposal.action == ProposalAction.DISPUTE else proposal
+    the disputed record's approved text (accepting a dispute with changes
+    corrects it; text changed outside Vetted is shown as a diff, never as the base)."""
+    if proposal.action == ProposalAction.DISPUTE:
+        return approved_form_values(proposal.target)
     return {
-        "title": source.title, "body": source.body, "kind": source.kind, "scope": source.scope,
-        "tags": tags_text(source.tags),
-        "review_by": proposal.review_by.isoformat() if proposal.action != ProposalAction.DISPUTE and proposal.review_by else "",
+        "title": proposal.title, "body": proposal.body, "kind": proposal.kind, "scope": proposal.scope,
+        "tags": tags_text(proposal.tags),
+        "review_by": proposal.review_by.isoformat() if proposal.review_by else "",
     }
 
 
@@ -138,6 +150,7 @@ def revise(request, public_id):
 
 
 def _revise_form(request, proposal, values: dict, errors: dict, status: int = 200):
+    mark_outside_edits([proposal.target])
     context = {"p": proposal, "values": values, "errors": errors, "kinds": _kinds(), "scopes": SCOPES,
                "scope_locked": proposal.target_id is not None,
                "action_url": reverse("proposal_revise", args=[proposal.public_id])}

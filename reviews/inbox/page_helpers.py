@@ -16,6 +16,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from reviews.checksum import CHECKSUM_FIELDS
 from reviews.models import Agent, Proposal, ProposalState, Record, RecordStatus
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
@@ -54,6 +55,45 @@ def form_changes(post) -> dict:
 
 def tags_text(tags) -> str:
     return ", ".join(tags or [])
+
+
+def outside_edit(record: Record) -> dict | None:
+    """For the banner on a record changed outside Vetted: None if its text
+    matches its approval; else ``approved`` (the kept approved content, or
+    None when none is kept) and ``fields``, the changed ones as
+    {name, old (approved), new (current)} for a word diff."""
+    if not record.edited_since_approval:
+        return None
+    approved = record.approved_text()
+    fields = []
+    if approved is not None:
+        for name in CHECKSUM_FIELDS:
+            old, new = approved[name], getattr(record, name)
+            if name == "tags":
+                old, new = tags_text(sorted(old)), tags_text(sorted(new or []))
+            if old != new:
+                fields.append({"name": name, "old": old, "new": new})
+    return {"approved": approved, "fields": fields}
+
+
+def mark_outside_edits(records) -> None:
+    """Give each record (None skipped) what its cards show: ``outside_edit``
+    (see above) and ``shown``, the content a reviewer is shown as the record
+    (its approved text when it was changed outside Vetted and a copy is kept:
+    diffs and cards never present changed text as the approved record)."""
+    for record in records:
+        if record is None:
+            continue
+        record.outside_edit = outside_edit(record)
+        record.shown = record.approved_version() or record.checksummed_content()
+
+
+def approved_form_values(record: Record) -> dict:
+    """A revise form's starting values for ``record``: the approved text."""
+    mark_outside_edits([record])
+    shown = record.shown
+    return {"title": shown["title"], "body": shown["body"], "kind": shown["kind"], "scope": shown["scope"],
+            "tags": tags_text(shown["tags"]), "review_by": ""}
 
 
 def site_login_required(view):

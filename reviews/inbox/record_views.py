@@ -1,5 +1,6 @@
-"""Records: due for review, disputed, browse and search, one record, and the
-reviewer's direct decisions on a record (verify, revise, retire, clear a dispute).
+"""Records: due for review, disputed, changed outside Vetted, browse and
+search, one record, and the reviewer's direct decisions on a record (verify,
+revise, retire, clear a dispute, restore the approved text, approve the current text).
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from retrieval.search import MODES, Filters, search
 from reviews import actions, validation
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
-from .page_helpers import back, form_changes, nav_counts, site_login_required, tags_text
+from .page_helpers import (
+    approved_form_values,
+    back,
+    form_changes,
+    mark_outside_edits,
+    nav_counts,
+    site_login_required,
+)
 
 LIST_LIMIT = 100
 SEARCH_LIMIT = 30
@@ -42,8 +50,10 @@ def due(request):
     """Approved records past their review date: withheld from agents until verified, revised or retired."""
     queryset = (Record.objects.filter(status=RecordStatus.APPROVED, review_by__lt=timezone.localdate())
                 .select_related("proposed_by").order_by("review_by", "id"))
+    rows = list(queryset[:LIST_LIMIT])
+    mark_outside_edits(rows)
     return render(request, "reviews/worklist.html", {
-        **nav_counts(), "nav": "due", "records": queryset[:LIST_LIMIT], "total": queryset.count(),
+        **nav_counts(), "nav": "due", "records": rows, "total": queryset.count(),
         "heading": "Due for review",
         "explain": "Past their review date, so agents do not receive them. Verify what still holds; revise or retire the rest.",
     })
@@ -54,11 +64,33 @@ def due(request):
 def disputed(request):
     queryset = (Record.objects.filter(status=RecordStatus.DISPUTED).select_related("proposed_by")
                 .prefetch_related(_pending_disputes()).order_by("updated_at", "id"))
+    rows = list(queryset[:LIST_LIMIT])
+    mark_outside_edits(rows)
     return render(request, "reviews/worklist.html", {
-        **nav_counts(), "nav": "disputed", "records": queryset[:LIST_LIMIT], "total": queryset.count(),
+        **nav_counts(), "nav": "disputed", "records": rows, "total": queryset.count(),
         "heading": "Disputed",
         "explain": "An agent said these are wrong; agents do not receive them until you decide. "
                    "Clear the dispute if the record stands, revise it, or retire it.",
+    })
+
+
+@site_login_required
+@require_GET
+def edited(request):
+    """Live records whose text was changed outside Vetted (withheld from agents).
+    The checksum is computed in Python, so this reads every live row's text
+    once (the same pass describe makes: 168 ms at 10,000 records, measured
+    there); so it is not counted in the header."""
+    live = (Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED])
+            .select_related("proposed_by").prefetch_related(_pending_disputes()).order_by("updated_at", "id"))
+    found = [record for record in live.iterator(chunk_size=500) if record.edited_since_approval]
+    rows = found[:LIST_LIMIT]
+    mark_outside_edits(rows)
+    return render(request, "reviews/worklist.html", {
+        **nav_counts(), "nav": "edited", "records": rows, "total": len(found),
+        "heading": "Changed outside Vetted",
+        "explain": "Their text no longer matches what a person approved, so agents do not receive them. Restore the "
+                   "approved text, approve the current text (a new approved version), or retire them.",
     })
 
 
@@ -68,6 +100,7 @@ def disputed(request):
 def _record_card(request, public_id: str, *, done: str = "", error: str = "", status: int = 200):
     record = (Record.objects.filter(public_id=public_id).select_related("proposed_by", "superseded_by")
               .prefetch_related(_pending_disputes()).first())
+    mark_outside_edits([record])
     return render(request, "reviews/worklist.html#record-response",
                   {"r": record, "record_id": public_id, "done": done, "error": error, **nav_counts()}, status=status)
 
@@ -113,7 +146,34 @@ def clear(request, public_id):
         record = actions.clear_dispute(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    return _after(request, record, f"Cleared the dispute on {record.public_id}; it is approved again.")
+    done = f"Cleared the dispute on {record.public_id}; it is approved again."
+    if record.edited_since_approval:
+        done += " Agents still do not receive it: its text was changed outside Vetted (restore or approve it)."
+    return _after(request, record, done)
+
+
+@site_login_required
+@require_POST
+def restore(request, public_id):
+    try:
+        record = actions.restore_approved_text(public_id, actor=request.user, note=request.POST.get("note", ""))
+    except VettedError as exc:
+        return _failed(request, public_id, exc)
+    return _after(request, record, f"Restored the approved text of {record.public_id}.")
+
+
+@site_login_required
+@require_POST
+def approve_current(request, public_id):
+    try:
+        new = actions.approve_current_text(public_id, actor=request.user, note=request.POST.get("note", ""))
+    except VettedError as exc:
+        return _failed(request, public_id, exc)
+    done = f"Approved the current text of {public_id}: {new.public_id} supersedes it."
+    if request.htmx:
+        return _record_card(request, public_id, done=done)
+    messages.success(request, done)
+    return back(request, reverse("record_detail", args=[new.public_id]))
 
 
 @site_login_required
@@ -123,8 +183,9 @@ def revise(request, public_id):
     record = Record.objects.filter(public_id=public_id).first()
     if record is None:
         raise Http404(f"No record with id {public_id!r}.")
-    initial = {"title": record.title, "body": record.body, "kind": record.kind, "scope": record.scope,
-               "tags": tags_text(record.tags), "review_by": ""}
+    # From the approved text: a record changed outside Vetted shows that change
+    # as a diff above the form, never as the text being revised.
+    initial = approved_form_values(record)
     if request.method == "GET":
         return _revise_form(request, record, initial, {})
     try:
@@ -236,10 +297,11 @@ def detail(request, public_id):
     older, newer = _chain(record)
     events = AuditEvent.objects.filter(Q(record_ref=record.public_id) | Q(subject_id=record.public_id)).order_by("at", "id")
     proposals = Proposal.objects.filter(Q(target=record) | Q(result_record=record)).select_related("agent", "decided_by")
+    mark_outside_edits([record])
     return render(request, "reviews/record_detail.html", {
         **nav_counts(), "nav": "records", "r": record, "older": older, "newer": newer,
         "events": events[:200], "proposals": proposals, "withheld": withhold_reason(record),
-        "checksum_ok": record.current_checksum() == record.approved_checksum,
+        "checksum_ok": record.outside_edit is None,
     })
 
 

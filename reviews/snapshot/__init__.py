@@ -1,14 +1,18 @@
 """Export and import of a whole instance as one JSON document.
 
-Format (``"format": "vetted-export", "version": 1``; see the README):
+Format (``"format": "vetted-export", "version": 2``; see the README):
 
-    {"format": "vetted-export", "version": 1, "exported_at": ISO-8601,
+    {"format": "vetted-export", "version": 2, "exported_at": ISO-8601,
      "scopes": [...], "include_token_digests": bool,
      "records": [...], "proposals": [...], "agents": [...], "audit": [...]}
 
 Every model field is written; foreign keys become public ids (records,
 proposals, agents) or usernames (users); datetimes are ISO 8601 with their
 offset, dates YYYY-MM-DD. Audit events keep their integer ``id``.
+Version 2 added a record's ``approved_content`` (null, or an object with
+exactly the checksummed fields that must match ``approved_checksum``);
+version 1 files still import, each record's copy derived as migration 0003
+does (kept if its text matches its checksum, else null).
 
 With a subset of scopes, a file holds only the records in those scopes,
 the proposals about them, and the audit events whose every record and

@@ -8,6 +8,7 @@ from datetime import date, datetime
 from django.utils import timezone
 
 from reviews import ids
+from reviews.checksum import is_approved_copy
 from reviews.models import SCOPES, ProposalAction, ProposalState, RecordStatus
 
 from .format import (
@@ -23,10 +24,11 @@ from .format import (
     HEX64_RE,
     PROPOSAL_FIELDS,
     PROPOSAL_RE,
+    READABLE_VERSIONS,
     RECORD_FIELDS,
+    RECORD_FIELDS_V1,
     RECORD_RE,
     TOP_LEVEL,
-    VERSION,
     SnapshotInvalid,
 )
 
@@ -105,8 +107,10 @@ def validate_snapshot(data) -> dict:
         raise SnapshotInvalid(["the file must hold one JSON object (a vetted-export document)"])
     if data.get("format") != FORMAT:
         raise SnapshotInvalid([f"format is {data.get('format')!r}, expected {FORMAT!r} (a file from `export_json`)"])
-    if data.get("version") != VERSION:
-        raise SnapshotInvalid([f"version {data.get('version')!r} is not supported; this Vetted reads version {VERSION}"])
+    if type(data.get("version")) is not int or data["version"] not in READABLE_VERSIONS:
+        raise SnapshotInvalid([f"version {data.get('version')!r} is not supported; this Vetted reads versions "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}"])
+    record_fields = RECORD_FIELDS if data["version"] >= 2 else RECORD_FIELDS_V1
     missing = [key for key in TOP_LEVEL if key not in data]
     if missing:
         raise SnapshotInvalid([f"missing top-level field(s): {', '.join(missing)}"])
@@ -149,7 +153,7 @@ def validate_snapshot(data) -> dict:
     records: dict[str, dict] = {}
     for i, row in enumerate(data["records"]):
         where = f"records[{i}]"
-        if not c.fields(where, row, RECORD_FIELDS):
+        if not c.fields(where, row, record_fields):
             continue
         where = f"record {row.get('public_id')!r}"
         before = len(c.problems)
@@ -176,6 +180,11 @@ def validate_snapshot(data) -> dict:
             c.add(where, f"status {row['status']!r} is not one of {', '.join(RecordStatus.values)}")
         if not HEX64_RE.match(str(row["approved_checksum"])):
             c.add(where, "approved_checksum must be 64 lowercase hex digits")
+        elif row.get("approved_content") is not None and not is_approved_copy(row["approved_content"],
+                                                                               row["approved_checksum"]):
+            # Restoring would write this text back: it must be what was approved.
+            c.add(where, "approved_content must be null or an object with exactly kind, scope, title, body and "
+                         "tags whose checksum is approved_checksum")
         if not row["approved_by"]:
             c.add(where, "approved_by must name a user")
         if row["proposed_by"] is not None and row["proposed_by"] not in agent_ids:

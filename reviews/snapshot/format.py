@@ -7,7 +7,8 @@ import re
 from reviews import ids
 
 FORMAT = "vetted-export"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 RECORD_RE = ids.RECORD_ID_RE
 PROPOSAL_RE = ids.PROPOSAL_ID_RE
@@ -20,8 +21,10 @@ RECORD_FIELDS = [
     "public_id", "kind", "scope", "title", "body", "tags", "status", "review_by", "approved_checksum",
     "approved_at", "approved_by", "verified_at", "valid_from", "valid_until", "supersedes", "superseded_by",
     "proposed_by", "source_tool", "reason", "session", "confidence", "access_count", "metadata",
-    "created_at", "updated_at",
+    "created_at", "updated_at", "approved_content",
 ]
+# Version 1 files have no approved_content (see load.py: it is derived).
+RECORD_FIELDS_V1 = [name for name in RECORD_FIELDS if name != "approved_content"]
 PROPOSAL_FIELDS = [
     "public_id", "action", "target", "state", "kind", "scope", "title", "body", "tags", "review_by",
     "valid_from", "valid_until", "confidence", "metadata", "content_checksum", "reason", "agent",

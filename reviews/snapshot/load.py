@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 
+from reviews.checksum import approved_copy
 from reviews import confusables
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
@@ -21,13 +22,14 @@ from .format import (
     AGENT_FIELDS,
     AUDIT_FIELDS,
     PROPOSAL_FIELDS,
-    RECORD_FIELDS,
+    RECORD_FIELDS_V1,
     SnapshotInvalid,
 )
 
 
 def _look_alike_keys(row: dict, *, title: bool = False) -> dict:
-    """The derived look-alike keys (not exported: computed from the text)."""
+    """The derived look-alike keys (not exported: computed from the text; for
+    a record, from its approved copy when one is kept, as _new_record does)."""
     keys = {"skeleton_checksum": confusables.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
                                                         body=row["body"], tags=row["tags"])}
     if title:
@@ -76,14 +78,17 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
 
     record_pk = {}
     for row in data["records"]:
-        fields = {name: row[name] for name in RECORD_FIELDS
+        fields = {name: row[name] for name in RECORD_FIELDS_V1
                   if name not in ("approved_by", "supersedes", "superseded_by", "proposed_by")}
+        fields["approved_content"] = (row["approved_content"] if data["version"] >= 2
+                                      else approved_copy(row, row["approved_checksum"]))
         for name in _RECORD_DATES:
             fields[name] = _parse_date(fields[name])
         for name in _RECORD_TIMES:
             fields[name] = _parse_dt(fields[name])
         record = Record.objects.create(
-            **fields, **_look_alike_keys(row, title=True), approved_by_id=user_pk[row["approved_by"]],
+            **fields, **_look_alike_keys(fields["approved_content"] or row, title=True),
+            approved_by_id=user_pk[row["approved_by"]],
             proposed_by_id=agent_pk[row["proposed_by"]] if row["proposed_by"] else None,
         )
         record_pk[row["public_id"]] = record.pk

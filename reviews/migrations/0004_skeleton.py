@@ -2,17 +2,21 @@ from django.db import migrations, models
 
 
 def fill_keys(apps, schema_editor):
-    """Compute the look-alike keys of every existing record and proposal (a
-    newer confusables.txt would need the same pass again)."""
+    """Compute the look-alike keys of every existing record (of its approved
+    copy when one is kept, else of its text) and proposal. A newer
+    confusables.txt would need the same pass again."""
     from reviews import confusables
 
     Record = apps.get_model("reviews", "Record")
     Proposal = apps.get_model("reviews", "Proposal")
     batch = []
-    for record in Record.objects.only("kind", "scope", "title", "body", "tags").iterator(chunk_size=500):
-        record.skeleton_checksum = confusables.content_key(kind=record.kind, scope=record.scope, title=record.title,
-                                                          body=record.body, tags=record.tags)
-        record.title_skeleton = confusables.title_key(record.title)
+    fields = ("kind", "scope", "title", "body", "tags")
+    for record in Record.objects.only(*fields, "approved_content").iterator(chunk_size=500):
+        copy = record.approved_content
+        text = copy if isinstance(copy, dict) and all(name in copy for name in fields) else \
+            {name: getattr(record, name) for name in fields}
+        record.skeleton_checksum = confusables.content_key(**text)
+        record.title_skeleton = confusables.title_key(text["title"])
         batch.append(record)
         if len(batch) >= 500:
             Record.objects.bulk_update(batch, ["skeleton_checksum", "title_skeleton"])
@@ -36,7 +40,7 @@ class Migration(migrations.Migration):
     look-alike or invisible characters is refused as a duplicate and the inbox
     can warn about look-alike titles, each by an index probe."""
 
-    dependencies = [("reviews", "0002_audit_append_only")]
+    dependencies = [("reviews", "0003_record_approved_content")]
 
     operations = [
         migrations.AddField(
