@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from mcp_bridge import agent_api
 from reviews import actions, textsafety
+from reviews.checksum import CHECKSUM_FIELDS, checksum_of
 from reviews.errors import DuplicateContent, ValidationFailed
 from reviews.inbox import lookalikes
 from reviews.models import AuditEvent, Proposal, Record
@@ -320,9 +321,13 @@ def old_data(agent, reviewer, record):
     tag_a = "\U000e0041"
     revision = actions.propose_revision(record, agent=agent, reason="Moved", body=GOOD_BODY + " It moved.")
     Proposal.objects.filter(pk=revision.pk).update(body=GOOD_BODY + " It mo\u200bved.")
-    Record.objects.filter(pk=record.pk).update(title="Billing\u200b API repository",
-                                               body=GOOD_BODY + f" Hidden{tag_a}{tag_a} here.",
-                                               tags=["billing", "re\u200bpos"], reason="Seen\u2060 it")
+    # Approved as it is (checksum and approved copy match): not an outside edit.
+    approved = {**content(), "title": "Billing\u200b API repository", "body": GOOD_BODY + f" Hidden{tag_a}{tag_a} here.",
+                "tags": ["billing", "re\u200bpos"]}
+    Record.objects.filter(pk=record.pk).update(**{name: approved[name] for name in CHECKSUM_FIELDS},
+                                               approved_checksum=checksum_of(approved),
+                                               approved_content={name: approved[name] for name in CHECKSUM_FIELDS},
+                                               reason="Seen\u2060 it")
     created = propose(agent, title="Coffee machine floor", body=GOOD_BODY + " Floor three.")
     Proposal.objects.filter(pk=created.pk).update(title="Coffee\u200b machine floor",
                                                   body=GOOD_BODY + f" Floor{tag_a} three &#x200B; up.",
