@@ -3,7 +3,7 @@ import argparse
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from reviews import actions
+from reviews import actions, textsafety
 from reviews.errors import VettedError
 from memory_site.cli import dumps, iso_date, resolve_reviewer
 from reviews.models import SCOPES, Proposal, ProposalState
@@ -120,7 +120,7 @@ class Command(BaseCommand):
             return
         for p in rows:
             target = f" on {p.target.public_id}" if p.target_id else ""
-            title = p.title or (p.target.title if p.target_id else "")
+            title = textsafety.mark_plain(p.title or (p.target.title if p.target_id else ""))
             age = _age(now - p.created_at)
             self.stdout.write(f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{p.scope or p.target.scope}] {title}  ({p.proposer_label}, {age})")
 
