@@ -10,6 +10,8 @@ from datetime import date
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from reviews import textsafety
+
 
 def resolve_reviewer(username: str | None):
     """The person a command acts as: --reviewer, else $VETTED_REVIEWER, else
@@ -50,4 +52,8 @@ def iso_date(value: str) -> date:
 
 
 def dumps(data) -> str:
-    return json.dumps(data, ensure_ascii=False, sort_keys=False, default=str)
+    """JSON for the terminal. Characters a reviewer cannot see are written as
+    JSON escapes (\\u200b), so the terminal shows them and the value parses
+    back unchanged."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=False, default=str)
+    return textsafety.replace_invisible(text, lambda ch: json.dumps(ch)[1:-1])

@@ -91,6 +91,11 @@ class Record(models.Model):
     # what a person approved, and restored. Null only for records already
     # edited when this copy began to be kept (migration 0003): that text is lost.
     approved_content = models.JSONField(null=True, blank=True, editable=False)
+    # Look-alike keys (reviews.confusables): the approved content and the
+    # title folded to their UTS #39 skeletons, so a copy that differs only
+    # in look-alike or invisible characters is found by an index probe.
+    skeleton_checksum = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
+    title_skeleton = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     approved_at = models.DateTimeField()
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     verified_at = models.DateTimeField(null=True, blank=True)
@@ -185,6 +190,7 @@ class Proposal(models.Model):
     confidence = models.FloatField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     content_checksum = models.CharField(max_length=64, blank=True, db_index=True)
+    skeleton_checksum = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
 
     reason = models.TextField()
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="proposals")

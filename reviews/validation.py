@@ -16,6 +16,7 @@ from datetime import date, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from . import textsafety
 from .errors import ValidationFailed
 from .models import SCOPES
 
@@ -35,11 +36,20 @@ REVIEW_BY_MAX_DAYS = 3650
 
 _TAG_RE = re.compile(r"^[a-z0-9][a-z0-9._/:+-]*$")
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")
-# Control characters other than tab and newline never belong in a record;
-# neither do C1 controls nor the bidi embedding/override/isolate characters,
-# which can make the text a reviewer sees differ from the text stored
-# ("Trojan Source"). LRM/RLM marks stay allowed for right-to-left text.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _refuse_invisible(field: str, value: str, *, where: str = "") -> None:
+    """The one rule for every field an agent or a reviewer writes: no
+    character the reviewer cannot see (controls, bidi controls, zero-width
+    and other format characters, TAG characters, fillers, variation
+    selectors; see reviews/textsafety.py for the exact set and the emoji
+    exceptions). Text that renders differently from what is stored, or not at
+    all, could carry what no reviewer approved ("Trojan Source", "ASCII
+    smuggling"). Checked on the value as sent, so positions match it; callers
+    check lengths first, which bounds the work."""
+    problem = textsafety.invisible_problem(value, where=where)
+    if problem:
+        raise ValidationFailed({field: problem})
 
 
 def kinds() -> dict[str, int]:
@@ -73,13 +83,12 @@ def clean_title(value) -> str:
     title = normalise_text(value).strip()
     if "\n" in title:
         raise ValidationFailed({"title": "must be a single line"})
-    if _CONTROL_RE.search(title):
-        raise ValidationFailed({"title": "contains control characters"})
     title = re.sub(r"\s+", " ", title)
     if len(title) < TITLE_MIN:
         raise ValidationFailed({"title": f"must be at least {TITLE_MIN} characters"})
     if len(title) > TITLE_MAX:
         raise ValidationFailed({"title": f"is {len(title)} characters; at most {TITLE_MAX} allowed"})
+    _refuse_invisible("title", value)
     return title
 
 
@@ -90,12 +99,14 @@ def clean_body(value) -> str:
     # Trailing spaces carry no meaning in Markdown except as hard breaks; strip
     # them so the same note pasted twice gets the same checksum.
     body = "\n".join(line.rstrip() for line in body.split("\n"))
-    if _CONTROL_RE.search(body):
-        raise ValidationFailed({"body": "contains control characters (only tab and newline are allowed)"})
     if len(body) < BODY_MIN:
         raise ValidationFailed({"body": f"is {len(body)} characters; at least {BODY_MIN} required"})
     if len(body) > BODY_MAX:
         raise ValidationFailed({"body": f"is {len(body)} characters; at most {BODY_MAX} allowed"})
+    _refuse_invisible("body", value)
+    reference = textsafety.character_reference_problem(body)
+    if reference:
+        raise ValidationFailed({"body": reference})
     problem = junk_reason(body)
     if problem:
         raise ValidationFailed({"body": f"does not look like real text: {problem}"})
@@ -142,7 +153,7 @@ def clean_tags(value) -> list[str]:
     if len(value) > TAGS_MAX * 5:
         raise ValidationFailed({"tags": f"{len(value)} given; at most {TAGS_MAX} allowed"})
     tags: list[str] = []
-    for raw in value:
+    for number, raw in enumerate(value, 1):
         if not isinstance(raw, str):
             raise ValidationFailed({"tags": f"{raw!r} is not a string"})
         tag = re.sub(r"\s+", "-", normalise_text(raw).strip().lower()).lstrip("#")
@@ -150,6 +161,7 @@ def clean_tags(value) -> list[str]:
             continue
         if len(tag) > TAG_MAX_LEN:
             raise ValidationFailed({"tags": f"{tag[:20]!r}… is longer than {TAG_MAX_LEN} characters"})
+        _refuse_invisible("tags", raw, where=f" in tag {number}")
         if not _TAG_RE.match(tag):
             raise ValidationFailed(
                 {"tags": f"{tag!r} is not allowed; use lowercase letters, digits and . _ / : + - (starting with a letter or digit)"}
@@ -195,10 +207,9 @@ def clean_reason(value, *, field: str = "reason") -> str:
     if not isinstance(value, str) or len(value.strip()) < REASON_MIN:
         raise ValidationFailed({field: f"required: at least {REASON_MIN} characters saying why"})
     reason = normalise_text(value).strip()
-    if _CONTROL_RE.search(reason):
-        raise ValidationFailed({field: "contains control characters"})
     if len(reason) > REASON_MAX:
         raise ValidationFailed({field: f"is {len(reason)} characters; at most {REASON_MAX} allowed"})
+    _refuse_invisible(field, value)
     return reason
 
 
@@ -206,10 +217,9 @@ def clean_note(value, *, required: bool = False) -> str:
     note = normalise_text(value or "").strip()
     if required and not note:
         raise ValidationFailed({"note": "required: say why"})
-    if _CONTROL_RE.search(note):
-        raise ValidationFailed({"note": "contains control characters"})
     if len(note) > NOTE_MAX:
         raise ValidationFailed({"note": f"is {len(note)} characters; at most {NOTE_MAX} allowed"})
+    _refuse_invisible("note", value or "")
     return note
 
 
@@ -234,17 +244,32 @@ def clean_metadata(value) -> dict:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationFailed({"metadata": f"is not plain JSON: {exc}"}) from None
-    if len(encoded.encode("utf-8")) > METADATA_MAX_BYTES:
+    except RecursionError:
+        raise ValidationFailed({"metadata": "is nested too deeply"}) from None
+    if len(encoded.encode("utf-8", "surrogatepass")) > METADATA_MAX_BYTES:
         raise ValidationFailed({"metadata": f"is larger than {METADATA_MAX_BYTES} bytes as JSON"})
+    # Every key and string value, however deep (walked without recursion).
+    pending: list[tuple[str, object]] = [("", value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                _refuse_invisible("metadata", key, where=f" in a key of metadata{path}")
+                pending.append((f"{path}[{key!r}]", child))
+        elif isinstance(item, list):
+            pending.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+        elif isinstance(item, str):
+            _refuse_invisible("metadata", item, where=f" in metadata{path}")
     return value
 
 
 def clean_short(field: str, value, limit: int) -> str:
     text = str(value or "").strip()
-    if _CONTROL_RE.search(text) or "\n" in text:
-        raise ValidationFailed({field: "must be a single line without control characters"})
+    if "\n" in text or "\r" in text:
+        raise ValidationFailed({field: "must be a single line"})
     if len(text) > limit:
         raise ValidationFailed({field: f"is {len(text)} characters; at most {limit} allowed"})
+    _refuse_invisible(field, text)
     return text
 
 

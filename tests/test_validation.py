@@ -75,7 +75,8 @@ def test_real_text_including_code_passes(text):
 
 
 def test_control_characters_are_refused(agent):
-    assert "control characters" in field_error(agent, "body", body="Normal text with a bell \x07 inside it.")
+    assert "control character U+0007 (<control>) at position 25" in field_error(
+        agent, "body", body="Normal text with a bell \x07 inside it.")
 
 
 def test_tags_are_normalised(agent):

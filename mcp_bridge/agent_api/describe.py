@@ -82,8 +82,13 @@ def describe(agent: Agent) -> dict:
             "tags": (f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
                      "reuse the tags listed above where they fit"),
             "reason": f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)",
+            "text": ("every field is refused if it holds a character the reviewer cannot see: controls, bidi "
+                     "controls, zero-width and other format characters, TAG characters, fillers, variation "
+                     "selectors (ZWJ and VS16 stay allowed inside emoji); the error names each by code point "
+                     "and position"),
             "review_by": "optional future date (YYYY-MM-DD); default: today + the kind's review_days",
-            "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id; text "
+            "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id, and "
+                           "so is one that differs only in look-alike characters (Cyrillic 'а' for Latin 'a'); text "
                            f"with similarity >= {settings.VETTED_NEAR_DUPLICATE} to a current record in the same scope "
                            "is answered with similar_exists unless you pass confirm_duplicate=true or revise that record"),
             "rate_limit": write_limiter.describe(),

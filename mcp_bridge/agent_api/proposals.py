@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from retrieval.similar import similar_pending, similar_records
-from reviews import actions
+from reviews import actions, confusables
 from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import NotFound, ValidationFailed
@@ -99,11 +99,15 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
         return None
     exact = content_checksum(kind=content.get("kind", ""), scope=content["scope"], title=content["title"],
                              body=content["body"], tags=content["tags"]) if "kind" in content else None
+    # Look-alike copies (same skeleton) are the action's to refuse, like exact ones.
+    looks_same = confusables.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
+                                        body=content["body"], tags=content["tags"]) if "kind" in content else None
     hits = similar_records(content["title"], content["body"], tags=content["tags"], scopes=[content["scope"]],
                            threshold=threshold, exclude_ids=exclude)
-    hits = [h for h in hits if h.record.approved_checksum != exact]
+    hits = [h for h in hits if h.record.approved_checksum != exact and h.record.skeleton_checksum != looks_same]
     waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
                               threshold=threshold, exclude_checksum=exact)
+    waiting = [w for w in waiting if w.proposal.skeleton_checksum != looks_same]
     if not hits and not waiting:
         return None
     ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])

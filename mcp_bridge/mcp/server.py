@@ -158,7 +158,8 @@ def build_server() -> MCPServer:
     @_tool
     def propose_context(
         agent: Agent,
-        title: Annotated[str, Field(description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, one line).")],
+        title: Annotated[str, Field(description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, "
+                                                "one line, no invisible characters).")],
         body: Annotated[str, Field(description="The knowledge itself in Markdown, self-contained: someone reading "
                                                f"only this must understand it ({v.BODY_MIN}-{v.BODY_MAX} characters).")],
         kind: Annotated[str, Field(description="fact, preference, procedure, decision, reference or event "
@@ -176,8 +177,11 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         """Propose durable knowledge for the shared memory: a new record, or a revision of one (revises=<id>).
         Nothing is stored as true: the proposal waits for a human reviewer, who accepts, edits or rejects it.
-        Search first. An exact copy of an existing record is refused with its id; text nearly the same as a
-        current record in the same scope returns status "similar_exists" with the ids and is not stored.
+        Search first. An exact copy of an existing record (or one differing only in look-alike characters) is
+        refused with its id; text nearly the same as a current record in the same scope returns status
+        "similar_exists" with the ids and is not stored. Characters a reviewer cannot see (zero-width, bidi
+        controls, TAG characters, variation selectors other than in emoji) are refused in every field, by
+        code point and position.
         Do not save secrets, credentials, guesses or transient task state.
         Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
         (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",

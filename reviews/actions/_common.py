@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from .. import confusables
 from .. import validation as v
 from ..checksum import CHECKSUM_FIELDS, content_checksum
 from ..errors import (
@@ -207,22 +208,40 @@ def _require_pending(proposal: Proposal, doing: str) -> None:
         )
 
 
-def _check_not_duplicate(checksum: str, *, ignore_proposal: Proposal | None = None) -> None:
-    existing = Record.objects.filter(approved_checksum=checksum, status__in=_LIVE).first()
-    if existing:
-        raise DuplicateContent(
-            f"An identical approved record already exists: {existing.public_id}.",
-            existing_id=existing.public_id,
-        )
-    pending = Proposal.objects.filter(content_checksum=checksum, state=ProposalState.PENDING)
+_LOOKS_SAME = "the texts differ only in look-alike or invisible characters"
+
+
+def _check_not_duplicate(checksum: str, *, skeleton: str = "", ignore_proposal: Proposal | None = None,
+                         ignore_record: Record | None = None) -> None:
+    """Refuse content identical to a live record or a pending proposal, or
+    identical once both are folded to their look-alike skeletons
+    (confusables.content_key), which a reviewer could not tell apart either.
+    ``ignore_record`` is the record a revision replaces: fixing a look-alike
+    letter in it is a change, not a copy."""
+    records = Record.objects.filter(status__in=_LIVE)
+    if ignore_record is not None:
+        records = records.exclude(pk=ignore_record.pk)
+    pending = Proposal.objects.filter(state=ProposalState.PENDING)
     if ignore_proposal is not None:
         pending = pending.exclude(pk=ignore_proposal.pk)
-    pending = pending.first()
-    if pending:
-        raise DuplicateContent(
-            f"An identical proposal is already waiting for review: {pending.public_id}.",
-            existing_id=pending.public_id,
-        )
+    existing = records.filter(approved_checksum=checksum).first()
+    if existing:
+        raise DuplicateContent(f"An identical approved record already exists: {existing.public_id}.",
+                               existing_id=existing.public_id)
+    waiting = pending.filter(content_checksum=checksum).first()
+    if waiting:
+        raise DuplicateContent(f"An identical proposal is already waiting for review: {waiting.public_id}.",
+                               existing_id=waiting.public_id)
+    if not skeleton:
+        return
+    existing = records.filter(skeleton_checksum=skeleton).first()
+    if existing:
+        raise DuplicateContent(f"An approved record that looks identical already exists: {existing.public_id} "
+                               f"({_LOOKS_SAME}).", existing_id=existing.public_id)
+    waiting = pending.filter(skeleton_checksum=skeleton).first()
+    if waiting:
+        raise DuplicateContent(f"A proposal that looks identical is already waiting for review: "
+                               f"{waiting.public_id} ({_LOOKS_SAME}).", existing_id=waiting.public_id)
 
 
 def _content_of(obj) -> dict:
@@ -232,6 +251,11 @@ def _content_of(obj) -> dict:
 def _checksum_of(content: dict) -> str:
     return content_checksum(kind=content["kind"], scope=content["scope"], title=content["title"],
                             body=content["body"], tags=content["tags"])
+
+
+def _skeleton_of(content: dict) -> str:
+    return confusables.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
+                                  body=content["body"], tags=content["tags"])
 
 
 def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
@@ -299,6 +323,8 @@ def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersede
         status=RecordStatus.APPROVED,
         approved_checksum=_checksum_of(content),
         approved_content={name: content[name] for name in CHECKSUM_FIELDS},
+        skeleton_checksum=_skeleton_of(content),
+        title_skeleton=confusables.title_key(content["title"]),
         approved_at=now,
         approved_by=reviewer,
         verified_at=now,

@@ -24,6 +24,7 @@ from ._common import (
     _require_live,
     _require_pending,
     _require_reviewer,
+    _skeleton_of,
 )
 
 
@@ -90,7 +91,8 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             checksum = _checksum_of(content)
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
-            _check_not_duplicate(checksum, ignore_proposal=proposal)
+            _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_proposal=proposal,
+                                 ignore_record=target)
             result = _new_record(content, reviewer=reviewer, proposal=proposal, supersedes=target,
                                  reason=proposal.reason)
             after = checksum

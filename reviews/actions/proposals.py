@@ -22,6 +22,7 @@ from ._common import (
     _require_active_agent,
     _require_live,
     _require_pending,
+    _skeleton_of,
     _visible_target,
 )
 
@@ -38,11 +39,11 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
         content = v.clean_content(fields)
         reason = v.clean_reason(reason)
         _check_agent_scope(agent, content["scope"])
-        checksum = _checksum_of(content)
-        _check_not_duplicate(checksum)
+        checksum, skeleton = _checksum_of(content), _skeleton_of(content)
+        _check_not_duplicate(checksum, skeleton=skeleton)
         proposal = Proposal.objects.create(
             action=ProposalAction.CREATE, agent=agent, reason=reason, content_checksum=checksum,
-            **content, **_provenance(agent, source_tool, session),
+            skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
         )
         _audit("proposal.created", actor=agent, subject=proposal, proposal=proposal,
                after=checksum, snippet=proposal.title, extra={"action": proposal.action, "scope": proposal.scope})
@@ -68,10 +69,11 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
-        _check_not_duplicate(checksum)
+        skeleton = _skeleton_of(content)
+        _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
         proposal = Proposal.objects.create(
             action=ProposalAction.REVISE, target=record, agent=agent, reason=reason,
-            content_checksum=checksum, **content, **_provenance(agent, source_tool, session),
+            content_checksum=checksum, skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
         )
         _audit("proposal.created", actor=agent, subject=proposal, record=record, proposal=proposal,
                before=record.approved_checksum, after=checksum, snippet=proposal.title,

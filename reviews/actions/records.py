@@ -25,6 +25,7 @@ from ._common import (
     _new_record,
     _require_live,
     _require_reviewer,
+    _skeleton_of,
 )
 
 
@@ -72,7 +73,7 @@ def _supersede(record: Record, *, reviewer, base: dict, changes: dict, note: str
     checksum = _checksum_of(content)
     if checksum == record.approved_checksum:
         raise ValidationFailed({"changes": identical})
-    _check_not_duplicate(checksum)
+    _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_record=record)
     new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
                       reason=note or f"Revised by {reviewer.get_username()}")
     closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
@@ -106,7 +107,7 @@ def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record
         content = _content_of(record)
         content["scope"] = new_scope
         checksum = _checksum_of(content)
-        _check_not_duplicate(checksum)
+        _check_not_duplicate(checksum, skeleton=_skeleton_of(content))
         new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
         closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} "
                                                                f"as {new.public_id}.")

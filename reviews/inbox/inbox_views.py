@@ -20,6 +20,7 @@ from reviews import actions, validation
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 
+from . import lookalikes
 from .page_helpers import (
     approved_form_values,
     back,
@@ -64,6 +65,7 @@ def inbox(request):
     for p in proposals:
         if p.action == ProposalAction.DISPUTE:
             p.dispute_warning = warnings.get(p.agent_id, "")
+    lookalikes.annotate(proposals)
     context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
     if request.htmx and request.GET.get("after"):
         # "Load more": only the next cards and the new button.

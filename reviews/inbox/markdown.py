@@ -5,6 +5,9 @@ layers: markdown-it-py (CommonMark) with raw HTML *off* turns any `<script>`
 into visible text, and nh3 (the Ammonia sanitiser) then keeps only a fixed
 set of tags and attributes and only http(s)/mailto links. The second layer
 is what protects us if a parser option or a plugin ever lets HTML through.
+Characters a reviewer cannot see (zero-width, TAG, bidi controls), including
+those Markdown decodes from character references, are shown as a marked
+⟨U+XXXX⟩ on the finished page by reviews.inbox.middleware.VisibleTextMiddleware.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 
+from reviews import confusables
 from reviews.checksum import approved_copy
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
@@ -24,6 +25,16 @@ from .format import (
     RECORD_FIELDS_V1,
     SnapshotInvalid,
 )
+
+
+def _look_alike_keys(row: dict, *, title: bool = False) -> dict:
+    """The derived look-alike keys (not exported: computed from the text; for
+    a record, from its approved copy when one is kept, as _new_record does)."""
+    keys = {"skeleton_checksum": confusables.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
+                                                        body=row["body"], tags=row["tags"])}
+    if title:
+        keys["title_skeleton"] = confusables.title_key(row["title"])
+    return keys
 
 
 def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None) -> dict:
@@ -76,7 +87,8 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
         for name in _RECORD_TIMES:
             fields[name] = _parse_dt(fields[name])
         record = Record.objects.create(
-            **fields, approved_by_id=user_pk[row["approved_by"]],
+            **fields, **_look_alike_keys(fields["approved_content"] or row, title=True),
+            approved_by_id=user_pk[row["approved_by"]],
             proposed_by_id=agent_pk[row["proposed_by"]] if row["proposed_by"] else None,
         )
         record_pk[row["public_id"]] = record.pk
@@ -98,7 +110,7 @@ def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None)
         for name in _PROPOSAL_TIMES:
             fields[name] = _parse_dt(fields[name])
         proposal = Proposal.objects.create(
-            **fields,
+            **fields, **(_look_alike_keys(row) if row["content_checksum"] else {}),
             target_id=record_pk.get(row["target"]), result_record_id=record_pk.get(row["result_record"]),
             agent_id=agent_pk[row["agent"]] if row["agent"] else None,
             decided_by_id=user_pk[row["decided_by"]] if row["decided_by"] else None,

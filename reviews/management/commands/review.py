@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from memory_site.cli import dumps, iso_date, resolve_reviewer
-from reviews import actions
+from reviews import actions, textsafety
 from reviews.errors import VettedError
 from reviews.models import SCOPES, Proposal, ProposalState
 
@@ -149,7 +149,7 @@ class Command(BaseCommand):
         for p in rows:
             on = p.target
             target = f" on {on.public_id}" if on is not None else ""
-            title = p.title or (on.title if on is not None else "")
+            title = textsafety.mark_plain(p.title or (on.title if on is not None else ""))
             scope = p.scope or (on.scope if on is not None else "")
             age = _age(now - p.created_at)
             self.stdout.write(f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{scope}] {title}  "
