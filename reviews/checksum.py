@@ -19,6 +19,7 @@ import hashlib
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 CANONICAL_VERSION = 1
 # The fields the checksum covers: also exactly the keys of a record's kept
@@ -47,12 +48,12 @@ def content_checksum(*, kind: str, scope: str, title: str, body: str, tags: Iter
     return hashlib.sha256(canonical_bytes(kind=kind, scope=scope, title=title, body=body, tags=tags)).hexdigest()
 
 
-def checksum_of(content: Mapping) -> str:
+def checksum_of(content: Mapping[str, Any]) -> str:
     """content_checksum of a mapping holding (at least) the CHECKSUM_FIELDS."""
     return content_checksum(**{name: content[name] for name in CHECKSUM_FIELDS})
 
 
-def approved_copy(content: Mapping, approved_checksum: str) -> dict | None:
+def approved_copy(content: Mapping[str, Any], approved_checksum: str) -> dict[str, Any] | None:
     """What to keep as a record's ``approved_content`` when all that is known
     is its current ``content`` and its ``approved_checksum`` (a migration, an
     old export): a copy of exactly the CHECKSUM_FIELDS if they still match the
@@ -63,7 +64,7 @@ def approved_copy(content: Mapping, approved_checksum: str) -> dict | None:
     return copy if checksum_of(copy) == approved_checksum else None
 
 
-def is_approved_copy(value, approved_checksum: str) -> bool:
+def is_approved_copy(value: object, approved_checksum: str) -> bool:
     """``value`` has the shape of an approved_content and matches the checksum."""
     if not isinstance(value, Mapping) or set(value) != set(CHECKSUM_FIELDS):
         return False

@@ -7,18 +7,20 @@ that sent the request: what was wrong and what is allowed.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class VettedError(Exception):
     """Base class. ``code`` is stable and machine-readable."""
 
     code = "error"
 
-    def __init__(self, message: str, **details):
+    def __init__(self, message: str, **details: Any):
         super().__init__(message)
         self.message = message
         self.details = details
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"error": self.code, "message": self.message, **self.details}
 
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from .. import validation as v
 from ..errors import InvalidTransition, Unauthorized, ValidationFailed
 from ..models import SCOPES, Agent
-from ._common import SystemActor, _audit, _locked_agent, _require_reviewer
+from ._common import Actor, SystemActor, _audit, _locked_agent, _require_reviewer
 
 IMPORT_AGENT_NAME = "import"
 TOKEN_PREFIX = "vt_"
@@ -30,11 +30,11 @@ def _token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def create_agent(name: str, *, scopes: Iterable[str], actor, source_tool: str = "") -> tuple[Agent, str]:
+def create_agent(name: str, *, scopes: Iterable[str], actor: Actor, source_tool: str = "") -> tuple[Agent, str]:
     """Create an agent and return it with its raw token, which is not stored
     and cannot be shown again (only its SHA-256 digest is kept)."""
     with transaction.atomic():
-        _require_reviewer(actor)
+        reviewer = _require_reviewer(actor)
         name = str(name or "").strip().lower()
         errors = {}
         if not _AGENT_NAME_RE.match(name):
@@ -53,13 +53,13 @@ def create_agent(name: str, *, scopes: Iterable[str], actor, source_tool: str = 
         agent = Agent.objects.create(
             name=name, scopes=scope_list, token_digest=_token_digest(token), token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
-            created_by=actor.get_username(),
+            created_by=reviewer.get_username(),
         )
         _audit("agent.created", actor=actor, subject=agent, snippet=name, extra={"scopes": scope_list})
         return agent, token
 
 
-def revoke_agent(agent: Agent | str, *, actor) -> Agent:
+def revoke_agent(agent: Agent | str, *, actor: Actor) -> Agent:
     """Revoke an agent: its token stops working at once. Its proposals stay."""
     with transaction.atomic():
         _require_reviewer(actor)
@@ -73,7 +73,7 @@ def revoke_agent(agent: Agent | str, *, actor) -> Agent:
         return agent
 
 
-def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
+def rotate_agent_token(agent: Agent | str, *, actor: Actor) -> tuple[Agent, str]:
     """Give an active agent a new token; the old one, if any, stops working at
     once (an agent imported without token digests has none and gets its
     first here). Returns the agent and the raw token (shown once, never stored)."""

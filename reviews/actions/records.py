@@ -5,7 +5,9 @@ approve its current text)."""
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -14,6 +16,7 @@ from ..checksum import CHECKSUM_FIELDS
 from ..errors import ChecksumMismatch, InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
+    Actor,
     _apply_changes,
     _approved_base,
     _audit,
@@ -29,7 +32,7 @@ from ._common import (
 )
 
 
-def retire_record(record: Record | str, *, actor, note: str) -> Record:
+def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
     """A reviewer retires a record directly (it stays readable, never delivered).
     Pending disputes and retirements of it are closed as fulfilled."""
     with transaction.atomic():
@@ -41,7 +44,7 @@ def retire_record(record: Record | str, *, actor, note: str) -> Record:
         record.status = RecordStatus.RETIRED
         record.save(update_fields=["status", "updated_at"])
         closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: retired by {reviewer.get_username()}.")
-        extra = {"previous_status": was, "closed_proposals": closed}
+        extra: dict[str, Any] = {"previous_status": was, "closed_proposals": closed}
         if record.edited_since_approval:
             extra["edited_outside"] = True
         _audit("record.retired", actor=reviewer, subject=record, record=record, before=record.approved_checksum,
@@ -49,7 +52,7 @@ def retire_record(record: Record | str, *, actor, note: str) -> Record:
         return record
 
 
-def revise_record(record: Record | str, *, actor, changes: dict, note: str = "") -> Record:
+def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any], note: str = "") -> Record:
     """A reviewer writes a corrected version of a record directly: a new
     approved record that supersedes it (the scope stays the same). Fields not
     in ``changes`` keep their approved values: for a record changed outside
@@ -64,8 +67,8 @@ def revise_record(record: Record | str, *, actor, changes: dict, note: str = "")
                           note=note, identical=f"the revision is identical to {record.public_id}")
 
 
-def _supersede(record: Record, *, reviewer, base: dict, changes: dict, note: str, identical: str,
-               extra: dict | None = None) -> Record:
+def _supersede(record: Record, *, reviewer: AbstractBaseUser, base: dict[str, Any], changes: dict[str, Any],
+               note: str, identical: str, extra: dict[str, Any] | None = None) -> Record:
     """The reviewer's revise path (inside the caller's transaction, ``record``
     locked): ``base`` with ``changes`` becomes a new approved record that
     supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
@@ -84,7 +87,7 @@ def _supersede(record: Record, *, reviewer, base: dict, changes: dict, note: str
     return new
 
 
-def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record:
+def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) -> Record:
     """A reviewer moves a record to another space (scope): the only way
     content crosses between personal, team and system. The moved version is a
     new approved record in ``scope`` that supersedes the old one, so history
@@ -118,7 +121,7 @@ def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record
         return new
 
 
-def clear_dispute(record: Record | str, *, actor, note: str = "") -> Record:
+def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Record:
     """A reviewer decides a disputed record is right after all: every pending
     dispute of it is rejected (with the note) and it is approved again."""
     with transaction.atomic():
@@ -143,7 +146,7 @@ def clear_dispute(record: Record | str, *, actor, note: str = "") -> Record:
         return record
 
 
-def verify_record(record: Record | str, *, actor, review_by: date | str | None = None) -> Record:
+def verify_record(record: Record | str, *, actor: Actor, review_by: date | str | None = None) -> Record:
     """A reviewer confirms a record still holds: stamps verified_at and sets a
     new review date (default: today + the kind's review period). Refused if the
     text changed since approval (revise or retire it instead) or if disputed."""
@@ -174,7 +177,7 @@ def verify_record(record: Record | str, *, actor, review_by: date | str | None =
 # ------------------------------------------------------------------ records changed outside Vetted
 
 
-def restore_approved_text(record: Record | str, *, actor, note: str = "") -> Record:
+def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "") -> Record:
     """A reviewer puts back what was approved in a record changed outside
     Vetted: its kind, scope, title, body and tags become its approved_content
     again, so its text matches approved_checksum (in any status: a retired or
@@ -204,7 +207,7 @@ def restore_approved_text(record: Record | str, *, actor, note: str = "") -> Rec
         return record
 
 
-def approve_current_text(record: Record | str, *, actor, note: str) -> Record:
+def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Record:
     """A reviewer approves the text a record holds now, although it was changed
     outside Vetted, through the revise path: a new approved record with the
     current content supersedes it (one record.revised event, marked

@@ -3,7 +3,9 @@ every problem is found and listed at once (SnapshotInvalid)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime
+from typing import Any
 
 from django.utils import timezone
 
@@ -32,8 +34,10 @@ from .format import (
     SnapshotInvalid,
 )
 
+Names = Sequence[str] | set[str]
 
-def _parse_dt(value):
+
+def _parse_dt(value: str | None) -> datetime | None:
     if value is None:
         return None
     parsed = datetime.fromisoformat(value)
@@ -42,18 +46,18 @@ def _parse_dt(value):
     return parsed
 
 
-def _parse_date(value):
+def _parse_date(value: str | None) -> date | None:
     return None if value is None else date.fromisoformat(value)
 
 
 class _Checker:
-    def __init__(self):
+    def __init__(self) -> None:
         self.problems: list[str] = []
 
     def add(self, where: str, message: str) -> None:
         self.problems.append(f"{where}: {message}")
 
-    def fields(self, where: str, row, required: list[str]) -> bool:
+    def fields(self, where: str, row: object, required: list[str]) -> bool:
         if not isinstance(row, dict):
             self.add(where, "must be a JSON object")
             return False
@@ -67,8 +71,9 @@ class _Checker:
             return False
         return True
 
-    def types(self, where: str, row: dict, *, strings=(), optional_strings=(), lists=(), dicts=(),
-              dates=(), times=(), required_times=()) -> None:
+    def types(self, where: str, row: dict[str, Any], *, strings: Names = (), optional_strings: Names = (),
+              lists: Names = (), dicts: Names = (), dates: Names = (), times: Names = (),
+              required_times: Names = ()) -> None:
         for name in strings:
             if not isinstance(row[name], str):
                 self.add(where, f"{name} must be a string")
@@ -99,7 +104,7 @@ class _Checker:
                 self.add(where, f"{name} must be an ISO 8601 date-time with offset{'' if name in required_times else ' or null'}, got {row[name]!r}")
 
 
-def validate_snapshot(data) -> dict:
+def validate_snapshot(data: Any) -> dict[str, Any]:
     """Check a parsed document; raise SnapshotInvalid listing every problem.
     Returns counts and facts the import summary uses."""
     c = _Checker()
@@ -150,7 +155,7 @@ def validate_snapshot(data) -> dict:
         if not isinstance(row["is_active"], bool):
             c.add(where, "is_active must be true or false")
 
-    records: dict[str, dict] = {}
+    records: dict[str, dict[str, Any]] = {}
     for i, row in enumerate(data["records"]):
         where = f"records[{i}]"
         if not c.fields(where, row, record_fields):

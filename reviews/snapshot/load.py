@@ -5,6 +5,7 @@ transaction)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth import get_user_model
 
@@ -27,7 +28,7 @@ from .format import (
 )
 
 
-def _look_alike_keys(row: dict, *, title: bool = False) -> dict:
+def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, Any]:
     """The derived look-alike keys (not exported: computed from the text; for
     a record, from its approved copy when one is kept, as _new_record does)."""
     keys = {"skeleton_checksum": confusables.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
@@ -37,7 +38,7 @@ def _look_alike_keys(row: dict, *, title: bool = False) -> dict:
     return keys
 
 
-def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None) -> dict:
+def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Insert everything in ``data`` (validated) in the current transaction.
     Returns facts for the summary. Only reviews.actions.import_snapshot calls this."""
     User = get_user_model()
