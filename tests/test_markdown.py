@@ -85,3 +85,61 @@ def test_word_diff_marks_whole_words_and_escapes():
 
 def test_word_diff_of_equal_texts_has_no_marks():
     assert "<ins>" not in str(word_diff("same text", "same text"))
+
+
+# --------------------------------------------------------------------------- word diff: bounded work
+
+
+def _repeat(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size].strip()
+
+
+def test_word_diff_of_a_repetitive_max_size_revision_stays_within_its_work_budget():
+    # The few short words reordered: the worst case for a longest-match diff
+    # (it took 20 s before the work was capped).
+    from reviews.validation import BODY_MAX
+    from reviews.worddiff import WORK_BUDGET, compute
+
+    old, new = _repeat("ab cd ef gh ", 1_000), _repeat("cd ab gh ef ij ", BODY_MAX)
+    diff = compute(old, new)
+    assert diff.spent <= WORK_BUDGET
+    assert diff.whole_blocks == 1
+    assert [op for op, _ in diff.pieces if op != "equal"] == ["delete", "insert"]
+    html = str(word_diff(old, new))
+    assert 'class="diff-note"' in html and "shown removed, then added" in html
+    assert html.count("<del>") == 1 and html.count("<ins>") == 1
+
+
+def test_word_diff_of_a_repetitive_multiline_revision_stays_within_its_work_budget():
+    from reviews.validation import BODY_MAX
+    from reviews.worddiff import WORK_BUDGET, compute
+
+    diff = compute(_repeat("ab cd\nef gh\n", 1_000), _repeat("ef gh\nab cd\nij kl\n", BODY_MAX))
+    assert diff.spent <= WORK_BUDGET and diff.whole_blocks == 1
+
+
+def test_word_diff_never_spends_more_than_the_budget_it_is_given():
+    from reviews.worddiff import compute
+
+    old = " ".join(f"word{i}" for i in range(400))
+    new = " ".join(f"word{i}" if i % 7 else f"changed{i}" for i in range(400))
+    assert compute(old, new).whole_blocks == 0  # within the normal budget: word by word
+    small = compute(old, new, budget_size=500)
+    assert small.spent <= 500 and small.whole_blocks == 1
+
+
+def test_word_diff_keeps_word_marks_for_scattered_edits_in_a_long_body():
+    from reviews.worddiff import compute
+
+    paragraphs = [" ".join(f"paragraph {p} sentence {s} mentions service-{p}-{s} and its owner." for s in range(8))
+                  for p in range(40)]
+    old = "\n\n".join(paragraphs)
+    assert len(old) > 19_000
+    edited = list(paragraphs)
+    for p in (3, 17, 31):
+        edited[p] = edited[p].replace(f"service-{p}-5", f"service-{p}-5b")
+    diff = compute(old, "\n\n".join(edited))
+    assert diff.whole_blocks == 0
+    changes = [(op, text) for op, text in diff.pieces if op != "equal"]
+    assert changes == [(op, f"service-{p}-5{suffix}") for p in (3, 17, 31)
+                       for op, suffix in (("delete", ""), ("insert", "b"))]
