@@ -266,6 +266,10 @@ def test_foreign_host_or_origin_is_refused(gateway, agent_tokens):
     status, _, _ = http("POST", gateway.mcp_url, token=token, body=body,
                         headers={**base_headers, "Origin": gateway.base})
     assert status == 200
+    port = int(gateway.base.rsplit(":", 1)[1])
+    for other in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port + 1}", f"https://127.0.0.1:{port}"):
+        status, _, data = http("POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Origin": other})
+        assert status == 403 and gateway.base in data["message"], (other, data)
 
 
 def test_oversized_body_is_refused_with_the_limit(gateway, agent_tokens):
