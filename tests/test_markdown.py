@@ -28,6 +28,8 @@ HOSTILE = [
     "<style>body{display:none}</style>",
     "<form action=https://evil.example><input name=p></form>",
     "```html\n<script>alert(1)</script>\n```",
+    "<span class=\"external\">trusted.example</span>",
+    "[x](/proposals/prop_0123456789ab/accept \"title\")",
 ]
 
 
@@ -55,6 +57,7 @@ def test_hostile_markdown_cannot_execute(body):
         assert not [name for name in attrs if name.startswith("on") or name in ("style", "src", "srcdoc", "action")]
         href = (attrs.get("href") or "").strip().lower()
         assert not href or href.startswith(("http://", "https://", "mailto:")), f"href {href!r} survived"
+        assert tag != "span" or attrs.get("class") in ("external", "link-target")
 
 
 def test_raw_html_is_shown_as_text():
@@ -75,6 +78,50 @@ def test_code_blocks_and_tables_render():
 
 def test_mailto_links_are_kept():
     assert 'href="mailto:ops@example.com"' in str(render("[mail](mailto:ops@example.com)"))
+
+
+def links(html: str) -> list[str]:
+    return [attrs.get("href") for tag, attrs in elements(html) if tag == "a"]
+
+
+@pytest.mark.parametrize("target", ["/proposals/prop_0123456789ab/accept", "../x", "?a=b", "#frag",
+                                    "http://127.0.0.1:8765/proposals/prop_0123456789ab/accept",
+                                    "http://localhost/agents/", "https:evil.example"])
+def test_relative_and_same_site_links_are_text_with_their_target_shown(target):
+    html = str(render(f"[Accept this]({target})"))
+    assert links(html) == []
+    assert "Accept this" in html and 'class="link-target"' in html
+
+
+@pytest.mark.parametrize("markdown, href, host", [
+    ("[docs](https://example.com/a?b=1#c)", "https://example.com/a?b=1#c", "example.com"),
+    ("[x](//elsewhere.example/x)", "https://elsewhere.example/x", "elsewhere.example"),  # another host too
+    ("[x][1]\n\n[1]: //elsewhere.example/y", "https://elsewhere.example/y", "elsewhere.example"),
+    ("<https://auto.example/x>", "https://auto.example/x", "auto.example"),
+    ("[bank](https://bank.example\\@evil.example/)", "https://evil.example/", "evil.example"),
+    ("[x](http://user:pw@host.example:8080/p)", "http://host.example:8080/p", "host.example:8080"),
+    ("[x](https://b\u00fccher.example/)", "https://xn--bcher-kva.example/", "xn--bcher-kva.example"),
+])
+def test_links_to_other_hosts_show_exactly_where_they_go(markdown, href, host):
+    html = str(render(markdown))
+    assert links(html) == [href]
+    assert f'<span class="external" title="Link to another site">{host}</span>' in html
+    assert 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_a_remote_image_is_a_link_never_an_img_so_nothing_is_fetched():
+    html = str(render("Look: ![tracking pixel](http://tracker.example/pixel.gif?u=rita)"))
+    assert "<img" not in html and [tag for tag, _ in elements(html)].count("img") == 0
+    assert links(html) == ["http://tracker.example/pixel.gif?u=rita"]
+    assert "image: tracking pixel" in html and ">tracker.example</span>" in html
+
+
+@pytest.mark.parametrize("markdown", ["![diagram](/static/x.png)", "![](//t.example/p.gif)",
+                                      "[![logo](http://i.example/a.png)](http://l.example/)"])
+def test_no_image_is_ever_an_img(markdown):
+    html = str(render(markdown))
+    assert "<img" not in html and "image" in html
+    assert len(links(html)) <= 1  # links do not nest
 
 
 def test_word_diff_marks_whole_words_and_escapes():
