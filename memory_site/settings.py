@@ -18,6 +18,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
+from .logscrub import install as install_log_scrubbing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -197,6 +198,10 @@ VETTED_CONTRADICTION_SIMILARITY = env_float("VETTED_CONTRADICTION_SIMILARITY", 0
 # Exact vector search in memory (numpy) instead of vec0's scan: ~10x faster;
 # costs 1.5 KB of RAM per chunk. Off: every search scans vec0.
 VETTED_VECTOR_CACHE = env_bool("VETTED_VECTOR_CACHE", True)
+
+# Every log record is scrubbed of secrets that can travel in a URL (agent
+# tokens, OAuth code/state, feed keys, the setup code): memory_site/logscrub.py.
+install_log_scrubbing()
 
 LOGGING = {
     "version": 1,
