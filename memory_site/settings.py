@@ -11,7 +11,6 @@ VETTED_TIME_ZONE       default UTC
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
 from .logscrub import install as install_log_scrubbing
+from .private_file import create_once
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -37,25 +37,7 @@ def _secret_key() -> str:
             raise ImproperlyConfigured("VETTED_SECRET_KEY must be at least 32 characters.")
         return from_env
     key_file = VETTED_HOME / "secret_key"
-    if not key_file.exists():
-        # Write a private temporary file, then link it into place: the key is
-        # never readable by others, never seen half-written, and when two
-        # processes start at once exactly one link wins (the other reads it).
-        tmp = VETTED_HOME / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as handle:
-                handle.write(secrets.token_urlsafe(50))
-            try:
-                os.link(tmp, key_file)
-            except FileExistsError:
-                pass
-            except OSError:  # a filesystem without hard links
-                if not key_file.exists():
-                    os.replace(tmp, key_file)
-        finally:
-            tmp.unlink(missing_ok=True)
-    key = key_file.read_text(encoding="ascii").strip()
+    key = create_once(key_file, secrets.token_urlsafe(50))
     if len(key) < 32:
         raise ImproperlyConfigured(f"{key_file} holds a key shorter than 32 characters; delete it to regenerate.")
     return key

@@ -37,6 +37,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
+from . import setup_code as setup_codes
 from . import validation as v
 from .checksum import content_checksum
 from .errors import (
@@ -802,9 +803,11 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str):
+def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str, setup_code: str):
     """First-run setup: create the reviewer account. Only while no user exists,
-    and only from the machine itself (the site binds to 127.0.0.1)."""
+    only from the machine itself (the site binds to 127.0.0.1), and only with
+    the one-time code from VETTED_HOME/setup-code (reviews/setup_code.py),
+    which is deleted once the account exists."""
     User = get_user_model()
     with transaction.atomic():
         if not is_loopback(remote_addr):
@@ -814,6 +817,10 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
             raise InvalidTransition("The reviewer account already exists; sign in instead.")
         username = (username or "").strip()
         errors = {}
+        if not setup_codes.matches(setup_code):
+            errors["code"] = (f"{'does not match' if setup_code else 'required'}: the one in {setup_codes.path()} "
+                              "(readable only by the account running Vetted); `manage.py serve` also printed "
+                              "this page's address with it")
         if not username or not re.fullmatch(r"[\w.@+-]{1,150}", username):
             errors["username"] = "1-150 characters: letters, digits and @ . + - _"
         email = (email or "").strip()
@@ -832,6 +839,7 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         user = User.objects.create_superuser(username=username, email=email or "", password=password)
         _audit("user.created", actor=SystemActor("system:first-run"), subject=user, snippet=username,
                extra={"superuser": True, "remote_addr": remote_addr})
+        transaction.on_commit(setup_codes.discard)
         return user
 
 

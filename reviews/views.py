@@ -9,25 +9,30 @@ from django.contrib.auth import get_user_model, login
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from . import actions
+from . import actions, setup_code
 from .errors import InvalidTransition, ValidationFailed
 
 
 @require_http_methods(["GET", "POST"])
 def first_run(request):
     if get_user_model().objects.exists():
+        setup_code.discard()  # e.g. the account came from createsuperuser
         return redirect("home")
     remote = request.META.get("REMOTE_ADDR", "")
-    context = {"local": actions.is_loopback(remote), "errors": {}, "username": ""}
+    context = {"local": actions.is_loopback(remote), "errors": {}, "username": "",
+               "code": request.GET.get("code", "")[:100], "code_path": setup_code.path()}
+    if context["local"]:
+        setup_code.ensure()  # so there is a code to find, whoever started the server
     if request.method == "POST":
         context["username"] = request.POST.get("username", "")
+        context["code"] = request.POST.get("code", "")[:100]
         if request.POST.get("password") != request.POST.get("password2"):
             context["errors"] = {"password2": "the two passwords differ"}
         else:
             try:
                 user = actions.create_first_reviewer(
                     username=request.POST.get("username", ""), password=request.POST.get("password", ""),
-                    email=request.POST.get("email", ""), remote_addr=remote,
+                    email=request.POST.get("email", ""), remote_addr=remote, setup_code=context["code"],
                 )
             except ValidationFailed as exc:
                 context["errors"] = exc.fields
