@@ -92,6 +92,8 @@ def _actor_fields(actor: Actor) -> tuple[str, str]:
 
 
 def _subject_fields(subject) -> tuple[str, str]:
+    if isinstance(subject, tuple):  # (SubjectType, id) for a subject with no row, e.g. a sign-in lockout
+        return subject
     if isinstance(subject, Record):
         return SubjectType.RECORD, subject.public_id
     if isinstance(subject, Proposal):
@@ -841,6 +843,32 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
                extra={"superuser": True, "remote_addr": remote_addr})
         transaction.on_commit(setup_codes.discard)
         return user
+
+
+def clear_login_lockout(*, actor, username: str = "", address: str = "") -> int:
+    """Lift a sign-in lockout (reviews/lockouts.py): forget every failed
+    attempt recorded for ``username`` (from any address) or for ``address``
+    (on any username). Reviewers only; writes one ``login.lockout_cleared``
+    event (subject: the username, or "address:<ip>"). Returns the number of
+    attempt rows removed; clearing what is not locked is allowed (0)."""
+    from axes.models import AccessAttempt
+
+    actor = _require_reviewer(actor)
+    username, address = (username or "").strip(), (address or "").strip()
+    if bool(username) == bool(address):
+        raise ValidationFailed({"lockout": "name exactly one: a username or an address"})
+    if address:
+        try:
+            address = str(ipaddress.ip_address(address))
+        except ValueError:
+            raise ValidationFailed({"address": f"{address[:60]!r} is not an IP address"}) from None
+    with transaction.atomic():
+        attempts = AccessAttempt.objects.filter(**({"username": username} if username else {"ip_address": address}))
+        removed, _ = attempts.delete()
+        _audit("login.lockout_cleared", actor=actor, subject=(SubjectType.USER, username or f"address:{address}"),
+               snippet=f"cleared the sign-in lockout of {username or address}",
+               extra={"username": username, "address": address, "attempts_removed": removed})
+    return removed
 
 
 # --------------------------------------------------------------------------- import
