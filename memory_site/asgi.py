@@ -1,8 +1,8 @@
 """The one ASGI application `manage.py serve` runs: the Django site (with its
 static files), the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
 
-/mcp goes to the MCP SDK's Starlette app behind three guards (exact
-Origin, body size, agent token); everything else goes to Django, with the body-size guard on
+/mcp goes to the MCP SDK's Starlette app behind three guards (body
+size, agent token, exact Origin); everything else goes to Django, with the body-size guard on
 /api/. Lifespan events go to the MCP app: its session manager's task group
 starts there (without it every MCP request fails with 500), and Django's
 ASGI handler refuses lifespan events anyway.
@@ -36,7 +36,7 @@ def build_application():
         # Our guard enforces the (stated) limit first; keep the SDK's as a backstop.
         max_request_body_size=settings.VETTED_MAX_REQUEST_BYTES,
     )
-    mcp_app = check_origin(limit_body(require_agent_token(mcp_starlette)))
+    mcp_app = limit_body(require_agent_token(check_origin(mcp_starlette)))
     api_app = limit_body(django_app)
 
     async def application(scope, receive, send):
