@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http.request import validate_host
+from django.http.request import split_domain_port, validate_host
 
 from reviews import actions
 from reviews.errors import Unauthorized
@@ -140,9 +140,11 @@ def _site_origins(server_port: int | None) -> set[tuple[str, str, int]]:
     return keys
 
 
-def origin_allowed(origin: str, server_port: int | None) -> bool:
+def origin_allowed(origin: str, server_port: int | None, host_header: str = "") -> bool:
     """Whether a browser Origin is this site, matching scheme, host and port
-    exactly (or is listed in VETTED_CSRF_TRUSTED_ORIGINS)."""
+    exactly: a host in VETTED_ALLOWED_HOSTS at the port this server listens
+    on, or exactly the Host the request was sent to (same-origin through a
+    proxy on another port), or an origin listed in VETTED_CSRF_TRUSTED_ORIGINS."""
     key = _origin_key(origin)
     if key is None:
         return False
@@ -150,7 +152,17 @@ def origin_allowed(origin: str, server_port: int | None) -> bool:
         return True
     scheme, host, port = key
     bracketed = f"[{host}]" if ":" in host else host  # ALLOWED_HOSTS writes IPv6 as [::1]
-    return (scheme, "*", port) in _site_origins(server_port) and validate_host(bracketed, settings.ALLOWED_HOSTS)
+    if not validate_host(bracketed, settings.ALLOWED_HOSTS):
+        return False
+    if (scheme, "*", port) in _site_origins(server_port):
+        return True
+    addressed, addressed_port = split_domain_port(host_header)
+    schemes = {"http", "https"} if settings.VETTED_HTTPS else {"http"}
+    try:
+        addressed_port = int(addressed_port) if addressed_port else _DEFAULT_PORTS[scheme]
+    except ValueError:
+        return False
+    return scheme in schemes and addressed == bracketed and addressed_port == port
 
 
 def _described_origins(server_port: int | None) -> str:
@@ -173,7 +185,8 @@ def check_origin(app):
         if origins:
             origin = origins[0].decode("latin-1")
             port = (scope.get("server") or (None, None))[1]
-            if len(origins) > 1 or not origin_allowed(origin, port):
+            host = next((value.decode("latin-1") for name, value in scope.get("headers") or [] if name == b"host"), "")
+            if len(origins) > 1 or not origin_allowed(origin, port, host):
                 return await _send_json(send, 403, {
                     "error": "forbidden",
                     "message": f"Origin {origin[:100]!r} may not use /mcp; allowed: {_described_origins(port)}. "

@@ -13,7 +13,8 @@ from mcp_bridge.guard import check_origin, origin_allowed
 PORT = 8765
 
 
-def answer(origin: str | list[str] | None, *, port: int | None = PORT) -> tuple[int, dict | None]:
+def answer(origin: str | list[str] | None, *, port: int | None = PORT,
+           host: str = "127.0.0.1:8765") -> tuple[int, dict | None]:
     """Status and JSON body of a request through the Origin guard."""
     reached = []
 
@@ -24,7 +25,7 @@ def answer(origin: str | list[str] | None, *, port: int | None = PORT) -> tuple[
 
     origins = [] if origin is None else [origin] if isinstance(origin, str) else origin
     scope = {"type": "http", "method": "POST", "path": "/mcp", "server": ("127.0.0.1", port) if port else None,
-             "headers": [(b"host", b"127.0.0.1:8765"), *((b"origin", o.encode()) for o in origins)]}
+             "headers": [(b"host", host.encode()), *((b"origin", o.encode()) for o in origins)]}
     sent = []
 
     async def send(message):
@@ -69,6 +70,14 @@ def test_any_other_origin_is_refused_with_what_is_allowed(origin):
     status, body = answer(origin)
     assert status == 403
     assert body["error"] == "forbidden" and "http://127.0.0.1:8765" in body["message"]
+
+
+def test_a_same_origin_request_through_a_proxy_on_another_port_is_accepted():
+    # The browser talks to the proxy at :9000, which keeps the Host header.
+    assert answer("http://127.0.0.1:9000", host="127.0.0.1:9000")[0] == 200
+    assert answer("http://localhost:9000", host="127.0.0.1:9000")[0] == 403  # not the host it was sent to
+    assert answer("https://127.0.0.1:9000", host="127.0.0.1:9000")[0] == 403
+    assert answer("http://evil.example.com:9000", host="evil.example.com:9000")[0] == 403  # not an allowed host
 
 
 def test_two_origin_headers_are_refused():
