@@ -18,8 +18,8 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
+from .files import write_atomic
 from .logscrub import install as install_log_scrubbing
-from .private_file import create_once
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,14 @@ def _secret_key() -> str:
             raise ImproperlyConfigured("VETTED_SECRET_KEY must be at least 32 characters.")
         return from_env
     key_file = VETTED_HOME / "secret_key"
-    key = create_once(key_file, secrets.token_urlsafe(50))
+    if not key_file.exists():
+        # Private from the first byte, never seen half-written, and when two
+        # processes start at once exactly one wins (the other reads its key).
+        try:
+            write_atomic(key_file, secrets.token_urlsafe(50), mode=0o600, exclusive=True)
+        except FileExistsError:
+            pass
+    key = key_file.read_text(encoding="ascii").strip()
     if len(key) < 32:
         raise ImproperlyConfigured(f"{key_file} holds a key shorter than 32 characters; delete it to regenerate.")
     return key
@@ -62,6 +69,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "axes",  # sign-in throttling (see "sign-in throttling" below)
     "reviews",
+    "reviews.inbox",  # the reviewer site; an app of its own for its commands (bench_inbox)
     "retrieval",
     "mcp_bridge",
 ]
@@ -75,7 +83,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "reviews.middleware.FirstRunMiddleware",
+    "reviews.inbox.middleware.FirstRunMiddleware",
     # Last, as axes requires: turns a locked-out sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -138,7 +146,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # after as many failures on any usernames, for VETTED_LOGIN_LOCKOUT_MINUTES.
 # A locked attempt is refused before the password is hashed (~0.5 s of CPU
 # each). The reviewer clears a lockout on the Settings page or with
-# `manage.py clear_lockout`; reviews/lockouts.py has the page and the log line.
+# `manage.py clear_lockout`; reviews/lockouts.py has the list and the log line.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses locked attempts
     "django.contrib.auth.backends.ModelBackend",
@@ -148,7 +156,7 @@ VETTED_LOGIN_LOCKOUT_MINUTES = env_int("VETTED_LOGIN_LOCKOUT_MINUTES", 15, minim
 AXES_COOLOFF_TIME = timedelta(minutes=VETTED_LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each one locks on its own
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "reviews.lockouts.lockout_response"
+AXES_LOCKOUT_CALLABLE = "reviews.inbox.views.lockout_response"
 AXES_ENABLE_ADMIN = False  # the admin edits nothing; lockouts are listed (and cleared) on Settings
 # Masked in what axes stores of a failed request (the password always is); the
 # username and address stay visible in its log lines and on Settings.

@@ -109,6 +109,13 @@ class Report:
 # --------------------------------------------------------------------------- contradiction signals
 
 
+def _title(record: Record) -> str:
+    """A record's title as approved: findings reach agents (quality_check),
+    so never text changed outside Vetted (the id when no approved copy is kept)."""
+    approved = record.approved_version()
+    return approved["title"] if approved else record.public_id
+
+
 def _text(record: Record) -> str:
     return f"{record.title}\n{record.body}"
 
@@ -248,7 +255,7 @@ def contradictions(records: list[Record], embedder: Embedder, *, threshold: floa
                         findings.append(Finding(
                             kind="possible_contradiction", scope=scope, similarity=round(similarity, 3),
                             records=[a.public_id, b.public_id],
-                            why=f"'{a.title}' and '{b.title}' are about the same thing (similarity {similarity:.2f}) "
+                            why=f"'{_title(a)}' and '{_title(b)}' are about the same thing (similarity {similarity:.2f}) "
                                 f"but {'; '.join(reasons)}",
                             suggestion="Read both: retire the one that no longer holds, or revise one so they agree.",
                         ))
@@ -263,12 +270,12 @@ def supersession_problems(scopes: list[str]) -> list[Finding]:
         successor = record.superseded_by
         if successor is None:
             findings.append(Finding(kind="broken_supersession", scope=record.scope, records=[record.public_id],
-                                    why=f"'{record.title}' is superseded but names no successor",
+                                    why=f"'{_title(record)}' is superseded but names no successor",
                                     suggestion="Retire it, or revise it again so a current version exists."))
         elif successor.supersedes_id != record.pk:
             findings.append(Finding(kind="broken_supersession", scope=record.scope,
                                     records=[record.public_id] + ([successor.public_id] if successor.scope in scopes else []),
-                                    why=f"'{record.title}' names a successor that does not point back to it",
+                                    why=f"'{_title(record)}' names a successor that does not point back to it",
                                     suggestion="Check the history of both records in the admin."))
     # Loops: follow superseded_by from every superseded record in scope.
     links = dict(Record.objects.filter(superseded_by__isnull=False).values_list("pk", "superseded_by_id"))
@@ -302,7 +309,7 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS) -> list[Fi
             continue
         days = (timezone.now() - proposal.created_at).days
         kind = "stale_retirement" if proposal.action == ProposalAction.RETIRE else "stale_proposal"
-        title = proposal.title or (proposal.target.title if proposal.target_id else "")
+        title = proposal.title or (_title(proposal.target) if proposal.target_id else "")
         findings.append(Finding(
             kind=kind, scope=scope, proposals=[proposal.public_id],
             records=[proposal.target.public_id] if proposal.target_id else [],
@@ -319,11 +326,12 @@ def record_state_problems(records: list[Record]) -> list[Finding]:
     for record in records:
         if record.current_checksum() != record.approved_checksum:
             findings.append(Finding(kind="edited_since_approval", scope=record.scope, records=[record.public_id],
-                                    why=f"'{record.title}' changed after approval (checksum mismatch); agents do not get it",
-                                    suggestion="Revise it (approving the new text) or retire it."))
+                                    why=f"'{_title(record)}' changed after approval (checksum mismatch); agents do not get it",
+                                    suggestion="Restore the approved text or approve the current text (the record's "
+                                               "page, `review restore` / `review approve-current`), or retire it."))
         elif record.status == RecordStatus.APPROVED and record.review_by < today:
             findings.append(Finding(kind="overdue", scope=record.scope, records=[record.public_id],
-                                    why=f"'{record.title}' was due for review on {record.review_by}; agents do not get it",
+                                    why=f"'{_title(record)}' was due for review on {record.review_by}; agents do not get it",
                                     suggestion="Verify it if it still holds, otherwise revise or retire it."))
     return findings
 

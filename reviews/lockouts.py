@@ -1,6 +1,7 @@
 """Sign-in lockouts (django-axes, configured in memory_site/settings.py): the
-page a locked-out person sees, the log line, and the list the reviewer
-clears them from. Clearing one is a state change: actions.clear_login_lockout.
+log line and the list the reviewer clears them from (the page a locked-out
+person sees is reviews.inbox.views.lockout_response). Clearing one is a state
+change: actions.clear_login_lockout.
 
 A username is locked after AXES_FAILURE_LIMIT failed sign-ins within the
 lockout period, from any address; an address is locked after as many
@@ -18,7 +19,6 @@ from axes.signals import user_locked_out
 from django.conf import settings
 from django.db.models import Max, Sum
 from django.dispatch import receiver
-from django.shortcuts import render
 from django.utils import timezone
 
 log = logging.getLogger("vetted.auth")
@@ -56,15 +56,6 @@ def current() -> list[Lockout]:
                 .filter(failures__gte=settings.AXES_FAILURE_LIMIT))
         found += [Lockout(kind, row[column], row["failures"], row["last"]) for row in rows]
     return sorted(found, key=lambda lockout: lockout.last_attempt, reverse=True)
-
-
-def lockout_response(request, original_response=None, credentials=None):
-    """What axes answers a locked-out sign-in with (AXES_LOCKOUT_CALLABLE): 429
-    and a page that says why, for how long, and how the reviewer clears it."""
-    username = (credentials or {}).get("username") or request.POST.get("username", "")
-    context = {"minutes": minutes(), "failures": settings.AXES_FAILURE_LIMIT, "username": username[:150],
-               "command": how_to_clear(username=username[:150])}
-    return render(request, "registration/locked_out.html", context, status=429)
 
 
 @receiver(user_locked_out, dispatch_uid="vetted.lockout_logged")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from memory_site.private_file import create_once
+from memory_site.files import write_atomic
 
 FILE_NAME = "setup-code"
 
@@ -36,7 +36,11 @@ def ensure() -> str:
             where.unlink()
     except FileNotFoundError:
         pass
-    return create_once(where, secrets.token_hex(12))
+    try:
+        write_atomic(where, secrets.token_hex(12), mode=0o600, exclusive=True)
+    except FileExistsError:
+        pass  # another process made it first: use that one
+    return where.read_text(encoding="ascii").strip()
 
 
 def matches(given) -> bool:

@@ -6,8 +6,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from reviews.markdown import ALLOWED_TAGS, render
-from reviews.worddiff import word_diff
+from reviews.inbox.markdown import ALLOWED_TAGS, render
+from reviews.inbox.worddiff import word_diff
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -145,7 +145,7 @@ def test_word_diff_of_a_repetitive_max_size_revision_stays_within_its_work_budge
     # The few short words reordered: the worst case for a longest-match diff
     # (it took 20 s before the work was capped).
     from reviews.validation import BODY_MAX
-    from reviews.worddiff import WORK_BUDGET, compute
+    from reviews.inbox.worddiff import WORK_BUDGET, compute
 
     old, new = _repeat("ab cd ef gh ", 1_000), _repeat("cd ab gh ef ij ", BODY_MAX)
     diff = compute(old, new)
@@ -159,14 +159,14 @@ def test_word_diff_of_a_repetitive_max_size_revision_stays_within_its_work_budge
 
 def test_word_diff_of_a_repetitive_multiline_revision_stays_within_its_work_budget():
     from reviews.validation import BODY_MAX
-    from reviews.worddiff import WORK_BUDGET, compute
+    from reviews.inbox.worddiff import WORK_BUDGET, compute
 
     diff = compute(_repeat("ab cd\nef gh\n", 1_000), _repeat("ef gh\nab cd\nij kl\n", BODY_MAX))
     assert diff.spent <= WORK_BUDGET and diff.whole_blocks == 1
 
 
 def test_word_diff_never_spends_more_than_the_budget_it_is_given():
-    from reviews.worddiff import compute
+    from reviews.inbox.worddiff import compute
 
     old = " ".join(f"word{i}" for i in range(400))
     new = " ".join(f"word{i}" if i % 7 else f"changed{i}" for i in range(400))
@@ -176,7 +176,7 @@ def test_word_diff_never_spends_more_than_the_budget_it_is_given():
 
 
 def test_word_diff_keeps_word_marks_for_scattered_edits_in_a_long_body():
-    from reviews.worddiff import compute
+    from reviews.inbox.worddiff import compute
 
     paragraphs = [" ".join(f"paragraph {p} sentence {s} mentions service-{p}-{s} and its owner." for s in range(8))
                   for p in range(40)]

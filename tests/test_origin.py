@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mcp_bridge.guard import check_origin, origin_allowed
+from mcp_bridge.mcp.guard import check_origin, origin_allowed
 
 PORT = 8765
 

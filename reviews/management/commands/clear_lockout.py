@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_site.cli import resolve_reviewer
 from reviews import actions, lockouts
 from reviews.errors import VettedError
-from reviews.management.cli import resolve_reviewer
 
 
 class Command(BaseCommand):
