@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 
 from retrieval.gate import Reader
 from reviews import ids
@@ -67,7 +66,10 @@ def _tag_list(value, errors: dict, field: str = "tags") -> list[str]:
 
 
 def _since(value, errors: dict) -> datetime | None:
-    if value in (None, ""):
+    try:
+        return v.clean_moment("since", value)
+    except ValidationFailed as exc:
+        errors.update(exc.fields)
         return None
     if isinstance(value, str):
         text = value.strip()

@@ -27,7 +27,7 @@ share. Everything public is re-exported here.
 
 from ..models import Agent
 from ._common import Actor, SystemActor, _checksum_of, _require_reviewer
-from .accounts import create_first_reviewer, is_loopback
+from .accounts import clear_login_lockout, create_first_reviewer, is_loopback
 from .agents import (
     IMPORT_AGENT_NAME,
     SEEN_EVERY_SECONDS,
@@ -57,6 +57,7 @@ __all__ = [
     "Actor", "Agent", "ImportFailed", "ImportResult", "ImportSummary", "SystemActor",
     "_checksum_of", "_require_reviewer",
     "accept_proposal", "accept_proposal_with_revision", "agent_for_token", "approve_current_text", "clear_dispute",
+    "clear_login_lockout",
     "create_agent", "create_first_reviewer", "dispute_record", "import_agent", "import_records",
     "import_snapshot", "is_loopback", "move_record", "note_agent_seen", "propose_create",
     "propose_retirement", "propose_revision", "reject_proposal", "restore_approved_text", "retire_record",
