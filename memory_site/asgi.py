@@ -2,9 +2,9 @@
 static files), the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
 
 /mcp goes to the MCP SDK's Starlette app (with a per-agent session cap,
-mcp_bridge/mcp/sessions.py) behind two guards (body size, agent token and new
-sessions per minute); everything else goes to Django, with the body-size
-guard (and the early answer to read-limited agents) on /api/. Lifespan
+mcp_bridge/mcp/sessions.py) behind three guards (body size; agent token and new
+sessions per minute; exact Origin); everything else goes to Django, with the
+body-size guard (and the early answer to read-limited agents) on /api/. Lifespan
 events go to the MCP app: its session manager's task group starts there
 (without it every MCP request fails with 500), and Django's ASGI handler
 refuses lifespan events anyway.
@@ -23,7 +23,7 @@ django_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from django.conf import settings  # noqa: E402
 
-from mcp_bridge.mcp.guard import limit_body, refuse_limited_reads, require_agent_token  # noqa: E402
+from mcp_bridge.mcp.guard import check_origin, limit_body, refuse_limited_reads, require_agent_token  # noqa: E402
 from mcp_bridge.mcp.server import build_server, transport_security  # noqa: E402
 from mcp_bridge.mcp.sessions import streamable_http_app  # noqa: E402
 
@@ -41,7 +41,7 @@ def build_application():
         max_request_body_size=settings.VETTED_MAX_REQUEST_BYTES,
         sessions_per_agent=settings.VETTED_MCP_SESSIONS_PER_AGENT,
     )
-    mcp_app = limit_body(require_agent_token(mcp_starlette))
+    mcp_app = limit_body(require_agent_token(check_origin(mcp_starlette)))
     api_app = limit_body(refuse_limited_reads(django_app))
 
     async def application(scope, receive, send):

@@ -12,12 +12,14 @@ VETTED_TIME_ZONE       default UTC
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
 from .files import write_atomic
+from .logscrub import install as install_log_scrubbing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -65,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
+    "axes",  # sign-in throttling (see "sign-in throttling" below)
     "reviews",
     "reviews.inbox",  # the reviewer site; an app of its own for its commands (bench_inbox)
     "retrieval",
@@ -83,6 +86,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "reviews.inbox.middleware.FirstRunMiddleware",
+    # Last, as axes requires: turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_site.urls"
@@ -137,6 +142,28 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# --------------------------------------------------------------------------- sign-in throttling
+# django-axes counts failed sign-ins (the site's and the admin's) and locks a
+# username after VETTED_LOGIN_FAILURES failures from anywhere, and an address
+# after as many failures on any usernames, for VETTED_LOGIN_LOCKOUT_MINUTES.
+# A locked attempt is refused before the password is hashed (~0.5 s of CPU
+# each). The reviewer clears a lockout on the Settings page or with
+# `manage.py clear_lockout`; reviews/lockouts.py has the list and the log line.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses locked attempts
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("VETTED_LOGIN_FAILURES", 5, minimum=1, maximum=1000)
+VETTED_LOGIN_LOCKOUT_MINUTES = env_int("VETTED_LOGIN_LOCKOUT_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
+AXES_COOLOFF_TIME = timedelta(minutes=VETTED_LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each one locks on its own
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "reviews.inbox.views.lockout_response"
+AXES_ENABLE_ADMIN = False  # the admin edits nothing; lockouts are listed (and cleared) on Settings
+# Masked in what axes stores of a failed request (the password always is); the
+# username and address stay visible in its log lines and on Settings.
+AXES_SENSITIVE_PARAMETERS = ["password", "password2", "csrfmiddlewaretoken", "code"]
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("VETTED_TIME_ZONE", "UTC")
 USE_I18N = False
@@ -190,6 +217,10 @@ VETTED_CONTRADICTION_SIMILARITY = env_float("VETTED_CONTRADICTION_SIMILARITY", 0
 # costs 1.5 KB of RAM per chunk. Off: every search scans vec0.
 VETTED_VECTOR_CACHE = env_bool("VETTED_VECTOR_CACHE", True)
 
+# Every log record is scrubbed of secrets that can travel in a URL (agent
+# tokens, OAuth code/state, feed keys, the setup code): memory_site/logscrub.py.
+install_log_scrubbing()
+
 # What Vetted decides, refuses and indexes, one line each on stderr (the
 # daemon's log): every audited change with its actor and ids, agent auth
 # failures (which one, the address, at most the token's public prefix), rate
@@ -201,8 +232,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},  # stderr
-    "loggers": {name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
-                for name in ("reviews", "retrieval", "mcp_bridge", "memory_site")},
+    "loggers": {
+        **{name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
+           for name in ("reviews", "retrieval", "mcp_bridge", "memory_site")},
+        # One line per failed sign-in (username, address, user agent; never the password).
+        "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+    },
 }
 
 # --------------------------------------------------------------------------- agent gateway

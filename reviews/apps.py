@@ -29,3 +29,4 @@ class ReviewsConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_ensure_audit_triggers, sender=self, dispatch_uid="reviews.audit_triggers")
+        from . import lockouts  # noqa: F401 - connects the lockout log line

@@ -11,10 +11,11 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 
 from . import textsafety
 from .errors import ValidationFailed
@@ -184,6 +185,41 @@ def clean_date(field: str, value) -> date | None:
         except ValueError:
             pass
     raise ValidationFailed({field: f"{value!r} is not a date; use YYYY-MM-DD"})
+
+
+# Moments an agent may give (e.g. `since`): far enough from datetime's own
+# limits (years 1-9999) that converting any offset to UTC cannot overflow.
+MOMENT_MIN = datetime(1970, 1, 1, tzinfo=UTC)
+MOMENT_MAX = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
+_MOMENT_MAX_LEN = 64
+
+
+def clean_moment(field: str, value) -> datetime | None:
+    """An ISO 8601 date (midnight in TIME_ZONE) or date-time, as an aware UTC
+    datetime between MOMENT_MIN and MOMENT_MAX; None for nothing. Anything
+    else, including dates whose offset would push them past datetime's
+    range, raises ValidationFailed naming the field."""
+    if value is None or value == "":
+        return None
+    parsed = None
+    if isinstance(value, str) and len(value) <= _MOMENT_MAX_LEN:
+        text = value.strip()
+        try:
+            parsed = parse_datetime(text)
+            if parsed is None:
+                day = parse_date(text)
+                parsed = datetime(day.year, day.month, day.day) if day else None
+            if parsed is not None:
+                if timezone.is_naive(parsed):
+                    parsed = timezone.make_aware(parsed)
+                parsed = parsed.astimezone(UTC)
+        except (ValueError, OverflowError):
+            parsed = None  # 2026-02-30, an offset of 24 h or more, or past year 9999 / before year 1 in UTC
+    if parsed is not None and MOMENT_MIN <= parsed <= MOMENT_MAX:
+        return parsed
+    shown = str(value)[:40]
+    raise ValidationFailed({field: f"got {shown!r}; a date (2026-11-30) or an ISO 8601 date-time "
+                                   f"(2026-11-30T09:00:00Z) between {MOMENT_MIN:%Y-%m-%d} and {MOMENT_MAX:%Y-%m-%d}"})
 
 
 def default_review_by(kind: str, today: date | None = None) -> date:

@@ -410,6 +410,8 @@ def test_a_non_json_content_type_is_refused_with_415(gateway, agent_tokens):
     ("/records?kind=rumour", "kind"),
     ("/records?scope=system", "scope"),
     ("/records?since=last+tuesday", "since"),
+    ("/records?since=0001-01-01T00:00:00%2B14:00", "since"),  # past datetime's range once in UTC
+    ("/records?since=9999-12-31T23:59:59-14:00", "since"),
 ])
 def test_bad_query_parameters_are_refused_by_name(gateway, agent_tokens, query, field):
     status, _, data = api(gateway, "GET", query, agent_tokens["team-bot"])

@@ -17,7 +17,7 @@ from django.db import connection
 
 from retrieval import index
 from retrieval.scratch import scratch_database
-from reviews import actions
+from reviews import actions, setup_code
 from reviews.errors import InvalidTransition
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
@@ -219,7 +219,8 @@ def test_existing_audit_ids_shift_imported_ids_by_one_recorded_offset(tmp_path, 
     before = dump_state()["audit"]
     export(tmp_path / "all.json")
     with scratch_database():
-        actions.create_first_reviewer(username="rita", password="another-password-9", remote_addr="127.0.0.1")
+        actions.create_first_reviewer(username="rita", password="another-password-9", remote_addr="127.0.0.1",
+                                      setup_code=setup_code.ensure())
         # An event here already holds the first exported id.
         AuditEvent.objects.create(id=before[0]["id"], event_type="test.marker", actor_type="system",
                                   actor="test", subject_type="user", subject_id="rita")

@@ -1,5 +1,6 @@
 """First run: until an account exists every page leads to /setup/, where the
-reviewer account can be created once, and only from the machine itself."""
+reviewer account can be created once, only from the machine itself, and only
+with the one-time setup code from VETTED_HOME/setup-code."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
-from reviews import actions
+from reviews import actions, setup_code
 from reviews.models import AuditEvent, Record
 from tests.conftest import GOOD_BODY, content
 
@@ -28,6 +30,15 @@ def _fresh_first_run_cache(monkeypatch):
     # The middleware caches "a user exists" at module level; other tests (or an
     # earlier request in this one) must not decide what this test sees.
     monkeypatch.setattr("reviews.inbox.middleware._user_exists", False)
+
+
+@pytest.fixture(autouse=True)
+def _setup_code(monkeypatch):
+    """A fresh code for each test, in the form the person fills in."""
+    setup_code.discard()
+    monkeypatch.setitem(GOOD, "code", setup_code.ensure())
+    yield
+    setup_code.discard()
 
 
 def users():
@@ -129,6 +140,65 @@ def test_bad_username_is_reported_and_creates_nobody(client, username):
     assert not AuditEvent.objects.exists()
 
 
+# --------------------------------------------------------------------------- the setup code
+
+
+@pytest.mark.parametrize("code", ["", "0" * 24, "not-the-code"])
+def test_setup_without_the_right_code_creates_nobody_and_says_where_the_code_is(client, code):
+    response = client.post(SETUP, {**GOOD, "code": code})
+    assert response.status_code == 200
+    message = response.context["errors"]["code"]
+    assert str(setup_code.path()) in message and "manage.py serve" in message
+    assert ("required" if not code else "does not match") in message
+    assert escape(message) in response.content.decode()
+    assert not users().exists() and not AuditEvent.objects.exists()
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_setup_page_makes_a_private_code_file_when_there_is_none(client):
+    setup_code.discard()
+    response = client.get(SETUP)
+    assert response.status_code == 200
+    assert setup_code.path().stat().st_mode & 0o777 == 0o600
+    html = response.content.decode()
+    assert str(setup_code.path()) in html and 'name="code"' in html
+    assert setup_code.path().read_text().strip() not in html  # the page says where it is, not what it is
+
+
+def test_a_code_file_others_could_read_is_replaced(client):
+    old = GOOD["code"]
+    setup_code.path().chmod(0o644)
+    client.get(SETUP)
+    assert setup_code.path().stat().st_mode & 0o777 == 0o600
+    assert setup_code.path().read_text().strip() != old
+    assert client.post(SETUP, GOOD).status_code == 200 and not users().exists()
+
+
+def test_the_address_serve_prints_fills_in_the_code(client):
+    response = client.get(SETUP, {"code": GOOD["code"]})
+    assert f'value="{GOOD["code"]}"' in response.content.decode()
+
+
+def test_the_code_is_deleted_once_the_account_exists(client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(SETUP, GOOD).status_code == 302
+    assert not setup_code.path().exists()
+
+
+def test_an_account_made_otherwise_retires_the_code(client, reviewer):
+    assert client.get(SETUP).status_code == 302
+    assert not setup_code.path().exists()
+
+
+def test_serve_prints_the_address_with_the_code_only_on_a_terminal():
+    code = GOOD["code"]
+    on_terminal = setup_code.first_run_notice("127.0.0.1", 8765, code, console=True)
+    assert f"http://127.0.0.1:8765/setup/?code={code}" in on_terminal
+    in_a_log = setup_code.first_run_notice("0.0.0.0", 8765, code, console=False)
+    assert code not in in_a_log
+    assert "http://127.0.0.1:8765/setup/" in in_a_log and str(setup_code.path()) in in_a_log
+
+
 # --------------------------------------------------------------------------- not from this machine
 
 
@@ -170,7 +240,8 @@ def test_create_first_reviewer_refuses_when_a_user_exists(reviewer):
     from reviews.errors import InvalidTransition
 
     with pytest.raises(InvalidTransition, match="already exists"):
-        actions.create_first_reviewer(username="mallory", password=GOOD["password"], remote_addr="127.0.0.1")
+        actions.create_first_reviewer(username="mallory", password=GOOD["password"], remote_addr="127.0.0.1",
+                                      setup_code=GOOD["code"])
     assert users().count() == 1
 
 

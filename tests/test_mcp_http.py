@@ -177,6 +177,14 @@ def test_list_returns_recent_deliverable_records(gateway, agent_tokens, make_rec
     assert bad.is_error and "since: got 'last tuesday'" in text_of(bad)
 
 
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_a_since_past_the_calendar_in_utc_is_an_invalid_tool_error(gateway, agent_tokens, since):
+    result = call(gateway.mcp_url, agent_tokens["claude-code"], "list", {"since": since})
+    assert result.is_error
+    assert f"[invalid] since: got '{since}'" in text_of(result)
+    assert "between 1970-01-01 and 9999-12-30" in text_of(result)
+
+
 def test_invalid_input_lists_every_problem_and_what_is_allowed(gateway, agent_tokens):
     result = call(gateway.mcp_url, agent_tokens["claude-code"], "propose_context",
                   {"title": "x", "body": "too short", "kind": "rumour", "scope": "team", "reason": "?"})
@@ -290,6 +298,10 @@ def test_foreign_host_or_origin_is_refused(gateway, agent_tokens):
     status, _, _ = http("POST", gateway.mcp_url, token=token, body=body,
                         headers={**base_headers, "Origin": gateway.base})
     assert status == 200
+    port = int(gateway.base.rsplit(":", 1)[1])
+    for other in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port + 1}", f"https://127.0.0.1:{port}"):
+        status, _, data = http("POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Origin": other})
+        assert status == 403 and gateway.base in data["message"], (other, data)
 
 
 def test_oversized_body_is_refused_with_the_limit(gateway, agent_tokens):

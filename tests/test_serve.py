@@ -106,3 +106,19 @@ def test_sigterm_stops_it_cleanly(daemon):
     log = process.stderr.read()
     assert "Shutting down" in log and "Finished server process" in log
     assert "Traceback" not in log
+
+
+def test_first_run_setup_code_is_private_and_never_in_its_log(daemon, tmp_path):
+    base, process = daemon
+    code_file = tmp_path / "setup-code"
+    assert code_file.stat().st_mode & 0o777 == 0o600
+    code = code_file.read_text().strip()
+    assert len(code) >= 24
+    status, _, body = fetch(f"{base}/setup/?code={code}")
+    assert status == 200 and f'value="{code}"'.encode() in body
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=20)
+    log = process.stderr.read() + process.stdout.read()
+    assert f"with the setup code in {code_file}" in log  # a pipe is not a terminal: where, not what
+    assert "GET /setup/?code=[redacted]" in log
+    assert code not in log

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
-
 from retrieval.gate import Reader
 from reviews import ids
 from reviews import validation as v
@@ -67,23 +64,10 @@ def _tag_list(value, errors: dict, field: str = "tags") -> list[str]:
 
 
 def _since(value, errors: dict) -> datetime | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        parsed = None
-        try:
-            parsed = parse_datetime(text)
-            if parsed is None:
-                day = parse_date(text)
-                parsed = datetime(day.year, day.month, day.day) if day else None
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            if timezone.is_naive(parsed):
-                parsed = timezone.make_aware(parsed)
-            return parsed
-    errors["since"] = f"got {str(value)[:40]!r}; a date (2026-11-30) or an ISO date-time (2026-11-30T09:00:00Z)"
+    try:
+        return v.clean_moment("since", value)
+    except ValidationFailed as exc:
+        errors.update(exc.fields)
     return None
 
 

@@ -12,15 +12,19 @@
 - REST reads of an agent the read limit refused moments ago get the same 429
   here, before Django looks the token up, so a flooding agent's refused
   calls cost next to nothing and do not slow the others down.
+- Origin on /mcp: a browser's Origin must be this site exactly (scheme, host
+  and port), so a page on another port of an allowed host cannot drive /mcp.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 from reviews import actions
 from reviews import validation as v
@@ -150,6 +154,89 @@ def refuse_limited_reads(app):
             refusal = read_limiter.refusing(token_digest(token)) if token else None
             if refusal is not None:
                 return await _send_error(send, refusal)
+        return await app(scope, receive, send)
+
+    return guarded
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_key(origin: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin, the port made explicit; None if it is not one."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.path or parts.query or parts.username:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
+def _site_origins(server_port: int | None) -> set[tuple[str, str, int]]:
+    """(scheme, "*", port) for each way this site itself is reached, "*"
+    standing for any host in VETTED_ALLOWED_HOSTS: plain http at the port
+    this server listens on, and https on 443 when a TLS proxy serves it
+    (VETTED_HTTPS)."""
+    keys = {("http", "*", server_port)} if server_port else set()
+    if settings.VETTED_HTTPS:
+        keys.add(("https", "*", 443))
+    return keys
+
+
+def origin_allowed(origin: str, server_port: int | None, host_header: str = "") -> bool:
+    """Whether a browser Origin is this site, matching scheme, host and port
+    exactly: a host in VETTED_ALLOWED_HOSTS at the port this server listens
+    on, or exactly the Host the request was sent to (same-origin through a
+    proxy on another port), or an origin listed in VETTED_CSRF_TRUSTED_ORIGINS."""
+    key = _origin_key(origin)
+    if key is None:
+        return False
+    if key in {trusted for trusted in map(_origin_key, settings.CSRF_TRUSTED_ORIGINS) if trusted}:
+        return True
+    scheme, host, port = key
+    bracketed = f"[{host}]" if ":" in host else host  # ALLOWED_HOSTS writes IPv6 as [::1]
+    if not validate_host(bracketed, settings.ALLOWED_HOSTS):
+        return False
+    if (scheme, "*", port) in _site_origins(server_port):
+        return True
+    addressed, addressed_port = split_domain_port(host_header)
+    schemes = {"http", "https"} if settings.VETTED_HTTPS else {"http"}
+    try:
+        addressed_port = int(addressed_port) if addressed_port else _DEFAULT_PORTS[scheme]
+    except ValueError:
+        return False
+    return scheme in schemes and addressed == bracketed and addressed_port == port
+
+
+def _described_origins(server_port: int | None) -> str:
+    hosts = [h for h in settings.ALLOWED_HOSTS if h != "*" and not h.startswith(".")][:4]
+    shown = [f"{scheme}://{host}" + ("" if port == _DEFAULT_PORTS[scheme] else f":{port}")
+             for scheme, _, port in sorted(_site_origins(server_port)) for host in hosts]
+    shown += list(settings.CSRF_TRUSTED_ORIGINS)[:4]
+    return ", ".join(shown) or "none (set VETTED_CSRF_TRUSTED_ORIGINS)"
+
+
+def check_origin(app):
+    """Refuse a request whose Origin header is not exactly this site (403, saying
+    which origins are allowed); requests without one (agents, the stdio
+    bridge) pass."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        origins = [value for name, value in scope.get("headers") or [] if name == b"origin"]
+        if origins:
+            origin = origins[0].decode("latin-1")
+            port = (scope.get("server") or (None, None))[1]
+            host = next((value.decode("latin-1") for name, value in scope.get("headers") or [] if name == b"host"), "")
+            if len(origins) > 1 or not origin_allowed(origin, port, host):
+                return await _send_json(send, 403, {
+                    "error": "forbidden",
+                    "message": f"Origin {origin[:100]!r} may not use /mcp; allowed: {_described_origins(port)}. "
+                               "Agents send no Origin header at all."})
         return await app(scope, receive, send)
 
     return guarded

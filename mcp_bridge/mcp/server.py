@@ -243,8 +243,10 @@ def build_server() -> MCPServer:
 
 def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
     """DNS-rebinding protection for /mcp from Django's ALLOWED_HOSTS: the Host
-    header must name an allowed host (any port), and a browser Origin, when
-    sent, must be http(s) on one of them."""
+    header must name an allowed host (any port). A browser Origin is checked
+    exactly (scheme, host and port) before the SDK sees the request, by
+    mcp_bridge.mcp.guard.check_origin; the SDK's any-port origin list here is only
+    a backstop."""
     hosts, origins = [], []
     for host in allowed_hosts:
         if host == "*":

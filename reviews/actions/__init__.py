@@ -27,7 +27,14 @@ share. Everything public is re-exported here.
 
 from ..models import Agent
 from ._common import Actor, SystemActor, _checksum_of, _require_reviewer
-from .accounts import activate_account, create_first_reviewer, deactivate_account, is_loopback, set_account_staff
+from .accounts import (
+    activate_account,
+    clear_login_lockout,
+    create_first_reviewer,
+    deactivate_account,
+    is_loopback,
+    set_account_staff,
+)
 from .agents import (
     IMPORT_AGENT_NAME,
     SEEN_EVERY_SECONDS,
@@ -57,7 +64,7 @@ __all__ = [
     "Actor", "Agent", "ImportFailed", "ImportResult", "ImportSummary", "SystemActor",
     "_checksum_of", "_require_reviewer",
     "accept_proposal", "accept_proposal_with_revision", "activate_account", "agent_for_token", "approve_current_text",
-    "clear_dispute", "create_agent", "create_first_reviewer", "deactivate_account", "dispute_record", "import_agent",
+    "clear_dispute", "clear_login_lockout", "create_agent", "create_first_reviewer", "deactivate_account", "dispute_record", "import_agent",
     "import_records", "import_snapshot", "is_loopback", "move_record", "note_agent_seen", "propose_create",
     "propose_retirement", "propose_revision", "reject_proposal", "restore_approved_text", "retire_record",
     "revise_record", "revoke_agent", "rotate_agent_token", "set_account_staff", "verify_record", "withdraw_proposal",

@@ -66,6 +66,8 @@ def _actor_fields(actor: Actor) -> tuple[str, str]:
 
 
 def _subject_fields(subject) -> tuple[str, str]:
+    if isinstance(subject, tuple):  # (SubjectType, id) for a subject with no row, e.g. a sign-in lockout
+        return subject
     if isinstance(subject, Record):
         return SubjectType.RECORD, subject.public_id
     if isinstance(subject, Proposal):

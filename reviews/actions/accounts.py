@@ -1,7 +1,7 @@
-"""Reviewer accounts: the first-run setup, and the changes an administrator
-makes to an account (staff status, active or not), each audited as
-``account.*`` with the acting superuser. Passwords are never written to the
-log; these actions do not touch them."""
+"""Reviewer accounts: the first-run setup, lifting a sign-in lockout, and
+the changes an administrator makes to an account (staff status, active or
+not), each audited as ``account.*`` with the acting superuser. Passwords are
+never written to the log; these actions do not touch them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from .. import setup_code as setup_codes
 from ..errors import InvalidTransition, NotFound, ValidationFailed
+from ..models import SubjectType
 from ._common import SystemActor, _audit, _require_reviewer
 
 
@@ -25,9 +27,11 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str):
+def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str, setup_code: str):
     """First-run setup: create the reviewer account. Only while no user exists,
-    and only from the machine itself (the site binds to 127.0.0.1)."""
+    only from the machine itself (the site binds to 127.0.0.1), and only with
+    the one-time code from VETTED_HOME/setup-code (reviews/setup_code.py),
+    which is deleted once the account exists."""
     User = get_user_model()
     with transaction.atomic():
         if not is_loopback(remote_addr):
@@ -37,6 +41,10 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
             raise InvalidTransition("The reviewer account already exists; sign in instead.")
         username = (username or "").strip()
         errors = {}
+        if not setup_codes.matches(setup_code):
+            errors["code"] = (f"{'does not match' if setup_code else 'required'}: the one in {setup_codes.path()} "
+                              "(readable only by the account running Vetted); `manage.py serve` also printed "
+                              "this page's address with it")
         if not username or not re.fullmatch(r"[\w.@+-]{1,150}", username):
             errors["username"] = "1-150 characters: letters, digits and @ . + - _"
         email = (email or "").strip()
@@ -55,7 +63,34 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         user = User.objects.create_superuser(username=username, email=email or "", password=password)
         _audit("user.created", actor=SystemActor("system:first-run"), subject=user, snippet=username,
                extra={"superuser": True, "remote_addr": remote_addr})
+        transaction.on_commit(setup_codes.discard)
         return user
+
+
+def clear_login_lockout(*, actor, username: str = "", address: str = "") -> int:
+    """Lift a sign-in lockout (reviews/lockouts.py): forget every failed
+    attempt recorded for ``username`` (from any address) or for ``address``
+    (on any username). Reviewers only; writes one ``login.lockout_cleared``
+    event (subject: the username, or "address:<ip>"). Returns the number of
+    attempt rows removed; clearing what is not locked is allowed (0)."""
+    from axes.models import AccessAttempt
+
+    actor = _require_reviewer(actor)
+    username, address = (username or "").strip(), (address or "").strip()
+    if bool(username) == bool(address):
+        raise ValidationFailed({"lockout": "name exactly one: a username or an address"})
+    if address:
+        try:
+            address = str(ipaddress.ip_address(address))
+        except ValueError:
+            raise ValidationFailed({"address": f"{address[:60]!r} is not an IP address"}) from None
+    with transaction.atomic():
+        attempts = AccessAttempt.objects.filter(**({"username": username} if username else {"ip_address": address}))
+        removed, _ = attempts.delete()
+        _audit("login.lockout_cleared", actor=actor, subject=(SubjectType.USER, username or f"address:{address}"),
+               snippet=f"cleared the sign-in lockout of {username or address}",
+               extra={"username": username, "address": address, "attempts_removed": removed})
+    return removed
 
 
 def _require_administrator(actor):

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from memory_site import __version__
 from retrieval import embeddings, index
+from reviews import actions, lockouts
+from reviews.errors import VettedError
 from reviews.models import SCOPES
 
 from .page_helpers import nav_counts, site_login_required
@@ -34,7 +37,22 @@ def site_settings(request):
         "model_loaded": loaded.name if loaded else "",
         "db_path": db, "db_size": _size(db), "wal_size": _size(Path(f"{db}-wal")),
         "home": settings.VETTED_HOME, "kinds": sorted(settings.VETTED_KINDS.items()),
+        "lockouts": lockouts.current(), "lockout_minutes": lockouts.minutes(),
+        "lockout_failures": settings.AXES_FAILURE_LIMIT,
     })
+
+
+@site_login_required
+@require_POST
+def clear_lockout(request):
+    kind, value = request.POST.get("kind", ""), request.POST.get("value", "")
+    try:
+        removed = actions.clear_login_lockout(actor=request.user, **{"username" if kind == "username" else "address": value})
+    except VettedError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Cleared the sign-in lockout of {value} ({removed} failed attempt record(s) removed).")
+    return redirect("site_settings")
 
 
 

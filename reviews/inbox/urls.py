@@ -28,4 +28,5 @@ urlpatterns = [
     path("agents/<str:name>/revoke", agent_views.revoke, name="agent_revoke"),
     path("quality/", status_views.quality_page, name="quality"),
     path("settings/", status_views.site_settings, name="site_settings"),
+    path("settings/lockouts/clear", status_views.clear_lockout, name="lockout_clear"),
 ]

@@ -47,6 +47,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"  {problem}")
         self._hold_serve_lock()
         self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
+        self._announce_first_run(host, port)
         from memory_site.asgi import application
 
         # X-Forwarded-For/-Proto are believed only when an operator said a
@@ -55,6 +56,19 @@ class Command(BaseCommand):
         uvicorn.run(application, host=host, port=port, log_level="info", lifespan="on",
                     access_log=True, server_header=False, proxy_headers=settings.VETTED_BEHIND_PROXY)
         sys.stderr.flush()
+
+    def _announce_first_run(self, host: str, port: int) -> None:
+        """Until the reviewer account exists, /setup/ takes the one-time code
+        from VETTED_HOME/setup-code (reviews/setup_code.py): make it and say where."""
+        from django.contrib.auth import get_user_model
+
+        from reviews import setup_code
+
+        if get_user_model().objects.exists():
+            setup_code.discard()
+            return
+        code = setup_code.ensure()
+        self.stderr.write(setup_code.first_run_notice(host, port, code, console=self.stderr.isatty()))
 
     def _hold_serve_lock(self):
         """A shared lock on <database>.serve-lock for the life of the process, so

@@ -4,6 +4,11 @@ Seeds a temporary database (never the real one) with approved records and
 pending proposals of every kind through the real actions, then renders the
 inbox through Django's full request stack (middleware, auth, templates) and
 prints median / p95 / max server time and the query count per page.
+
+--hostile first seeds one page of worst-case revise proposals: a record of
+about 1 000 characters revised into a maximum-size body made of the same few
+words in another order (what made the word diff quadratic), then times one
+such card and the inbox page made of them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from retrieval.scratch import scratch_database, scratch_reviewer
 from retrieval.synthetic import make_record
 from reviews import actions
 from reviews.models import Proposal, ProposalState
+from reviews.validation import BODY_MAX
+
+HOSTILE_PAGE = 25  # one inbox page of them
 
 
 class Command(BaseCommand):
@@ -34,6 +42,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--similar", action="store_true",
                             help="also time the lazy 'similar records' request of create cards (loads the embedding model)")
+        parser.add_argument("--hostile", action="store_true",
+                            help=f"first seed {HOSTILE_PAGE} worst-case revisions (a ~1000-character record revised into "
+                                 f"{BODY_MAX} characters of the same words reordered) and time one such card")
 
     def handle(self, *args, **opts):
         total, renders = opts["proposals"], opts["renders"]
@@ -45,6 +56,7 @@ class Command(BaseCommand):
             # One benchmark agent makes every dispute: lift the per-agent cap
             # for the seed only (the pages are measured with it in place).
             with override_settings(VETTED_OPEN_DISPUTES_PER_AGENT=0):
+                hostile = self._seed_hostile() if opts["hostile"] else []
                 pending = self._seed(rng, total)
             seeded_in = time.perf_counter() - started
             client = Client(SERVER_NAME="localhost")
@@ -59,6 +71,10 @@ class Command(BaseCommand):
                 ("inbox (first page)", home, {}),
                 ("load more (htmx)", f"{home}?after={cursor}", {"HTTP_HX_REQUEST": "true"}),
             ]
+            if hostile:
+                pages[0] = (f"inbox ({HOSTILE_PAGE} hostile)", home, {})
+                pages.insert(0, ("hostile revise card", reverse("proposal_card", args=[hostile[0]]),
+                                 {"HTTP_HX_REQUEST": "true"}))
             if opts["similar"]:
                 from retrieval import index
                 from retrieval.embeddings import get_embedder
@@ -75,6 +91,23 @@ class Command(BaseCommand):
             self.stdout.write(f"{r['label']:<22} {r['median']:>10.1f} {r['p95']:>8.1f} {r['max']:>8.1f} "
                               f"{r['queries']:>8} {r['cards']:>6} {r['kb']:>6.0f}")
 
+    def _seed_hostile(self) -> list[str]:
+        """Revise proposals whose word diff is the worst case for a longest-match
+        diff: both texts are a handful of short words repeated, in another order,
+        so every word occurs thousands of times and no long match exists."""
+        reviewer = scratch_reviewer()
+        agent, _token = actions.create_agent("bench-hostile", scopes=["team"], actor=reviewer)
+        ids = []
+        for n in range(HOSTILE_PAGE):
+            old = _repeat(f"Record {n}: ", "ab cd ef gh ", 1_000)
+            proposal = actions.propose_create(agent=agent, reason="Benchmark seed record", kind="fact", scope="team",
+                                              title=f"Hostile record {n}", body=old, tags=[])
+            record = actions.accept_proposal(proposal, actor=reviewer).result_record
+            new = _repeat(f"Revision {n}: ", "cd ab gh ef ij ", BODY_MAX)
+            ids.append(actions.propose_revision(record, agent=agent, reason="Benchmark: hostile revision",
+                                                body=new).public_id)
+        return ids
+
     def _seed(self, rng, total: int) -> int:
         reviewer = scratch_reviewer()
         agent, _token = actions.create_agent("bench-agent", scopes=["personal", "team"], actor=reviewer)
@@ -87,7 +120,8 @@ class Command(BaseCommand):
             approved.append(actions.accept_proposal(proposal, actor=reviewer).result_record)
         targets = iter(approved)
         n = 100_000
-        while Proposal.objects.filter(state=ProposalState.PENDING).count() < total:
+        floor = Proposal.objects.filter(state=ProposalState.PENDING).count()
+        while Proposal.objects.filter(state=ProposalState.PENDING).count() < total + floor:
             n += 1
             choice = rng.random()
             target = next(targets, None) if choice < 0.1 else None
@@ -126,3 +160,7 @@ class Command(BaseCommand):
         return {"label": label, "median": statistics.median(times), "p95": p95, "max": times[-1],
                 "queries": len(queries), "cards": response.content.decode().count("data-card tabindex"),
                 "kb": len(response.content) / 1024}
+
+
+def _repeat(head: str, unit: str, size: int) -> str:
+    return (head + unit * (size // len(unit) + 1))[:size].strip()
