@@ -73,7 +73,7 @@ def test_a_refused_rest_call_is_logged_with_the_failure_and_address_never_the_to
     assert client.get("/api/v1/describe", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 401
     text = "\n".join(lines(caplog))
     assert ("INFO reviews.actions.agents: agent auth failed: unknown via=rest address=10.1.2.3 "
-            f"token_prefix={unknown[:10]}") in text
+            f"token_start={unknown[3:10]}") in text
     assert "agent auth failed: malformed via=rest address=127.0.0.1 length=20" in text
     assert f"agent auth failed: revoked via=rest address=127.0.0.1 agent=gone ({_agent.public_id})" in text
     assert_no_secrets(text, unknown, unknown[:11], "sk-live", token, token[10:])

@@ -118,7 +118,9 @@ def agent_for_token(token: str, *, address: str = "", via: str = "") -> Agent:
     if agent is None:
         raise refuse("unknown", "Unknown agent token: it was never issued here or has been replaced; "
                                 "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).",
-                     " token_prefix=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)))
+                     # The public prefix (as the agents page shows it) without its "vt_": the log
+                     # scrubber (memory_site/logscrub.py) redacts anything shaped like a token.
+                     " token_start=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)[len(TOKEN_PREFIX):]))
     if not agent.is_active:
         when = f" on {agent.revoked_at:%Y-%m-%d}" if agent.revoked_at else ""
         raise refuse("revoked", f"Agent {agent.name!r} was revoked{when}; its token no longer works. "
