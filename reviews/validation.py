@@ -11,7 +11,9 @@ import json
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -61,7 +63,7 @@ def normalise_text(value: str) -> str:
     return unicodedata.normalize("NFC", value.replace("\r\n", "\n").replace("\r", "\n"))
 
 
-def clean_kind(value) -> str:
+def clean_kind(value: object) -> str:
     allowed = kinds()
     kind = str(value or "").strip().lower()
     if kind not in allowed:
@@ -70,7 +72,7 @@ def clean_kind(value) -> str:
     return kind
 
 
-def clean_scope(value) -> str:
+def clean_scope(value: object) -> str:
     scope = str(value or "").strip().lower()
     if scope not in SCOPES:
         shown = repr(value) if value else "nothing"
@@ -78,7 +80,7 @@ def clean_scope(value) -> str:
     return scope
 
 
-def clean_title(value) -> str:
+def clean_title(value: object) -> str:
     if not isinstance(value, str):
         raise ValidationFailed({"title": "required, a single line of text"})
     title = normalise_text(value).strip()
@@ -93,7 +95,7 @@ def clean_title(value) -> str:
     return title
 
 
-def clean_body(value) -> str:
+def clean_body(value: object) -> str:
     if not isinstance(value, str):
         raise ValidationFailed({"body": "required, Markdown text"})
     body = normalise_text(value).strip()
@@ -144,7 +146,7 @@ def junk_reason(text: str) -> str | None:
     return None
 
 
-def clean_tags(value) -> list[str]:
+def clean_tags(value: object) -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, str):
@@ -174,7 +176,7 @@ def clean_tags(value) -> list[str]:
     return sorted(tags)
 
 
-def clean_date(field: str, value) -> date | None:
+def clean_date(field: str, value: object) -> date | None:
     if value is None or value == "":
         return None
     if isinstance(value, date):
@@ -194,7 +196,7 @@ MOMENT_MAX = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
 _MOMENT_MAX_LEN = 64
 
 
-def clean_moment(field: str, value) -> datetime | None:
+def clean_moment(field: str, value: object) -> datetime | None:
     """An ISO 8601 date (midnight in TIME_ZONE) or date-time, as an aware UTC
     datetime between MOMENT_MIN and MOMENT_MAX; None for nothing. Anything
     else, including dates whose offset would push them past datetime's
@@ -227,7 +229,7 @@ def default_review_by(kind: str, today: date | None = None) -> date:
     return today + timedelta(days=kinds()[kind])
 
 
-def clean_review_by(value, kind: str) -> date:
+def clean_review_by(value: object, kind: str) -> date:
     review_by = clean_date("review_by", value)
     today = timezone.localdate()
     if review_by is None:
@@ -239,7 +241,7 @@ def clean_review_by(value, kind: str) -> date:
     return review_by
 
 
-def clean_reason(value, *, field: str = "reason") -> str:
+def clean_reason(value: object, *, field: str = "reason") -> str:
     if not isinstance(value, str) or len(value.strip()) < REASON_MIN:
         raise ValidationFailed({field: f"required: at least {REASON_MIN} characters saying why"})
     reason = normalise_text(value).strip()
@@ -249,7 +251,7 @@ def clean_reason(value, *, field: str = "reason") -> str:
     return reason
 
 
-def clean_note(value, *, required: bool = False) -> str:
+def clean_note(value: str | None, *, required: bool = False) -> str:
     note = normalise_text(value or "").strip()
     if required and not note:
         raise ValidationFailed({"note": "required: say why"})
@@ -259,7 +261,7 @@ def clean_note(value, *, required: bool = False) -> str:
     return note
 
 
-def clean_confidence(value) -> float | None:
+def clean_confidence(value: Any) -> float | None:  # anything float() takes, or None / ""
     if value is None or value == "":
         return None
     try:
@@ -271,7 +273,7 @@ def clean_confidence(value) -> float | None:
     return number
 
 
-def clean_metadata(value) -> dict:
+def clean_metadata(value: object) -> dict[str, Any]:
     if value is None or value == "":
         return {}
     if not isinstance(value, dict):
@@ -299,7 +301,7 @@ def clean_metadata(value) -> dict:
     return value
 
 
-def clean_short(field: str, value, limit: int) -> str:
+def clean_short(field: str, value: object, limit: int) -> str:
     text = str(value or "").strip()
     if "\n" in text or "\r" in text:
         raise ValidationFailed({field: "must be a single line"})
@@ -312,15 +314,15 @@ def clean_short(field: str, value, limit: int) -> str:
 CONTENT_FIELDS = ("kind", "scope", "title", "body", "tags", "review_by", "valid_from", "valid_until", "confidence", "metadata")
 
 
-def clean_content(data: dict) -> dict:
+def clean_content(data: Mapping[str, Any]) -> dict[str, Any]:
     """Validate every content field of a create/revise; report all problems at once."""
     unknown = sorted(set(data) - set(CONTENT_FIELDS))
     if unknown:
         raise ValidationFailed({name: f"unknown field; allowed: {', '.join(CONTENT_FIELDS)}" for name in unknown})
     errors: dict[str, str] = {}
-    cleaned: dict = {}
+    cleaned: dict[str, Any] = {}
 
-    def run(field, fn, *args):
+    def run(field: str, fn: Callable[..., object], *args: object) -> None:
         try:
             cleaned[field] = fn(*args)
         except ValidationFailed as exc:

@@ -9,6 +9,7 @@ import ipaddress
 import re
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AbstractUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
@@ -17,7 +18,7 @@ from django.db import transaction
 from .. import setup_code as setup_codes
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..models import SubjectType
-from ._common import SystemActor, _audit, _require_reviewer
+from ._common import Actor, SystemActor, _audit, _require_reviewer
 
 
 def is_loopback(address: str) -> bool:
@@ -27,7 +28,8 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str, setup_code: str):
+def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str,
+                          setup_code: str) -> AbstractBaseUser:
     """First-run setup: create the reviewer account. Only while no user exists,
     only from the machine itself (the site binds to 127.0.0.1), and only with
     the one-time code from VETTED_HOME/setup-code (reviews/setup_code.py),
@@ -40,7 +42,7 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         if User.objects.exists():
             raise InvalidTransition("The reviewer account already exists; sign in instead.")
         username = (username or "").strip()
-        errors = {}
+        errors: dict[str, str] = {}
         if not setup_codes.matches(setup_code):
             errors["code"] = (f"{'does not match' if setup_code else 'required'}: the one in {setup_codes.path()} "
                               "(readable only by the account running Vetted); `manage.py serve` also printed "
@@ -67,13 +69,13 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         return user
 
 
-def clear_login_lockout(*, actor, username: str = "", address: str = "") -> int:
+def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") -> int:
     """Lift a sign-in lockout (reviews/lockouts.py): forget every failed
     attempt recorded for ``username`` (from any address) or for ``address``
     (on any username). Reviewers only; writes one ``login.lockout_cleared``
     event (subject: the username, or "address:<ip>"). Returns the number of
     attempt rows removed; clearing what is not locked is allowed (0)."""
-    from axes.models import AccessAttempt
+    from axes.models import AccessAttempt  # type: ignore[import-untyped]  # django-axes ships no types
 
     actor = _require_reviewer(actor)
     username, address = (username or "").strip(), (address or "").strip()
@@ -86,23 +88,23 @@ def clear_login_lockout(*, actor, username: str = "", address: str = "") -> int:
             raise ValidationFailed({"address": f"{address[:60]!r} is not an IP address"}) from None
     with transaction.atomic():
         attempts = AccessAttempt.objects.filter(**({"username": username} if username else {"ip_address": address}))
-        removed, _ = attempts.delete()
+        removed: int = attempts.delete()[0]
         _audit("login.lockout_cleared", actor=actor, subject=(SubjectType.USER, username or f"address:{address}"),
                snippet=f"cleared the sign-in lockout of {username or address}",
                extra={"username": username, "address": address, "attempts_removed": removed})
     return removed
 
 
-def _require_administrator(actor):
+def _require_administrator(actor: Actor) -> AbstractUser:
     """Account changes are for an active staff superuser (a reviewer with every
     power), the same person who could make accounts with createsuperuser."""
-    actor = _require_reviewer(actor)
-    if not actor.is_superuser:
-        raise InvalidTransition(f"User {actor.get_username()!r} is not a superuser and cannot change accounts.")
-    return actor
+    reviewer = _require_reviewer(actor)
+    if not isinstance(reviewer, AbstractUser) or not reviewer.is_superuser:
+        raise InvalidTransition(f"User {reviewer.get_username()!r} is not a superuser and cannot change accounts.")
+    return reviewer
 
 
-def _locked_user(user):
+def _locked_user(user: AbstractBaseUser | str) -> AbstractUser:
     User = get_user_model()
     username = user if isinstance(user, str) else user.get_username()
     try:
@@ -111,12 +113,13 @@ def _locked_user(user):
         raise NotFound(f"No user named {username!r}.") from None
 
 
-def _change_account(user, *, actor, field: str, value: bool, event_type: str, refuse_self: str):
+def _change_account(account: AbstractBaseUser | str, *, actor: Actor, field: str, value: bool, event_type: str,
+                    refuse_self: str) -> AbstractUser:
     with transaction.atomic():
-        actor = _require_administrator(actor)
-        user = _locked_user(user)
+        administrator = _require_administrator(actor)
+        user = _locked_user(account)
         name = user.get_username()
-        if user.pk == actor.pk:
+        if user.pk == administrator.pk:
             raise InvalidTransition(f"You cannot {refuse_self} your own account ({name!r}); another superuser can.")
         if getattr(user, field) == value:
             state = {("is_staff", True): "is already a staff account",
@@ -125,11 +128,11 @@ def _change_account(user, *, actor, field: str, value: bool, event_type: str, re
             raise InvalidTransition(f"User {name!r} {state[field, value]}.")
         setattr(user, field, value)
         user.save(update_fields=[field])
-        _audit(event_type, actor=actor, subject=user, snippet=name, extra={field: value})
+        _audit(event_type, actor=administrator, subject=user, snippet=name, extra={field: value})
         return user
 
 
-def set_account_staff(user, *, actor, is_staff: bool):
+def set_account_staff(user: AbstractBaseUser | str, *, actor: Actor, is_staff: bool) -> AbstractUser:
     """Make ``user`` a reviewer (staff: may sign in to the site and decide) or
     take that away. Only a superuser may, and not on their own account (so
     the last one cannot lock everyone out). Writes ``account.staff_granted``
@@ -139,7 +142,7 @@ def set_account_staff(user, *, actor, is_staff: bool):
                            refuse_self="change the staff status of")
 
 
-def deactivate_account(user, *, actor):
+def deactivate_account(user: AbstractBaseUser | str, *, actor: Actor) -> AbstractUser:
     """``user`` can no longer sign in (their sessions stop working on the next
     request) nor decide anything; their history stays. Writes
     ``account.deactivated``."""
@@ -147,7 +150,7 @@ def deactivate_account(user, *, actor):
                            refuse_self="deactivate")
 
 
-def activate_account(user, *, actor):
+def activate_account(user: AbstractBaseUser | str, *, actor: Actor) -> AbstractUser:
     """Undo ``deactivate_account`` (an imported user is created inactive, too).
     Writes ``account.activated``."""
     return _change_account(user, actor=actor, field="is_active", value=True, event_type="account.activated",
