@@ -54,7 +54,7 @@ def build_application():
             return await api_app(scope, receive, send)
         return await django_app(scope, receive, send)
 
-    application.mcp_sessions = mcp_starlette.state.session_manager
+    application.mcp_sessions = mcp_starlette.state.session_manager  # type: ignore[attr-defined]  # for serve and tests
     return application
 
 

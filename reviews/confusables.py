@@ -101,12 +101,13 @@ def script_of(ch: str) -> str | None:
     """The script of a letter (None for Common and Inherited characters)."""
     match = _SCRIPT_RE.match(ch)
     if match is not None:
-        return None if match.lastgroup in ("Common", "Inherited") else match.lastgroup.replace("_", " ")
+        script = match.lastgroup or ""
+        return None if script in ("Common", "Inherited") else script.replace("_", " ")
     name = unicodedata.name(ch, "")
     return name.split()[0].title() if name else None
 
 
-def _family(script: str | None) -> str | None:
+def _family(script: str) -> str:
     return "CJK" if script in _CJK else script
 
 
@@ -118,7 +119,7 @@ def _has_twin_in(ch: str, family: str, *, ascii_only: bool = False) -> bool:
     """Whether a letter of ``family`` (an ASCII one, if asked) looks like
     ``ch``: the same skeleton."""
     twins = _look_alikes().get(skeleton(ch), frozenset())
-    return any(_family(script_of(twin)) == family and (twin.isascii() or not ascii_only)
+    return any(_family(script_of(twin) or "") == family and (twin.isascii() or not ascii_only)
                for twin in twins if twin != ch)
 
 
@@ -140,7 +141,7 @@ def mixed_script_warnings(title: str) -> list[str]:
     words = []
     for match in _WORD.finditer(title):
         word = match.group()
-        letters = [(ch, _family(script_of(ch))) for ch in word if script_of(ch) is not None]
+        letters = [(ch, _family(script)) for ch in word if (script := script_of(ch)) is not None]
         families = {family for _, family in letters}
         words.append((word, letters, families))
         if _compatible(families):
@@ -150,7 +151,7 @@ def mixed_script_warnings(title: str) -> list[str]:
             counts[family] = counts.get(family, 0) + 1
         main = max(counts, key=lambda family: (counts[family], family == "Latin"))
         intruders = list(dict.fromkeys(ch for ch, family in letters if family != main and _has_twin_in(ch, main)))
-        names = " and ".join(sorted({script_of(ch) for ch, _ in letters}))
+        names = " and ".join(sorted({script_of(ch) or "" for ch, _ in letters}))
         if intruders:
             shown = ", ".join(letter(ch) for ch in intruders[:LISTED])
             warnings.append(f"'{word}' mixes {names} letters: {shown} looks like {main}")

@@ -65,7 +65,7 @@ def test_iso_date_times_with_any_offset_never_crash_the_parser(naive, offset_min
     except ValidationFailed as exc:
         assert set(exc.fields) == {"since"}
     else:
-        assert MOMENT_MIN <= moment <= MOMENT_MAX
+        assert moment is not None and MOMENT_MIN <= moment <= MOMENT_MAX
 
 
 # --------------------------------------------------------------------------- through the agent API

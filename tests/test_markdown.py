@@ -81,7 +81,7 @@ def test_mailto_links_are_kept():
 
 
 def links(html: str) -> list[str]:
-    return [attrs.get("href") for tag, attrs in elements(html) if tag == "a"]
+    return [attrs.get("href") or "" for tag, attrs in elements(html) if tag == "a"]
 
 
 @pytest.mark.parametrize("target", ["/proposals/prop_0123456789ab/accept", "../x", "?a=b", "#frag",

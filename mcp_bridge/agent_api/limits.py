@@ -73,7 +73,7 @@ class SlidingWindowLimiter:
                 return
         message = f"Rate limit: agent {agent.name!r} may {self.verb} {self.describe()} ({self.setting})"
         with self._lock:
-            earlier = self._refusing.get(agent.token_digest)
+            earlier = self._refusing.get(agent.token_digest or "")
             if agent.token_digest:
                 self._refusing[agent.token_digest] = (now + wait, message)
         if earlier is None or earlier[0] <= now:  # once per spell of refusals, not once per refused call

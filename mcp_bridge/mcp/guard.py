@@ -202,10 +202,10 @@ def origin_allowed(origin: str, server_port: int | None, host_header: str = "") 
         return False
     if (scheme, "*", port) in _site_origins(server_port):
         return True
-    addressed, addressed_port = split_domain_port(host_header)
+    addressed, port_text = split_domain_port(host_header)
     schemes = {"http", "https"} if settings.VETTED_HTTPS else {"http"}
     try:
-        addressed_port = int(addressed_port) if addressed_port else _DEFAULT_PORTS[scheme]
+        addressed_port = int(port_text) if port_text else _DEFAULT_PORTS[scheme]
     except ValueError:
         return False
     return scheme in schemes and addressed == bracketed and addressed_port == port

@@ -97,7 +97,7 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         while len(held) >= self.per_agent:
             self._close_oldest(agent_id, next(iter(held)))
         transport = super()._admit_session(requestor)
-        if transport is not None:
+        if transport is not None and transport.mcp_session_id is not None:  # stateful: always has an id
             held[transport.mcp_session_id] = None
             self._agent_of[transport.mcp_session_id] = agent_id
         return transport

@@ -75,7 +75,7 @@ def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") 
     (on any username). Reviewers only; writes one ``login.lockout_cleared``
     event (subject: the username, or "address:<ip>"). Returns the number of
     attempt rows removed; clearing what is not locked is allowed (0)."""
-    from axes.models import AccessAttempt  # type: ignore[import-untyped]  # django-axes ships no types
+    from axes.models import AccessAttempt
 
     actor = _require_reviewer(actor)
     username, address = (username or "").strip(), (address or "").strip()

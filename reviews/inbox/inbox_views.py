@@ -64,7 +64,7 @@ def inbox(request):
     warnings = dispute_warnings()
     for p in proposals:
         if p.action == ProposalAction.DISPUTE:
-            p.dispute_warning = warnings.get(p.agent_id, "")
+            p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
     lookalikes.annotate(proposals)
     context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
     if request.htmx and request.GET.get("after"):

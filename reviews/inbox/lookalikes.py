@@ -62,4 +62,4 @@ def annotate(proposals: Iterable[Proposal]) -> None:
     proposals = list(proposals)
     found = warnings_for(proposals)
     for p in proposals:
-        p.lookalike_warnings = found.get(p.pk, [])
+        p.lookalike_warnings = found.get(p.pk, [])  # type: ignore[attr-defined]  # for the card template

@@ -125,7 +125,7 @@ def _rewrite_links(state) -> None:
         if block.type != "inline" or not block.children:
             continue
         out: list[Token] = []
-        closers: list[list[Token]] = []  # what to emit at each open link's link_close
+        closers: list[list[Token | None]] = []  # what to emit at each open link's link_close
         for token in block.children:
             if token.type == "link_open":
                 href = token.attrGet("href") or ""

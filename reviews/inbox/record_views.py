@@ -69,8 +69,8 @@ def disputed(request):
     mark_outside_edits(rows)
     warnings = dispute_warnings()
     for record in rows:
-        for d in record.disputes:
-            d.dispute_warning = warnings.get(d.agent_id, "")
+        for d in record.disputes:  # type: ignore[attr-defined]  # a prefetch (to_attr)
+            d.dispute_warning = warnings.get(d.agent_id, "")  # for the template
     return render(request, "reviews/worklist.html", {
         **nav_counts(), "nav": "disputed", "records": rows, "total": queryset.count(),
         "dispute_warnings": warnings,

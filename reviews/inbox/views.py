@@ -40,7 +40,7 @@ def first_run(request):
             except InvalidTransition as exc:
                 context["errors"] = {"form": exc.message}
             else:
-                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")  # type: ignore[arg-type]  # the configured User
                 return redirect("home")
     status = 200 if context["local"] else 403
     return render(request, "reviews/first_run.html", context, status=status)

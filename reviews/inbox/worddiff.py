@@ -68,11 +68,11 @@ class BoundedMatcher(difflib.SequenceMatcher):
         super().__init__(None, a, b, autojunk=False)
 
     def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
-        ahi = len(self.a) if ahi is None else ahi
-        bhi = len(self.b) if bhi is None else bhi
+        ahi = len(self.a) if ahi is None else ahi  # type: ignore[attr-defined]  # (as below)
+        bhi = len(self.b) if bhi is None else bhi  # type: ignore[attr-defined]
         # difflib's inner loop walks b2j[a[i]] up to the first j >= bhi, so this
         # is exactly its number of steps (plus one per element of a).
-        b2j, a = self.b2j, self.a
+        b2j, a = self.b2j, self.a  # type: ignore[attr-defined]  # SequenceMatcher's own attributes, not in typeshed
         cost = ahi - alo
         for i in range(alo, ahi):
             positions = b2j.get(a[i])
@@ -140,7 +140,8 @@ def _words(old: str, new: str, budget: Budget, diff: Diff) -> None:
         # "word7 " -> "changed7 ": the shared space after them is not a change.
         space = ""
         if op == "replace":
-            space = _TRAILING_SPACE_RE.search(removed).group()
+            found = _TRAILING_SPACE_RE.search(removed)
+            space = found.group() if found is not None else ""
             space = space if added.endswith(space) else ""
             removed, added = removed[:len(removed) - len(space)], added[:len(added) - len(space)]
         if op in ("delete", "replace"):

@@ -103,6 +103,7 @@ class Command(BaseCommand):
             proposal = actions.propose_create(agent=agent, reason="Benchmark seed record", kind="fact", scope="team",
                                               title=f"Hostile record {n}", body=old, tags=[])
             record = actions.accept_proposal(proposal, actor=reviewer).result_record
+            assert record is not None
             new = _repeat(f"Revision {n}: ", "cd ab gh ef ij ", BODY_MAX)
             ids.append(actions.propose_revision(record, agent=agent, reason="Benchmark: hostile revision",
                                                 body=new).public_id)
