@@ -48,6 +48,8 @@ AGENT_CALLERS = {"personal": "claude-code", "team": "team-bot", "revoked": "gone
 # 405 = wrong method for someone who is allowed in.
 # Path placeholders are filled from each caller's own set of targets.
 
+# The policy reads as a table, one row a line: the formatter leaves it alone.
+# fmt: off
 SITE = [
     ("inbox", "/",                                       (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("due", "/due/",                                     (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
@@ -111,6 +113,7 @@ AGENT_API = [
     ("mcp", "/mcp",                                      (401, 400, 400, 401, 401, 401, 401), (401, 200, 200, 401, 401, 401, 401)),
     ("health", "/health",                                (200, 200, 200, 200, 200, 200, 200), (405, 405, 405, 405, 405, 405, 405)),
 ]
+# fmt: on
 MATRIX = SITE + SITE_ACTIONS + ADMIN + AGENT_API
 
 MCP_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
