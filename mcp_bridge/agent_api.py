@@ -12,7 +12,6 @@ not exist for it: they are not returned, counted or named.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -20,7 +19,6 @@ from collections import deque
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -31,7 +29,7 @@ from reviews import actions
 from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import NotFound, RateLimited, ValidationFailed
-from reviews.models import SCOPES, Agent, Proposal, ProposalState, Record, RecordStatus
+from reviews.models import SCOPES, Agent, Proposal, ProposalState, Record
 
 LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 20
@@ -249,44 +247,28 @@ def proposal_shape(proposal: Proposal) -> dict:
 
 
 def describe(agent: Agent) -> dict:
-    """The live vocabulary an agent writes with, the write rules, and what it may see."""
+    """The live vocabulary an agent writes with, the write rules, and what it may see.
+
+    Counts are of exactly what search can deliver to this agent (the
+    domain's deliverable rule plus the checksum), and of its own pending
+    proposals: nothing it may not see is counted."""
     today = timezone.localdate()
     scopes = [s for s in SCOPES if s in agent.scopes]
-    marks = ",".join(["%s"] * len(scopes)) or "NULL"
-    # "Current" = approved, not past its review date, inside any validity
-    # window, and unchanged since approval: exactly what search can deliver.
-    # SQL counts the first three; the checksum pass below takes out records
-    # edited out of band (rare, but search withholds them).
-    current_sql = (
-        f"status = %s AND scope IN ({marks}) AND review_by >= %s "
-        "AND (valid_until IS NULL OR valid_until >= %s) AND (valid_from IS NULL OR valid_from <= %s)"
-    )
-    params = [RecordStatus.APPROVED, *scopes, today, today, today]
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT scope, kind, COUNT(*) FROM reviews_record WHERE {current_sql} GROUP BY scope, kind", params)
-        by_scope: dict[str, int] = {s: 0 for s in scopes}
-        by_kind: dict[str, int] = {k: 0 for k in v.kinds()}
-        for scope, kind, count in cursor.fetchall():
-            by_scope[scope] = by_scope.get(scope, 0) + count
-            by_kind[kind] = by_kind.get(kind, 0) + count
-        cursor.execute(
-            f"SELECT j.value, COUNT(*) FROM reviews_record, json_each(reviews_record.tags) j WHERE {current_sql} "
-            "GROUP BY j.value ORDER BY COUNT(*) DESC, j.value LIMIT 200", params)
-        tag_counts = dict(cursor.fetchall())
-        cursor.execute(f"SELECT scope, kind, title, body, tags, approved_checksum FROM reviews_record WHERE {current_sql}",
-                       params)
-        while rows := cursor.fetchmany(1000):
-            for scope, kind, title, body, tags_json, approved in rows:
-                record_tags = json.loads(tags_json) if isinstance(tags_json, str) else tags_json
-                if content_checksum(kind=kind, scope=scope, title=title, body=body, tags=record_tags) != approved:
-                    by_scope[scope] -= 1
-                    by_kind[kind] -= 1
-                    for tag in record_tags:
-                        if tag in tag_counts:
-                            tag_counts[tag] -= 1
+    by_scope: dict[str, int] = {s: 0 for s in scopes}
+    by_kind: dict[str, int] = {k: 0 for k in v.kinds()}
+    tag_counts: dict[str, int] = {}
+    rows = Record.objects.deliverable(scopes, today).values_list("scope", "kind", "title", "body", "tags",
+                                                                 "approved_checksum")
+    for scope, kind, title, body, record_tags, approved in rows.iterator(chunk_size=1000):
+        if content_checksum(kind=kind, scope=scope, title=title, body=body, tags=record_tags) != approved:
+            continue  # edited out of band: search withholds it
+        by_scope[scope] = by_scope.get(scope, 0) + 1
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+        for tag in record_tags:
+            tag_counts[tag] = tag_counts.get(tag, 0) + 1
     tags = [{"name": name, "records": count}
-            for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0])) if count > 0]
-    pending = Proposal.objects.filter(state=ProposalState.PENDING)
+            for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0]))[:200]]
+    pending = Proposal.objects.filter(state=ProposalState.PENDING, agent=agent)
     return {
         "server": "Vetted",
         "about": ("A shared memory in which nothing becomes true until a person approves it. You can search, read, "
@@ -297,11 +279,7 @@ def describe(agent: Agent) -> dict:
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
         "tags": tags,
         "records_current": sum(by_scope.values()),
-        "pending_proposals": {
-            "yours": pending.filter(agent=agent).count(),
-            "in_your_scopes": pending.filter(scope__in=scopes).count()
-            + pending.filter(scope="", target__scope__in=scopes).count(),
-        },
+        "pending_proposals": {"yours": pending.count()},
         "write_rules": {
             "title": f"{v.TITLE_MIN}-{v.TITLE_MAX} characters, one line",
             "body": f"{v.BODY_MIN}-{v.BODY_MAX} characters of Markdown; real text, no keyboard mashing",
@@ -311,9 +289,10 @@ def describe(agent: Agent) -> dict:
                      "reuse the tags listed above where they fit"),
             "reason": f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)",
             "review_by": "optional future date (YYYY-MM-DD); default: today + the kind's review_days",
-            "duplicates": ("an exact copy of an approved record or pending proposal is refused with its id; text "
-                           f"with similarity >= {settings.VETTED_NEAR_DUPLICATE} to a current record in the same scope "
-                           "is answered with similar_exists unless you pass confirm_duplicate=true or revise that record"),
+            "duplicates": ("an exact copy of a record you can read or of your own pending proposal is refused with "
+                           f"its id; text with similarity >= {settings.VETTED_NEAR_DUPLICATE} to one of those in the "
+                           "same scope is answered with similar_exists unless you pass confirm_duplicate=true or "
+                           "revise that record; anything you cannot see is the reviewer's to compare"),
             "rate_limit": (f"{settings.VETTED_PROPOSALS_PER_MINUTE} proposals per minute"
                            if settings.VETTED_PROPOSALS_PER_MINUTE else "none"),
         },
@@ -369,15 +348,15 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIST_LIMIT_MAX}"
     _raise(errors)
     today = timezone.localdate()
-    rows = Record.objects.filter(status=RecordStatus.APPROVED, scope__in=scopes, review_by__gte=today)
+    rows = Record.objects.deliverable(scopes, today)
     if kinds:
         rows = rows.filter(kind__in=kinds)
     if after is not None:
         rows = rows.filter(approved_at__gte=after)
     rows = rows.order_by("-approved_at", "-pk")
     found: list[dict] = []
-    # Walk in pages: the gate (checksum, validity) is applied in Python and a
-    # tag filter on a JSON list is cheapest here too.
+    # Walk in pages: the rest of the gate (the checksum) is applied in Python
+    # and a tag filter on a JSON list is cheapest here too.
     offset, page = 0, max(number * 2, 50)
     while len(found) < number:
         batch = list(rows[offset:offset + page])
@@ -405,15 +384,16 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
 
 
 def quality_check(agent: Agent, *, scope=None) -> dict:
-    """The read-only quality report, limited to the agent's scopes (one of
-    them if ``scope`` is given). Index drift is reported without counts,
-    which span every scope."""
+    """The read-only quality report as this agent may see it: in its scopes
+    (one of them if ``scope`` is given), findings about deliverable records
+    and its own proposals, withheld records by id only (quality.run's agent
+    view)."""
     from retrieval import quality  # loads numpy-heavy code only when asked
 
     errors: dict[str, str] = {}
     scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
     _raise(errors)
-    report = quality.run(scopes, full_index_report=False)
+    report = quality.run(scopes, agent=agent)
     data = report.as_dict()
     data["note"] = ("These are flags for the reviewer, not decisions. If you have evidence about a flagged record, "
                     "dispute it or propose a revision with that evidence.")
@@ -435,6 +415,10 @@ def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=Non
     Exact duplicates are refused by the action (DuplicateContent with the
     existing id). Near duplicates in the same scope are not stored: the answer
     is ``similar_exists`` with their ids, unless ``confirm_duplicate`` is true.
+    Either way only what the agent may be told about counts: records it can
+    read and its own pending proposals. Anything else is stored like any
+    proposal and the reviewer sees the cluster; the answer is the same as if
+    it did not exist.
     """
     rate_limiter.hit(agent)
     if not isinstance(confirm_duplicate, bool):
@@ -494,8 +478,10 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
 
 
 def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
-    """similar_exists when current records or pending proposals in the same
-    scope say nearly the same (exact copies are the action's to refuse)."""
+    """similar_exists when records the agent can read, or its own pending
+    proposals, in the same scope say nearly the same (exact copies are the
+    action's to refuse). Other agents' proposals are never named, nor
+    counted: their text is nobody's to learn before review."""
     threshold = settings.VETTED_NEAR_DUPLICATE
     if threshold >= 1.0:
         return None
@@ -505,13 +491,13 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
                            threshold=threshold, exclude_ids=exclude)
     hits = [h for h in hits if h.record.approved_checksum != exact]
     waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
-                              threshold=threshold, exclude_checksum=exact)
+                              threshold=threshold, exclude_checksum=exact, agent=agent)
     if not hits and not waiting:
         return None
     ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])
     where = " and ".join(part for part in (
         f"{len(hits)} current record(s)" if hits else "",
-        f"{len(waiting)} proposal(s) already waiting for review" if waiting else "") if part)
+        f"{len(waiting)} of your proposal(s) already waiting for review" if waiting else "") if part)
     return {
         "status": "similar_exists",
         "similar": [h.as_dict() for h in hits] + [w.as_dict() for w in waiting],

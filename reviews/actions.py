@@ -65,8 +65,6 @@ from .models import (
 IMPORT_AGENT_NAME = "import"
 TOKEN_PREFIX = "vt_"
 _AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
-# Statuses in which a record is still the current version of its content.
-_LIVE = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
 
 
 @dataclass(frozen=True)
@@ -202,14 +200,32 @@ def _require_pending(proposal: Proposal, doing: str) -> None:
         )
 
 
-def _check_not_duplicate(checksum: str, *, ignore_proposal: Proposal | None = None) -> None:
-    existing = Record.objects.filter(approved_checksum=checksum, status__in=_LIVE).first()
+def _check_not_duplicate(checksum: str, *, ignore_proposal: Proposal | None = None,
+                         proposer: Agent | None = None, records_only: bool = False) -> None:
+    """Refuse content identical to a live record or a pending proposal.
+
+    For an agent's proposal (``proposer``) only what that agent may be told
+    about counts: records it can receive right now and its own pending
+    proposals. Anything else identical (another agent's proposal, a record
+    withheld from it) is no reason to refuse: refusing would tell it that
+    such text exists. The proposal is stored and the reviewer, who sees both,
+    decides: accepting one checks ``records_only`` (identical proposals may
+    wait side by side), and accepting the other is then refused here.
+    """
+    existing = Record.objects.live().filter(approved_checksum=checksum)
+    if proposer is not None:
+        existing = [r for r in existing.deliverable(proposer.scopes) if r.withhold_reason() is None]
+    existing = next(iter(existing), None)
     if existing:
         raise DuplicateContent(
             f"An identical approved record already exists: {existing.public_id}.",
             existing_id=existing.public_id,
         )
+    if records_only:
+        return
     pending = Proposal.objects.filter(content_checksum=checksum, state=ProposalState.PENDING)
+    if proposer is not None:
+        pending = pending.filter(agent=proposer)
     if ignore_proposal is not None:
         pending = pending.exclude(pk=ignore_proposal.pk)
     pending = pending.first()
@@ -298,7 +314,8 @@ def _apply_changes(base: dict, changes: dict | None, *, lock_scope: str | None) 
 # --------------------------------------------------------------------------- proposing
 
 
-def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "", **fields) -> Proposal:
+def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "",
+                   full_duplicate_check: bool = False, **fields) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
 
     ``fields``: kind, scope, title, body, tags, review_by, valid_from,
@@ -311,7 +328,7 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
         reason = v.clean_reason(reason)
         _check_agent_scope(agent, content["scope"])
         checksum = _checksum_of(content)
-        _check_not_duplicate(checksum)
+        _check_not_duplicate(checksum, proposer=None if full_duplicate_check else agent)
         proposal = Proposal.objects.create(
             action=ProposalAction.CREATE, agent=agent, reason=reason, content_checksum=checksum,
             **content, **_provenance(agent, source_tool, session),
@@ -322,7 +339,7 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
 
 
 def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
-                     session: str = "", **changes) -> Proposal:
+                     session: str = "", full_duplicate_check: bool = False, **changes) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
 
     Fields not given keep the target's values (review_by gets a fresh default).
@@ -339,7 +356,7 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
-        _check_not_duplicate(checksum)
+        _check_not_duplicate(checksum, proposer=None if full_duplicate_check else agent)
         proposal = Proposal.objects.create(
             action=ProposalAction.REVISE, target=record, agent=agent, reason=reason,
             content_checksum=checksum, **content, **_provenance(agent, source_tool, session),
@@ -358,7 +375,10 @@ def propose_retirement(target: Record | str, *, agent: Agent, reason: str, sourc
         record = _visible_target(agent, target)
         _require_live(record, "retire")
         reason = v.clean_reason(reason)
-        pending = Proposal.objects.filter(target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING).first()
+        # Only the agent's own pending retirement: another agent's is not this
+        # agent's to know of (the reviewer sees both; accepting one closes the other).
+        pending = Proposal.objects.filter(target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING,
+                                          agent=agent).first()
         if pending:
             raise DuplicateContent(
                 f"A retirement of {record.public_id} is already waiting for review: {pending.public_id}.",
@@ -491,7 +511,7 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             checksum = _checksum_of(content)
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
-            _check_not_duplicate(checksum, ignore_proposal=proposal)
+            _check_not_duplicate(checksum, records_only=True)
             result = _new_record(content, reviewer=reviewer, proposal=proposal, supersedes=target,
                                  reason=proposal.reason)
             after = checksum
@@ -888,7 +908,7 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
                 session = data.pop("session", "")
                 with transaction.atomic():  # a savepoint: a bad row leaves no trace
                     proposal = propose_create(agent=source, reason=row_reason, source_tool="import",
-                                              session=session, **data)
+                                              session=session, full_duplicate_check=True, **data)
                     if reviewer is not None:
                         proposal = accept_proposal(proposal, actor=reviewer, note="Approved at import")
                 created_id = proposal.result_record.public_id if reviewer is not None else proposal.public_id

@@ -746,7 +746,7 @@ def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, defau
     fields = {"kind": item.kind, "scope": item_scope, "title": item.title, "body": item.body, "tags": item.tags}
     for name, value in item.extra.items():
         fields[name] = value
-    proposal = actions.propose_create(agent=agent(), reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
+    proposal = actions.propose_create(agent=agent(), full_duplicate_check=True, reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
                                       source_tool="import", **fields)
     outcome.new.append(_maybe_accept(proposal, reviewer))
 
@@ -790,6 +790,6 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
         reason += (f", starting from {record.public_id}, which has since been superseded by "
                    f"{current.public_id}: compare with the current text")
     changes = {name: content[name] for name in ("kind", "title", "body", "tags")}
-    proposal = actions.propose_revision(current, agent=agent(), reason=reason[:v.REASON_MAX],
+    proposal = actions.propose_revision(current, agent=agent(), full_duplicate_check=True, reason=reason[:v.REASON_MAX],
                                         source_tool="import", **changes)
     outcome.revisions.append(_maybe_accept(proposal, reviewer))

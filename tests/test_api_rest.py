@@ -107,7 +107,7 @@ def test_team_only_agent_sees_no_personal_counts_or_tags(gateway, agent_tokens, 
     assert data["records_current"] == 1
     assert sum(k["records"] for k in data["kinds"]) == 1
     assert {t["name"] for t in data["tags"]} == {"billing"}
-    assert data["pending_proposals"] == {"yours": 0, "in_your_scopes": 0}
+    assert data["pending_proposals"] == {"yours": 0}
     assert "zz-private-marker" not in str(data)
 
 

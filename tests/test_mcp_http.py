@@ -69,7 +69,7 @@ def test_describe_reports_vocabulary_rules_and_the_callers_scopes(gateway, agent
     assert {k["name"] for k in data["kinds"]} >= {"fact", "procedure", "decision"}
     assert {"name": "billing", "records": 1} in data["tags"]
     assert "reason" in data["write_rules"] and "60 proposals per minute" in data["write_rules"]["rate_limit"]
-    assert data["pending_proposals"] == {"yours": 0, "in_your_scopes": 0}
+    assert data["pending_proposals"] == {"yours": 0}
 
 
 def test_proposal_is_pending_until_the_reviewer_accepts_then_search_finds_it(gateway, agent_tokens, reviewer):
