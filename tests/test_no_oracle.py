@@ -472,10 +472,9 @@ def test_a_near_duplicate_of_another_agents_proposal_is_stored_without_a_word_ab
     answer = agent_api.propose_context(me, reason=REASON, **near)
     assert answer["status"] == "pending"
     assert answer["message"].startswith("Stored as a pending proposal.")  # the ordinary answer
-    exact = agent_api.propose_context(me, reason=REASON, **team(**{**EXACT_OTHERS}))
-    actions.propose_create(agent=w["other"], reason=REASON, **team(**{**EXACT_OTHERS, "title": "Chargebacks"}))
-    again = agent_api.propose_context(me, reason=REASON, **team(**{**EXACT_OTHERS, "title": "Chargebacks"}))
-    assert exact["status"] == again["status"] == "pending"
+    actions.propose_create(agent=w["other"], reason=REASON, **team(**EXACT_OTHERS))
+    exact = agent_api.propose_context(me, reason=REASON, **team(**EXACT_OTHERS))
+    assert exact["status"] == "pending"  # an identical copy: stored too, the reviewer sees both
 
 
 def test_a_near_duplicate_of_its_own_proposal_names_it(world):
