@@ -15,7 +15,8 @@ from django.conf import settings
 from . import fts, schema, vectors
 from .index import KNN_MAX
 from .query import contains_identifier
-from .scoring import Candidate, DocFreq, coverage
+from .scoring import Candidate, DocFreq, keyword_evidence
+
 
 def nearest_chunks(cursor, query_vector: np.ndarray, k: int, scope: str, state: str = schema.LIVE,
                    ) -> tuple[dict[int, tuple[float, int]], int]:
@@ -73,9 +74,10 @@ def _verified_identifiers(cursor, found: dict[int, set[str]], identifiers: list[
 
 
 def gather(cursor, mode: str, terms: list[str], identifiers: list[str], query_vector, k: int, scopes, state: str,
-           docfreq: DocFreq) -> tuple[dict[int, Candidate], bool]:
+           docfreq: DocFreq, reader_scopes) -> tuple[dict[int, Candidate], bool]:
     """Candidates from each ranker (at most ``k`` each, per space) among the
-    documents of ``scopes`` in ``state``, and whether any pool may have more."""
+    documents of ``scopes`` in ``state``, scored with the statistics of
+    ``reader_scopes``, and whether any pool may have more."""
     candidates: dict[int, Candidate] = {}
     more = False
     for scope in scopes:
@@ -104,7 +106,6 @@ def gather(cursor, mode: str, terms: list[str], identifiers: list[str], query_ve
             missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]
             for rowid, (similarity, chunk_id) in vectors_for(cursor, scope, missing, query_vector).items():
                 candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id
-    if mode == "hybrid":
-        for rowid, share in coverage(cursor, terms, candidates, state, docfreq).items():
-            candidates[rowid].coverage = share
+    if mode in ("keyword", "hybrid"):
+        keyword_evidence(cursor, terms, candidates, state, docfreq, reader_scopes)
     return candidates, more

@@ -21,6 +21,7 @@ FTS5 quirks relied on here, each where it matters:
 from __future__ import annotations
 
 import json
+import math
 
 from . import schema
 from .query import fts_or_query, fts_string
@@ -49,36 +50,48 @@ def identifier_candidates(cursor, scope: str, state: str, identifier: str, k: in
     return [rowid for (rowid,) in cursor.fetchall()]
 
 
-def document_count(cursor, scope: str) -> int:
-    """Deliverable documents in one space (the N of its idf)."""
-    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, schema.LIVE])
+def document_count(cursor, scope: str, state: str = schema.LIVE) -> int:
+    """Documents in one partition (the N of its idf)."""
+    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, state])
     return cursor.fetchone()[0]
 
 
-def document_frequency(cursor, scope: str, term: str) -> int:
-    """Deliverable documents of one space that contain ``term`` (stemmed as indexed)."""
-    table = schema.fts(scope, schema.LIVE)
+def document_frequency(cursor, scope: str, state: str, term: str) -> int:
+    """Documents of one partition that contain ``term`` (stemmed as indexed)."""
+    table = schema.fts(scope, state)
     cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [fts_string(term)])
     return cursor.fetchone()[0]
 
 
-def terms_in(cursor, scope: str, state: str, terms: list[str], candidate_ids: list[int]) -> dict[int, set[str]]:
-    """Which of ``terms`` each of ``candidate_ids`` (documents of this
-    partition) contains: {rowid: {term, ...}}."""
+def bm25_idf(total: int, containing: int) -> float:
+    """FTS5's own idf (fts5_aux.c): log((N - n + 0.5) / (n + 0.5)), and 1e-6
+    where that is not positive (a word in more than half the documents)."""
+    idf = math.log((total - containing + 0.5) / (containing + 0.5)) if total else 0.0
+    return idf if idf > 0 else 1e-6
+
+
+def term_scores(cursor, scope: str, state: str, terms: list[str], candidate_ids: list[int]) -> dict[int, dict[str, float]]:
+    """For each of ``candidate_ids`` (documents of this partition), each of
+    ``terms`` it contains with that term's own BM25 contribution in this
+    partition: {rowid: {term: bm25 of the one-term query}}. (FTS5 quirk: a
+    one-phrase bm25() is idf(term) times the term's length-normalised
+    frequency, so dividing by this partition's idf leaves a frequency that
+    other statistics can weight; see scoring.keyword_evidence.)"""
     if not terms or not candidate_ids:
         return {}
     cursor.execute("CREATE TEMP TABLE IF NOT EXISTS retrieval_candidates (id INTEGER PRIMARY KEY)")
     cursor.execute("DELETE FROM temp.retrieval_candidates")
     cursor.executemany("INSERT INTO temp.retrieval_candidates (id) VALUES (%s)", [(rowid,) for rowid in candidate_ids])
     table = schema.fts(scope, state)
-    found: dict[int, set[str]] = {}
+    found: dict[int, dict[str, float]] = {}
     for term in terms:
         cursor.execute(
-            f"SELECT f.rowid FROM {table} f JOIN temp.retrieval_candidates c ON c.id = f.rowid WHERE {table} MATCH %s",
+            f"SELECT f.rowid, -bm25({table}, {_WEIGHTS}) FROM {table} f JOIN temp.retrieval_candidates c "
+            f"ON c.id = f.rowid WHERE {table} MATCH %s",
             [fts_string(term)],
         )
-        for (rowid,) in cursor.fetchall():
-            found.setdefault(rowid, set()).add(term)
+        for rowid, score in cursor.fetchall():
+            found.setdefault(rowid, {})[term] = score
     return found
 
 

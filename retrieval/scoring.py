@@ -24,12 +24,14 @@ So paraphrases (no shared words) rank by the vector alone, exact keyword and
 identifier queries are decided by exact evidence, and questions combine both.
 The weights were set on tests/data (see `manage.py eval_retrieval`).
 
-Statistics. Every statistic behind a score (BM25's document count, lengths
-and frequencies, the idf behind coverage) is that of the *deliverable
-records of the record's own space*. So a record's score depends only on
-records a reader of that space may receive: records in other spaces,
-withheld records and proposals never move it, and the score is the same for
-every reader who may see the record.
+Statistics. Every statistic behind a score (the document count and document
+frequencies behind BM25 and coverage) is that of the *deliverable records of
+the reader's spaces*: records in other spaces, withheld records and proposals
+never move a score, and records of several spaces compare on one scale. The
+keyword tables are per space (so a query never reads another space), and
+FTS5 ranks each with its own statistics; keyword_evidence re-weights FTS5's
+per-term scores to the reader's (term frequencies and length normalisation
+stay those FTS5 computed in the record's own space).
 """
 
 from __future__ import annotations
@@ -67,23 +69,24 @@ class Candidate:
 
 
 class DocFreq:
-    """Per-space document counts of words among deliverable documents,
-    cached per space until that space changes (its ``docs:<scope>`` token)."""
+    """Per-partition document counts of words, cached per space until that
+    space changes (its ``docs:<scope>`` token)."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._spaces: dict[str, tuple[tuple, int, dict[str, int]]] = {}
+        self._parts: dict[tuple[str, str], tuple[tuple, int, dict[str, int]]] = {}
 
-    def idf(self, cursor, scope: str, words: list[str]) -> dict[str, float]:
+    def counts(self, cursor, scope: str, state: str, words: list[str]) -> tuple[int, dict[str, int]]:
+        """(documents in the partition, {word: documents containing it})."""
         cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"docs:{scope}"])
         row = cursor.fetchone()
         key = (str(connection.settings_dict["NAME"]), row[0] if row else None)
         with self._lock:
-            entry = self._spaces.get(scope)
+            entry = self._parts.get((scope, state))
         if entry is None or entry[0] != key:
-            entry = (key, fts.document_count(cursor, scope), {})
+            entry = (key, fts.document_count(cursor, scope, state), {})
             with self._lock:
-                self._spaces[scope] = entry
+                self._parts[(scope, state)] = entry
         _key, total, counts = entry
         # Work on a local copy: another request thread may replace the shared
         # entry at any moment (a KeyError here was a 500 under `stress`).
@@ -91,28 +94,50 @@ class DocFreq:
             known = {w: counts[w] for w in words if w in counts}
         for word in words:
             if word not in known:
-                known[word] = fts.document_frequency(cursor, scope, word)
+                known[word] = fts.document_frequency(cursor, scope, state, word)
         with self._lock:
             if len(counts) > 50_000:
                 counts.clear()
             counts.update(known)
-        n = max(total, 1)
-        return {w: math.log(1 + (n - known[w] + 0.5) / (known[w] + 0.5)) for w in words}
+        return total, known
+
+    def idf(self, cursor, scope: str, words: list[str]) -> dict[str, float]:
+        """The coverage idf of ``words`` among the deliverable documents of one space."""
+        return _coverage_idf(*self.counts(cursor, scope, schema.LIVE, words), words)
 
 
-def coverage(cursor, terms: list[str], candidates: dict[int, Candidate], state: str, docfreq: DocFreq,
-             ) -> dict[int, float]:
-    """idf-weighted share of the query's words each candidate contains (idf of its own space)."""
+def _coverage_idf(total: int, known: dict[str, int], words: list[str]) -> dict[str, float]:
+    n = max(total, 1)
+    return {w: math.log(1 + (n - known[w] + 0.5) / (known[w] + 0.5)) for w in words}
+
+
+def keyword_evidence(cursor, terms: list[str], candidates: dict[int, Candidate], state: str, docfreq: DocFreq,
+                     reader_scopes) -> None:
+    """Fill in each candidate's coverage and (for BM25-pool candidates) its
+    BM25 score, both with the statistics of the deliverable documents of the
+    reader's spaces: its idf, and FTS5's own per-term scores re-weighted from
+    the partition's idf to that one. So scores compare across the reader's
+    spaces, and depend on nothing it cannot read."""
     if not terms or not candidates:
-        return {}
-    shares: dict[int, float] = {}
+        return
+    total, known = 0, dict.fromkeys(terms, 0)
+    for scope in reader_scopes:
+        n, counts = docfreq.counts(cursor, scope, schema.LIVE, terms)
+        total += n
+        for term in terms:
+            known[term] += counts[term]
+    coverage_idf = _coverage_idf(total, known, terms)
+    coverage_total = sum(coverage_idf.values()) or 1.0
+    reader_idf = {t: fts.bm25_idf(total, known[t]) for t in terms}
     for scope in sorted({c.scope for c in candidates.values()}):
-        idf = docfreq.idf(cursor, scope, terms)
-        total = sum(idf.values()) or 1.0
+        n, counts = docfreq.counts(cursor, scope, state, terms)
+        own_idf = {t: fts.bm25_idf(n, counts[t]) for t in terms}
         ids = [rowid for rowid, c in candidates.items() if c.scope == scope]
-        for rowid, found in fts.terms_in(cursor, scope, state, terms, ids).items():
-            shares[rowid] = sum(idf[t] for t in found) / total
-    return shares
+        for rowid, found in fts.term_scores(cursor, scope, state, terms, ids).items():
+            c = candidates[rowid]
+            c.coverage = sum(coverage_idf[t] for t in found) / coverage_total
+            if c.bm25:
+                c.bm25 = sum(score / own_idf[t] * reader_idf[t] for t, score in found.items())
 
 
 def score(mode: str, c: Candidate) -> float:

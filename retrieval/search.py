@@ -13,8 +13,8 @@ What a reader may not see changes nothing it receives. Each search:
    deliverable and withheld documents in separate pools, so neither
    another space nor a withheld record takes a deliverable record's place
    or makes the over-fetch loop run longer;
-3. scores with statistics of each record's own space over its deliverable
-   records only (scoring.py);
+3. scores with the statistics of the deliverable records of the reader's
+   spaces only (scoring.py);
 4. re-reads every candidate row and delivers it only if the gate says so;
    withheld candidates (once approved in the reader's spaces) that rank
    above the last result are counted by reason, never shown.
@@ -53,8 +53,8 @@ from .query import (
     validate,
 )
 from .query import whole_number as _whole_number
-from .scoring import DocFreq as _DocFreq
 from .scoring import IDENT_WEIGHT, KEYWORD_POWER, KEYWORD_WEIGHT, MIN_VECTOR_ONLY
+from .scoring import DocFreq as _DocFreq
 
 __all__ = [
     "BODY_CHUNK_OVER", "IDENT_WEIGHT", "KEYWORD_POWER", "KEYWORD_WEIGHT", "LIMIT_MAX", "MIN_VECTOR_ONLY", "MODES",
@@ -100,8 +100,9 @@ def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, 
     if mode != "keyword":
         embedder = embedder or get_embedder()  # loaded once per process, not timed
     started = time.perf_counter()
-    scopes = [s for s in SCOPES if s in reader.scopes and (not filters.scopes or s in filters.scopes)]
-    docs.reconcile(sweep_scopes=scopes)
+    readable = [s for s in SCOPES if s in reader.scopes]
+    scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
+    docs.reconcile(sweep_scopes=readable)
     terms = query_terms(query)
     identifiers = query_identifiers(query)
     query_vector = None
@@ -112,8 +113,10 @@ def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, 
     k = max(64, limit * 10)
     while True:
         with connection.cursor() as cursor:
-            live, more = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.LIVE, _docfreq)
-            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq)
+            live, more = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.LIVE, _docfreq,
+                                readable)
+            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq,
+                             readable)
         candidates = {**held, **live}
         results, withheld = deliver(scoring.rank(mode, live), scoring.rank(mode, held), candidates, reader, filters,
                                     limit)

@@ -17,7 +17,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-
 from django.db import connection
 
 from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record

@@ -746,8 +746,8 @@ def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, defau
     fields = {"kind": item.kind, "scope": item_scope, "title": item.title, "body": item.body, "tags": item.tags}
     for name, value in item.extra.items():
         fields[name] = value
-    proposal = actions.propose_create(agent=agent(), full_duplicate_check=True, reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
-                                      source_tool="import", **fields)
+    proposal = actions.propose_create(agent=agent(), reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
+                                      source_tool="import", full_duplicate_check=True, **fields)
     outcome.new.append(_maybe_accept(proposal, reviewer))
 
 
@@ -790,6 +790,6 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
         reason += (f", starting from {record.public_id}, which has since been superseded by "
                    f"{current.public_id}: compare with the current text")
     changes = {name: content[name] for name in ("kind", "title", "body", "tags")}
-    proposal = actions.propose_revision(current, agent=agent(), full_duplicate_check=True, reason=reason[:v.REASON_MAX],
-                                        source_tool="import", **changes)
+    proposal = actions.propose_revision(current, agent=agent(), reason=reason[:v.REASON_MAX],
+                                        source_tool="import", full_duplicate_check=True, **changes)
     outcome.revisions.append(_maybe_accept(proposal, reviewer))
