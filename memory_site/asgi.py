@@ -21,8 +21,8 @@ django_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from django.conf import settings  # noqa: E402
 
-from mcp_bridge.guard import limit_body, require_agent_token  # noqa: E402
-from mcp_bridge.mcp_server import build_server, transport_security  # noqa: E402
+from mcp_bridge.mcp.guard import limit_body, require_agent_token  # noqa: E402
+from mcp_bridge.mcp.server import build_server, transport_security  # noqa: E402
 
 MCP_PATH = "/mcp"
 

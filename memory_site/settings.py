@@ -11,13 +11,13 @@ VETTED_TIME_ZONE       default UTC
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
+from .files import write_atomic
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -37,23 +37,12 @@ def _secret_key() -> str:
         return from_env
     key_file = VETTED_HOME / "secret_key"
     if not key_file.exists():
-        # Write a private temporary file, then link it into place: the key is
-        # never readable by others, never seen half-written, and when two
-        # processes start at once exactly one link wins (the other reads it).
-        tmp = VETTED_HOME / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Private from the first byte, never seen half-written, and when two
+        # processes start at once exactly one wins (the other reads its key).
         try:
-            with os.fdopen(fd, "w", encoding="ascii") as handle:
-                handle.write(secrets.token_urlsafe(50))
-            try:
-                os.link(tmp, key_file)
-            except FileExistsError:
-                pass
-            except OSError:  # a filesystem without hard links
-                if not key_file.exists():
-                    os.replace(tmp, key_file)
-        finally:
-            tmp.unlink(missing_ok=True)
+            write_atomic(key_file, secrets.token_urlsafe(50), mode=0o600, exclusive=True)
+        except FileExistsError:
+            pass
     key = key_file.read_text(encoding="ascii").strip()
     if len(key) < 32:
         raise ImproperlyConfigured(f"{key_file} holds a key shorter than 32 characters; delete it to regenerate.")
@@ -77,6 +66,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "reviews",
+    "reviews.inbox",  # the reviewer site; an app of its own for its commands (bench_inbox)
     "retrieval",
     "mcp_bridge",
 ]
@@ -90,7 +80,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "reviews.middleware.FirstRunMiddleware",
+    "reviews.inbox.middleware.FirstRunMiddleware",
 ]
 
 ROOT_URLCONF = "memory_site.urls"

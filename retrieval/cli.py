@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from reviews.management.cli import iso_date
+from memory_site.cli import iso_date
 from reviews.models import SCOPES
 from reviews.validation import kinds
 

@@ -2,10 +2,11 @@
 
 ``reconcile()`` drains retrieval_queue (filled by triggers on reviews_record)
 into retrieval_doc: a record whose current text matches its approval
-checksum gets that text indexed; a record edited since approval keeps its
-last approved text, marked ``edited`` (so it is counted as withheld on what
-was approved, never on what nobody reviewed); a record whose approved text
-was never seen here is not indexed at all. Each document's state (``live``
+checksum gets that text indexed; a record edited since approval gets its
+kept approved copy (Record.approved_text(), checked against the checksum),
+or else keeps the approved text last indexed, marked ``edited`` either way
+(so it is counted as withheld on what was approved, never on what nobody
+reviewed); a record with no approved text left anywhere is not indexed. Each document's state (``live``
 or ``held``) is decided by the domain's rule, Record.objects.current(), plus
 the checksum: nothing here restates what "deliverable" means.
 
@@ -13,10 +14,6 @@ States depend on the date (a record becomes overdue at midnight without any
 write), so each space is swept once per day, the first time it is searched
 (``swept_on:<scope>`` in retrieval_meta). A reader's search sweeps only its
 own spaces, so other spaces' sweeps never cost it time.
-
-Until launder's ``approved_content`` field exists, the approved text is the
-text last seen matching the checksum; with that field, reconcile would copy
-it instead and index records edited before their first reconcile too.
 """
 
 from __future__ import annotations
@@ -124,8 +121,11 @@ def _reconcile(cursor, ids: list[int], today) -> int:
         if record is not None and record.current_checksum() == record.approved_checksum:
             wanted = (record.scope, record.kind, record.title, record.body, json.dumps(record.tags),
                       record.approved_checksum, 0)
+        elif record is not None and (approved := record.approved_text()) is not None:
+            wanted = (approved["scope"], approved["kind"], approved["title"], approved["body"],
+                      json.dumps(approved["tags"]), record.approved_checksum, 1)  # edited: the approved copy
         elif record is not None and doc is not None and doc[5] == record.approved_checksum:
-            wanted = (*doc[:6], 1)  # edited since approval: keep the approved text
+            wanted = (*doc[:6], 1)  # edited, no intact copy kept: the approved text last indexed
         if wanted is None:
             if doc is not None:
                 cursor.execute(f"DELETE FROM {schema.DOCS} WHERE id = %s", [pk])
@@ -173,14 +173,16 @@ def _sweep(scope: str, today) -> int:
 
 
 def approved_scope(record: Record) -> str | None:
-    """The scope ``record`` was approved in: its document's, or its own while
-    its text still matches the checksum; None when unknown (edited before it
-    was ever indexed), which callers treat as "no reader may see it"."""
+    """The scope ``record`` was approved in: from its approved version (its
+    own while its text matches the checksum, else the kept copy), else its
+    document's; None when unknown, which callers treat as "no reader may see
+    it"."""
+    approved = record.approved_version()
+    if approved is not None:
+        return approved["scope"]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT scope, checksum FROM {schema.DOCS} WHERE id = %s", [record.pk])
         row = cursor.fetchone()
     if row is not None and row[1] == record.approved_checksum:
         return row[0]
-    if record.current_checksum() == record.approved_checksum:
-        return record.scope
     return None

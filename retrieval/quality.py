@@ -114,6 +114,13 @@ class Report:
 # --------------------------------------------------------------------------- contradiction signals
 
 
+def _title(record: Record) -> str:
+    """A record's title as approved: findings reach agents (quality_check),
+    so never text changed outside Vetted (the id when no approved copy is kept)."""
+    approved = record.approved_version()
+    return approved["title"] if approved else record.public_id
+
+
 def _text(record: Record) -> str:
     return f"{record.title}\n{record.body}"
 
@@ -253,7 +260,7 @@ def contradictions(records: list[Record], embedder: Embedder, *, threshold: floa
                         findings.append(Finding(
                             kind="possible_contradiction", scope=scope, similarity=round(similarity, 3),
                             records=[a.public_id, b.public_id],
-                            why=f"'{a.title}' and '{b.title}' are about the same thing (similarity {similarity:.2f}) "
+                            why=f"'{_title(a)}' and '{_title(b)}' are about the same thing (similarity {similarity:.2f}) "
                                 f"but {'; '.join(reasons)}",
                             suggestion="Read both: retire the one that no longer holds, or revise one so they agree.",
                         ))
@@ -262,7 +269,7 @@ def contradictions(records: list[Record], embedder: Embedder, *, threshold: floa
 
 
 def _titled(record: Record) -> str:
-    return f"'{record.title}'"
+    return f"'{_title(record)}'"
 
 
 def _by_id(record: Record) -> str:
@@ -320,7 +327,7 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
         kind = "stale_retirement" if proposal.action == ProposalAction.RETIRE else "stale_proposal"
         # A retirement or dispute has no title of its own: the agent sees its
         # target by id (it may be withheld from the agent by now).
-        title = proposal.title or (proposal.target.title if proposal.target_id and agent is None else "")
+        title = proposal.title or (_title(proposal.target) if proposal.target_id and agent is None else "")
         title = f"'{title}'" if title else (proposal.target.public_id if proposal.target_id else proposal.public_id)
         findings.append(Finding(
             kind=kind, scope=scope, proposals=[proposal.public_id],
@@ -339,7 +346,8 @@ def record_state_problems(records: list[Record], name=_titled) -> list[Finding]:
         if record.current_checksum() != record.approved_checksum:
             findings.append(Finding(kind="edited_since_approval", scope=record.scope, records=[record.public_id],
                                     why=f"{name(record)} changed after approval (checksum mismatch); agents do not get it",
-                                    suggestion="Revise it (approving the new text) or retire it."))
+                                    suggestion="Restore the approved text or approve the current text (the record's "
+                                               "page, `review restore` / `review approve-current`), or retire it."))
         elif record.status == RecordStatus.APPROVED and record.review_by < today:
             findings.append(Finding(kind="overdue", scope=record.scope, records=[record.public_id],
                                     why=f"{name(record)} was due for review on {record.review_by}; agents do not get it",

@@ -104,6 +104,7 @@ def populate_corpus(size: int, rng: random.Random, embedder) -> tuple[list[dict]
         for spec in specs[start:start + 2000]:
             content = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
             batch.append(Record(**content, review_by=spec["review_by"], approved_checksum=content_checksum(**content),
+                                approved_content=content,
                                 approved_at=now, approved_by=reviewer, verified_at=now))
         with transaction.atomic():
             Record.objects.bulk_create(batch)

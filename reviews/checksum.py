@@ -18,9 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 CANONICAL_VERSION = 1
+# The fields the checksum covers: also exactly the keys of a record's kept
+# ``approved_content``.
+CHECKSUM_FIELDS = ("kind", "scope", "title", "body", "tags")
 
 
 def _text(value: str) -> str:
@@ -42,3 +45,31 @@ def canonical_bytes(*, kind: str, scope: str, title: str, body: str, tags: Itera
 def content_checksum(*, kind: str, scope: str, title: str, body: str, tags: Iterable[str]) -> str:
     """Hex SHA-256 of the canonical form."""
     return hashlib.sha256(canonical_bytes(kind=kind, scope=scope, title=title, body=body, tags=tags)).hexdigest()
+
+
+def checksum_of(content: Mapping) -> str:
+    """content_checksum of a mapping holding (at least) the CHECKSUM_FIELDS."""
+    return content_checksum(**{name: content[name] for name in CHECKSUM_FIELDS})
+
+
+def approved_copy(content: Mapping, approved_checksum: str) -> dict | None:
+    """What to keep as a record's ``approved_content`` when all that is known
+    is its current ``content`` and its ``approved_checksum`` (a migration, an
+    old export): a copy of exactly the CHECKSUM_FIELDS if they still match the
+    checksum, else None. Text edited since approval cannot be told apart from
+    the approved text it replaced, so nothing is kept rather than a guess."""
+    copy = {name: content[name] for name in CHECKSUM_FIELDS}
+    copy["tags"] = list(copy["tags"] or [])
+    return copy if checksum_of(copy) == approved_checksum else None
+
+
+def is_approved_copy(value, approved_checksum: str) -> bool:
+    """``value`` has the shape of an approved_content and matches the checksum."""
+    if not isinstance(value, Mapping) or set(value) != set(CHECKSUM_FIELDS):
+        return False
+    if not all(isinstance(value[name], str) for name in CHECKSUM_FIELDS if name != "tags"):
+        return False
+    tags = value["tags"]
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        return False
+    return checksum_of(value) == approved_checksum

@@ -5,7 +5,6 @@ State only changes through reviews.actions; nothing here writes on its own.
 
 from __future__ import annotations
 
-import secrets
 from datetime import date
 
 from django.conf import settings
@@ -13,25 +12,21 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .checksum import content_checksum
+from . import ids
+from .checksum import CHECKSUM_FIELDS, checksum_of, is_approved_copy
 
 
-def _public_id(prefix: str) -> str:
-    # 12 hex chars = 48 random bits: short enough to read aloud, and a
-    # collision (caught by the unique index) is vanishingly rare.
-    return f"{prefix}_{secrets.token_hex(6)}"
-
-
+# Named defaults (migrations refer to them); the format lives in reviews/ids.py.
 def new_record_id() -> str:
-    return _public_id("rec")
+    return ids.new_id(ids.RECORD)
 
 
 def new_proposal_id() -> str:
-    return _public_id("prop")
+    return ids.new_id(ids.PROPOSAL)
 
 
 def new_agent_id() -> str:
-    return _public_id("agt")
+    return ids.new_id(ids.AGENT)
 
 
 class Scope(models.TextChoices):
@@ -139,6 +134,11 @@ class Record(models.Model):
 
     review_by = models.DateField(db_index=True)
     approved_checksum = models.CharField(max_length=64, db_index=True)
+    # The approved kind, scope, title, body and tags (exactly what the
+    # checksum covers), so text changed outside Vetted can be shown against
+    # what a person approved, and restored. Null only for records already
+    # edited when this copy began to be kept (migration 0003): that text is lost.
+    approved_content = models.JSONField(null=True, blank=True, editable=False)
     approved_at = models.DateTimeField()
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     verified_at = models.DateTimeField(null=True, blank=True)
@@ -169,12 +169,33 @@ class Record(models.Model):
     def __str__(self) -> str:
         return f"{self.public_id} {self.title}"
 
+    def checksummed_content(self) -> dict:
+        """The current values of the fields the checksum covers."""
+        return {name: getattr(self, name) for name in CHECKSUM_FIELDS}
+
     def current_checksum(self) -> str:
-        return content_checksum(kind=self.kind, scope=self.scope, title=self.title, body=self.body, tags=self.tags)
+        return checksum_of(self.checksummed_content())
 
     @property
     def edited_since_approval(self) -> bool:
+        """The one definition: the current text is not the text a person approved."""
         return self.current_checksum() != self.approved_checksum
+
+    def approved_version(self) -> dict | None:
+        """The record as a person approved it, for anything shown as the
+        record: its current checksummed fields while they match the checksum,
+        else the kept copy (None when none is kept)."""
+        if not self.edited_since_approval:
+            return self.checksummed_content()
+        return self.approved_text()
+
+    def approved_text(self) -> dict | None:
+        """The content as approved (CHECKSUM_FIELDS), or None when no intact
+        copy is kept. A copy that does not match ``approved_checksum`` counts
+        as none: nothing may be restored or built on unless it is provably
+        what was approved."""
+        copy = self.approved_content
+        return dict(copy) if is_approved_copy(copy, self.approved_checksum) else None
 
     def is_overdue(self, today: date | None = None) -> bool:
         return self.review_by < (today or timezone.localdate())

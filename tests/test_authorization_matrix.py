@@ -51,6 +51,7 @@ SITE = [
     ("inbox", "/",                                       (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("due", "/due/",                                     (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("disputed", "/disputed/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("edited", "/edited/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("records", "/records/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("record page", "/records/{r_view}/",                (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     # Without htmx the card redirects a reviewer to its place in the inbox.
@@ -72,6 +73,8 @@ SITE_ACTIONS = [
     ("retire", "/records/{r_retire}/retire",             (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("revise record", "/records/{r_revise}/revise",      (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 302, 302)),
     ("clear dispute", "/records/{r_disputed}/clear-dispute", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    ("restore", "/records/{r_restore}/restore",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    ("approve current", "/records/{r_approve}/approve-current", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("create agent", "/agents/create",                   (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
@@ -196,6 +199,9 @@ def build_targets(reviewer, tag: str) -> dict:
     disputed = approved("disputed")
     actions.dispute_record(disputed, agent=agent, reason="The repository moved last week.")
     view = approved("view")
+    edited = {name: approved(name) for name in ("restore", "approve")}
+    for name, record in edited.items():  # changed outside Vetted
+        Record.objects.filter(pk=record.pk).update(body=f"{GOOD_BODY} Changed by hand ({tag} {name}).")
     victim, _token = actions.create_agent(f"victim-{tag}", scopes=["team"], actor=reviewer)
     return {
         "p_view": pending("view").public_id, "p_accept": pending("accept").public_id,
@@ -203,7 +209,8 @@ def build_targets(reviewer, tag: str) -> dict:
         "p_bulk": pending("bulk").public_id,
         "r_view": view.public_id, "r_pk": view.pk, "r_verify": approved("verify").public_id,
         "r_retire": approved("retire").public_id, "r_revise": approved("revise").public_id,
-        "r_disputed": disputed.public_id, "r_personal": approved("personal", scope="personal").public_id,
+        "r_disputed": disputed.public_id, "r_restore": edited["restore"].public_id,
+        "r_approve": edited["approve"].public_id, "r_personal": approved("personal", scope="personal").public_id,
         "victim": victim.name, "new_agent": f"made-by-{tag}",
     }
 
@@ -220,6 +227,8 @@ def forms(t: dict) -> dict:
         "retire": {"note": "The service was shut down."},
         "revise record": {**revised, "title": "Revised record title"},
         "clear dispute": {"note": "Checked: it still holds."},
+        "restore": {"note": "Edited in the database by mistake."},
+        "approve current": {"note": "Checked: the new text is right."},
         "create agent": {"name": t["new_agent"], "scopes": ["team"]},
         "login page": {"username": "", "password": ""},
     }
@@ -246,9 +255,11 @@ def decided_as_expected(t: dict) -> list[str]:
         if state[t[key]] != want:
             problems.append(f"{key}: {state[t[key]]} (wanted {want})")
     for key, want in (("r_retire", RecordStatus.RETIRED), ("r_revise", RecordStatus.SUPERSEDED),
-                      ("r_disputed", RecordStatus.APPROVED)):
+                      ("r_disputed", RecordStatus.APPROVED), ("r_approve", RecordStatus.SUPERSEDED)):
         if status[t[key]] != want:
             problems.append(f"{key}: {status[t[key]]} (wanted {want})")
+    if Record.objects.get(public_id=t["r_restore"]).edited_since_approval:
+        problems.append("r_restore was not restored")
     if Record.objects.get(public_id=t["r_verify"]).verified_at is None:
         problems.append("r_verify was not verified")
     if Agent.objects.get(name=t["victim"]).is_active:

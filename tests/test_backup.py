@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from reviews import actions, backup
+from reviews import actions
+from reviews.portability import backup
 from reviews.models import Record
 
 from .conftest import content
@@ -99,7 +100,7 @@ def test_backup_to_the_default_folder_prints_path_size_and_count(settings, tmp_p
     assert path.parent == tmp_path / "backups"
     assert re.fullmatch(r"vetted-\d{8}-\d{6}\.sqlite3", path.name)
     assert record_count(path) == 2
-    assert not list((tmp_path / "backups").glob("*.partial"))
+    assert sorted(p.name for p in (tmp_path / "backups").iterdir()) == [path.name]  # no temporary file left
     assert not Path(str(path) + "-wal").exists()  # one self-contained file
     assert open_copy(path).execute("PRAGMA journal_mode").fetchone()[0] == "delete"
 
@@ -313,7 +314,7 @@ def test_restore_checks_the_file_first_and_changes_nothing(tmp_path, good_backup
     with pytest.raises(backup.BackupError, match=expected):
         backup.restore_database(candidate, db_path=live, home=tmp_path, port=free_port())
     assert live.read_bytes() == before
-    assert not list(tmp_path.glob("*.restoring"))
+    assert not list(tmp_path.glob(".*.tmp"))  # the copy that was going to replace it is gone
     assert not (tmp_path / "backups").exists() or not list((tmp_path / "backups").glob("pre-restore-*"))
 
 

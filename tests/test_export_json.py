@@ -159,6 +159,12 @@ def test_round_trip_into_an_empty_database_is_exact(tmp_path, reviewer, second_r
     assert "--rotate" in stderr and "claude-code" in stderr
 
     assert after["records"] == before["records"]  # every field, timestamps, links, checksums, statuses
+    # ... the approved content too, also of the record edited out of band (so it can still be restored):
+    edited = after["records"][seeded["edited"].public_id]
+    assert edited["approved_content"] == {**content(title="Staging database host",
+                                                    body=body("Staging runs on db-staging-1.")),
+                                          "tags": ["billing", "repos"]}
+    assert document["version"] == 2
     assert after["proposals"] == before["proposals"]
     assert after["agents"] == before["agents"]
     assert after["audit"][:-1] == before["audit"]  # verbatim, original ids and times
@@ -343,7 +349,8 @@ def _mutations():
 
     return [
         ("format", lambda d: d.update(format="something-else"), "format is 'something-else'"),
-        ("version", lambda d: d.update(version=2), "version 2 is not supported"),
+        ("version", lambda d: d.update(version=3), "version 3 is not supported"),
+        ("version true", lambda d: d.update(version=True), "version True is not supported"),
         ("missing audit", drop("audit"), "missing top-level field(s): audit"),
         ("missing field", del_field(0, "approved_checksum"), "missing field(s) approved_checksum"),
         ("dangling supersedes", rec(1, supersedes="rec_999999999999"),
@@ -426,3 +433,71 @@ def test_export_refuses_to_overwrite(tmp_path, record):
     with pytest.raises(CommandError, match="already exists"):
         export(path)
     assert path.read_text() == "keep me"
+
+
+# --------------------------------------------------------------------------- approved content (version 2)
+
+
+def _v2_document() -> dict:
+    document = minimal_document()
+    document["version"] = 2
+    for row in document["records"]:
+        row["approved_content"] = {name: row[name] for name in ("kind", "scope", "title", "body", "tags")}
+    return document
+
+
+@pytest.mark.django_db
+def test_a_version_1_file_imports_with_the_approved_content_derived_like_the_migration(tmp_path, reviewer):
+    document = minimal_document()
+    document["records"][0]["body"] += " Edited by hand before the export."  # REC1 no longer matches
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(document))
+    result, _ = import_file(path, "--no-sync")
+    assert result["edited_since_approval"] == [REC1]
+    assert Record.objects.get(public_id=REC1).approved_content is None  # lost: nothing to restore
+    kept = Record.objects.get(public_id=REC2)
+    assert kept.approved_text() == {"kind": kept.kind, "scope": kept.scope, "title": kept.title,
+                                    "body": kept.body, "tags": kept.tags}
+
+
+@pytest.mark.django_db
+def test_a_version_2_file_keeps_the_approved_content_of_an_edited_record(tmp_path, reviewer):
+    document = _v2_document()
+    approved = dict(document["records"][1]["approved_content"])
+    document["records"][1]["body"] += " Edited by hand before the export."
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(document))
+    import_file(path, "--no-sync")
+    record = Record.objects.get(public_id=REC2)
+    assert record.edited_since_approval and record.approved_text() == approved
+    actions.restore_approved_text(record, actor=reviewer)
+    assert not Record.objects.get(public_id=REC2).edited_since_approval
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name,mutate", [
+    ("other text", lambda c: c.update(body=c["body"] + " Something nobody approved.")),
+    ("missing field", lambda c: c.pop("tags")),
+    ("extra field", lambda c: c.update(review_by="2027-01-01")),
+    ("wrong type", lambda c: c.update(tags="billing")),
+])
+def test_a_version_2_file_with_approved_content_that_is_not_what_was_approved_is_refused(tmp_path, reviewer,
+                                                                                      name, mutate):
+    document = _v2_document()
+    mutate(document["records"][0]["approved_content"])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    before = _counts()
+    with pytest.raises(CommandError, match="approved_content must be null or an object with exactly"):
+        import_file(path)
+    assert _counts() == before
+
+
+@pytest.mark.django_db
+def test_a_version_2_file_without_the_approved_content_field_is_refused(tmp_path, reviewer):
+    document = _v2_document()
+    del document["records"][0]["approved_content"]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(CommandError, match=r"missing field\(s\) approved_content"):
+        import_file(path)

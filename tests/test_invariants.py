@@ -3,7 +3,8 @@
 A hypothesis RuleBasedStateMachine drives reviews.actions the way the
 inbox, the admin, the commands and the agents do (propose, dispute,
 withdraw, accept, accept with revision, reject, retire, revise, verify,
-clear a dispute, move), plus two things no action does: an out-of-band
+clear a dispute, move, restore the approved text, approve the current
+text), plus two things no action does: an out-of-band
 edit of a record's body (raw SQL, like a tamper) and time passing (a clock
 patched into django.utils.timezone). After every step it checks what
 Vetted promises:
@@ -11,7 +12,9 @@ Vetted promises:
 - a failed action (a VettedError) changes nothing, and a successful one
   writes exactly one audit event, of the right type;
 - every record's text matches its approval checksum unless it was edited
-  out of band;
+  out of band (and not restored since);
+- text edited out of band is never laundered: no approved content and no
+  proposal carries it unless a reviewer approved that current text;
 - search (keyword and hybrid) delivers exactly the records that are
   approved, unedited, not overdue and in the reader's scopes, and counts
   the rest as withheld by their reason; nothing out of scope is counted;
@@ -74,6 +77,7 @@ REASON = "Seen in the team handbook today"
 MARK = "widget"
 LIMIT = search_module.LIMIT_MAX
 LIVE = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
+HAND_EDIT = "Edited by hand."  # what an out-of-band edit appends (no action writes it)
 
 # No shrinking by default: with invariants this thorough, shrinking a failing
 # run can take minutes; the failing steps are printed either way. Set
@@ -155,6 +159,7 @@ class ActionsMachine(RuleBasedStateMachine):
         search_module._docfreq = search_module._DocFreq()
         self.savepoint = transaction.savepoint()
         self.tampered: set[int] = set()  # pks of records edited out of band
+        self.blessed: set[int] = set()  # pks of records made by approve_current_text
         self.outcomes: Counter[str] = ctx["outcomes"]
 
     def teardown(self):
@@ -330,6 +335,35 @@ class ActionsMachine(RuleBasedStateMachine):
         self.act("move_record", "record.moved",
                  lambda: actions.move_record(record, actor=self.reviewer, scope=scope, note="Belongs there"))
 
+    @rule(data=st.data())
+    @precondition(lambda self: bool(self.tampered))
+    def restore(self, data):
+        record = self._pick(data, "record", [r.public_id for r in Record.objects.filter(pk__in=self.tampered)],
+                            list(Record.objects.values_list("public_id", flat=True)))
+        self.act("restore_approved_text", "record.restored", self.restore_action(record))
+
+    @rule(data=st.data())
+    @precondition(lambda self: bool(self.tampered))
+    def approve_current(self, data):
+        tampered_live = Record.objects.filter(pk__in=self.tampered, status__in=LIVE)
+        record = self._pick(data, "record", [r.public_id for r in tampered_live],
+                            list(Record.objects.values_list("public_id", flat=True)))
+        self.act("approve_current_text", "record.revised", self.approve_current_action(record))
+
+    def restore_action(self, record_id):
+        def run():
+            restored = actions.restore_approved_text(record_id, actor=self.reviewer, note="Put back")
+            self.tampered.discard(restored.pk)
+            return restored
+        return run
+
+    def approve_current_action(self, record_id):
+        def run():
+            new = actions.approve_current_text(record_id, actor=self.reviewer, note="Checked the new text")
+            self.blessed.add(new.pk)
+            return new
+        return run
+
     # ------------------------------------------------------------------ outside the actions
 
     @rule(data=st.data())
@@ -338,7 +372,7 @@ class ActionsMachine(RuleBasedStateMachine):
         audit = AuditEvent.objects.count()
         pk = Record.objects.get(public_id=self.record(data)).pk
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE reviews_record SET body = body || ' Edited by hand.' WHERE id = %s", [pk])
+            cursor.execute("UPDATE reviews_record SET body = body || %s WHERE id = %s", [f" {HAND_EDIT}", pk])
         self.tampered.add(pk)
         assert AuditEvent.objects.count() == audit
         self.outcomes["edit_out_of_band"] += 1
@@ -382,6 +416,27 @@ class ActionsMachine(RuleBasedStateMachine):
             matches = record.current_checksum() == record.approved_checksum
             assert matches == (record.pk not in self.tampered), (
                 f"{record.public_id} ({record.status}): checksum matches={matches}, tampered={record.pk in self.tampered}")
+
+    @invariant()
+    def text_edited_out_of_band_is_approved_only_by_approving_it(self):
+        by_pk = {r.pk: r for r in Record.objects.all()}
+
+        def blessed_chain(pk):
+            seen = set()
+            while pk is not None and pk not in seen:
+                if pk in self.blessed:
+                    return True
+                seen.add(pk)
+                pk = by_pk[pk].supersedes_id
+            return False
+
+        for record in by_pk.values():
+            assert record.approved_text() is not None, f"{record.public_id} keeps no approved content"
+            if HAND_EDIT in record.approved_text()["body"]:
+                assert blessed_chain(record.pk), f"{record.public_id} approved text edited out of band"
+        for proposal in Proposal.objects.filter(body__contains=HAND_EDIT):
+            assert proposal.target_id and blessed_chain(proposal.target_id), (
+                f"{proposal.public_id} carries text edited out of band")
 
     @invariant()
     def keyword_search_delivers_exactly_what_is_current_in_scope(self):
@@ -495,7 +550,7 @@ class ActionsMachine(RuleBasedStateMachine):
 
 ACTIONS = ["propose_create", "propose_revision", "propose_retirement", "dispute_record", "withdraw_proposal",
            "accept_proposal", "accept_proposal_with_revision", "reject_proposal", "retire_record", "revise_record",
-           "clear_dispute", "verify_record", "move_record"]
+           "clear_dispute", "verify_record", "move_record", "restore_approved_text", "approve_current_text"]
 
 
 @pytest.fixture
@@ -596,6 +651,18 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
         step("move_record", "record.moved",
              lambda: actions.move_record(team_seed, actor=reviewer, scope="system", note="Belongs there"),
              refused="edited_since_approval")
+        tag_only = step("propose_revision", "proposal.created",
+                        lambda: actions.propose_revision(team_seed, agent=agents["team-bot"], reason=REASON,
+                                                         tags=[MARK, "seed", "tagged"]))
+        step("accept_proposal", "proposal.accepted", lambda: actions.accept_proposal(tag_only, actor=reviewer),
+             refused="edited_since_approval")
+        step("restore_approved_text", "record.restored", machine.restore_action(team_seed))
+        step("restore_approved_text", "record.restored", machine.restore_action(team_seed),
+             refused="invalid_transition")
+        machine.edit_out_of_band(FixedData([0, team_seed]))
+        system_seed = Record.objects.get(scope="system", title=title_text("seed", 2)).public_id
+        machine.edit_out_of_band(FixedData([0, system_seed]))
+        step("approve_current_text", "record.revised", machine.approve_current_action(system_seed))
         fixed = step("revise_record", "record.revised",
                      lambda: actions.revise_record(team_seed, actor=reviewer, changes={"body": body_text("seed", 3)}))
         machine.time_passes(200)

@@ -198,6 +198,22 @@ def test_system_actor_and_inactive_user_cannot_decide(agent, reviewer, django_us
         actions.accept_proposal(proposal, actor=inactive)
 
 
+def test_an_active_user_who_is_not_staff_cannot_decide(agent, reviewer, record, django_user_model):
+    """The site refuses a non-staff account; the actions (and so the CLI and
+    every other caller) refuse it too."""
+    proposal = actions.propose_create(agent=agent, reason="Seen in the README", **content(title="Another title"))
+    plain = django_user_model.objects.create_user("una", password="x-long-password")
+    for attempt in (
+        lambda: actions.accept_proposal(proposal, actor=plain),
+        lambda: actions.reject_proposal(proposal, actor=plain, note="No"),
+        lambda: actions.retire_record(record, actor=plain, note="Gone"),
+        lambda: actions.verify_record(record, actor=plain),
+        lambda: actions.create_agent("helper", scopes=["team"], actor=plain),
+    ):
+        with pytest.raises(InvalidTransition, match="not a reviewer \\(staff\\) account"), Unchanged():
+            attempt()
+
+
 def test_revoked_agent_cannot_propose(agent, reviewer, record):
     actions.revoke_agent(agent, actor=reviewer)
     for attempt in (

@@ -6,8 +6,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from reviews.markdown import ALLOWED_TAGS, render
-from reviews.worddiff import word_diff
+from reviews.inbox.markdown import ALLOWED_TAGS, render
+from reviews.inbox.worddiff import word_diff
 
 HOSTILE = [
     "<script>alert(1)</script>",

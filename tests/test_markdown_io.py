@@ -12,7 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from reviews import actions, markdown_io
+from reviews import actions
+from reviews.portability import markdown_io
 from reviews.checksum import content_checksum
 from reviews.models import (
     AuditEvent,

@@ -99,7 +99,7 @@ def test_bridge_imports_neither_torch_nor_django_nor_the_sdk(gateway, agent_toke
     process = subprocess.run([sys.executable, "-X", "importtime", *BRIDGE[1:]], input=json.dumps(INIT) + "\n",
                              env=env, capture_output=True, text=True, timeout=30)
     imported = {line.split("|")[-1].strip() for line in process.stderr.splitlines() if line.startswith("import time:")}
-    assert "mcp_bridge.bridge" in imported
+    assert "mcp_bridge.stdio.bridge" in imported
     for heavy in ("torch", "sentence_transformers", "django", "mcp", "numpy", "pydantic"):
         assert heavy not in imported, heavy
     assert json.loads(process.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "vetted"

@@ -202,6 +202,20 @@ def test_a_record_edited_before_it_was_ever_indexed_is_not_indexed_at_all(review
 
 
 @pytest.mark.django_db
+def test_a_record_edited_before_it_was_indexed_is_indexed_by_its_kept_approved_copy(reviewer):
+    data = {"kind": "fact", "scope": "team", "title": "Hovercraft berth", "tags": ["harbour"],
+            "body": "The hovercraft berth is at pier nine next to the lifeboat station."}
+    Record.objects.bulk_create([Record(
+        **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
+        approved_checksum=content_checksum(**data), approved_content=data, approved_at=timezone.now(),
+        approved_by=reviewer, review_by=timezone.localdate() + timedelta(days=90))])
+
+    assert in_both_keyword_indexes("lifeboat", state=schema.HELD)[0] != set()
+    assert anywhere("twelve") == set()
+    assert keyword("lifeboat station").withheld == {"edited": 1} and keyword("twelve").withheld == {}
+
+
+@pytest.mark.django_db
 def test_state_changes_move_a_document_between_partitions(record, agent, reviewer):
     assert in_both_keyword_indexes("billing")[0] == {record.pk}
 

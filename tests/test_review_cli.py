@@ -338,10 +338,78 @@ def test_clear_dispute_on_a_record_that_is_not_disputed_errors(record):
     (["retire", "rec_000000000000", "--note", "Gone for good"], "No record with id 'rec_000000000000'"),
     (["verify", "rec_000000000000"], "No record with id 'rec_000000000000'"),
     (["clear-dispute", "rec_000000000000"], "No record with id 'rec_000000000000'"),
-], ids=["accept", "reject", "show", "retire", "verify", "clear-dispute"])
+    (["restore", "rec_000000000000"], "No record with id 'rec_000000000000'"),
+    (["approve-current", "rec_000000000000", "--note", "Looks right"], "No record with id 'rec_000000000000'"),
+], ids=["accept", "reject", "show", "retire", "verify", "clear-dispute", "restore", "approve-current"])
 def test_unknown_ids_are_reported(reviewer, args, message):
     with pytest.raises(CommandError, match=message):
         review(*args)
+
+
+# --------------------------------------------------------------------------- records changed outside Vetted
+
+EDITED_BODY = "The billing API was moved to the acme/payments monorepo and deploys from trunk."
+
+
+@pytest.mark.django_db
+def test_restore_puts_back_the_approved_text(record):
+    Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
+
+    out = review("restore", record.public_id, "--note", "Edited in the database by mistake")
+
+    assert out.strip() == f"Restored the approved text of {record.public_id}: {record.title}."
+    fresh = Record.objects.get(pk=record.pk)
+    assert fresh.body == record.body and not fresh.edited_since_approval
+    event = AuditEvent.objects.get(event_type="record.restored")
+    assert (event.actor, event.snippet, event.checksum_after) == ("rita", "Edited in the database by mistake",
+                                                                   record.approved_checksum)
+
+
+@pytest.mark.django_db
+def test_restore_of_an_unchanged_record_is_refused(record):
+    with pytest.raises(CommandError, match="nothing to restore"):
+        review("restore", record.public_id)
+    assert not AuditEvent.objects.filter(event_type="record.restored").exists()
+
+
+@pytest.mark.django_db
+def test_approve_current_makes_a_new_version_from_the_current_text(record):
+    Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
+
+    out = review("approve-current", record.public_id, "--note", "The move is real")
+
+    new = Record.objects.get(pk=record.pk).superseded_by
+    assert out.strip() == f"Approved the current text of {record.public_id} as {new.public_id}."
+    assert new.body == EDITED_BODY and new.status == RecordStatus.APPROVED and not new.edited_since_approval
+    event = AuditEvent.objects.get(event_type="record.revised")
+    assert event.extra["approved_current_text"] is True and event.snippet == "The move is real"
+
+
+@pytest.mark.django_db
+def test_approve_current_requires_a_note(record):
+    Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
+    with pytest.raises(CommandError, match="--note"):
+        review("approve-current", record.public_id)
+    assert Record.objects.get(pk=record.pk).status == RecordStatus.APPROVED
+
+
+@pytest.mark.django_db
+def test_clear_dispute_of_an_edited_record_says_it_stays_withheld(record, agent):
+    actions.dispute_record(record, agent=agent, reason="The repository was renamed")
+    Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
+
+    out = review("clear-dispute", record.public_id)
+
+    assert "Agents still do not receive it" in out and f"review restore {record.public_id}" in out
+
+
+@pytest.mark.django_db
+def test_accepting_a_revision_of_an_edited_record_names_the_way_out(record, agent):
+    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
+                                        tags=["billing", "platform"])
+    Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
+    with pytest.raises(CommandError, match=rf"changed outside Vetted.*review restore {record.public_id}"):
+        review("accept", proposal.public_id)
 
 
 # --------------------------------------------------------------------------- who acts
@@ -410,6 +478,16 @@ def test_unknown_or_inactive_reviewer_is_refused(propose, reviewer, second_revie
     second_reviewer.save()
     with pytest.raises(CommandError, match="inactive"):
         review("accept", p.public_id, reviewer="sam")
+    p.refresh_from_db()
+    assert p.state == ProposalState.PENDING
+
+
+@pytest.mark.django_db
+def test_a_reviewer_who_is_not_staff_is_refused(propose, reviewer, django_user_model):
+    p = propose()
+    django_user_model.objects.create_user("una", password="x-long-password")
+    with pytest.raises(CommandError, match="'una' is not a reviewer \\(staff\\) account"):
+        review("accept", p.public_id, reviewer="una")
     p.refresh_from_db()
     assert p.state == ProposalState.PENDING
 

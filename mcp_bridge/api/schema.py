@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from reviews import ids
 from reviews import validation as v
 from reviews.models import SCOPES
 
@@ -151,8 +152,8 @@ class SimilarExistsSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-RECORD_ID_PATTERN = r"^rec_[0-9a-f]{12}$"
-PROPOSAL_ID_PATTERN = r"^prop_[0-9a-f]{12}$"
+RECORD_ID_PATTERN = ids.RECORD_ID_PATTERN
+PROPOSAL_ID_PATTERN = ids.PROPOSAL_ID_PATTERN
 TAG_PATTERN = r"^[a-z0-9][a-z0-9._/:+-]*$"
 
 
@@ -162,16 +163,16 @@ def kind_names() -> list[str]:
 
 class ProposeSerializer(serializers.Serializer):
     title = serializers.CharField(required=False, min_length=v.TITLE_MIN, max_length=v.TITLE_MAX,
-                                  help_text="Required unless revises is given. 3-200 characters, one line.")
+                                  help_text=f"Required unless revises is given. {v.TITLE_MIN}-{v.TITLE_MAX} characters, one line.")
     body = serializers.CharField(required=False, min_length=v.BODY_MIN, max_length=v.BODY_MAX,
-                                 help_text="Required unless revises is given. 20-20000 characters of Markdown "
+                                 help_text=f"Required unless revises is given. {v.BODY_MIN}-{v.BODY_MAX} characters of Markdown "
                                            "(real text: keyboard mashing and repeated words are refused).")
     kind = serializers.ChoiceField(required=False, choices=kind_names(),
                                    help_text="Required unless revises is given (see describe).")
     scope = serializers.ChoiceField(required=False, choices=SCOPES,
                                     help_text="Required unless revises is given; one of the agent's scopes.")
     reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
-                                   help_text="Why this is worth keeping; the reviewer reads it (5+ characters).")
+                                   help_text=f"Why this is worth keeping; the reviewer reads it ({v.REASON_MIN}+ characters).")
     tags = serializers.ListField(child=serializers.RegexField(TAG_PATTERN, max_length=v.TAG_MAX_LEN), required=False,
                                  max_length=v.TAGS_MAX, help_text="Lowercase; a-z 0-9 . _ / : + -")
     review_by = serializers.DateField(required=False, help_text="Future date; default today + the kind's period.")
@@ -183,7 +184,7 @@ class ProposeSerializer(serializers.Serializer):
 
 class ReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
-                                   help_text="Why; the reviewer reads it (5+ characters).")
+                                   help_text=f"Why; the reviewer reads it ({v.REASON_MIN}+ characters).")
 
 
 class FindingSerializer(serializers.Serializer):

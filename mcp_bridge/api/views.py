@@ -15,6 +15,7 @@ from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
+from reviews import ids
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import SCOPES
 
@@ -22,9 +23,9 @@ from .. import agent_api
 from . import schema as s
 
 _RECORD_ID = OpenApiParameter("record_id", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=s.RECORD_ID_PATTERN,
-                              description="A record id, rec_ followed by 12 hex digits.")
+                              description=f"A record id, {ids.describe(ids.RECORD)}.")
 _PROPOSAL_ID = OpenApiParameter("proposal_id", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=s.PROPOSAL_ID_PATTERN,
-                                description="A proposal id, prop_ followed by 12 hex digits.")
+                                description=f"A proposal id, {ids.describe(ids.PROPOSAL)}.")
 # An empty filter (?scope=) means no filter, as if it were not given.
 _KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
 _SCOPE = OpenApiParameter("scope", str, enum=[*SCOPES, ""], description="Only this scope, one of the agent's "

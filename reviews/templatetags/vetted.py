@@ -1,7 +1,7 @@
 from django import template
 
-from reviews import markdown
-from reviews.worddiff import word_diff
+from reviews.inbox import markdown
+from reviews.inbox.worddiff import word_diff
 
 register = template.Library()
 

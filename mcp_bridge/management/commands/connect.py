@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from mcp_bridge import connect
 from reviews import actions
 from reviews.errors import Unauthorized, VettedError
-from reviews.management.cli import resolve_reviewer
+from memory_site.cli import resolve_reviewer
 from reviews.models import Agent
 
 

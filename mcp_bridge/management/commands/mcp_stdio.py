@@ -10,6 +10,6 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        from mcp_bridge.bridge import main
+        from mcp_bridge.stdio.bridge import main
 
         raise SystemExit(main([]))

@@ -1,8 +1,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from reviews import backup
-from reviews.management.cli import dumps
+from reviews.portability import backup
+from memory_site.cli import dumps
 
 
 def human_size(size: int) -> str:

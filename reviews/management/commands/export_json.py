@@ -1,15 +1,14 @@
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from reviews import portability
-from reviews.management.cli import dumps
+from memory_site.cli import dumps
+from memory_site.files import write_atomic
 from reviews.models import SCOPES, AuditEvent, Proposal, Record
+from reviews.portability import json_export
 
 
 class Command(BaseCommand):
@@ -36,8 +35,8 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot write {path}: folder {Path(path).resolve().parent} does not exist.")
         total = Record.objects.count() + Proposal.objects.count() + AuditEvent.objects.count()
         progress = tqdm(total=total, unit="row", file=sys.stderr, disable=None, desc="export")
-        with portability.read_snapshot():  # one consistent view; writers are not blocked
-            document = portability.export_snapshot(opts["scopes"], include_token_digests=opts["include_token_digests"],
+        with json_export.read_snapshot():  # one consistent view; writers are not blocked
+            document = json_export.export_snapshot(opts["scopes"], include_token_digests=opts["include_token_digests"],
                                                    progress=progress.update)
         progress.close()
         text = json.dumps(document, ensure_ascii=False, indent=1)
@@ -45,18 +44,9 @@ class Command(BaseCommand):
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
         else:
-            target = Path(path)
-            fd, tmp = tempfile.mkstemp(prefix=".export-", dir=target.resolve().parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(text + "\n")
-                if opts["include_token_digests"]:
-                    os.chmod(tmp, 0o600)
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        counts = portability.export_counts(document)
+            # Private (0600): the file holds the whole memory, token digests too if asked.
+            write_atomic(Path(path).resolve(), text + "\n", mode=0o600)
+        counts = json_export.export_counts(document)
         notes = document["notes"]
         summary = {"file": path, "scopes": document["scopes"], **counts,
                    "token_digests": opts["include_token_digests"], **notes}

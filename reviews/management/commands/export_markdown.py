@@ -3,9 +3,9 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from reviews import markdown_io
+from reviews.portability import markdown_io
 from reviews.errors import VettedError
-from reviews.management.cli import dumps
+from memory_site.cli import dumps
 from reviews.models import SCOPES, Record, RecordStatus
 
 

@@ -5,9 +5,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from reviews import actions, portability
+from reviews import actions, snapshot
 from reviews.errors import VettedError
-from reviews.management.cli import dumps, resolve_reviewer
+from memory_site.cli import dumps, resolve_reviewer
 
 
 class Command(BaseCommand):
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         progress = tqdm(total=total, unit="row", file=sys.stderr, disable=None, desc="import")
         try:
             summary = actions.import_snapshot(data, actor=reviewer, progress=progress.update)
-        except portability.SnapshotInvalid as exc:
+        except snapshot.SnapshotInvalid as exc:
             progress.close()
             for problem in exc.problems[:50]:
                 self.stderr.write(f"  {problem}")

@@ -7,7 +7,7 @@ from tqdm import tqdm
 
 from reviews import actions
 from reviews.errors import VettedError
-from reviews.management.cli import dumps, resolve_reviewer
+from memory_site.cli import dumps, resolve_reviewer
 from reviews.models import Agent
 
 MAX_LINE_BYTES = 1_000_000

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from reviews import backup
+from reviews.portability import backup
 
 
 class Command(BaseCommand):

@@ -5,12 +5,13 @@ from django.utils import timezone
 
 from reviews import actions
 from reviews.errors import VettedError
-from reviews.management.cli import dumps, iso_date, resolve_reviewer
+from memory_site.cli import dumps, iso_date, resolve_reviewer
 from reviews.models import SCOPES, Proposal, ProposalState
 
 
 class Command(BaseCommand):
-    help = "The terminal reviewer: list proposals and decide them, retire, verify, clear disputes."
+    help = ("The terminal reviewer: list proposals and decide them, retire, verify, clear disputes, move, and "
+            "settle records changed outside Vetted (restore, approve-current).")
 
     def add_arguments(self, parser):
         reviewer_help = "who decides (default: $VETTED_REVIEWER or the only superuser)"
@@ -55,6 +56,17 @@ class Command(BaseCommand):
         p.add_argument("--scope", required=True, choices=list(SCOPES))
         p.add_argument("--note", required=True, help="why it belongs there")
 
+        p = sub.add_parser("restore", parents=[common], help="put back the approved text of a record changed "
+                                                              "outside Vetted")
+        p.add_argument("record_id")
+        p.add_argument("--note", default="")
+
+        p = sub.add_parser("approve-current", parents=[common], help="approve the text a record changed outside "
+                                                                      "Vetted holds now: a new approved version "
+                                                                      "supersedes it")
+        p.add_argument("record_id")
+        p.add_argument("--note", required=True, help="why the current text is right")
+
     def handle(self, *args, **opts):
         command = opts["subcommand"]
         if command == "list":
@@ -78,10 +90,18 @@ class Command(BaseCommand):
                 self.stdout.write(f"Verified {r.public_id}; next review by {r.review_by}.")
             elif command == "clear-dispute":
                 r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
-                self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.")
+                still = (" Agents still do not receive it: its text was changed outside Vetted "
+                         f"(review restore {r.public_id}, or review approve-current).") if r.edited_since_approval else ""
+                self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.{still}")
             elif command == "move":
                 r = actions.move_record(opts["record_id"], actor=reviewer, scope=opts["scope"], note=opts["note"])
                 self.stdout.write(f"Moved {r.supersedes.public_id} to {r.scope} as {r.public_id}.")
+            elif command == "restore":
+                r = actions.restore_approved_text(opts["record_id"], actor=reviewer, note=opts["note"])
+                self.stdout.write(f"Restored the approved text of {r.public_id}: {r.title}.")
+            elif command == "approve-current":
+                r = actions.approve_current_text(opts["record_id"], actor=reviewer, note=opts["note"])
+                self.stdout.write(f"Approved the current text of {r.supersedes.public_id} as {r.public_id}.")
         except VettedError as exc:
             raise CommandError(exc.message) from None
 

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from reviews import actions
 from reviews.errors import VettedError
-from reviews.management.cli import resolve_reviewer
+from memory_site.cli import resolve_reviewer
 
 
 class Command(BaseCommand):

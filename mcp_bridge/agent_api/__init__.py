@@ -1,0 +1,27 @@
+"""What an agent may do, once: the operations behind both the MCP tools and
+the REST API. Each function takes the authenticated ``Agent`` (from its
+token, never from a field the agent fills in) and plain arguments, and
+returns a JSON-ready dict; bad input raises a ``reviews.errors.VettedError``
+whose message says what was wrong and what is allowed.
+
+Reads go through the retrieval gate; writes call ``reviews.actions`` (the
+only place state changes) and nothing here approves, edits, retires,
+verifies or deletes anything. Records in scopes the agent may not read do
+not exist for it: they are not returned, counted or named.
+
+Modules: ``inputs`` (parsing what the agent sends), ``shapes`` (what it
+receives), ``describe``, ``reads``, ``proposals`` (writes) and ``limits``
+(the write rate limit). Everything public is re-exported here.
+"""
+
+from .describe import describe
+from .limits import ProposalRateLimiter, rate_limiter
+from .proposals import dispute, propose_context, propose_retirement
+from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
+from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
+
+__all__ = [
+    "EXCERPT_CHARS", "LIST_LIMIT_DEFAULT", "LIST_LIMIT_MAX", "ProposalRateLimiter", "WITHHELD_EXPLAINED",
+    "describe", "dispute", "list_records", "proposal_shape", "proposal_status", "propose_context",
+    "propose_retirement", "quality_check", "rate_limiter", "read", "record_full", "record_summary", "search",
+]

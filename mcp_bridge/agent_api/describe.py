@@ -1,0 +1,66 @@
+"""describe: the live vocabulary, the write rules and what the agent may see."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+
+from reviews import validation as v
+from reviews.checksum import content_checksum
+from reviews.models import SCOPES, Agent, Proposal, ProposalState, Record
+
+
+def describe(agent: Agent) -> dict:
+    """The live vocabulary an agent writes with, the write rules, and what it may see.
+
+    Counts are of exactly what search can deliver to this agent (the
+    domain's deliverable rule plus the checksum), and of its own pending
+    proposals: nothing it may not see is counted."""
+    today = timezone.localdate()
+    scopes = [s for s in SCOPES if s in agent.scopes]
+    by_scope: dict[str, int] = {s: 0 for s in scopes}
+    by_kind: dict[str, int] = {k: 0 for k in v.kinds()}
+    tag_counts: dict[str, int] = {}
+    rows = Record.objects.deliverable(scopes, today).values_list("scope", "kind", "title", "body", "tags",
+                                                                 "approved_checksum")
+    for scope, kind, title, body, record_tags, approved in rows.iterator(chunk_size=1000):
+        if content_checksum(kind=kind, scope=scope, title=title, body=body, tags=record_tags) != approved:
+            continue  # edited out of band: search withholds it
+        by_scope[scope] = by_scope.get(scope, 0) + 1
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+        for tag in record_tags:
+            tag_counts[tag] = tag_counts.get(tag, 0) + 1
+    tags = [{"name": name, "records": count}
+            for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0]))[:200]]
+    pending = Proposal.objects.filter(state=ProposalState.PENDING, agent=agent)
+    return {
+        "server": "Vetted",
+        "about": ("A shared memory in which nothing becomes true until a person approves it. You can search, read, "
+                  "list and describe; you can propose new records, revisions, retirements and disputes. A reviewer "
+                  "decides; proposal_status tells you what they decided."),
+        "agent": {"id": agent.public_id, "name": agent.name, "scopes": scopes, "source_tool": agent.source_tool},
+        "scopes": [{"name": s, "records": by_scope.get(s, 0)} for s in scopes],
+        "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
+        "tags": tags,
+        "records_current": sum(by_scope.values()),
+        "pending_proposals": {"yours": pending.count()},
+        "write_rules": {
+            "title": f"{v.TITLE_MIN}-{v.TITLE_MAX} characters, one line",
+            "body": f"{v.BODY_MIN}-{v.BODY_MAX} characters of Markdown; real text, no keyboard mashing",
+            "kind": f"one of: {', '.join(v.kinds())}",
+            "scope": f"one of your scopes: {', '.join(scopes)}",
+            "tags": (f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
+                     "reuse the tags listed above where they fit"),
+            "reason": f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)",
+            "review_by": "optional future date (YYYY-MM-DD); default: today + the kind's review_days",
+            "duplicates": ("an exact copy of a record you can read or of your own pending proposal is refused with "
+                           f"its id; text with similarity >= {settings.VETTED_NEAR_DUPLICATE} to one of those in the "
+                           "same scope is answered with similar_exists unless you pass confirm_duplicate=true or "
+                           "revise that record; anything you cannot see is the reviewer's to compare"),
+            "rate_limit": (f"{settings.VETTED_PROPOSALS_PER_MINUTE} proposals per minute"
+                           if settings.VETTED_PROPOSALS_PER_MINUTE else "none"),
+        },
+        "save": ("Durable facts, decisions, preferences and procedures that will still be true next month and that "
+                 "another tool or session would need. Do not save secrets, credentials, guesses, transient task "
+                 "state, or anything already returned by search (revise it instead)."),
+    }

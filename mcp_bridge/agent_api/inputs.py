@@ -1,0 +1,92 @@
+"""Parsing what an agent sends: ids, filters, dates. Each helper either
+returns the clean value or adds a message (what was wrong, what is allowed)
+to ``errors``; ``_raise`` then reports every problem at once."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from retrieval.gate import Reader
+from reviews import ids
+from reviews import validation as v
+from reviews.errors import ValidationFailed
+from reviews.models import Agent
+
+
+def _reader(agent: Agent) -> Reader:
+    return Reader.for_agent(agent)
+
+
+def _record_id(value, field: str = "id") -> str:
+    text = str(value or "").strip() if isinstance(value, str) else ""
+    if not ids.RECORD_ID_RE.match(text):
+        shown = repr(value)[:60] if value not in (None, "") else "nothing"
+        raise ValidationFailed({field: f"got {shown}; a record id looks like {ids.describe(ids.RECORD)} ({ids.EXAMPLE_RECORD_ID})"})
+    return text
+
+
+def _proposal_id(value) -> str:
+    text = str(value or "").strip() if isinstance(value, str) else ""
+    if not ids.PROPOSAL_ID_RE.match(text):
+        shown = repr(value)[:60] if value not in (None, "") else "nothing"
+        raise ValidationFailed({"id": f"got {shown}; a proposal id looks like {ids.describe(ids.PROPOSAL)}"})
+    return text
+
+
+def _optional_kind(value, errors: dict) -> list[str]:
+    if value in (None, ""):
+        return []
+    try:
+        return [v.clean_kind(value)]
+    except ValidationFailed as exc:
+        errors.update(exc.fields)
+        return []
+
+
+def _optional_scope(agent: Agent, value, errors: dict) -> list[str]:
+    if value in (None, ""):
+        return []
+    scope = str(value).strip().lower()
+    if scope not in agent.scopes:
+        errors["scope"] = f"got {str(value)[:40]!r}; your scopes: {', '.join(agent.scopes)}"
+        return []
+    return [scope]
+
+
+def _tag_list(value, errors: dict, field: str = "tags") -> list[str]:
+    if value in (None, "", []):
+        return []
+    try:
+        return v.clean_tags(value)
+    except ValidationFailed as exc:
+        errors[field] = exc.fields.get("tags", exc.message)
+        return []
+
+
+def _since(value, errors: dict) -> datetime | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        parsed = None
+        try:
+            parsed = parse_datetime(text)
+            if parsed is None:
+                day = parse_date(text)
+                parsed = datetime(day.year, day.month, day.day) if day else None
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            if timezone.is_naive(parsed):
+                parsed = timezone.make_aware(parsed)
+            return parsed
+    errors["since"] = f"got {str(value)[:40]!r}; a date (2026-11-30) or an ISO date-time (2026-11-30T09:00:00Z)"
+    return None
+
+
+def _raise(errors: dict) -> None:
+    if errors:
+        raise ValidationFailed(errors)

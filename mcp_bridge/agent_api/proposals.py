@@ -1,0 +1,140 @@
+"""What an agent may propose: new records, revisions, retirements, disputes.
+The near-duplicate check happens here; every write is an action call."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from retrieval.similar import similar_pending, similar_records
+from reviews import actions
+from reviews import validation as v
+from reviews.checksum import content_checksum
+from reviews.errors import ValidationFailed
+from reviews.models import Agent, Proposal, Record
+
+from .inputs import _raise, _record_id
+from .limits import rate_limiter
+from .shapes import proposal_shape
+
+
+def _pending_answer(proposal: Proposal, message: str) -> dict:
+    return {"status": "pending", "proposal": proposal_shape(proposal), "proposal_id": proposal.public_id,
+            "message": message}
+
+
+def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=None, tags=None, reason=None,
+                    review_by=None, revises=None, confirm_duplicate=False) -> dict:
+    """A create proposal, or a revise proposal when ``revises`` names a record.
+
+    Exact duplicates are refused by the action (DuplicateContent with the
+    existing id). Near duplicates in the same scope are not stored: the answer
+    is ``similar_exists`` with their ids, unless ``confirm_duplicate`` is true.
+    Either way only what the agent may be told about counts: records it can
+    read and its own pending proposals. Anything else is stored like any
+    proposal and the reviewer sees the cluster; the answer is the same as if
+    it did not exist.
+    """
+    rate_limiter.hit(agent)
+    if not isinstance(confirm_duplicate, bool):
+        raise ValidationFailed({"confirm_duplicate": f"got {confirm_duplicate!r}; true or false"})
+    if revises not in (None, ""):
+        return _propose_revision(agent, _record_id(revises, "revises"), title=title, body=body, kind=kind,
+                                 scope=scope, tags=tags, reason=reason, review_by=review_by,
+                                 confirm_duplicate=confirm_duplicate)
+    fields = {"title": title, "body": body, "kind": kind, "scope": scope, "tags": tags, "review_by": review_by}
+    # Validate everything first, so bad input gets the full list of problems
+    # before any similarity is computed.
+    errors: dict[str, str] = {}
+    content: dict = {}
+    try:
+        content = v.clean_content(fields)
+    except ValidationFailed as exc:
+        errors.update(exc.fields)
+    try:
+        v.clean_reason(reason)
+    except ValidationFailed as exc:
+        errors.update(exc.fields)
+    if "scope" not in errors and content and content["scope"] not in agent.scopes:
+        errors["scope"] = f"got {content['scope']!r}; your scopes: {', '.join(agent.scopes)}"
+    _raise(errors)
+    if not confirm_duplicate:
+        answer = _near_duplicates(content, agent, exclude=())
+        if answer:
+            return answer
+    proposal = actions.propose_create(agent=agent, reason=reason, **fields)
+    return _pending_answer(proposal, "Stored as a pending proposal. A reviewer will accept, revise or reject it; "
+                                     f"call proposal_status with {proposal.public_id} to learn the decision.")
+
+
+def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, reason, **given) -> dict:
+    changes = {name: value for name, value in given.items() if value is not None}
+    target = Record.objects.filter(public_id=target_id).first()
+    if target is not None and target.scope in agent.scopes and not confirm_duplicate:
+        # A revision is naturally close to what it revises (and its chain);
+        # only *other* current records count as near duplicates.
+        chain = {target.public_id}
+        if target.supersedes_id:
+            chain.add(target.supersedes.public_id)
+        # From the approved text, as the action does: text changed outside
+        # Vetted plays no part in what the agent is told (no copy: the action refuses).
+        base = target.approved_version() or target.checksummed_content()
+        content = {"title": changes.get("title", base["title"]), "body": changes.get("body", base["body"]),
+                   "scope": base["scope"], "tags": changes.get("tags", base["tags"])}
+        try:
+            content["tags"] = v.clean_tags(content["tags"])
+            content["title"], content["body"] = v.clean_title(content["title"]), v.clean_body(content["body"])
+        except ValidationFailed:
+            pass  # the action reports every problem, by field
+        else:
+            answer = _near_duplicates(content, agent, exclude=chain)
+            if answer:
+                return answer
+    proposal = actions.propose_revision(target_id, agent=agent, reason=reason, **changes)
+    return _pending_answer(proposal, f"Stored as a pending revision of {target_id}. If accepted, a new record "
+                                     f"supersedes {target_id}; call proposal_status with {proposal.public_id} to learn the decision.")
+
+
+def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
+    """similar_exists when records the agent can read, or its own pending
+    proposals, in the same scope say nearly the same (exact copies are the
+    action's to refuse). Other agents' proposals are never named, nor
+    counted: their text is nobody's to learn before review."""
+    threshold = settings.VETTED_NEAR_DUPLICATE
+    if threshold >= 1.0:
+        return None
+    exact = content_checksum(kind=content.get("kind", ""), scope=content["scope"], title=content["title"],
+                             body=content["body"], tags=content["tags"]) if "kind" in content else None
+    hits = similar_records(content["title"], content["body"], tags=content["tags"], scopes=[content["scope"]],
+                           threshold=threshold, exclude_ids=exclude)
+    hits = [h for h in hits if h.record.approved_checksum != exact]
+    waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
+                              threshold=threshold, exclude_checksum=exact, agent=agent)
+    if not hits and not waiting:
+        return None
+    ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])
+    where = " and ".join(part for part in (
+        f"{len(hits)} current record(s)" if hits else "",
+        f"{len(waiting)} of your proposal(s) already waiting for review" if waiting else "") if part)
+    return {
+        "status": "similar_exists",
+        "similar": [h.as_dict() for h in hits] + [w.as_dict() for w in waiting],
+        "threshold": threshold,
+        "message": (f"Not stored: {where} in scope {content['scope']!r} say nearly the same ({ids}). Read them "
+                    "first. If a record is outdated or incomplete, propose a revision of it (revises=<id>); if a "
+                    "pending proposal covers it, wait for the reviewer (proposal_status); if yours is genuinely "
+                    "different, call again with confirm_duplicate=true."),
+    }
+
+
+def propose_retirement(agent: Agent, record_id, reason) -> dict:
+    rate_limiter.hit(agent)
+    proposal = actions.propose_retirement(_record_id(record_id), agent=agent, reason=reason)
+    return _pending_answer(proposal, f"Stored as a pending retirement of {proposal.target.public_id}; the record "
+                                     "stays in search until a reviewer accepts it.")
+
+
+def dispute(agent: Agent, record_id, reason) -> dict:
+    rate_limiter.hit(agent)
+    proposal = actions.dispute_record(_record_id(record_id), agent=agent, reason=reason)
+    return _pending_answer(proposal, f"{proposal.target.public_id} is now disputed and withheld from search until "
+                                     "a reviewer clears the dispute, retires it, or corrects it.")

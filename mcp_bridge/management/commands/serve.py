@@ -1,0 +1,71 @@
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from memory_site.defaults import DEFAULT_PORT
+from memory_site.files import serve_lock_path
+
+
+class Command(BaseCommand):
+    help = (
+        "Run Vetted: one ASGI process (uvicorn) serving the site, with the embedding model loaded once "
+        "and kept warm. Binds to 127.0.0.1 unless told otherwise."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+
+    def handle(self, *args, **opts):
+        import uvicorn
+
+        from retrieval import index
+        from retrieval.embeddings import get_embedder
+
+        host, port = opts["host"], opts["port"]
+        if not 1 <= port <= 65535:
+            raise CommandError(f"--port {port}: use 1-65535.")
+        bare_host = host.strip("[]")
+        if bare_host not in settings.ALLOWED_HOSTS and "*" not in settings.ALLOWED_HOSTS and bare_host not in ("0.0.0.0", "::"):
+            self.stderr.write(f"Note: {host} is not in VETTED_ALLOWED_HOSTS ({', '.join(settings.ALLOWED_HOSTS)}); "
+                              "requests naming it will be refused.")
+        # Load the model now, not on the first search, and catch up on any
+        # records changed while the server was down (e.g. by an import).
+        embedder = get_embedder()
+        try:
+            stats = index.sync(embedder)
+        except index.IndexModelMismatch as exc:
+            raise CommandError(str(exc)) from None
+        if stats.records:
+            self.stderr.write(f"Index: embedded {stats.records} changed record(s) at startup.")
+        report = index.check()
+        if not report.ok:
+            self.stderr.write("Index problems (run `python manage.py check_index` for details, "
+                              "`python manage.py reindex` to rebuild):")
+            for problem in report.problems:
+                self.stderr.write(f"  {problem}")
+        self._hold_serve_lock()
+        self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
+        from memory_site.asgi import application
+
+        # X-Forwarded-For/-Proto are believed only when an operator said a
+        # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
+        # trust them from any loopback client, e.g. a local agent.
+        uvicorn.run(application, host=host, port=port, log_level="info", lifespan="on",
+                    access_log=True, server_header=False, proxy_headers=settings.VETTED_BEHIND_PROXY)
+        sys.stderr.flush()
+
+    def _hold_serve_lock(self):
+        """A shared lock on <database>.serve-lock for the life of the process, so
+        `restore` can tell for certain that a server has the database open
+        (servers share it; restore needs it exclusively)."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: restore falls back to asking /health
+            return
+        path = serve_lock_path()
+        handle = open(path, "a")
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        self._serve_lock = handle  # kept open (and locked) until the process ends
+

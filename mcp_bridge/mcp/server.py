@@ -1,0 +1,242 @@
+"""The MCP server agents talk to (streamable HTTP at /mcp, and through the
+stdio bridge). Every tool is a thin wrapper over ``mcp_bridge.agent_api``.
+
+The most important feature is the tool that is not here: there is no tool
+to approve, edit, delete, retire or verify anything (tests/test_mcp_http.py
+lists the tools and fails if one appears).
+
+Identity: the ASGI guard (``mcp_bridge.mcp.guard``) refuses requests without a
+valid agent token before they reach the SDK; each tool call then resolves
+the agent again from the same request's ``Authorization`` header, so a
+token revoked mid-session stops working on the next call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from typing import Annotated, Any, Literal
+
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from mcp_bridge import agent_api
+from memory_site import __version__ as VERSION
+from reviews import actions
+from reviews import validation as v
+from reviews.errors import VettedError
+from reviews.models import Agent
+
+log = logging.getLogger("vetted.mcp")
+
+INSTRUCTIONS = """\
+Vetted is a shared memory in which nothing becomes true until a person approves it.
+Call `describe` once at the start of a session (vocabulary, your scopes, write rules).
+Call `search` before answering from memory or proposing anything; `read` gives a whole record.
+Use `propose_context` for durable knowledge worth keeping (decisions, facts, preferences,
+procedures), with a reason; it is stored as a pending proposal for a human reviewer.
+Use `dispute` when a record is wrong and `propose_retirement` when it no longer holds.
+Never store secrets, credentials, guesses or transient task state."""
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+PROPOSE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+
+
+def _agent(ctx: Context) -> Agent:
+    headers = ctx.headers or {}
+    header = headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer":
+        token = ""
+    agent = actions.agent_for_token(token)
+    actions.note_agent_seen(agent)
+    return agent
+
+
+def _tool(fn):
+    """Resolve the agent, run the operation, turn domain errors into tool
+    errors the model can act on, and give the worker thread's database
+    connection back (the SDK runs sync tools in a thread pool that Django's
+    request signals never see)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, ctx: Context, **kwargs):
+        close_old_connections()
+        try:
+            return fn(_agent(ctx), *args, **kwargs)
+        except VettedError as exc:
+            raise ToolError(_error_text(exc)) from None
+        finally:
+            close_old_connections()
+
+    # The SDK builds the input schema from the signature: show it without the
+    # agent (it comes from the token) and with the Context it should inject.
+    signature = inspect.signature(fn, eval_str=True)
+    params = list(signature.parameters.values())[1:]
+    params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+    wrapper.__signature__ = signature.replace(parameters=params)
+    wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": signature.return_annotation}
+    del wrapper.__wrapped__
+    return wrapper
+
+
+def _error_text(exc: VettedError) -> str:
+    text = f"[{exc.code}] {exc.message}"
+    existing = exc.details.get("existing_id")
+    if existing and existing not in text:
+        text += f" (existing: {existing})"
+    return text
+
+
+Query = Annotated[str, Field(description="What you want to know, in plain words or with exact identifiers "
+                                         "(e.g. 'how do we deploy the billing API', 'ACME-1234').",
+                             max_length=2000)]
+Mode = Annotated[Literal["hybrid", "keyword", "semantic"], Field(description="'hybrid' (default: meaning + keywords + exact identifiers), 'keyword' "
+                                        "(exact words only) or 'semantic' (meaning only).")]
+Kind = Annotated[str | None, Field(description="Only this kind (see describe: fact, preference, procedure, decision, "
+                                               "reference, event, ...).")]
+Scope = Annotated[str | None, Field(description="Only this scope: 'personal', 'team' or 'system' (one of yours).")]
+Tags = Annotated[list[str] | None, Field(description="Only records carrying all of these tags.", max_length=20)]
+RecordId = Annotated[str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).",
+                                max_length=40)]
+Reason = Annotated[str, Field(description="Why, in a sentence or two; the human reviewer reads it.", max_length=2000)]
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("vetted", title="Vetted memory", version=VERSION, instructions=INSTRUCTIONS,
+                       website_url=None, log_level="WARNING")
+
+    @server.tool(annotations=READ_ONLY)
+    @_tool
+    def describe(agent: Agent) -> dict[str, Any]:
+        """Call this first in a session. Returns what this memory holds and how to write to it: the kinds
+        (with review periods and record counts), your scopes with counts, the tags in use (reuse them),
+        the write rules and limits, and how many of your proposals wait for review. Takes no arguments.
+        Example: describe() -> {"scopes": [{"name": "team", "records": 42}], "kinds": [...], "tags": [...], ...}"""
+        return agent_api.describe(agent)
+
+    @server.tool(annotations=READ_ONLY)
+    @_tool
+    def search(agent: Agent, query: Query, mode: Mode = "hybrid", kind: Kind = None, scope: Scope = None,
+               tags: Tags = None, limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
+               ) -> dict[str, Any]:
+        """Search approved memory before you answer from memory or propose something. Returns only records
+        that are true right now (approved, not overdue, unchanged since approval, not disputed, retired or
+        superseded): id, title, kind, scope, tags, body (the most relevant excerpt when long), approval and
+        verification dates, review_by and score; plus how many matches were withheld and why.
+        Example: search(query="billing API deploy window", kind="procedure")"""
+        return agent_api.search(agent, query, mode=mode, kind=kind, scope=scope, tags=tags, limit=limit)
+
+    @server.tool(annotations=READ_ONLY)
+    @_tool
+    def read(agent: Agent, id: RecordId) -> dict[str, Any]:  # noqa: A002 - the tool's argument is called id
+        """Read one whole record by id. A record that is not deliverable right now (retired, superseded,
+        disputed, overdue, edited since approval) comes back with deliverable=false and the reason instead of
+        its text; a superseded one names its current version.
+        Example: read(id="rec_1a2b3c4d5e6f")"""
+        return agent_api.read(agent, id)
+
+    @server.tool(name="list", annotations=READ_ONLY)
+    @_tool
+    def list_records(agent: Agent, kind: Kind = None, scope: Scope = None,
+                     tag: Annotated[str | None, Field(description="Only records with this tag.")] = None,
+                     since: Annotated[str | None, Field(description="Only records approved on or after this date "
+                                                                    "(YYYY-MM-DD or ISO date-time).")] = None,
+                     limit: Annotated[int, Field(description="How many, 1-100.", ge=1, le=100)] = 20,
+                     ) -> dict[str, Any]:
+        """List recently approved records you can rely on, newest first, with a short excerpt each (use read
+        for the whole text). Good for catching up on what changed. Example: list(since="2026-11-01", scope="team")"""
+        return agent_api.list_records(agent, kind=kind, scope=scope, tag=tag, since=since, limit=limit)
+
+    @server.tool(annotations=PROPOSE)
+    @_tool
+    def propose_context(
+        agent: Agent,
+        title: Annotated[str, Field(description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, one line).")],
+        body: Annotated[str, Field(description="The knowledge itself in Markdown, self-contained: someone reading "
+                                               f"only this must understand it ({v.BODY_MIN}-{v.BODY_MAX} characters).")],
+        kind: Annotated[str, Field(description="fact, preference, procedure, decision, reference or event "
+                                               "(describe lists the kinds in use).")],
+        scope: Annotated[str, Field(description="'personal' (only you and the user), 'team' (shared) or 'system'; "
+                                                "must be one of your scopes.")],
+        reason: Reason,
+        tags: Annotated[list[str] | None, Field(description="Up to 20 lowercase tags; reuse tags from describe.")] = None,
+        review_by: Annotated[str | None, Field(description="When a person should re-check it (YYYY-MM-DD, future); "
+                                                           "default: today + the kind's review period.")] = None,
+        revises: Annotated[str | None, Field(description="To correct or update an existing record, its id; the "
+                                                         "accepted revision supersedes it. Scope cannot change.")] = None,
+        confirm_duplicate: Annotated[bool, Field(description="Set true only after a similar_exists answer, when "
+                                                             "your text is genuinely different.")] = False,
+    ) -> dict[str, Any]:
+        """Propose durable knowledge for the shared memory: a new record, or a revision of one (revises=<id>).
+        Nothing is stored as true: the proposal waits for a human reviewer, who accepts, edits or rejects it.
+        Search first. An exact copy of a record you can read, or of your own pending proposal, is refused with
+        its id; text nearly the same as one of those (same scope) returns status "similar_exists" with the ids
+        and is not stored. Other agents' proposals are never named: the reviewer sees and compares them.
+        Do not save secrets, credentials, guesses or transient task state.
+        Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
+        (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",
+        kind="procedure", scope="team", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
+        return agent_api.propose_context(agent, title=title, body=body, kind=kind, scope=scope, tags=tags,
+                                         reason=reason, review_by=review_by, revises=revises,
+                                         confirm_duplicate=confirm_duplicate)
+
+    @server.tool(annotations=PROPOSE)
+    @_tool
+    def propose_retirement(agent: Agent, id: RecordId, reason: Reason) -> dict[str, Any]:  # noqa: A002
+        """Ask the reviewer to retire a record that no longer holds (the project ended, the tool was replaced).
+        The record stays in search until the reviewer accepts. To correct a record instead, use
+        propose_context with revises=<id>. Example: propose_retirement(id="rec_1a2b3c4d5e6f",
+        reason="The Jenkins server was shut down in October; CI runs on GitHub Actions now.")"""
+        return agent_api.propose_retirement(agent, id, reason)
+
+    @server.tool(annotations=PROPOSE)
+    @_tool
+    def dispute(agent: Agent, id: RecordId, reason: Reason) -> dict[str, Any]:  # noqa: A002
+        """Flag a record you have evidence is wrong. It is withheld from search at once, until the reviewer
+        clears the dispute, retires the record or corrects it. Give the evidence in the reason.
+        Example: dispute(id="rec_1a2b3c4d5e6f", reason="The README in acme/billing-api says deploys are on
+        Tuesdays only since v2.3.")"""
+        return agent_api.dispute(agent, id, reason)
+
+    @server.tool(annotations=READ_ONLY)
+    @_tool
+    def proposal_status(agent: Agent, id: Annotated[str, Field(description="A proposal id (prop_...) returned "  # noqa: A002
+                                                                            "when you proposed.", max_length=40)],
+                        ) -> dict[str, Any]:
+        """What the reviewer decided about one of your proposals: its state (pending, accepted, rejected,
+        withdrawn), the reviewer's note, and the resulting record id when accepted (possibly edited by the
+        reviewer). Example: proposal_status(id="prop_1a2b3c4d5e6f")"""
+        return agent_api.proposal_status(agent, id)
+
+    @server.tool(annotations=READ_ONLY)
+    @_tool
+    def quality_check(agent: Agent, scope: Scope = None) -> dict[str, Any]:
+        """Ask where the memory looks inconsistent, in your scopes: possible contradictions between records you
+        can read (close in meaning but differing in a negation, number, version, date or name), broken
+        supersession, your own proposals waiting too long, and records withheld from you (overdue or edited
+        since approval), by id only. It only flags; it changes nothing.
+        Use it when search results disagree with each other. Example: quality_check(scope="team")"""
+        return agent_api.quality_check(agent, scope=scope)
+
+    return server
+
+
+def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
+    """DNS-rebinding protection for /mcp from Django's ALLOWED_HOSTS: the Host
+    header must name an allowed host (any port), and a browser Origin, when
+    sent, must be http(s) on one of them."""
+    hosts, origins = [], []
+    for host in allowed_hosts:
+        if host == "*":
+            return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        bare = host.lstrip(".")
+        hosts += [bare, f"{bare}:*"]
+        origins += [f"http://{bare}", f"https://{bare}", f"http://{bare}:*", f"https://{bare}:*"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)

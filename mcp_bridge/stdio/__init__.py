@@ -1,0 +1,1 @@
+"""The stdio bridge (standard library only; see bridge.py)."""

@@ -1,0 +1,52 @@
+"""Helpers shared by the management commands (the terminal reviewer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from datetime import date
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
+
+
+def resolve_reviewer(username: str | None):
+    """The person a command acts as: --reviewer, else $VETTED_REVIEWER, else
+    the only active superuser. Decisions are always attributed to a person."""
+    User = get_user_model()
+    username = username or os.environ.get("VETTED_REVIEWER") or None
+    if username:
+        try:
+            user = User.objects.get(username=username)
+        except User.DoesNotExist:
+            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.") from None
+        if not user.is_active:
+            raise CommandError(f"User {username!r} is inactive.")
+        if not user.is_staff:
+            raise CommandError(f"User {username!r} is not a reviewer (staff) account, so it cannot decide; make it "
+                               "one in the admin (Staff status) or choose another with --reviewer.")
+        return user
+    candidates = list(User.objects.filter(is_active=True, is_superuser=True)[:2])
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise CommandError(
+            "No reviewer account exists yet. Create one first: open the site once "
+            "(it asks for the account) or run `python manage.py createsuperuser`."
+        )
+    raise CommandError("Several reviewer accounts exist; say which one acts: --reviewer USERNAME (or VETTED_REVIEWER).")
+
+
+def iso_date(value: str) -> date:
+    """argparse type for YYYY-MM-DD. ArgumentTypeError, not CommandError:
+    argparse turns it into a usage error, while a CommandError raised during
+    parsing escapes as a traceback."""
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
+
+
+def dumps(data) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=False, default=str)

@@ -1,0 +1,140 @@
+"""MCP client configuration: the exact block each client (Claude Code, Claude
+Desktop, Codex, Cursor) expects for Vetted, and the instruction text for the
+client's global instructions.
+
+Pure data and functions (no Django, no gateway): `manage.py connect` merges
+these blocks into config files (mcp_bridge/connect.py) and the inbox's agents
+page shows them next to a new token.
+
+stdio (the default) runs the bridge with absolute paths, so the client needs
+nothing on its PATH and the bridge can start the daemon when it is down.
+HTTP points the client straight at /mcp with the token in a header, for
+clients that support remote servers with headers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+
+from .defaults import DEFAULT_URL, PROJECT_DIR
+
+SERVER_NAME = "vetted"
+
+GLOBAL_INSTRUCTIONS = """\
+## Shared memory (Vetted)
+You have a shared, human-reviewed memory through the `vetted` MCP server.
+- At the start of a session call `describe` once: it lists the kinds, scopes and tags in use and the write rules.
+- Before answering from memory, or before proposing anything, call `search` (and `read` for a whole record).
+  Only what a person approved is returned; trust it over your own recollection, and say when you used it.
+- When you learn something durable that another session or tool would need (a decision, a fact about a
+  system, a user preference, a procedure), call `propose_context` with a reason. It waits for the user's review.
+  To correct a record, propose a revision (`revises`); if a record is wrong, `dispute` it with the evidence;
+  if it no longer holds, `propose_retirement`.
+- Do not save secrets, credentials, personal data of others, guesses, or transient task state.
+- Use `proposal_status` to learn what the reviewer decided; never re-propose a rejected item unchanged."""
+
+
+class ConnectError(Exception):
+    """Something the person running `connect` has to fix; the message says how."""
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    name: str
+    label: str
+    fmt: str  # "json" or "toml"
+    http: bool  # can it reach a remote server with a bearer header?
+
+    def config_path(self) -> Path:
+        home = Path.home()
+        if self.name == "claude-code":
+            return home / ".claude.json"
+        if self.name == "claude-desktop":
+            if sys.platform == "darwin":
+                return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+            if sys.platform == "win32":
+                return Path(os.environ.get("APPDATA", home)) / "Claude" / "claude_desktop_config.json"
+            return home / ".config" / "Claude" / "claude_desktop_config.json"
+        if self.name == "codex":
+            return Path(os.environ.get("CODEX_HOME") or home / ".codex") / "config.toml"
+        if self.name == "cursor":
+            return home / ".cursor" / "mcp.json"
+        raise ConnectError(f"unknown client {self.name!r}")
+
+
+CLIENTS = {
+    "claude-code": ClientSpec("claude-code", "Claude Code", "json", http=True),
+    "claude-desktop": ClientSpec("claude-desktop", "Claude Desktop", "json", http=False),
+    "codex": ClientSpec("codex", "Codex", "toml", http=True),
+    "cursor": ClientSpec("cursor", "Cursor", "json", http=True),
+}
+
+
+def server_entry(client: ClientSpec, *, token: str, url: str, home: Path, http: bool) -> dict:
+    """The server's entry in the client's config (the value under its name)."""
+    if http:
+        if not client.http:
+            raise ConnectError(f"{client.label} cannot send a bearer header to a remote server; use the stdio "
+                               "bridge (drop --http).")
+        mcp_url = url.rstrip("/") + "/mcp"
+        if client.name == "codex":
+            # Codex refuses inline tokens: it reads the token from this variable.
+            return {"url": mcp_url, "bearer_token_env_var": "VETTED_TOKEN"}
+        entry = {"url": mcp_url, "headers": {"Authorization": f"Bearer {token}"}}
+        if client.name == "claude-code":
+            entry = {"type": "http", **entry}
+        return entry
+    env = {"VETTED_TOKEN": token, "VETTED_HOME": str(home)}
+    if url.rstrip("/") != DEFAULT_URL:
+        env["VETTED_URL"] = url.rstrip("/")
+    entry = {"command": sys.executable, "args": [str(PROJECT_DIR / "manage.py"), "mcp_stdio"], "env": env}
+    if client.name == "claude-code":
+        entry = {"type": "stdio", **entry}
+    return entry
+
+
+def render(client: ClientSpec, entry: dict) -> str:
+    """The block to paste into the client's config file."""
+    if client.fmt == "toml":
+        doc = tomlkit.document()
+        servers = tomlkit.table(is_super_table=True)
+        servers.add(SERVER_NAME, _toml_table(entry))
+        doc.add("mcp_servers", servers)
+        return tomlkit.dumps(doc).strip()
+    return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
+
+
+def _toml_table(entry: dict):
+    table = tomlkit.table()
+    for key, value in entry.items():
+        if isinstance(value, dict):
+            inline = tomlkit.inline_table()
+            inline.update(value)
+            table.add(key, inline)
+        else:
+            table.add(key, value)
+    return table
+
+
+def cli_command(client: ClientSpec, entry: dict) -> str | None:
+    """The client's own command that adds the same entry, where it has one."""
+    if client.name == "claude-code":
+        return f"claude mcp add-json {SERVER_NAME} '{json.dumps(entry)}' --scope user"
+    return None
+
+
+def snippets(token: str, *, url: str, home: Path) -> list[dict]:
+    """Every client's config block for one token (the agents page shows them
+    next to the new token): label, target file, text, and a CLI command."""
+    result = []
+    for client in CLIENTS.values():
+        entry = server_entry(client, token=token, url=url, home=home, http=False)
+        result.append({"client": client.name, "label": client.label, "path": str(client.config_path()),
+                       "text": render(client, entry), "command": cli_command(client, entry)})
+    return result

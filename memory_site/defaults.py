@@ -1,0 +1,12 @@
+"""Where the project lives and where the daemon listens by default.
+
+Standard library only: the stdio bridge imports this, and it must start
+without Django (see mcp_bridge/stdio/bridge.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_PORT = 8765
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"

@@ -1,0 +1,65 @@
+"""Every state change in Vetted, one function each (``from reviews import actions``).
+
+Contract shared by all actions:
+- atomic: it either fully happens or changes nothing;
+- it re-reads and locks the rows it changes inside its transaction (SQLite
+  runs transactions as BEGIN IMMEDIATE, which takes the database write lock
+  up front, so the re-read state cannot change before commit; on other
+  databases ``select_for_update`` does the locking);
+- it validates its inputs and raises a ``reviews.errors.VettedError``
+  subclass for bad input or an invalid transition, writing nothing;
+- it writes exactly one AuditEvent in the same transaction (an import writes
+  one per row it creates).
+
+Views, the REST API, MCP tools, the admin and management commands call these
+and never change models themselves.
+
+Actors: a ``User`` (a reviewer), an ``Agent``, or a ``SystemActor``. Only
+active staff users may decide anything; agents may only propose, dispute and
+withdraw their own proposals.
+
+The package holds one module per family: ``proposals`` (agents propose),
+``decisions`` (a reviewer decides a proposal), ``records`` (a reviewer acts
+on a record), ``agents`` (agents and tokens), ``accounts`` (reviewer
+accounts), ``imports`` (files and snapshots); ``_common`` holds what they
+share. Everything public is re-exported here.
+"""
+
+from ..models import Agent
+from ._common import Actor, SystemActor, _checksum_of, _require_reviewer
+from .accounts import create_first_reviewer, is_loopback
+from .agents import (
+    IMPORT_AGENT_NAME,
+    SEEN_EVERY_SECONDS,
+    TOKEN_PREFIX,
+    agent_for_token,
+    create_agent,
+    import_agent,
+    note_agent_seen,
+    revoke_agent,
+    rotate_agent_token,
+)
+from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
+from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
+from .proposals import dispute_record, propose_create, propose_retirement, propose_revision, withdraw_proposal
+from .records import (
+    approve_current_text,
+    clear_dispute,
+    move_record,
+    restore_approved_text,
+    retire_record,
+    revise_record,
+    verify_record,
+)
+
+__all__ = [
+    "IMPORT_AGENT_NAME", "SEEN_EVERY_SECONDS", "TOKEN_PREFIX",
+    "Actor", "Agent", "ImportFailed", "ImportResult", "ImportSummary", "SystemActor",
+    "_checksum_of", "_require_reviewer",
+    "accept_proposal", "accept_proposal_with_revision", "agent_for_token", "approve_current_text", "clear_dispute",
+    "create_agent", "create_first_reviewer", "dispute_record", "import_agent", "import_records",
+    "import_snapshot", "is_loopback", "move_record", "note_agent_seen", "propose_create",
+    "propose_retirement", "propose_revision", "reject_proposal", "restore_approved_text", "retire_record",
+    "revise_record",
+    "revoke_agent", "rotate_agent_token", "verify_record", "withdraw_proposal",
+]

@@ -1,0 +1,336 @@
+"""What every action shares: the actor types, the audit writer, row locks,
+the checks that refuse a wrong actor or state, and content/checksum helpers.
+
+Private to the ``reviews.actions`` package: other code calls the actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from .. import validation as v
+from ..checksum import CHECKSUM_FIELDS, content_checksum
+from ..errors import (
+    ChecksumMismatch,
+    DuplicateContent,
+    InvalidTransition,
+    NotFound,
+    ScopeNotAllowed,
+    ValidationFailed,
+)
+from ..models import (
+    ActorType,
+    Agent,
+    AuditEvent,
+    Proposal,
+    ProposalAction,
+    ProposalState,
+    Record,
+    RecordStatus,
+    SubjectType,
+)
+
+
+
+@dataclass(frozen=True)
+class SystemActor:
+    """A component acting on its own (e.g. an importer); never a reviewer."""
+
+    name: str
+
+
+Actor = AbstractBaseUser | Agent | SystemActor
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def _actor_fields(actor: Actor) -> tuple[str, str]:
+    if isinstance(actor, Agent):
+        return ActorType.AGENT, actor.name
+    if isinstance(actor, SystemActor):
+        return ActorType.SYSTEM, actor.name
+    return ActorType.USER, actor.get_username()
+
+
+def _subject_fields(subject) -> tuple[str, str]:
+    if isinstance(subject, Record):
+        return SubjectType.RECORD, subject.public_id
+    if isinstance(subject, Proposal):
+        return SubjectType.PROPOSAL, subject.public_id
+    if isinstance(subject, Agent):
+        return SubjectType.AGENT, subject.public_id
+    return SubjectType.USER, subject.get_username()
+
+
+def _audit(event_type: str, *, actor: Actor, subject, record: Record | None = None,
+           proposal: Proposal | None = None, before: str = "", after: str = "",
+           snippet: str = "", extra: dict | None = None) -> AuditEvent:
+    actor_type, actor_name = _actor_fields(actor)
+    subject_type, subject_id = _subject_fields(subject)
+    return AuditEvent.objects.create(
+        event_type=event_type,
+        actor_type=actor_type,
+        actor=actor_name,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        record_ref=record.public_id if record else "",
+        proposal_ref=proposal.public_id if proposal else "",
+        checksum_before=before,
+        checksum_after=after,
+        snippet=(snippet or "")[:200],
+        extra=extra or {},
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _require_reviewer(actor) -> AbstractBaseUser:
+    if isinstance(actor, (Agent, SystemActor)) or not getattr(actor, "is_authenticated", False):
+        raise InvalidTransition(
+            "Only a reviewer (a signed-in person) can decide; agents and system components may only propose."
+        )
+    if not actor.is_active:
+        raise InvalidTransition(f"User {actor.get_username()!r} is inactive and cannot review.")
+    # The same rule as the site and the admin: deciding is for staff accounts,
+    # so a plain account (e.g. one made for the API docs) cannot decide from the CLI either.
+    if not actor.is_staff:
+        raise InvalidTransition(
+            f"User {actor.get_username()!r} is not a reviewer (staff) account and cannot decide; "
+            "an administrator can make it one in the admin (Staff status)."
+        )
+    return actor
+
+
+def _require_active_agent(agent: Agent) -> Agent:
+    if not isinstance(agent, Agent):
+        raise InvalidTransition("Proposals come from an agent.")
+    if not agent.is_active:
+        raise InvalidTransition(f"Agent {agent.name!r} has been revoked and can no longer propose.")
+    return agent
+
+
+def _check_agent_scope(agent: Agent, scope: str) -> None:
+    if not agent.can_use_scope(scope):
+        allowed = ", ".join(agent.scopes) or "none"
+        raise ScopeNotAllowed(
+            f"Agent {agent.name!r} may not write to scope {scope!r}; its scopes: {allowed}.",
+            scope=scope, allowed=list(agent.scopes),
+        )
+
+
+def _locked_record(record: Record | str) -> Record:
+    public_id = record if isinstance(record, str) else record.public_id
+    try:
+        return Record.objects.select_for_update().get(public_id=public_id)
+    except Record.DoesNotExist:
+        raise NotFound(f"No record with id {public_id!r}.") from None
+
+
+def _locked_proposal(proposal: Proposal | str) -> Proposal:
+    public_id = proposal if isinstance(proposal, str) else proposal.public_id
+    try:
+        return Proposal.objects.select_for_update().select_related("target").get(public_id=public_id)
+    except Proposal.DoesNotExist:
+        raise NotFound(f"No proposal with id {public_id!r}.") from None
+
+
+def _locked_agent(agent: Agent | str) -> Agent:
+    name = agent if isinstance(agent, str) else agent.name
+    try:
+        return Agent.objects.select_for_update().get(name=name)
+    except Agent.DoesNotExist:
+        raise NotFound(f"No agent named {name!r}.") from None
+
+
+def _visible_target(agent: Agent, record_id: Record | str) -> Record:
+    """The target record, as an agent may see it: out-of-scope records do not
+    exist for it. For a record changed outside Vetted both its current and
+    its approved scope must be the agent's (a scope edited by hand moves
+    nothing between spaces)."""
+    record = _locked_record(record_id)
+    approved = record.approved_text() if record.edited_since_approval else None
+    scopes = {record.scope, approved["scope"]} if approved else {record.scope}
+    if not all(agent.can_use_scope(scope) for scope in scopes):
+        raise NotFound(f"No record with id {record.public_id!r}.")
+    return record
+
+
+def _require_live(record: Record, doing: str) -> None:
+    if record.status == RecordStatus.SUPERSEDED:
+        successor = record.superseded_by.public_id if record.superseded_by_id else "a newer record"
+        raise InvalidTransition(
+            f"Cannot {doing} {record.public_id}: it was superseded by {successor}; act on that record instead.",
+            successor=successor,
+        )
+    if record.status == RecordStatus.RETIRED:
+        raise InvalidTransition(f"Cannot {doing} {record.public_id}: it is retired.")
+
+
+def _require_pending(proposal: Proposal, doing: str) -> None:
+    if proposal.state != ProposalState.PENDING:
+        who = f" by {proposal.decided_by.get_username()}" if proposal.decided_by_id else ""
+        raise InvalidTransition(
+            f"Cannot {doing} {proposal.public_id}: it was already {proposal.state}{who}.",
+            state=proposal.state,
+        )
+
+
+def _check_not_duplicate(checksum: str, *, ignore_proposal: Proposal | None = None,
+                         proposer: Agent | None = None, records_only: bool = False) -> None:
+    """Refuse content identical to a live record or a pending proposal.
+
+    For an agent's proposal (``proposer``) only what that agent may be told
+    about counts: records it can receive right now and its own pending
+    proposals. Anything else identical (another agent's proposal, a record
+    withheld from it) is no reason to refuse: refusing would tell it that
+    such text exists. The proposal is stored and the reviewer, who sees both,
+    decides: accepting one checks ``records_only`` (identical proposals may
+    wait side by side), and accepting the other is then refused here.
+    """
+    existing = Record.objects.live().filter(approved_checksum=checksum)
+    if proposer is not None:
+        existing = [r for r in existing.deliverable(proposer.scopes) if r.withhold_reason() is None]
+    existing = next(iter(existing), None)
+    if existing:
+        raise DuplicateContent(
+            f"An identical approved record already exists: {existing.public_id}.",
+            existing_id=existing.public_id,
+        )
+    if records_only:
+        return
+    pending = Proposal.objects.filter(content_checksum=checksum, state=ProposalState.PENDING)
+    if proposer is not None:
+        pending = pending.filter(agent=proposer)
+    if ignore_proposal is not None:
+        pending = pending.exclude(pk=ignore_proposal.pk)
+    pending = pending.first()
+    if pending:
+        raise DuplicateContent(
+            f"An identical proposal is already waiting for review: {pending.public_id}.",
+            existing_id=pending.public_id,
+        )
+
+
+def _content_of(obj) -> dict:
+    return {name: getattr(obj, name) for name in v.CONTENT_FIELDS}
+
+
+def _checksum_of(content: dict) -> str:
+    return content_checksum(kind=content["kind"], scope=content["scope"], title=content["title"],
+                            body=content["body"], tags=content["tags"])
+
+
+def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
+    """The refusal for building on text nobody approved: ``record`` was
+    changed outside Vetted (its text no longer matches approved_checksum)."""
+    if record.approved_text() is None:
+        way_out = ("no approved copy of its text is kept (it was edited before Vetted kept one), so it cannot be "
+                   f"restored: approve its current text (`review approve-current {record.public_id} --note ...`) "
+                   "or retire it")
+    else:
+        way_out = ("restore the approved text or approve the current text first "
+                   f"(`review restore {record.public_id}` or `review approve-current {record.public_id} --note ...`)")
+    return ChecksumMismatch(
+        f"Cannot {doing} {record.public_id}: it was changed outside Vetted since it was approved; {way_out}.",
+        record=record.public_id,
+    )
+
+
+def _approved_base(record: Record, doing: str) -> dict:
+    """What a change of ``record`` starts from: its content fields, with the
+    approved kind, scope, title, body and tags, never text changed outside
+    Vetted (else a tag-only revision would carry that text into a new approved
+    record). review_by is left for the kind's default. Raises ChecksumMismatch
+    when the record was edited and no approved copy is kept."""
+    base = _content_of(record)
+    if record.edited_since_approval:
+        approved = record.approved_text()
+        if approved is None:
+            raise _outside_edit_refusal(record, doing)
+        base.update(approved)
+    base["review_by"] = None
+    return base
+
+
+def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
+    return {
+        "source_tool": v.clean_short("source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX),
+        "session": v.clean_short("session", session, v.SESSION_MAX),
+    }
+
+
+def _close_fulfilled(record: Record, *, actor, note: str, accepting: Proposal | None = None) -> list[str]:
+    """Mark the pending disputes and retirements of ``record`` accepted: once
+    it is retired or superseded they are fulfilled. ``accepting`` (the
+    proposal whose acceptance did this) is left to its caller."""
+    now = timezone.now()
+    pending = Proposal.objects.select_for_update().filter(
+        target=record, state=ProposalState.PENDING, action__in=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
+    )
+    if accepting is not None:
+        pending = pending.exclude(pk=accepting.pk)
+    closed = list(pending.values_list("public_id", flat=True))
+    if closed:
+        Proposal.objects.filter(public_id__in=closed).update(
+            state=ProposalState.ACCEPTED, decided_by=actor, decided_at=now, decision_note=note, updated_at=now,
+        )
+    return closed
+
+
+def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersedes: Record | None,
+                reason: str) -> Record:
+    now = timezone.now()
+    record = Record(
+        **content,
+        status=RecordStatus.APPROVED,
+        approved_checksum=_checksum_of(content),
+        approved_content={name: content[name] for name in CHECKSUM_FIELDS},
+        approved_at=now,
+        approved_by=reviewer,
+        verified_at=now,
+        supersedes=supersedes,
+        proposed_by=proposal.agent if proposal else None,
+        source_tool=proposal.source_tool if proposal else "reviewer",
+        session=proposal.session if proposal else "",
+        reason=reason,
+    )
+    record.save()
+    if supersedes is not None:
+        supersedes.status = RecordStatus.SUPERSEDED
+        supersedes.superseded_by = record
+        supersedes.save(update_fields=["status", "superseded_by", "updated_at"])
+    return record
+
+
+def _apply_changes(base: dict, changes: dict | None, *, lock_scope: str | None) -> tuple[dict, dict]:
+    """Validate ``base`` with the reviewer's ``changes`` applied; return (content, changed fields)."""
+    changes = dict(changes or {})
+    unknown = sorted(set(changes) - set(v.CONTENT_FIELDS))
+    if unknown:
+        raise ValidationFailed({name: f"cannot be changed; editable fields: {', '.join(v.CONTENT_FIELDS)}" for name in unknown})
+    content = v.clean_content({**base, **changes})
+    if lock_scope is not None and content["scope"] != lock_scope:
+        raise ValidationFailed({"scope": f"a revision keeps the record's scope ({lock_scope}); moving a record between scopes is a separate action"})
+    changed = {}
+    for name in changes:
+        value = content[name]
+        if value != base.get(name):
+            changed[name] = value.isoformat() if isinstance(value, date) else value
+    return content, changed
+
+
+
+def _end_dispute_if_last(record: Record) -> bool:
+    record = _locked_record(record)
+    still = Proposal.objects.filter(target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING).exists()
+    if record.status == RecordStatus.DISPUTED and not still:
+        record.status = RecordStatus.APPROVED
+        record.save(update_fields=["status", "updated_at"])
+        return True
+    return False
+

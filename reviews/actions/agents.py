@@ -1,0 +1,138 @@
+"""Agents and their tokens: create, revoke, rotate, authenticate, the import agent."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import validation as v
+from ..errors import InvalidTransition, Unauthorized, ValidationFailed
+from ..models import SCOPES, Agent
+from ._common import SystemActor, _audit, _locked_agent, _require_reviewer
+
+IMPORT_AGENT_NAME = "import"
+TOKEN_PREFIX = "vt_"
+_AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
+
+
+
+def _token_digest(token: str) -> str:
+    # Tokens carry 256 random bits, so a fast hash is enough: there is nothing
+    # to brute-force, and lookups by digest stay a single index probe.
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def create_agent(name: str, *, scopes: Iterable[str], actor, source_tool: str = "") -> tuple[Agent, str]:
+    """Create an agent and return it with its raw token, which is not stored
+    and cannot be shown again (only its SHA-256 digest is kept)."""
+    with transaction.atomic():
+        _require_reviewer(actor)
+        name = str(name or "").strip().lower()
+        errors = {}
+        if not _AGENT_NAME_RE.match(name):
+            errors["name"] = "2-64 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+        elif name == IMPORT_AGENT_NAME:
+            errors["name"] = f"{IMPORT_AGENT_NAME!r} is reserved for imports"
+        elif Agent.objects.filter(name=name).exists():
+            errors["name"] = f"an agent named {name!r} already exists"
+        scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
+        bad = [s for s in scope_list if s not in SCOPES]
+        if bad or not scope_list:
+            errors["scopes"] = f"got {', '.join(bad) or 'none'}; choose one or more of: {', '.join(SCOPES)}"
+        if errors:
+            raise ValidationFailed(errors)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        agent = Agent.objects.create(
+            name=name, scopes=scope_list, token_digest=_token_digest(token), token_prefix=token[:10],
+            source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
+            created_by=actor.get_username(),
+        )
+        _audit("agent.created", actor=actor, subject=agent, snippet=name, extra={"scopes": scope_list})
+        return agent, token
+
+
+def revoke_agent(agent: Agent | str, *, actor) -> Agent:
+    """Revoke an agent: its token stops working at once. Its proposals stay."""
+    with transaction.atomic():
+        _require_reviewer(actor)
+        agent = _locked_agent(agent)
+        if not agent.is_active:
+            raise InvalidTransition(f"Agent {agent.name!r} was already revoked on {agent.revoked_at:%Y-%m-%d}.")
+        agent.is_active = False
+        agent.revoked_at = timezone.now()
+        agent.save(update_fields=["is_active", "revoked_at"])
+        _audit("agent.revoked", actor=actor, subject=agent, snippet=agent.name)
+        return agent
+
+
+def rotate_agent_token(agent: Agent | str, *, actor) -> tuple[Agent, str]:
+    """Give an active agent a new token; the old one, if any, stops working at
+    once (an agent imported without token digests has none and gets its
+    first here). Returns the agent and the raw token (shown once, never stored)."""
+    with transaction.atomic():
+        _require_reviewer(actor)
+        agent = _locked_agent(agent)
+        if agent.name == IMPORT_AGENT_NAME:
+            raise InvalidTransition(f"{IMPORT_AGENT_NAME!r} is the tokenless import agent; it never gets a token.")
+        if not agent.is_active:
+            raise InvalidTransition(f"Agent {agent.name!r} is revoked; create a new agent instead.")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        old_prefix = agent.token_prefix if agent.token_digest else ""
+        agent.token_digest = _token_digest(token)
+        agent.token_prefix = token[:10]
+        agent.save(update_fields=["token_digest", "token_prefix"])
+        _audit("agent.token_rotated", actor=actor, subject=agent, snippet=agent.name,
+               extra={"old_prefix": old_prefix, "new_prefix": agent.token_prefix})
+        return agent, token
+
+
+def agent_for_token(token: str) -> Agent:
+    """The active agent a bearer token belongs to; raises Unauthorized with a
+    message that says what is wrong and how to fix it. Reads only."""
+    token = (token or "").strip()
+    if not token:
+        raise Unauthorized("Missing agent token: send the header 'Authorization: Bearer vt_...' "
+                           "(create one with `python manage.py create_agent NAME --scopes ...`).")
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+        raise Unauthorized(f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.")
+    agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
+    if agent is None:
+        raise Unauthorized("Unknown agent token: it was never issued here or has been replaced; "
+                           "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).")
+    if not agent.is_active:
+        when = f" on {agent.revoked_at:%Y-%m-%d}" if agent.revoked_at else ""
+        raise Unauthorized(f"Agent {agent.name!r} was revoked{when}; its token no longer works. "
+                           "Ask the reviewer for a new agent.")
+    return agent
+
+
+SEEN_EVERY_SECONDS = 60
+
+
+def note_agent_seen(agent: Agent) -> None:
+    """Bookkeeping, not a change to memory: stamp ``last_seen_at`` at most once
+    a minute per agent, so the inbox can show when an agent was last active.
+    Writes no audit event (it would record every request); changes nothing
+    an agent or a reviewer decides."""
+    now = timezone.now()
+    if agent.last_seen_at and (now - agent.last_seen_at).total_seconds() < SEEN_EVERY_SECONDS:
+        return
+    Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+    agent.last_seen_at = now
+
+
+def import_agent() -> Agent:
+    """The agent that import proposals are attributed to (created on first use)."""
+    with transaction.atomic():
+        agent = Agent.objects.filter(name=IMPORT_AGENT_NAME).first()
+        if agent is None:
+            agent = Agent.objects.create(name=IMPORT_AGENT_NAME, scopes=list(SCOPES), source_tool="import",
+                                         created_by="system")
+            _audit("agent.created", actor=SystemActor("system:import"), subject=agent, snippet=agent.name,
+                   extra={"scopes": list(SCOPES), "tokenless": True})
+        return agent

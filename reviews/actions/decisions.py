@@ -1,0 +1,150 @@
+"""A reviewer decides a pending proposal: accept (as proposed or edited) or reject."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import validation as v
+from ..errors import ValidationFailed
+from ..models import Proposal, ProposalAction, ProposalState, RecordStatus
+from ._common import (
+    _apply_changes,
+    _audit,
+    _check_not_duplicate,
+    _checksum_of,
+    _approved_base,
+    _close_fulfilled,
+    _content_of,
+    _end_dispute_if_last,
+    _outside_edit_refusal,
+    _locked_proposal,
+    _locked_record,
+    _new_record,
+    _require_live,
+    _require_pending,
+    _require_reviewer,
+)
+
+
+
+def accept_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Proposal:
+    """A reviewer accepts a pending proposal as proposed.
+
+    create  -> a new approved record;
+    revise  -> a new approved record that supersedes the target;
+    retire  -> the target is retired;
+    dispute -> the dispute is upheld: the target is retired (to correct it
+               instead, use accept_proposal_with_revision).
+    Pending disputes and retirements of a record that is retired or
+    superseded are closed as fulfilled in the same transaction.
+    A revise (or a dispute's correction) of a record changed outside Vetted
+    since approval is refused (ChecksumMismatch): restore_approved_text or
+    approve_current_text first. Retiring such a record is allowed (it
+    delivers nothing).
+    """
+    return _accept(proposal, actor=actor, note=note, changes=None)
+
+
+def accept_proposal_with_revision(proposal: Proposal | str, *, actor, changes: dict, note: str = "") -> Proposal:
+    """A reviewer accepts an edited version. ``changes`` maps content fields to
+    the approved values; the proposal keeps the proposed text and records the
+    changed fields in ``reviewer_changes``. For a dispute, the changes apply
+    to the disputed record's text and produce its corrected successor."""
+    if not changes:
+        raise ValidationFailed({"changes": "no changes given; use accept_proposal to accept as proposed"})
+    return _accept(proposal, actor=actor, note=note, changes=changes)
+
+
+def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        proposal = _locked_proposal(proposal)
+        _require_pending(proposal, "accept")
+        note = v.clean_note(note)
+        target = _locked_record(proposal.target) if proposal.target_id else None
+        makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
+            proposal.action == ProposalAction.DISPUTE and bool(changes))
+        if target is not None:
+            _require_live(target, f"accept {proposal.public_id} on")
+            # Re-checked under the lock: text changed outside Vetted after the
+            # card was shown must not become the base of a new approved record.
+            if makes_text and target.edited_since_approval:
+                raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
+        extra: dict = {"action": proposal.action}
+        before = target.approved_checksum if target else ""
+        after = ""
+        result = target
+
+        if makes_text:
+            if proposal.action == ProposalAction.DISPUTE:
+                base = _approved_base(target, f"correct {proposal.public_id} on")
+            else:
+                base = _content_of(proposal)
+            lock_scope = target.scope if target is not None else None
+            if changes:
+                content, changed = _apply_changes(base, changes, lock_scope=lock_scope)
+            else:
+                content, changed = v.clean_content(base), {}
+            if changes and proposal.action != ProposalAction.DISPUTE and not changed:
+                raise ValidationFailed({"changes": "the edited version is identical to the proposal; accept it as proposed"})
+            checksum = _checksum_of(content)
+            if target is not None and checksum == target.approved_checksum:
+                raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
+            _check_not_duplicate(checksum, records_only=True)
+            result = _new_record(content, reviewer=reviewer, proposal=proposal, supersedes=target,
+                                 reason=proposal.reason)
+            after = checksum
+            proposal.reviewer_changes = changed
+            if target is not None:
+                extra["supersedes"] = target.public_id
+                extra["closed_proposals"] = _close_fulfilled(
+                    target, actor=reviewer, accepting=proposal,
+                    note=f"Resolved: {target.public_id} was superseded by {result.public_id}.",
+                )
+            if changed:
+                extra["reviewer_changed"] = sorted(changed)
+        elif proposal.action in (ProposalAction.RETIRE, ProposalAction.DISPUTE):
+            if changes:
+                raise ValidationFailed({"changes": "a retirement has no text to edit; accept or reject it"})
+            if target.edited_since_approval:
+                extra["edited_outside"] = True
+            target.status = RecordStatus.RETIRED
+            target.save(update_fields=["status", "updated_at"])
+            extra["closed_proposals"] = _close_fulfilled(
+                target, actor=reviewer, accepting=proposal,
+                note=f"Resolved: {target.public_id} was retired ({proposal.public_id}).",
+            )
+            extra["retired"] = target.public_id
+
+        proposal.state = ProposalState.ACCEPTED
+        proposal.decided_by = reviewer
+        proposal.decided_at = timezone.now()
+        proposal.decision_note = note
+        proposal.result_record = result
+        proposal.save()
+        _audit("proposal.accepted", actor=reviewer, subject=proposal, record=result, proposal=proposal,
+               before=before, after=after, snippet=note or proposal.title or (target.title if target else ""),
+               extra=extra)
+        return proposal
+
+
+def reject_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Proposal:
+    """A reviewer rejects a pending proposal; the note is shown to the agent.
+    Rejecting the last pending dispute of a record clears the dispute."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        proposal = _locked_proposal(proposal)
+        _require_pending(proposal, "reject")
+        note = v.clean_note(note)
+        proposal.state = ProposalState.REJECTED
+        proposal.decided_by = reviewer
+        proposal.decided_at = timezone.now()
+        proposal.decision_note = note
+        proposal.save()
+        extra = {"action": proposal.action}
+        if proposal.action == ProposalAction.DISPUTE:
+            extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
+        _audit("proposal.rejected", actor=reviewer, subject=proposal, record=proposal.target,
+               proposal=proposal, snippet=note or proposal.title, extra=extra)
+        return proposal

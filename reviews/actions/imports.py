@@ -1,0 +1,132 @@
+"""Imports: rows from a file as proposals (optionally accepted), and a whole
+``vetted-export`` snapshot into an empty instance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from .. import snapshot
+from ..errors import DuplicateContent, InvalidTransition, ValidationFailed, VettedError
+from ..models import Agent, Proposal, Record
+from ._common import _audit, _require_reviewer
+from .agents import import_agent
+from .decisions import accept_proposal
+from .proposals import propose_create
+
+
+
+@dataclass
+class ImportResult:
+    created: list[str] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {"created": len(self.created), "errors": self.errors, "ids": self.created}
+
+
+class ImportFailed(VettedError):
+    code = "import_failed"
+
+    def __init__(self, result: ImportResult):
+        super().__init__(f"{len(result.errors)} line(s) invalid; nothing was imported.", errors=result.errors)
+        self.result = result
+
+
+def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = None, reviewer=None,
+                   partial: bool = False, reason: str = "Imported from a file",
+                   prior_errors: Iterable[dict] = (),
+                   on_row: Callable[[], None] | None = None) -> ImportResult:
+    """Import ``(line_number, fields)`` rows as create proposals (from ``agent``,
+    default the tokenless ``import`` agent). With ``reviewer``, each proposal is
+    accepted by that person at once. All or nothing unless ``partial``: then
+    valid rows are kept and invalid ones reported. Each row goes through
+    propose_create (and accept_proposal), so the same write rules and
+    duplicate checks apply, including duplicates between rows of the file.
+    ``prior_errors`` are problems the caller found before (e.g. unparsable
+    lines); they count like row errors and are reported with them, by line.
+    """
+    allowed = {"title", "body", "kind", "scope", "tags", "review_by", "metadata", "valid_from", "valid_until",
+               "confidence", "reason", "session"}
+    result = ImportResult(errors=list(prior_errors))
+    line_of: dict[str, int] = {}  # id created by this import -> its line
+    with transaction.atomic():
+        if reviewer is not None:
+            _require_reviewer(reviewer)
+        source = agent or import_agent()
+        for line, fields in rows:
+            try:
+                if not isinstance(fields, dict):
+                    raise ValidationFailed({"line": "must be a JSON object"})
+                unknown = sorted(set(fields) - allowed)
+                if unknown:
+                    raise ValidationFailed({name: f"unknown field; allowed: {', '.join(sorted(allowed))}" for name in unknown})
+                data = dict(fields)
+                row_reason = data.pop("reason", None) or reason
+                session = data.pop("session", "")
+                with transaction.atomic():  # a savepoint: a bad row leaves no trace
+                    proposal = propose_create(agent=source, reason=row_reason, source_tool="import",
+                                              session=session, full_duplicate_check=True, **data)
+                    if reviewer is not None:
+                        proposal = accept_proposal(proposal, actor=reviewer, note="Approved at import")
+                created_id = proposal.result_record.public_id if reviewer is not None else proposal.public_id
+                line_of[created_id] = line
+                result.created.append(created_id)
+            except DuplicateContent as exc:
+                if exc.existing_id in line_of:
+                    # Without --partial that id is rolled back; name the line instead.
+                    earlier = line_of[exc.existing_id]
+                    kept = f" ({exc.existing_id})" if partial else ""
+                    result.errors.append({"line": line, "error": f"identical to line {earlier}{kept}"})
+                else:
+                    result.errors.append({"line": line, "error": exc.message})
+            except VettedError as exc:
+                result.errors.append({"line": line, "error": exc.message})
+            if on_row:
+                on_row()
+        result.errors.sort(key=lambda e: e["line"])
+        if result.errors and not partial:
+            raise ImportFailed(result)
+    return result
+
+
+# --------------------------------------------------------------------------- snapshot import (export_json / import_json)
+
+
+@dataclass
+class ImportSummary:
+    counts: dict
+    details: dict
+
+    def as_dict(self) -> dict:
+        return {**self.counts, **self.details}
+
+
+def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None = None) -> ImportSummary:
+    """Load a ``vetted-export`` document (see reviews/snapshot/) into an
+    instance that has no records and no proposals yet, all or nothing.
+
+    Records, proposals, agents and the write log are copied as they are
+    (public ids, statuses, checksums, timestamps, supersession chains, audit
+    rows with their ids); users named in the file map onto existing accounts
+    or are created inactive without a password. The copied audit rows are
+    history, not new changes; this import itself writes one more event,
+    ``snapshot.imported``. Raises snapshot.SnapshotInvalid for a bad file
+    and InvalidTransition for an instance that already holds memory."""
+    counts = snapshot.validate_snapshot(data)
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        if Record.objects.exists() or Proposal.objects.exists():
+            raise InvalidTransition(
+                f"This instance already holds {Record.objects.count()} record(s) and {Proposal.objects.count()} "
+                "proposal(s); import_json only loads into an empty instance (a fresh VETTED_HOME, or restore a "
+                "backup instead).")
+        details = snapshot.write_snapshot(data, progress=progress)
+        _audit("snapshot.imported", actor=reviewer, subject=reviewer, snippet=f"vetted-export v{data['version']}",
+               extra={**counts, "scopes": data["scopes"], "exported_at": data["exported_at"],
+                      "audit_id_offset": details["audit_id_offset"],
+                      "users_created_inactive": details["users_created_inactive"],
+                      "agents_created": details["agents_created"], "agents_mapped": details["agents_mapped"]})
+        return ImportSummary(counts=counts, details=details)

@@ -1,0 +1,159 @@
+"""Agents propose: create, revise, retire, dispute, and withdraw their own."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import validation as v
+from ..errors import DuplicateContent, InvalidTransition, ValidationFailed
+from ..models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from ._common import (
+    _apply_changes,
+    _audit,
+    _check_agent_scope,
+    _check_not_duplicate,
+    _checksum_of,
+    _content_of,
+    _end_dispute_if_last,
+    _locked_proposal,
+    _provenance,
+    _require_active_agent,
+    _require_live,
+    _approved_base,
+    _require_pending,
+    _visible_target,
+)
+
+
+
+def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "",
+                   full_duplicate_check: bool = False, **fields) -> Proposal:
+    """An agent asks for a new record. Returns the pending proposal.
+
+    ``fields``: kind, scope, title, body, tags, review_by, valid_from,
+    valid_until, confidence, metadata. Refuses exact duplicates of a record the
+    agent can receive or of its own pending proposal (DuplicateContent with
+    the existing id); see _check_not_duplicate. ``full_duplicate_check``:
+    of any live record or pending proposal, for imports, whose answer goes to
+    the person running them rather than to an agent.
+    """
+    with transaction.atomic():
+        agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
+        content = v.clean_content(fields)
+        reason = v.clean_reason(reason)
+        _check_agent_scope(agent, content["scope"])
+        checksum = _checksum_of(content)
+        _check_not_duplicate(checksum, proposer=None if full_duplicate_check else agent)
+        proposal = Proposal.objects.create(
+            action=ProposalAction.CREATE, agent=agent, reason=reason, content_checksum=checksum,
+            **content, **_provenance(agent, source_tool, session),
+        )
+        _audit("proposal.created", actor=agent, subject=proposal, proposal=proposal,
+               after=checksum, snippet=proposal.title, extra={"action": proposal.action, "scope": proposal.scope})
+        return proposal
+
+
+def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
+                     session: str = "", full_duplicate_check: bool = False, **changes) -> Proposal:
+    """An agent asks to replace ``target`` with changed content.
+
+    Fields not given keep the target's approved values (review_by gets a
+    fresh default); for a target changed outside Vetted that is its approved
+    text, not the changed one (refused if no approved copy is kept). The scope
+    cannot change. A revision that changes nothing is refused.
+    """
+    with transaction.atomic():
+        agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
+        record = _visible_target(agent, target)
+        _require_live(record, "revise")
+        reason = v.clean_reason(reason)
+        base = _approved_base(record, "revise")
+        content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
+        checksum = _checksum_of(content)
+        if checksum == record.approved_checksum:
+            raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
+        _check_not_duplicate(checksum, proposer=None if full_duplicate_check else agent)
+        proposal = Proposal.objects.create(
+            action=ProposalAction.REVISE, target=record, agent=agent, reason=reason,
+            content_checksum=checksum, **content, **_provenance(agent, source_tool, session),
+        )
+        _audit("proposal.created", actor=agent, subject=proposal, record=record, proposal=proposal,
+               before=record.approved_checksum, after=checksum, snippet=proposal.title,
+               extra={"action": proposal.action, "changed": sorted(changed)})
+        return proposal
+
+
+def propose_retirement(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
+                       session: str = "") -> Proposal:
+    """An agent asks for ``target`` to be retired (it no longer holds)."""
+    with transaction.atomic():
+        agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
+        record = _visible_target(agent, target)
+        _require_live(record, "retire")
+        reason = v.clean_reason(reason)
+        # Only the agent's own pending retirement: another agent's is not this
+        # agent's to know of (the reviewer sees both; accepting one closes the other).
+        pending = Proposal.objects.filter(target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING,
+                                          agent=agent).first()
+        if pending:
+            raise DuplicateContent(
+                f"A retirement of {record.public_id} is already waiting for review: {pending.public_id}.",
+                existing_id=pending.public_id,
+            )
+        proposal = Proposal.objects.create(
+            action=ProposalAction.RETIRE, target=record, agent=agent, reason=reason,
+            **_provenance(agent, source_tool, session),
+        )
+        _audit("proposal.created", actor=agent, subject=proposal, record=record, proposal=proposal,
+               before=record.approved_checksum, snippet=record.title, extra={"action": proposal.action})
+        return proposal
+
+
+def dispute_record(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
+                   session: str = "") -> Proposal:
+    """An agent says ``target`` is wrong. The record is disputed at once (so it
+    is withheld from search) and the dispute waits in the inbox."""
+    with transaction.atomic():
+        agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
+        record = _visible_target(agent, target)
+        _require_live(record, "dispute")
+        reason = v.clean_reason(reason)
+        pending = Proposal.objects.filter(target=record, action=ProposalAction.DISPUTE,
+                                          state=ProposalState.PENDING, agent=agent).first()
+        if pending:
+            raise DuplicateContent(
+                f"Agent {agent.name!r} already disputes {record.public_id}: {pending.public_id}.",
+                existing_id=pending.public_id,
+            )
+        proposal = Proposal.objects.create(
+            action=ProposalAction.DISPUTE, target=record, agent=agent, reason=reason,
+            **_provenance(agent, source_tool, session),
+        )
+        was = record.status
+        record.status = RecordStatus.DISPUTED
+        record.save(update_fields=["status", "updated_at"])
+        _audit("record.disputed", actor=agent, subject=record, record=record, proposal=proposal,
+               before=record.approved_checksum, snippet=reason, extra={"previous_status": was})
+        return proposal
+
+
+def withdraw_proposal(proposal: Proposal | str, *, agent: Agent, note: str = "") -> Proposal:
+    """The proposing agent takes back its own pending proposal. Withdrawing the
+    last pending dispute of a record makes it approved again."""
+    with transaction.atomic():
+        proposal = _locked_proposal(proposal)
+        if not isinstance(agent, Agent) or proposal.agent_id != agent.pk:
+            raise InvalidTransition(f"Only the agent that made {proposal.public_id} can withdraw it.")
+        _require_pending(proposal, "withdraw")
+        note = v.clean_note(note)
+        proposal.state = ProposalState.WITHDRAWN
+        proposal.decided_at = timezone.now()
+        proposal.decision_note = note
+        proposal.save()
+        extra = {"action": proposal.action}
+        if proposal.action == ProposalAction.DISPUTE:
+            extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
+        _audit("proposal.withdrawn", actor=agent, subject=proposal, record=proposal.target,
+               proposal=proposal, snippet=note, extra=extra)
+        return proposal

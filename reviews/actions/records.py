@@ -1,0 +1,238 @@
+"""A reviewer acts on a record directly: retire, revise, move, clear a dispute,
+verify, and settle one changed outside Vetted (restore its approved text, or
+approve its current text)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import validation as v
+from ..checksum import CHECKSUM_FIELDS
+from ..errors import ChecksumMismatch, InvalidTransition, ValidationFailed
+from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from ._common import (
+    _apply_changes,
+    _approved_base,
+    _audit,
+    _check_not_duplicate,
+    _checksum_of,
+    _close_fulfilled,
+    _content_of,
+    _locked_record,
+    _new_record,
+    _require_live,
+    _require_reviewer,
+)
+
+
+
+def retire_record(record: Record | str, *, actor, note: str) -> Record:
+    """A reviewer retires a record directly (it stays readable, never delivered).
+    Pending disputes and retirements of it are closed as fulfilled."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note, required=True)
+        record = _locked_record(record)
+        _require_live(record, "retire")
+        was = record.status
+        record.status = RecordStatus.RETIRED
+        record.save(update_fields=["status", "updated_at"])
+        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: retired by {reviewer.get_username()}.")
+        extra = {"previous_status": was, "closed_proposals": closed}
+        if record.edited_since_approval:
+            extra["edited_outside"] = True
+        _audit("record.retired", actor=reviewer, subject=record, record=record, before=record.approved_checksum,
+               snippet=note, extra=extra)
+        return record
+
+
+def revise_record(record: Record | str, *, actor, changes: dict, note: str = "") -> Record:
+    """A reviewer writes a corrected version of a record directly: a new
+    approved record that supersedes it (the scope stays the same). Fields not
+    in ``changes`` keep their approved values: for a record changed outside
+    Vetted, the approved text (refused with ChecksumMismatch if no approved
+    copy is kept; approve_current_text or retire it then)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note)
+        record = _locked_record(record)
+        _require_live(record, "revise")
+        return _supersede(record, reviewer=reviewer, base=_approved_base(record, "revise"), changes=changes,
+                          note=note, identical=f"the revision is identical to {record.public_id}")
+
+
+def _supersede(record: Record, *, reviewer, base: dict, changes: dict, note: str, identical: str,
+               extra: dict | None = None) -> Record:
+    """The reviewer's revise path (inside the caller's transaction, ``record``
+    locked): ``base`` with ``changes`` becomes a new approved record that
+    supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
+    content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
+    checksum = _checksum_of(content)
+    if checksum == record.approved_checksum:
+        raise ValidationFailed({"changes": identical})
+    _check_not_duplicate(checksum)
+    new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
+                      reason=note or f"Revised by {reviewer.get_username()}")
+    closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
+    _audit("record.revised", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
+           after=checksum, snippet=note or new.title,
+           extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed,
+                  **(extra or {})})
+    return new
+
+
+def move_record(record: Record | str, *, actor, scope: str, note: str) -> Record:
+    """A reviewer moves a record to another space (scope): the only way
+    content crosses between personal, team and system. The moved version is a
+    new approved record in ``scope`` that supersedes the old one, so history
+    stays and an agent that could read only the old space never learns where
+    it went. Refused for a record edited since approval (its text was never
+    reviewed) and for a disputed one (decide the dispute first)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note, required=True)
+        record = _locked_record(record)
+        _require_live(record, "move")
+        if record.status == RecordStatus.DISPUTED:
+            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+        if record.edited_since_approval:
+            raise ChecksumMismatch(f"{record.public_id} was edited since approval; restore the approved text or "
+                                   "approve the current text first instead of moving text nobody reviewed.")
+        new_scope = v.clean_scope(scope)
+        if new_scope == record.scope:
+            raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
+        content = _content_of(record)
+        content["scope"] = new_scope
+        checksum = _checksum_of(content)
+        _check_not_duplicate(checksum)
+        new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
+        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} "
+                                                               f"as {new.public_id}.")
+        _audit("record.moved", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
+               after=checksum, snippet=note,
+               extra={"supersedes": record.public_id, "from_scope": record.scope, "to_scope": new_scope,
+                      "closed_proposals": closed})
+        return new
+
+
+def clear_dispute(record: Record | str, *, actor, note: str = "") -> Record:
+    """A reviewer decides a disputed record is right after all: every pending
+    dispute of it is rejected (with the note) and it is approved again."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note)
+        record = _locked_record(record)
+        if record.status != RecordStatus.DISPUTED:
+            raise InvalidTransition(f"{record.public_id} is {record.status}, not disputed; nothing to clear.")
+        now = timezone.now()
+        disputes = list(Proposal.objects.select_for_update().filter(
+            target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING,
+        ).values_list("public_id", flat=True))
+        Proposal.objects.filter(public_id__in=disputes).update(
+            state=ProposalState.REJECTED, decided_by=reviewer, decided_at=now,
+            decision_note=note or "Dispute cleared: the record stands.", updated_at=now,
+        )
+        record.status = RecordStatus.APPROVED
+        record.save(update_fields=["status", "updated_at"])
+        _audit("record.dispute_cleared", actor=reviewer, subject=record, record=record,
+               before=record.approved_checksum, after=record.approved_checksum, snippet=note,
+               extra={"rejected_disputes": disputes})
+        return record
+
+
+def verify_record(record: Record | str, *, actor, review_by: date | str | None = None) -> Record:
+    """A reviewer confirms a record still holds: stamps verified_at and sets a
+    new review date (default: today + the kind's review period). Refused if the
+    text changed since approval (revise or retire it instead) or if disputed."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        record = _locked_record(record)
+        _require_live(record, "verify")
+        if record.status == RecordStatus.DISPUTED:
+            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+        current = record.current_checksum()
+        if record.edited_since_approval:
+            raise ChecksumMismatch(
+                f"{record.public_id} was edited since approval (approved {record.approved_checksum[:12]}…, "
+                f"now {current[:12]}…); verifying would approve text nobody reviewed. Restore the approved text, "
+                "approve the current text, or retire it.",
+                approved=record.approved_checksum, current=current,
+            )
+        new_review_by = v.clean_review_by(review_by, record.kind) if review_by else v.default_review_by(record.kind)
+        old_review_by = record.review_by
+        record.verified_at = timezone.now()
+        record.review_by = new_review_by
+        record.save(update_fields=["verified_at", "review_by", "updated_at"])
+        _audit("record.verified", actor=reviewer, subject=record, record=record, before=current, after=current,
+               snippet=record.title, extra={"review_by": str(new_review_by), "previous_review_by": str(old_review_by)})
+        return record
+
+
+# ------------------------------------------------------------------ records changed outside Vetted
+
+
+def restore_approved_text(record: Record | str, *, actor, note: str = "") -> Record:
+    """A reviewer puts back what was approved in a record changed outside
+    Vetted: its kind, scope, title, body and tags become its approved_content
+    again, so its text matches approved_checksum (in any status: a retired or
+    superseded record's history becomes honest again). One record.restored
+    event with the checksums before and after. Refused if the text already
+    matches, or if no approved copy is kept (approve_current_text or retire)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note)
+        record = _locked_record(record)
+        if not record.edited_since_approval:
+            raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to restore.")
+        approved = record.approved_text()
+        if approved is None:
+            raise InvalidTransition(
+                f"{record.public_id} has no approved copy of its text (it was edited before Vetted kept one), so it "
+                f"cannot be restored; approve its current text (`review approve-current {record.public_id} "
+                "--note ...`) or retire it.")
+        before = record.current_checksum()
+        restored = [name for name in CHECKSUM_FIELDS if getattr(record, name) != approved[name]]
+        for name in CHECKSUM_FIELDS:
+            setattr(record, name, approved[name])
+        record.save(update_fields=[*CHECKSUM_FIELDS, "updated_at"])
+        _audit("record.restored", actor=reviewer, subject=record, record=record, before=before,
+               after=record.current_checksum(), snippet=note or record.title,
+               extra={"restored_fields": restored, "status": record.status})
+        return record
+
+
+def approve_current_text(record: Record | str, *, actor, note: str) -> Record:
+    """A reviewer approves the text a record holds now, although it was changed
+    outside Vetted, through the revise path: a new approved record with the
+    current content supersedes it (one record.revised event, marked
+    ``approved_current_text``, ``changed`` naming the fields edited outside).
+    ``note`` is required. Refused if the text matches its approval (verify it
+    instead), if its scope was changed outside Vetted (restore it, then move
+    it), or if the current text breaks the write rules (revise or retire it)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        note = v.clean_note(note, required=True)
+        record = _locked_record(record)
+        _require_live(record, "approve the current text of")
+        if not record.edited_since_approval:
+            raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to approve "
+                                    "(verify it instead).")
+        approved = record.approved_text()
+        if approved is not None and approved["scope"] != record.scope:
+            raise InvalidTransition(
+                f"{record.public_id}'s scope was changed outside Vetted ({approved['scope']} to {record.scope}); "
+                "restore the approved text, then move it if it belongs there.")
+        base = _content_of(record)
+        base["review_by"] = None
+        base.update(approved or {})
+        edited = record.current_checksum()
+        return _supersede(
+            record, reviewer=reviewer, base=base, changes=record.checksummed_content(), note=note,
+            identical=(f"under the write rules the current text of {record.public_id} is its approved text; "
+                       "restore it instead"),
+            extra={"approved_current_text": True, "edited_checksum": edited,
+                   "approved_copy_kept": approved is not None},
+        )

@@ -1,0 +1,67 @@
+"""Agents: who may read and propose; create one (token shown once) or revoke it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.db.models import Count, Q
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from memory_site import clients
+
+from reviews import actions
+from reviews.errors import ValidationFailed, VettedError
+from reviews.models import SCOPES, Agent, ProposalState
+from .page_helpers import back, nav_counts, site_login_required
+
+
+def _context(**extra) -> dict:
+    agents = Agent.objects.annotate(
+        accepted=Count("proposals", filter=Q(proposals__state=ProposalState.ACCEPTED)),
+        rejected=Count("proposals", filter=Q(proposals__state=ProposalState.REJECTED)),
+        pending=Count("proposals", filter=Q(proposals__state=ProposalState.PENDING)),
+    ).order_by("-is_active", "name")
+    return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": SCOPES, "errors": {}, "values": {}, **extra}
+
+
+@site_login_required
+@require_GET
+def agents(request):
+    return render(request, "reviews/agents.html", _context())
+
+
+@site_login_required
+@require_POST
+def create(request):
+    values = {"name": request.POST.get("name", ""), "scopes": request.POST.getlist("scopes"),
+              "source_tool": request.POST.get("source_tool", "")}
+    try:
+        agent, token = actions.create_agent(values["name"], scopes=values["scopes"], actor=request.user,
+                                            source_tool=values["source_tool"])
+    except ValidationFailed as exc:
+        return render(request, "reviews/agents.html", _context(errors=exc.fields, values=values), status=400)
+    except VettedError as exc:
+        return render(request, "reviews/agents.html", _context(errors={"form": exc.message}, values=values), status=400)
+    # The token is in this one response only (not stored, not in a redirect):
+    # tell the browser and any proxy not to keep the page.
+    snippets = clients.snippets(token, url=request.build_absolute_uri("/").rstrip("/"),
+                                home=Path(settings.VETTED_HOME).resolve())
+    response = render(request, "reviews/agents.html", _context(created=agent, token=token, snippets=snippets))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@site_login_required
+@require_POST
+def revoke(request, name):
+    try:
+        agent = actions.revoke_agent(name, actor=request.user)
+    except VettedError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Revoked {agent.name}: its token no longer works.")
+    return back(request, reverse("agents"))

@@ -1,0 +1,228 @@
+"""The review inbox: pending proposals, oldest first, decided in place.
+
+Every POST works with and without htmx: with the HX-Request header the
+changed card comes back as a partial (plus the header count, out of band);
+without it the browser is redirected back with a message.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.db.models import Q
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from retrieval.gate import Reader
+from retrieval.index import IndexModelMismatch
+from retrieval.search import search
+from retrieval.similar import similar_pending
+
+from reviews import actions, validation
+from reviews.errors import NotFound, ValidationFailed, VettedError
+from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
+from .page_helpers import (
+    approved_form_values,
+    back,
+    form_changes,
+    mark_outside_edits,
+    nav_counts,
+    site_login_required,
+    tags_text,
+)
+
+PAGE_SIZE = 25
+SIMILAR_LIMIT = 3
+BULK_MAX = 100
+
+
+def _pending():
+    return (Proposal.objects.filter(state=ProposalState.PENDING)
+            .select_related("agent", "target").order_by("created_at", "id"))
+
+
+def _page(after: str) -> tuple[list[Proposal], str]:
+    """One page of pending proposals after the cursor (a proposal's pk), and the next cursor.
+    A cursor rather than an offset: deciding cards must not shift the next page."""
+    queryset = _pending()
+    if after.isdigit():
+        anchor = Proposal.objects.filter(pk=int(after)).values_list("created_at", flat=True).first()
+        if anchor is not None:
+            queryset = queryset.filter(Q(created_at__gt=anchor) | Q(created_at=anchor, pk__gt=int(after)))
+    rows = list(queryset[:PAGE_SIZE + 1])
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    mark_outside_edits(p.target for p in rows)
+    return rows, (str(rows[-1].pk) if more and rows else "")
+
+
+@site_login_required
+@require_GET
+def inbox(request):
+    proposals, next_cursor = _page(request.GET.get("after", ""))
+    context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox"}
+    if request.htmx and request.GET.get("after"):
+        # "Load more": only the next cards and the new button.
+        return render(request, "reviews/inbox.html#page", context)
+    return render(request, "reviews/inbox.html", {**nav_counts(), **context})
+
+
+def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
+    proposal = Proposal.objects.select_related("agent", "target", "decided_by", "result_record") \
+        .filter(public_id=proposal_id).first()
+    if proposal is not None:
+        mark_outside_edits([proposal.target])
+    context = {"p": proposal, "proposal_id": proposal_id, "error": error, **nav_counts()}
+    return render(request, "reviews/inbox.html#card-response", context, status=status)
+
+
+def _decided(request, proposal: Proposal, verb: str):
+    if request.htmx:
+        return _card(request, proposal.public_id)
+    result = f" → {proposal.result_record.public_id}" if proposal.result_record_id and verb == "Accepted" else ""
+    messages.success(request, f"{verb} {proposal.public_id}{result}.")
+    return back(request, reverse("home"))
+
+
+def _failed(request, proposal_id: str, exc: VettedError):
+    if request.htmx:
+        return _card(request, proposal_id, error=exc.message)
+    messages.error(request, exc.message)
+    return back(request, reverse("home"))
+
+
+@site_login_required
+@require_POST
+def accept(request, public_id):
+    try:
+        proposal = actions.accept_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
+    except VettedError as exc:
+        return _failed(request, public_id, exc)
+    return _decided(request, proposal, "Accepted")
+
+
+@site_login_required
+@require_POST
+def reject(request, public_id):
+    try:
+        proposal = actions.reject_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
+    except VettedError as exc:
+        return _failed(request, public_id, exc)
+    return _decided(request, proposal, "Rejected")
+
+
+def _form_initial(proposal: Proposal) -> dict:
+    """What the revise form starts from: the proposed text, or for a dispute
+    the disputed record's approved text (accepting a dispute with changes
+    corrects it; text changed outside Vetted is shown as a diff, never as the base)."""
+    if proposal.action == ProposalAction.DISPUTE:
+        return approved_form_values(proposal.target)
+    return {
+        "title": proposal.title, "body": proposal.body, "kind": proposal.kind, "scope": proposal.scope,
+        "tags": tags_text(proposal.tags),
+        "review_by": proposal.review_by.isoformat() if proposal.review_by else "",
+    }
+
+
+@site_login_required
+@require_http_methods(["GET", "POST"])
+def revise(request, public_id):
+    """Edit a proposal's text, then accept the edited version
+    (accept_proposal_with_revision keeps both the proposed and the approved text)."""
+    proposal = Proposal.objects.select_related("agent", "target").filter(public_id=public_id).first()
+    if proposal is None:
+        return _failed(request, public_id, NotFound(f"No proposal with id {public_id!r}."))
+    if request.method == "GET":
+        if proposal.state != ProposalState.PENDING or proposal.action == ProposalAction.RETIRE:
+            return _card(request, public_id) if request.htmx else back(request, reverse("home"))
+        return _revise_form(request, proposal, _form_initial(proposal), {})
+    changes = form_changes(request.POST)
+    try:
+        decided = actions.accept_proposal_with_revision(
+            public_id, actor=request.user, changes=changes, note=request.POST.get("note", ""))
+    except ValidationFailed as exc:
+        return _revise_form(request, proposal, {**_form_initial(proposal), **request.POST.dict()}, exc.fields,
+                            status=200 if request.htmx else 400)
+    except VettedError as exc:
+        return _failed(request, public_id, exc)
+    return _decided(request, decided, "Accepted")
+
+
+def _revise_form(request, proposal, values: dict, errors: dict, status: int = 200):
+    mark_outside_edits([proposal.target])
+    context = {"p": proposal, "values": values, "errors": errors, "kinds": _kinds(), "scopes": SCOPES,
+               "scope_locked": proposal.target_id is not None,
+               "action_url": reverse("proposal_revise", args=[proposal.public_id])}
+    if request.htmx:
+        return render(request, "reviews/inbox.html#revise-form", context, status=status)
+    return render(request, "reviews/proposal_revise.html", {**nav_counts(), **context}, status=status)
+
+
+def _kinds() -> list[str]:
+    return sorted(validation.kinds())
+
+
+@site_login_required
+@require_GET
+def similar(request, public_id):
+    """The approved records most like a create proposal, and the pending
+    proposals (of any agent) that say nearly or exactly the same, so
+    duplicates are caught by eye: agents are never told about each other's
+    proposals, so the cluster is the reviewer's to see. Loaded lazily by each
+    card (hx-trigger="revealed"): one embedding per card would make the inbox
+    itself slow."""
+    proposal = Proposal.objects.filter(public_id=public_id).first()
+    hits, waiting, error = [], [], ""
+    if proposal is not None and proposal.title:
+        try:
+            response = search(f"{proposal.title}\n{proposal.body[:1000]}", reader=Reader.everything(),
+                              limit=SIMILAR_LIMIT, count_access=False)
+            hits = response.results
+            waiting = similar_pending(proposal.title, proposal.body, scope=proposal.scope, tags=proposal.tags,
+                                      threshold=settings.VETTED_NEAR_DUPLICATE, limit=SIMILAR_LIMIT,
+                                      exclude_ids=[proposal.public_id])
+        except VettedError as exc:
+            error = exc.message
+        except IndexModelMismatch as exc:  # a hint must not break the card
+            error = f"{exc} (run `python manage.py reindex`)"
+    return render(request, "reviews/inbox.html#similar", {"hits": hits, "waiting": waiting, "error": error,
+                                                          "p": proposal})
+
+
+@site_login_required
+@require_POST
+def bulk(request):
+    """Accept or reject several proposals; each is its own action (and
+    transaction), so one that fails does not undo the others."""
+    ids = request.POST.getlist("ids")[:BULK_MAX]
+    op = request.POST.get("op")
+    note = request.POST.get("note", "")
+    if op not in ("accept", "reject") or not ids:
+        messages.error(request, "Select one or more proposals, then Accept or Reject.")
+        return back(request, reverse("home"))
+    do = actions.accept_proposal if op == "accept" else actions.reject_proposal
+    done, failed = [], []
+    for public_id in ids:
+        try:
+            do(public_id, actor=request.user, note=note)
+            done.append(public_id)
+        except VettedError as exc:
+            failed.append(exc.message)
+    verb = "Accepted" if op == "accept" else "Rejected"
+    if done:
+        messages.success(request, f"{verb} {len(done)}: {', '.join(done)}.")
+    for message in failed:
+        messages.error(request, message)
+    return back(request, reverse("home"))
+
+
+@site_login_required
+@require_GET
+def card(request, public_id):
+    """One proposal's card (the inbox's Cancel after Revise…)."""
+    if not request.htmx:
+        proposal = Proposal.objects.filter(public_id=public_id).first()
+        anchor = f"#proposal-{proposal.pk}" if proposal else ""
+        return redirect(reverse("home") + anchor)
+    return _card(request, public_id)

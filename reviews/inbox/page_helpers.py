@@ -1,0 +1,120 @@
+"""Small helpers shared by the review pages (inbox, records, agents, settings).
+
+Views stay thin: they read the request, call one function in
+reviews.actions, and render or redirect. Nothing here changes state.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+from urllib.parse import urlencode, urlsplit
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.urls import reverse
+from django.shortcuts import redirect
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from reviews.checksum import CHECKSUM_FIELDS
+from reviews.models import Agent, Proposal, ProposalState, Record, RecordStatus
+
+EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
+
+
+def nav_counts() -> dict:
+    """The numbers in the header and on the inbox: five cheap COUNT queries."""
+    live = Record.objects.filter(status=RecordStatus.APPROVED)
+    return {
+        "pending_count": Proposal.objects.filter(state=ProposalState.PENDING).count(),
+        "approved_count": live.count(),
+        "overdue_count": Record.objects.overdue().count(),
+        "disputed_count": Record.objects.filter(status=RecordStatus.DISPUTED).count(),
+        "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
+        "today": timezone.localdate(),
+    }
+
+
+def back(request, default: str):
+    """Redirect a plain form POST to where it came from (``next``), if that is on this site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        target = default
+    return redirect(target)
+
+
+def form_changes(post) -> dict:
+    """The content fields of a revise form, as given. Empty review date means
+    "the kind's default"; the action works out which fields really changed."""
+    changes = {name: post.get(name, "") for name in EDITABLE if name in post}
+    if not changes.get("review_by"):
+        changes.pop("review_by", None)
+    return changes
+
+
+def tags_text(tags) -> str:
+    return ", ".join(tags or [])
+
+
+def outside_edit(record: Record) -> dict | None:
+    """For the banner on a record changed outside Vetted: None if its text
+    matches its approval; else ``approved`` (the kept approved content, or
+    None when none is kept) and ``fields``, the changed ones as
+    {name, old (approved), new (current)} for a word diff."""
+    if not record.edited_since_approval:
+        return None
+    approved = record.approved_text()
+    fields = []
+    if approved is not None:
+        for name in CHECKSUM_FIELDS:
+            old, new = approved[name], getattr(record, name)
+            if name == "tags":
+                old, new = tags_text(sorted(old)), tags_text(sorted(new or []))
+            if old != new:
+                fields.append({"name": name, "old": old, "new": new})
+    return {"approved": approved, "fields": fields}
+
+
+def mark_outside_edits(records) -> None:
+    """Give each record (None skipped) what its cards show: ``outside_edit``
+    (see above) and ``shown``, the content a reviewer is shown as the record
+    (its approved text when it was changed outside Vetted and a copy is kept:
+    diffs and cards never present changed text as the approved record)."""
+    for record in records:
+        if record is None:
+            continue
+        record.outside_edit = outside_edit(record)
+        record.shown = record.approved_version() or record.checksummed_content()
+
+
+def approved_form_values(record: Record) -> dict:
+    """A revise form's starting values for ``record``: the approved text."""
+    mark_outside_edits([record])
+    shown = record.shown
+    return {"title": shown["title"], "body": shown["body"], "kind": shown["kind"], "scope": shown["scope"],
+            "tags": tags_text(shown["tags"]), "review_by": ""}
+
+
+def site_login_required(view):
+    """login_required, except that an htmx request whose session has ended
+    is sent to the login page as a whole page (HX-Redirect) instead of having
+    the login form swapped into a card. The site is for reviewers: a signed-in
+    account that is not staff (the admin's own test) gets 403, never a page
+    or a decision."""
+    plain = login_required(view)
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.htmx and not request.user.is_authenticated:
+            current = urlsplit(request.headers.get("HX-Current-URL", ""))
+            back_to = current.path + (f"?{current.query}" if current.query else "") if current.path else "/"
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': back_to})}"
+            return response
+        if request.user.is_authenticated and not (request.user.is_active and request.user.is_staff):
+            return HttpResponse(f"The account {request.user.get_username()!r} is not a reviewer (staff) account; "
+                                "ask an administrator to make it one.", status=403, content_type="text/plain")
+        return plain(request, *args, **kwargs)
+
+    return wrapper

@@ -1,0 +1,56 @@
+"""Settings and health: the model, the index, the database file, backups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from memory_site import __version__
+from retrieval import embeddings, index
+
+from reviews.models import SCOPES
+from .page_helpers import nav_counts, site_login_required
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+@site_login_required
+@require_GET
+def site_settings(request):
+    db = Path(settings.DATABASES["default"]["NAME"])
+    loaded = embeddings.loaded_embedder()
+    report = index.check()  # read-only: lists problems, fixes nothing
+    return render(request, "reviews/settings.html", {
+        **nav_counts(), "nav": "settings", "version": __version__, "report": report,
+        "model_configured": settings.VETTED_MODEL_NAME or settings.VETTED_EMBEDDER,
+        "model_loaded": loaded.name if loaded else "",
+        "db_path": db, "db_size": _size(db), "wal_size": _size(Path(f"{db}-wal")),
+        "home": settings.VETTED_HOME, "kinds": sorted(settings.VETTED_KINDS.items()),
+    })
+
+
+
+
+@site_login_required
+@require_GET
+def quality_page(request):
+    """The quality report (read-only: it flags, the reviewer decides)."""
+    from retrieval import quality
+
+    scope = request.GET.get("scope", "")
+    scopes = [scope] if scope in SCOPES else None
+    report = quality.run(scopes)
+    groups = [(label, [f for f in report.findings if f.kind == kind], report.omitted.get(kind, 0))
+              for kind, label in quality.LABELS.items()]
+    return render(request, "reviews/quality.html", {
+        **nav_counts(), "nav": "quality", "report": report, "groups": [g for g in groups if g[1]],
+        "scope": scope if scopes else "", "scopes": SCOPES,
+    })

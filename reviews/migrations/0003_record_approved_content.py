@@ -1,0 +1,57 @@
+"""Keep each record's approved content, not only its checksum.
+
+Backfill: a record whose text still matches its checksum gets a copy of that
+text. A record already edited since approval gets null: the approved text is
+gone and cannot be recovered from a hash, so every path treats it as "no
+approved copy" (it cannot be restored; a reviewer approves the current text
+or retires it). Rows are updated with QuerySet.update on approved_content
+only, so updated_at and the search index triggers (title, body, tags) are
+left alone.
+"""
+
+from django.db import migrations, models
+
+from reviews.checksum import CHECKSUM_FIELDS, approved_copy
+
+BATCH = 500
+
+
+def backfill_approved_content(Record) -> dict:
+    """Fill approved_content for every row where it is null. Returns counts
+    {"kept": n, "lost": n} (lost: edited since approval, left null)."""
+    counts = {"kept": 0, "lost": 0}
+    rows = Record.objects.filter(approved_content__isnull=True).order_by("pk") \
+        .values_list("pk", "approved_checksum", *CHECKSUM_FIELDS)
+    last = 0
+    while True:
+        batch = list(rows.filter(pk__gt=last)[:BATCH])
+        if not batch:
+            return counts
+        for pk, approved_checksum, *values in batch:
+            copy = approved_copy(dict(zip(CHECKSUM_FIELDS, values)), approved_checksum)
+            if copy is None:
+                counts["lost"] += 1
+            else:
+                Record.objects.filter(pk=pk).update(approved_content=copy)
+                counts["kept"] += 1
+        last = batch[-1][0]
+
+
+def forwards(apps, schema_editor):
+    backfill_approved_content(apps.get_model("reviews", "Record"))
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("reviews", "0002_audit_append_only"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="record",
+            name="approved_content",
+            field=models.JSONField(blank=True, editable=False, null=True),
+        ),
+        migrations.RunPython(forwards, migrations.RunPython.noop),
+    ]

@@ -1,0 +1,269 @@
+"""Checking a parsed ``vetted-export`` document before anything is written:
+every problem is found and listed at once (SnapshotInvalid)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from django.utils import timezone
+
+from reviews import ids
+from reviews.checksum import is_approved_copy
+from reviews.models import SCOPES, ProposalAction, ProposalState, RecordStatus
+
+from .format import (
+    _AGENT_TIMES,
+    _PROPOSAL_DATES,
+    _PROPOSAL_TIMES,
+    _RECORD_DATES,
+    _RECORD_TIMES,
+    AGENT_FIELDS,
+    AGENT_RE,
+    AUDIT_FIELDS,
+    FORMAT,
+    HEX64_RE,
+    PROPOSAL_FIELDS,
+    PROPOSAL_RE,
+    READABLE_VERSIONS,
+    RECORD_FIELDS,
+    RECORD_FIELDS_V1,
+    RECORD_RE,
+    TOP_LEVEL,
+    SnapshotInvalid,
+)
+
+
+def _parse_dt(value):
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value)
+    if timezone.is_naive(parsed):
+        raise ValueError("has no UTC offset")
+    return parsed
+
+
+def _parse_date(value):
+    return None if value is None else date.fromisoformat(value)
+
+
+class _Checker:
+    def __init__(self):
+        self.problems: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+
+    def fields(self, where: str, row, required: list[str]) -> bool:
+        if not isinstance(row, dict):
+            self.add(where, "must be a JSON object")
+            return False
+        missing = [name for name in required if name not in row]
+        if missing:
+            self.add(where, f"missing field(s) {', '.join(missing)}")
+            return False
+        unknown = sorted(set(row) - set(required))
+        if unknown:
+            self.add(where, f"unknown field(s) {', '.join(unknown)}")
+            return False
+        return True
+
+    def types(self, where: str, row: dict, *, strings=(), optional_strings=(), lists=(), dicts=(),
+              dates=(), times=(), required_times=()) -> None:
+        for name in strings:
+            if not isinstance(row[name], str):
+                self.add(where, f"{name} must be a string")
+        for name in optional_strings:
+            if row[name] is not None and not isinstance(row[name], str):
+                self.add(where, f"{name} must be a string or null")
+        for name in lists:
+            if not isinstance(row[name], list) or not all(isinstance(x, str) for x in row[name]):
+                self.add(where, f"{name} must be a list of strings")
+        for name in dicts:
+            if not isinstance(row[name], dict):
+                self.add(where, f"{name} must be a JSON object")
+        for name in dates:
+            try:
+                if row[name] is not None and not isinstance(row[name], str):
+                    raise ValueError
+                _parse_date(row[name])
+            except ValueError:
+                self.add(where, f"{name} must be a date YYYY-MM-DD or null, got {row[name]!r}")
+        for name in times:
+            try:
+                if row[name] is None and name in required_times:
+                    raise ValueError
+                if row[name] is not None and not isinstance(row[name], str):
+                    raise ValueError
+                _parse_dt(row[name])
+            except ValueError:
+                self.add(where, f"{name} must be an ISO 8601 date-time with offset{'' if name in required_times else ' or null'}, got {row[name]!r}")
+
+
+def validate_snapshot(data) -> dict:
+    """Check a parsed document; raise SnapshotInvalid listing every problem.
+    Returns counts and facts the import summary uses."""
+    c = _Checker()
+    if not isinstance(data, dict):
+        raise SnapshotInvalid(["the file must hold one JSON object (a vetted-export document)"])
+    if data.get("format") != FORMAT:
+        raise SnapshotInvalid([f"format is {data.get('format')!r}, expected {FORMAT!r} (a file from `export_json`)"])
+    if type(data.get("version")) is not int or data["version"] not in READABLE_VERSIONS:
+        raise SnapshotInvalid([f"version {data.get('version')!r} is not supported; this Vetted reads versions "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}"])
+    record_fields = RECORD_FIELDS if data["version"] >= 2 else RECORD_FIELDS_V1
+    missing = [key for key in TOP_LEVEL if key not in data]
+    if missing:
+        raise SnapshotInvalid([f"missing top-level field(s): {', '.join(missing)}"])
+    for key in ("records", "proposals", "agents", "audit", "scopes"):
+        if not isinstance(data[key], list):
+            raise SnapshotInvalid([f"{key} must be a list"])
+    try:
+        _parse_dt(str(data["exported_at"]) if data["exported_at"] is not None else "")
+    except ValueError:
+        c.add("exported_at", f"must be an ISO 8601 date-time with offset, got {data['exported_at']!r}")
+    bad_scopes = [s for s in data["scopes"] if s not in SCOPES]
+    if bad_scopes:
+        c.add("scopes", f"unknown scope(s) {bad_scopes}; expected some of {', '.join(SCOPES)}")
+
+    agent_ids, agent_names = set(), set()
+    for i, row in enumerate(data["agents"]):
+        where = f"agents[{i}]"
+        if not c.fields(where, row, AGENT_FIELDS):
+            continue
+        where = f"agent {row.get('public_id')!r}"
+        before = len(c.problems)
+        c.types(where, row, strings=("name", "token_prefix", "source_tool", "created_by"),
+                optional_strings=("token_digest",), lists=("scopes",), times=_AGENT_TIMES,
+                required_times=("created_at",))
+        if len(c.problems) > before:
+            continue
+        if not isinstance(row["public_id"], str) or not AGENT_RE.match(row["public_id"]):
+            c.add(where, f"public_id must look like {ids.describe(ids.AGENT)}")
+        elif row["public_id"] in agent_ids:
+            c.add(where, "public_id appears twice")
+        if row["name"] in agent_names:
+            c.add(where, f"name {row['name']!r} appears twice")
+        agent_ids.add(row["public_id"])
+        agent_names.add(row["name"])
+        if row["token_digest"] is not None and not HEX64_RE.match(str(row["token_digest"])):
+            c.add(where, "token_digest must be 64 lowercase hex digits or null")
+        if not isinstance(row["is_active"], bool):
+            c.add(where, "is_active must be true or false")
+
+    records: dict[str, dict] = {}
+    for i, row in enumerate(data["records"]):
+        where = f"records[{i}]"
+        if not c.fields(where, row, record_fields):
+            continue
+        where = f"record {row.get('public_id')!r}"
+        before = len(c.problems)
+        c.types(where, row, strings=("kind", "scope", "status", "title", "body", "approved_checksum", "approved_by", "source_tool",
+                                     "reason", "session"),
+                optional_strings=("supersedes", "superseded_by", "proposed_by"),
+                lists=("tags",), dicts=("metadata",), dates=_RECORD_DATES, times=_RECORD_TIMES,
+                required_times=("approved_at", "created_at", "updated_at"))
+        if len(c.problems) > before:
+            continue
+        if row["review_by"] is None:
+            c.add(where, "review_by is required")
+        if not isinstance(row["public_id"], str) or not RECORD_RE.match(row["public_id"]):
+            c.add(where, f"public_id must look like {ids.describe(ids.RECORD)}")
+            continue
+        if row["public_id"] in records:
+            c.add(where, "public_id appears twice")
+        records[row["public_id"]] = row
+        if row["scope"] not in SCOPES:
+            c.add(where, f"scope {row['scope']!r} is not one of {', '.join(SCOPES)}")
+        elif data["scopes"] and row["scope"] not in data["scopes"]:
+            c.add(where, f"scope {row['scope']!r} is not among the file's scopes {data['scopes']}")
+        if row["status"] not in RecordStatus.values:
+            c.add(where, f"status {row['status']!r} is not one of {', '.join(RecordStatus.values)}")
+        if not HEX64_RE.match(str(row["approved_checksum"])):
+            c.add(where, "approved_checksum must be 64 lowercase hex digits")
+        elif row.get("approved_content") is not None and not is_approved_copy(row["approved_content"],
+                                                                               row["approved_checksum"]):
+            # Restoring would write this text back: it must be what was approved.
+            c.add(where, "approved_content must be null or an object with exactly kind, scope, title, body and "
+                         "tags whose checksum is approved_checksum")
+        if not row["approved_by"]:
+            c.add(where, "approved_by must name a user")
+        if row["proposed_by"] is not None and row["proposed_by"] not in agent_ids:
+            c.add(where, f"proposed_by {row['proposed_by']!r} is not an agent in the file")
+        if row["confidence"] is not None and (isinstance(row["confidence"], bool)
+                                              or not isinstance(row["confidence"], (int, float))):
+            c.add(where, "confidence must be a number or null")
+        if isinstance(row["access_count"], bool) or not isinstance(row["access_count"], int) or row["access_count"] < 0:
+            c.add(where, "access_count must be a whole number >= 0")
+    for rid, row in records.items():
+        where = f"record {rid!r}"
+        for link in ("supersedes", "superseded_by"):
+            other = row[link]
+            if other is None:
+                continue
+            if other not in records:
+                c.add(where, f"{link} points to {other!r}, which is not in the file")
+                continue
+            if other == rid:
+                c.add(where, f"{link} points to itself")
+        after = row["superseded_by"]
+        if after in records and records[after]["supersedes"] != rid:
+            c.add(where, f"superseded_by {after!r}, but {after!r} supersedes {records[after]['supersedes']!r}")
+        before = row["supersedes"]
+        if before in records and records[before]["superseded_by"] != rid:
+            c.add(where, f"supersedes {before!r}, but {before!r} is superseded by {records[before]['superseded_by']!r}")
+        if after is not None and row["status"] != RecordStatus.SUPERSEDED:
+            c.add(where, f"has a successor ({after!r}) but its status is {row['status']!r}, not superseded")
+
+    proposal_ids = set()
+    for i, row in enumerate(data["proposals"]):
+        where = f"proposals[{i}]"
+        if not c.fields(where, row, PROPOSAL_FIELDS):
+            continue
+        where = f"proposal {row.get('public_id')!r}"
+        before = len(c.problems)
+        c.types(where, row, strings=("action", "state", "kind", "scope", "title", "body", "content_checksum", "reason",
+                                     "proposed_by_user", "source_tool", "session", "decision_note"),
+                optional_strings=("decided_by", "target", "result_record", "agent"), lists=("tags",),
+                dicts=("metadata", "reviewer_changes"),
+                dates=_PROPOSAL_DATES, times=_PROPOSAL_TIMES, required_times=("created_at", "updated_at"))
+        if len(c.problems) > before:
+            continue
+        if not isinstance(row["public_id"], str) or not PROPOSAL_RE.match(row["public_id"]):
+            c.add(where, f"public_id must look like {ids.describe(ids.PROPOSAL)}")
+        elif row["public_id"] in proposal_ids:
+            c.add(where, "public_id appears twice")
+        proposal_ids.add(row["public_id"])
+        if row["action"] not in ProposalAction.values:
+            c.add(where, f"action {row['action']!r} is not one of {', '.join(ProposalAction.values)}")
+        if row["state"] not in ProposalState.values:
+            c.add(where, f"state {row['state']!r} is not one of {', '.join(ProposalState.values)}")
+        for link in ("target", "result_record"):
+            if row[link] is not None and row[link] not in records:
+                c.add(where, f"{link} points to {row[link]!r}, which is not in the file")
+        if row["agent"] is not None and row["agent"] not in agent_ids:
+            c.add(where, f"agent {row['agent']!r} is not an agent in the file")
+        if row["action"] in (ProposalAction.REVISE, ProposalAction.RETIRE, ProposalAction.DISPUTE) and row["target"] is None:
+            c.add(where, f"a {row['action']} proposal needs a target record")
+        if row["state"] == ProposalState.ACCEPTED and row["action"] in (ProposalAction.CREATE, ProposalAction.REVISE) \
+                and row["result_record"] is None:
+            c.add(where, f"an accepted {row['action']} proposal needs its result_record")
+
+    audit_ids = set()
+    for i, row in enumerate(data["audit"]):
+        where = f"audit[{i}]"
+        if not c.fields(where, row, AUDIT_FIELDS):
+            continue
+        where = f"audit event {row.get('id')!r}"
+        c.types(where, row, strings=("event_type", "actor_type", "actor", "subject_type", "subject_id",
+                                     "record_ref", "proposal_ref", "checksum_before", "checksum_after", "snippet"),
+                dicts=("extra",), times=("at",), required_times=("at",))
+        if isinstance(row["id"], bool) or not isinstance(row["id"], int) or row["id"] < 1:
+            c.add(where, "id must be a whole number >= 1")
+        elif row["id"] in audit_ids:
+            c.add(where, "id appears twice")
+        audit_ids.add(row["id"])
+
+    if c.problems:
+        raise SnapshotInvalid(c.problems)
+    return {"records": len(records), "proposals": len(data["proposals"]), "agents": len(data["agents"]),
+            "audit": len(data["audit"])}

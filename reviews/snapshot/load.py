@@ -1,0 +1,146 @@
+"""Writing a checked ``vetted-export`` document into the database, rows as
+they are. Only reviews.actions.import_snapshot calls this (inside its
+transaction)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib.auth import get_user_model
+
+from reviews.checksum import approved_copy
+from reviews.models import Agent, AuditEvent, Proposal, Record
+
+from .check import _parse_date, _parse_dt
+from .format import (
+    _AGENT_TIMES,
+    _PROPOSAL_DATES,
+    _PROPOSAL_TIMES,
+    _RECORD_DATES,
+    _RECORD_TIMES,
+    AGENT_FIELDS,
+    AUDIT_FIELDS,
+    PROPOSAL_FIELDS,
+    RECORD_FIELDS_V1,
+    SnapshotInvalid,
+)
+
+
+def write_snapshot(data: dict, *, progress: Callable[[int], None] | None = None) -> dict:
+    """Insert everything in ``data`` (validated) in the current transaction.
+    Returns facts for the summary. Only reviews.actions.import_snapshot calls this."""
+    User = get_user_model()
+    usernames = {row["approved_by"] for row in data["records"]}
+    usernames |= {row["decided_by"] for row in data["proposals"] if row["decided_by"]}
+    user_pk, created_users = {}, []
+    for name in sorted(usernames):
+        user = User.objects.filter(username=name).first()
+        if user is None:
+            user = User(username=name, is_active=False)
+            user.set_unusable_password()
+            user.save()
+            created_users.append(name)
+        user_pk[name] = user.pk
+
+    agent_pk, mapped_agents, created_agents, tokenless = {}, [], [], []
+    for row in data["agents"]:
+        existing = Agent.objects.filter(public_id=row["public_id"]).first()
+        same_name = Agent.objects.filter(name=row["name"]).first()
+        if existing is not None and existing.name != row["name"]:
+            raise SnapshotInvalid([(f"agent {row['public_id']!r}: this instance already has that id for agent "
+                                    f"{existing.name!r}, not {row['name']!r}")])
+        target = existing or same_name
+        if target is not None:
+            agent_pk[row["public_id"]] = target.pk
+            mapped_agents.append(row["name"])
+            continue
+        if row["token_digest"] and Agent.objects.filter(token_digest=row["token_digest"]).exists():
+            raise SnapshotInvalid([f"agent {row['name']!r}: its token digest is already used by an agent here"])
+        fields = {name: row[name] for name in AGENT_FIELDS}
+        for name in _AGENT_TIMES:
+            fields[name] = _parse_dt(fields[name])
+        agent = Agent.objects.create(**fields)
+        agent_pk[row["public_id"]] = agent.pk
+        created_agents.append(row["name"])
+        if not row["token_digest"] and row["is_active"] and row["name"] != "import":
+            tokenless.append(row["name"])
+
+    record_pk = {}
+    for row in data["records"]:
+        fields = {name: row[name] for name in RECORD_FIELDS_V1
+                  if name not in ("approved_by", "supersedes", "superseded_by", "proposed_by")}
+        fields["approved_content"] = (row["approved_content"] if data["version"] >= 2
+                                      else approved_copy(row, row["approved_checksum"]))
+        for name in _RECORD_DATES:
+            fields[name] = _parse_date(fields[name])
+        for name in _RECORD_TIMES:
+            fields[name] = _parse_dt(fields[name])
+        record = Record.objects.create(
+            **fields, approved_by_id=user_pk[row["approved_by"]],
+            proposed_by_id=agent_pk[row["proposed_by"]] if row["proposed_by"] else None,
+        )
+        record_pk[row["public_id"]] = record.pk
+        if progress:
+            progress(1)
+    for row in data["records"]:
+        # Links once every row exists; updated_at again, because auto_now
+        # overwrote it on insert (QuerySet.update leaves auto_now alone).
+        Record.objects.filter(pk=record_pk[row["public_id"]]).update(
+            supersedes_id=record_pk.get(row["supersedes"]), superseded_by_id=record_pk.get(row["superseded_by"]),
+            updated_at=_parse_dt(row["updated_at"]),
+        )
+
+    for row in data["proposals"]:
+        fields = {name: row[name] for name in PROPOSAL_FIELDS
+                  if name not in ("target", "result_record", "agent", "decided_by")}
+        for name in _PROPOSAL_DATES:
+            fields[name] = _parse_date(fields[name])
+        for name in _PROPOSAL_TIMES:
+            fields[name] = _parse_dt(fields[name])
+        proposal = Proposal.objects.create(
+            **fields,
+            target_id=record_pk.get(row["target"]), result_record_id=record_pk.get(row["result_record"]),
+            agent_id=agent_pk[row["agent"]] if row["agent"] else None,
+            decided_by_id=user_pk[row["decided_by"]] if row["decided_by"] else None,
+        )
+        Proposal.objects.filter(pk=proposal.pk).update(updated_at=fields["updated_at"])
+        if progress:
+            progress(1)
+
+    # The write log verbatim, original ids included. Events already here (the
+    # new instance's own account and agents) may hold some of those ids: then
+    # every imported id is shifted by one constant, recorded in the import's
+    # own event, so order and gaps survive.
+    original = [row["id"] for row in data["audit"]]
+    offset = 0
+    if original:
+        existing_ids = set(AuditEvent.objects.filter(id__gte=min(original), id__lte=max(original))
+                           .values_list("id", flat=True))
+        if existing_ids & set(original):
+            last = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            offset = last - min(original) + 1
+    batch = []
+    for row in data["audit"]:
+        fields = {name: row[name] for name in AUDIT_FIELDS}
+        fields["id"] = row["id"] + offset
+        fields["at"] = _parse_dt(row["at"])
+        batch.append(AuditEvent(**fields))
+        if len(batch) >= 500:
+            AuditEvent.objects.bulk_create(batch)
+            batch = []
+        if progress:
+            progress(1)
+    if batch:
+        AuditEvent.objects.bulk_create(batch)
+
+    edited = [row["public_id"] for row in data["records"]
+              if Record(kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"],
+                        tags=row["tags"]).current_checksum() != row["approved_checksum"]]
+    return {
+        "users_created_inactive": created_users,
+        "agents_created": created_agents,
+        "agents_mapped": mapped_agents,
+        "agents_without_token": tokenless,
+        "audit_id_offset": offset,
+        "edited_since_approval": edited,
+    }
