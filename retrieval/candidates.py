@@ -106,6 +106,8 @@ def gather(cursor, mode: str, terms: list[str], identifiers: list[str], query_ve
             missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]
             for rowid, (similarity, chunk_id) in vectors_for(cursor, scope, missing, query_vector).items():
                 candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id
-    if mode in ("keyword", "hybrid"):
+    # Keyword mode needs the re-weighting only to compare several spaces' BM25
+    # on one scale: with one space, FTS5's own statistics are the reader's.
+    if mode == "hybrid" or (mode == "keyword" and len(reader_scopes) > 1):
         keyword_evidence(cursor, terms, candidates, state, docfreq, reader_scopes)
     return candidates, more

@@ -59,9 +59,13 @@ class _Snapshot:
     record_ids: np.ndarray  # int64
     matrix: np.ndarray  # float32, rows are unit vectors
     held: np.ndarray  # bool per row: the chunk's document is withheld
+    held_rows: np.ndarray  # indices of those rows
 
-    def rows(self, state: str) -> np.ndarray:
-        return np.nonzero(self.held if state == schema.HELD else ~self.held)[0]
+    def rows(self, state: str) -> np.ndarray | None:
+        """Row indices of documents in ``state`` (None: every row)."""
+        if state == schema.HELD:
+            return self.held_rows
+        return np.nonzero(~self.held)[0] if len(self.held_rows) else None
 
 
 class VectorCache:
@@ -111,8 +115,9 @@ class VectorCache:
     def _load(self, cursor, database, scope, base, token, docs, dimension) -> _Snapshot:
         chunk_ids, record_ids, matrix = self._rows(cursor, scope, 0, dimension)
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
-        return _Snapshot(database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix,
-                         self._held(cursor, scope, record_ids))
+        held = self._held(cursor, scope, record_ids)
+        return _Snapshot(database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix, held,
+                         np.nonzero(held)[0])
 
     def _append(self, cursor, snap: _Snapshot, token, docs) -> _Snapshot:
         chunk_ids, record_ids, matrix = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
@@ -125,7 +130,8 @@ class VectorCache:
         held = self._held(cursor, snap.scope, record_ids) if (docs != snap.docs or len(record_ids) != len(snap.held)) \
             else snap.held
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
-        return _Snapshot(snap.database, snap.scope, snap.base, token, docs, max_id, chunk_ids, record_ids, matrix, held)
+        return _Snapshot(snap.database, snap.scope, snap.base, token, docs, max_id, chunk_ids, record_ids, matrix, held,
+                         np.nonzero(held)[0])
 
 
 cache = VectorCache()
@@ -140,12 +146,19 @@ def nearest(snaps: list[_Snapshot], query_vector: np.ndarray, k: int, state: str
     pools = []
     for snap in snaps:
         rows = snap.rows(state)
-        if not len(rows):
+        if rows is None:  # nothing withheld in this space: every row, no copy
+            similarities, ids, records = snap.matrix @ query, snap.chunk_ids, snap.record_ids
+        elif not len(rows):
             continue
-        similarities = snap.matrix[rows] @ query if state == schema.HELD else (snap.matrix @ query)[rows]
-        take = min(k, len(rows))
-        top = np.argpartition(-similarities, take - 1)[:take] if take < len(rows) else np.arange(len(rows))
-        pools.append((similarities[top], snap.chunk_ids[rows[top]], snap.record_ids[rows[top]]))
+        else:
+            similarities = snap.matrix[rows] @ query if state == schema.HELD else (snap.matrix @ query)[rows]
+            ids, records = snap.chunk_ids[rows], snap.record_ids[rows]
+        if not len(similarities):
+            continue
+        take = min(k, len(similarities))
+        top = (np.argpartition(-similarities, take - 1)[:take] if take < len(similarities)
+               else np.arange(len(similarities)))
+        pools.append((similarities[top], ids[top], records[top]))
     if not pools:
         return {}, 0
     similarities = np.concatenate([p[0] for p in pools])
