@@ -14,8 +14,8 @@ retired, superseded, disputed, edited, overdue, outside its validity window).
 Each partition has its own keyword tables, so a query reads only the spaces
 its reader may read, and the deliverable ones apart from the withheld ones:
 - retrieval_fts_<scope>_<state>: porter-stemmed words (title/body/tags weighted
-  in ranking); BM25 statistics (document count, lengths, term frequencies)
-  are therefore those of the deliverable records of one space;
+  in ranking); FTS5's BM25 statistics are therefore those of the deliverable
+  records of one space (scoring.py re-weights them to the reader's spaces);
 - retrieval_ident_<scope>_<state>: trigram, for exact identifiers
   (acme/billing-api, ACME-1234, 21.0.3, STRIPE_WEBHOOK_SECRET).
 They are FTS5 *external content* tables over one view per partition
