@@ -22,7 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-WORDS = ["billing", "ledger", "checkout", "search", "auth", "payments", "inventory", "shipping", "reporting", "notifications", "catalog", "pricing", "fraud", "onboarding", "analytics", "gateway", "scheduler", "exports", "invoicing", "identity", "media", "support", "warehouse", "postgres", "redis", "kafka", "terraform", "kubernetes", "helm", "grafana", "sentry", "stripe", "vault", "nginx", "celery", "cron", "worker", "queue", "cache", "replica", "backup", "rollout", "canary", "freeze", "migration", "schema", "index", "shard", "region", "tenant", "quota", "budget"]
+WORDS = ("billing ledger checkout search auth payments inventory shipping reporting notifications catalog pricing "
+         "fraud onboarding analytics gateway scheduler exports invoicing identity media support warehouse postgres "
+         "redis kafka terraform kubernetes helm grafana sentry stripe vault nginx celery cron worker queue cache "
+         "replica backup rollout canary freeze migration schema index shard region tenant quota budget").split()
 VERBS = ("deploys", "rotates", "migrates", "backs up", "restarts", "monitors", "scales", "archives", "rebuilds")
 WHEN = ("every weekday", "on Fridays", "before each release", "twice a month", "after every incident",
         "at 09:00 UTC", "once a quarter", "on the first Monday", "every night")

@@ -2,7 +2,6 @@
 
 from django.conf import settings
 from django.http import JsonResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memory_site import __version__
@@ -26,7 +25,7 @@ def health(request):
         },
         "records": {
             "approved": approved.count(),
-            "overdue": approved.filter(review_by__lt=timezone.localdate()).count(),
+            "overdue": Record.objects.overdue().count(),
             "disputed": Record.objects.filter(status=RecordStatus.DISPUTED).count(),
             "total": Record.objects.count(),
         },

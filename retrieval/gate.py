@@ -1,10 +1,13 @@
 """The query-time gate: deliver only what is currently true.
 
 Everything that leaves retrieval passes through here, with rows re-read from
-the record table at query time (never trusted from an index): status
-approved, not past review_by, text unchanged since approval (checksum), not
-past valid_until nor before valid_from, and in a scope the reader may read. Out-of-scope records do
-not exist for the reader: they are never counted or named.
+the record table at query time (never trusted from an index). What
+"deliverable" means is the domain's (Record.withhold_reason and
+RecordQuerySet.current, reviews/models.py); this module applies it for a
+reader. Records outside the reader's scopes do not exist for it: they are
+never counted or named. A record counts as in a scope by the scope it was
+*approved* in (retrieval/docs.py), so editing a record's scope out of band
+neither hides it from its readers nor shows it to others.
 """
 
 from __future__ import annotations
@@ -12,13 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.utils import timezone
-
 from reviews.errors import NotFound
-from reviews.models import SCOPES, Agent, Record, RecordStatus
+from reviews.models import SCOPES, WITHHOLD_REASONS, Agent, Record, RecordStatus
 
-# Reasons, in the order they are checked (a record gets the first that applies).
-REASONS = ("retired", "superseded", "disputed", "edited", "expired", "not_yet_valid", "overdue")
+from . import docs
+
+REASONS = WITHHOLD_REASONS
 
 
 @dataclass(frozen=True)
@@ -43,27 +45,15 @@ class Reader:
     def can_read(self, record: Record) -> bool:
         return record.scope in self.scopes
 
+    def may_know_of(self, record: Record) -> bool:
+        """Whether this record exists for the reader at all: it was approved
+        in one of the reader's scopes."""
+        return docs.approved_scope(record) in self.scopes
+
 
 def withhold_reason(record: Record, today: date | None = None) -> str | None:
     """Why ``record`` must not be delivered right now, or None if it may."""
-    today = today or timezone.localdate()
-    if record.status == RecordStatus.RETIRED:
-        return "retired"
-    if record.status == RecordStatus.SUPERSEDED:
-        return "superseded"
-    if record.status == RecordStatus.DISPUTED:
-        return "disputed"
-    if record.status != RecordStatus.APPROVED:  # an unknown status fails safe
-        return "disputed"
-    if record.current_checksum() != record.approved_checksum:
-        return "edited"
-    if record.valid_until is not None and record.valid_until < today:
-        return "expired"
-    if record.valid_from is not None and record.valid_from > today:
-        return "not_yet_valid"  # it describes a state of the world not yet in force
-    if record.review_by < today:
-        return "overdue"
-    return None
+    return record.withhold_reason(today)
 
 
 def current_successor(record: Record, reader: Reader, today: date | None = None) -> Record | None:
@@ -97,7 +87,7 @@ def read_record(public_id: str, reader: Reader) -> ReadResult:
     """
     public_id = str(public_id or "").strip()
     record = Record.objects.filter(public_id=public_id).first() if len(public_id) <= 20 else None
-    if record is None or not reader.can_read(record):
+    if record is None or not reader.may_know_of(record):
         raise NotFound(f"No record with id {public_id[:40]!r}.")
     reason = withhold_reason(record)
     if reason is None:

@@ -16,6 +16,11 @@ reviewer's suggested next step:
 
 Everything is read-only. Records outside the requested scopes are never
 read into a finding, so a team report cannot mention personal content.
+
+An agent's report (``run(agent=...)``) holds only what the agent may know:
+contradictions among records it can receive, its own proposals, and the
+records withheld from it by id only (no title: an edited record's title is
+text nobody approved). Index drift spans every space and is the reviewer's.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
 from . import index, schema
 from .embeddings import Embedder, get_embedder
@@ -53,7 +58,9 @@ LABELS = {
     "index_drift": "Index drift",
 }
 
-_NEGATIONS = frozenset(["not", "no", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor", "cannot", "can't", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "wouldn't", "shouldn't", "mustn't", "avoid", "avoids", "avoided", "stop", "stopped", "disable", "disabled", "disallow", "disallowed", "forbid", "forbidden", "prohibit", "prohibited", "without", "unsupported", "deprecated"])
+_NEGATIONS = frozenset("""not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
+aren't wasn't weren't won't wouldn't shouldn't mustn't avoid avoids avoided stop stopped disable disabled disallow
+disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split())
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
@@ -261,19 +268,27 @@ def contradictions(records: list[Record], embedder: Embedder, *, threshold: floa
     return findings
 
 
-def supersession_problems(scopes: list[str]) -> list[Finding]:
+def _titled(record: Record) -> str:
+    return f"'{_title(record)}'"
+
+
+def _by_id(record: Record) -> str:
+    return record.public_id
+
+
+def supersession_problems(scopes: list[str], name=_titled) -> list[Finding]:
     findings = []
     superseded = Record.objects.filter(status=RecordStatus.SUPERSEDED, scope__in=scopes).select_related("superseded_by")
     for record in superseded:
         successor = record.superseded_by
         if successor is None:
             findings.append(Finding(kind="broken_supersession", scope=record.scope, records=[record.public_id],
-                                    why=f"'{_title(record)}' is superseded but names no successor",
+                                    why=f"{name(record)} is superseded but names no successor",
                                     suggestion="Retire it, or revise it again so a current version exists."))
         elif successor.supersedes_id != record.pk:
             findings.append(Finding(kind="broken_supersession", scope=record.scope,
                                     records=[record.public_id] + ([successor.public_id] if successor.scope in scopes else []),
-                                    why=f"'{_title(record)}' names a successor that does not point back to it",
+                                    why=f"{name(record)} names a successor that does not point back to it",
                                     suggestion="Check the history of both records in the admin."))
     # Loops: follow superseded_by from every superseded record in scope.
     links = dict(Record.objects.filter(superseded_by__isnull=False).values_list("pk", "superseded_by_id"))
@@ -296,40 +311,46 @@ def supersession_problems(scopes: list[str]) -> list[Finding]:
     return findings
 
 
-def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS) -> list[Finding]:
+def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Agent | None = None) -> list[Finding]:
+    """Proposals pending for long; with ``agent``, only its own."""
     cutoff = timezone.now() - timedelta(days=stale_days)
     findings = []
     old = (Proposal.objects.filter(state=ProposalState.PENDING, created_at__lt=cutoff)
            .select_related("target", "agent").order_by("created_at"))
+    if agent is not None:
+        old = old.filter(agent=agent)
     for proposal in old:
-        scope = proposal.target.scope if proposal.target is not None else proposal.scope
+        scope = proposal.target.scope if proposal.target_id else proposal.scope
         if scope not in scopes:
             continue
         days = (timezone.now() - proposal.created_at).days
         kind = "stale_retirement" if proposal.action == ProposalAction.RETIRE else "stale_proposal"
-        title = proposal.title or (_title(proposal.target) if proposal.target_id else "")
+        # A retirement or dispute has no title of its own: the agent sees its
+        # target by id (it may be withheld from the agent by now).
+        title = proposal.title or (_title(proposal.target) if proposal.target_id and agent is None else "")
+        title = f"'{title}'" if title else (proposal.target.public_id if proposal.target_id else proposal.public_id)
         findings.append(Finding(
             kind=kind, scope=scope, proposals=[proposal.public_id],
             records=[proposal.target.public_id] if proposal.target_id else [],
-            why=f"{proposal.action} proposal '{title}' from {proposal.agent.name if proposal.agent is not None else 'a person'} "
+            why=f"{proposal.action} proposal {title} from {proposal.agent.name if proposal.agent_id else 'a person'} "
                 f"has waited {days} days",
             suggestion="Decide it in the inbox: accept, revise or reject.",
         ))
     return findings
 
 
-def record_state_problems(records: list[Record]) -> list[Finding]:
+def record_state_problems(records: list[Record], name=_titled) -> list[Finding]:
     today = timezone.localdate()
     findings = []
     for record in records:
         if record.current_checksum() != record.approved_checksum:
             findings.append(Finding(kind="edited_since_approval", scope=record.scope, records=[record.public_id],
-                                    why=f"'{_title(record)}' changed after approval (checksum mismatch); agents do not get it",
+                                    why=f"{name(record)} changed after approval (checksum mismatch); agents do not get it",
                                     suggestion="Restore the approved text or approve the current text (the record's "
                                                "page, `review restore` / `review approve-current`), or retire it."))
         elif record.status == RecordStatus.APPROVED and record.review_by < today:
             findings.append(Finding(kind="overdue", scope=record.scope, records=[record.public_id],
-                                    why=f"'{_title(record)}' was due for review on {record.review_by}; agents do not get it",
+                                    why=f"{name(record)} was due for review on {record.review_by}; agents do not get it",
                                     suggestion="Verify it if it still holds, otherwise revise or retire it."))
     return findings
 
@@ -347,24 +368,31 @@ def index_drift(*, detailed: bool) -> list[Finding]:
 
 
 def run(scopes=None, *, embedder: Embedder | None = None, full_index_report: bool = True,
-        threshold: float | None = None, limit: int = 100) -> Report:
+        threshold: float | None = None, limit: int = 100, agent: Agent | None = None) -> Report:
     """The whole check over ``scopes`` (default: all). Read-only. At most
     ``limit`` possible contradictions are listed, the most similar first (a
     memory of many look-alike records can yield thousands); the rest are
-    counted in ``omitted``. ``limit=0`` lists them all."""
+    counted in ``omitted``. ``limit=0`` lists them all. With ``agent``, the
+    agent's view (see the module docstring)."""
     scopes = [s for s in SCOPES if s in set(scopes or SCOPES)]
     embedder = embedder or get_embedder()
-    live = list(Record.objects.filter(scope__in=scopes, status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED])
-                .order_by("pk"))
-    current = [r for r in live if r.status == RecordStatus.APPROVED and r.current_checksum() == r.approved_checksum]
+    today = timezone.localdate()
+    live = list(Record.objects.live().in_scopes(scopes).order_by("pk"))
+    if agent is None:
+        current = [r for r in live if r.status == RecordStatus.APPROVED and r.current_checksum() == r.approved_checksum]
+    else:
+        current = [r for r in live if r.withhold_reason(today) is None]
     found = contradictions(current, embedder, threshold=threshold or settings.VETTED_CONTRADICTION_SIMILARITY)
     omitted = {}
     if limit and len(found) > limit:
         omitted["possible_contradiction"] = len(found) - limit
         found = found[:limit]
+    name = _titled if agent is None else _by_id
     findings = found
-    findings += supersession_problems(scopes)
-    findings += record_state_problems(live)
-    findings += pending_too_long(scopes)
-    findings += index_drift(detailed=full_index_report)
-    return Report(scopes=scopes, findings=findings, checked_records=len(live), omitted=omitted)
+    findings += supersession_problems(scopes, name)
+    findings += record_state_problems(live, name)
+    findings += pending_too_long(scopes, agent=agent)
+    if agent is None:
+        findings += index_drift(detailed=full_index_report)
+    return Report(scopes=scopes, findings=findings, checked_records=len(live) if agent is None else len(current),
+                  omitted=omitted)

@@ -1,30 +1,87 @@
-"""The SQL that retrieval owns: keyword indexes, chunk table, sync queue, meta.
+"""The SQL that retrieval owns: the approved-content table, keyword indexes per
+space, chunk table, queues, meta.
 
-Keyword indexes are FTS5 *external content* tables over reviews_record, kept
-in sync by triggers, so no Python code path can forget a sync:
-- retrieval_fts: porter-stemmed words (title/body/tags weighted in ranking);
-- retrieval_fts_ident: trigram, for exact identifiers (acme/billing-api,
-  ACME-1234, 21.0.3, STRIPE_WEBHOOK_SECRET) and substrings of them.
-Vectors cannot be computed in SQL, so the same triggers put the record id in
-retrieval_dirty; the indexer drains that queue (retrieval/index.py). The
-vec0 table itself is created by the indexer, because its dimension depends on
-the embedding model (recorded in retrieval_meta).
+What is indexed is the *approved* content of each record, never the current
+row: ``retrieval_doc`` holds, per record, the text, kind and scope that its
+approval checksum covers (copied by index.reconcile() only after checking
+that checksum). A record edited out of band keeps its last approved text here
+and is marked ``edited``; text nobody approved is never indexed anywhere, so
+no score, count or candidate can depend on it.
+
+Every document is in exactly one partition: its (approved) scope, and its
+state, ``live`` (deliverable as of the last reconcile) or ``held`` (withheld:
+retired, superseded, disputed, edited, overdue, outside its validity window).
+Each partition has its own keyword tables, so a query reads only the spaces
+its reader may read, and the deliverable ones apart from the withheld ones:
+- retrieval_fts_<scope>_<state>: porter-stemmed words (title/body/tags weighted
+  in ranking); FTS5's BM25 statistics are therefore those of the deliverable
+  records of one space (scoring.py re-weights them to the reader's spaces);
+- retrieval_ident_<scope>_<state>: trigram, for exact identifiers
+  (acme/billing-api, ACME-1234, 21.0.3, STRIPE_WEBHOOK_SECRET).
+They are FTS5 *external content* tables over one view per partition
+(FTS5 quirk: an external-content table's 'integrity-check' compares the
+index with every row of its content table, so each needs a content table of
+exactly its own rows: a view does that without a copy of the text).
+
+Sync is done by the database where it can be: triggers on reviews_record
+queue changed records (retrieval_queue); triggers on retrieval_doc keep the
+keyword tables in step with it and queue vector work (retrieval_dirty). Only
+the checksum check itself needs Python (SQLite has no SHA-256), which is why
+reconcile() sits between the two. The vec0 table is created by the indexer,
+because its dimension depends on the embedding model (recorded in
+retrieval_meta).
 
 Django rebuilds a table (create, copy, drop, rename) for many ALTERs on
 SQLite, which drops its triggers; post_migrate re-creates them (apps.py).
 """
 
+from reviews.models import SCOPES
+
 RECORD_TABLE = "reviews_record"
-FTS = "retrieval_fts"
-FTS_IDENT = "retrieval_fts_ident"
-FTS_VOCAB = "retrieval_fts_vocab"
+DOCS = "retrieval_doc"
+QUEUE = "retrieval_queue"
 CHUNKS = "retrieval_chunk"
 DIRTY = "retrieval_dirty"
 META = "retrieval_meta"
 VEC = "retrieval_vec"
 
+LIVE, HELD = "live", "held"
+STATES = (LIVE, HELD)
+
+
+def view(scope: str, state: str) -> str:
+    return f"retrieval_doc_{scope}_{state}"
+
+
+def fts(scope: str, state: str) -> str:
+    """The porter-stemmed keyword table of one partition."""
+    return f"retrieval_fts_{scope}_{state}"
+
+
+def ident(scope: str, state: str) -> str:
+    """The trigram (identifier) table of one partition."""
+    return f"retrieval_ident_{scope}_{state}"
+
+
+PARTITIONS = [(scope, state) for scope in SCOPES for state in STATES]
+KEYWORD_TABLES = [table for scope, state in PARTITIONS for table in (fts(scope, state), ident(scope, state))]
+
+_TOKENIZERS = {fts: "porter unicode61 remove_diacritics 2", ident: "trigram case_sensitive 0"}
+
 TABLES = [
     f"CREATE TABLE IF NOT EXISTS {META} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {QUEUE} (record_id INTEGER PRIMARY KEY)",
+    f"""CREATE TABLE IF NOT EXISTS {DOCS} (
+        id INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        checksum TEXT NOT NULL,
+        edited INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL)""",
+    f"CREATE INDEX IF NOT EXISTS retrieval_doc_partition ON {DOCS} (scope, state)",
     # AUTOINCREMENT: chunk ids are vec0 rowids and must never be reused, or a
     # stale vector could attach to a new chunk.
     f"""CREATE TABLE IF NOT EXISTS {CHUNKS} (
@@ -34,51 +91,100 @@ TABLES = [
         text_hash TEXT NOT NULL,
         text TEXT NOT NULL,
         embedding BLOB,
+        scope TEXT NOT NULL DEFAULT '',
         UNIQUE (record_id, seq))""",
     f"CREATE TABLE IF NOT EXISTS {DIRTY} (record_id INTEGER PRIMARY KEY, gen INTEGER NOT NULL DEFAULT 1)",
-    f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING fts5(
-        title, body, tags, content='{RECORD_TABLE}', content_rowid='id',
-        tokenize='porter unicode61 remove_diacritics 2')""",
-    f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_IDENT} USING fts5(
-        title, body, tags, content='{RECORD_TABLE}', content_rowid='id',
-        tokenize='trigram case_sensitive 0')""",
-    # Per-term document counts, for idf-weighted query coverage.
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_VOCAB} USING fts5vocab({FTS}, 'row')",
 ]
+for _scope, _state in PARTITIONS:
+    TABLES.append(f"CREATE VIEW IF NOT EXISTS {view(_scope, _state)} AS SELECT id, title, body, tags FROM {DOCS} "
+                  f"WHERE scope = '{_scope}' AND state = '{_state}'")
+    for _name, _tokenizer in _TOKENIZERS.items():
+        TABLES.append(f"""CREATE VIRTUAL TABLE IF NOT EXISTS {_name(_scope, _state)} USING fts5(
+            title, body, tags, content='{view(_scope, _state)}', content_rowid='id', tokenize='{_tokenizer}')""")
 
-_QUEUE = f"""INSERT INTO {DIRTY} (record_id, gen) VALUES ({{row}}.id, 1)
-        ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1;"""
+
+# --------------------------------------------------------------------------- triggers
+
+_ENQUEUE = f"INSERT INTO {QUEUE} (record_id) VALUES ({{row}}.id) ON CONFLICT (record_id) DO NOTHING;"
+# What reconcile() reads: the approved text and everything "deliverable" depends on.
+_WATCHED = ("title", "body", "tags", "kind", "scope", "status", "review_by", "valid_from", "valid_until",
+            "approved_checksum")
 
 
-def _fts_insert(table: str) -> str:
-    return f"INSERT INTO {table} (rowid, title, body, tags) VALUES (new.id, new.title, new.body, new.tags);"
+def _token(name: str, row: str) -> str:
+    # A random token per space, renewed in the transaction that changed it:
+    # caches of per-space statistics and vector masks compare it, so a change
+    # in one space never makes another space's caches reload.
+    return (f"INSERT INTO {META} (key, value) VALUES ('{name}:' || {row}.scope, hex(randomblob(8))) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value;")
 
 
-def _fts_delete(table: str) -> str:
+def _keyword_insert(row: str) -> str:
+    parts = []
+    for scope, state in PARTITIONS:
+        for table in (fts(scope, state), ident(scope, state)):
+            parts.append(f"INSERT INTO {table} (rowid, title, body, tags) SELECT {row}.id, {row}.title, {row}.body, "
+                         f"{row}.tags WHERE {row}.scope = '{scope}' AND {row}.state = '{state}';")
+    return " ".join(parts)
+
+
+def _keyword_delete(row: str) -> str:
     # External content: the old values must be given to remove their tokens.
-    return (f"INSERT INTO {table} ({table}, rowid, title, body, tags) "
-            f"VALUES ('delete', old.id, old.title, old.body, old.tags);")
+    parts = []
+    for scope, state in PARTITIONS:
+        for table in (fts(scope, state), ident(scope, state)):
+            parts.append(f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', {row}.id, "
+                         f"{row}.title, {row}.body, {row}.tags WHERE {row}.scope = '{scope}' AND {row}.state = '{state}';")
+    return " ".join(parts)
 
+
+_VECTOR_WORK = f"""INSERT INTO {DIRTY} (record_id, gen) SELECT {{row}}.id, 1 WHERE {{cond}}
+        ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1;"""
 
 TRIGGERS = {
     "retrieval_record_ai": f"""CREATE TRIGGER IF NOT EXISTS retrieval_record_ai AFTER INSERT ON {RECORD_TABLE} BEGIN
-        {_fts_insert(FTS)} {_fts_insert(FTS_IDENT)} {_QUEUE.format(row="new")}
+        {_ENQUEUE.format(row="new")}
     END""",
     "retrieval_record_ad": f"""CREATE TRIGGER IF NOT EXISTS retrieval_record_ad AFTER DELETE ON {RECORD_TABLE} BEGIN
-        {_fts_delete(FTS)} {_fts_delete(FTS_IDENT)} {_QUEUE.format(row="old")}
+        {_ENQUEUE.format(row="old")}
     END""",
-    # Only text changes matter; status and counter updates leave the index alone.
-    "retrieval_record_au": f"""CREATE TRIGGER IF NOT EXISTS retrieval_record_au AFTER UPDATE OF title, body, tags ON {RECORD_TABLE}
-        WHEN old.title IS NOT new.title OR old.body IS NOT new.body OR old.tags IS NOT new.tags BEGIN
-        {_fts_delete(FTS)} {_fts_delete(FTS_IDENT)} {_fts_insert(FTS)} {_fts_insert(FTS_IDENT)} {_QUEUE.format(row="new")}
+    # Counter bumps and provenance edits leave the index alone.
+    "retrieval_record_au": f"""CREATE TRIGGER IF NOT EXISTS retrieval_record_au AFTER UPDATE OF {", ".join(_WATCHED)}
+        ON {RECORD_TABLE} WHEN {" OR ".join(f"old.{c} IS NOT new.{c}" for c in _WATCHED)} BEGIN
+        {_ENQUEUE.format(row="new")}
+    END""",
+    "retrieval_doc_ai": f"""CREATE TRIGGER IF NOT EXISTS retrieval_doc_ai AFTER INSERT ON {DOCS} BEGIN
+        {_keyword_insert("new")} {_VECTOR_WORK.format(row="new", cond="true")} {_token("docs", "new")}
+    END""",
+    "retrieval_doc_ad": f"""CREATE TRIGGER IF NOT EXISTS retrieval_doc_ad AFTER DELETE ON {DOCS} BEGIN
+        {_keyword_delete("old")} {_VECTOR_WORK.format(row="old", cond="true")} {_token("docs", "old")}
+    END""",
+    # The flags (edited) alone change nothing indexed; state and text move
+    # the document between or within partitions. Only text and scope changes
+    # are vector work: a state change keeps the chunks (index.reconcile
+    # updates vec0's state column itself, as vec0 may not exist yet).
+    "retrieval_doc_au": f"""CREATE TRIGGER IF NOT EXISTS retrieval_doc_au AFTER UPDATE OF scope, state, title, body, tags
+        ON {DOCS} WHEN old.scope IS NOT new.scope OR old.state IS NOT new.state OR old.title IS NOT new.title
+        OR old.body IS NOT new.body OR old.tags IS NOT new.tags BEGIN
+        {_keyword_delete("old")} {_keyword_insert("new")}
+        {_VECTOR_WORK.format(row="new", cond="old.scope IS NOT new.scope OR old.title IS NOT new.title OR "
+                                        "old.body IS NOT new.body OR old.tags IS NOT new.tags")}
+        {_token("docs", "old")} {_token("docs", "new")}
     END""",
 }
 
-DROP = [f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS] + [
-    f"DROP TABLE IF EXISTS {FTS_VOCAB}", f"DROP TABLE IF EXISTS {FTS}", f"DROP TABLE IF EXISTS {FTS_IDENT}",
-    f"DROP TABLE IF EXISTS {VEC}", f"DROP TABLE IF EXISTS {CHUNKS}", f"DROP TABLE IF EXISTS {DIRTY}",
-    f"DROP TABLE IF EXISTS {META}",
-]
+# Names of tables and triggers of the first index layout (one FTS pair over
+# reviews_record itself, which indexed the current text): migration 0003
+# drops them.
+OLD_LAYOUT = ["DROP TRIGGER IF EXISTS retrieval_record_ai", "DROP TRIGGER IF EXISTS retrieval_record_ad",
+              "DROP TRIGGER IF EXISTS retrieval_record_au", "DROP TABLE IF EXISTS retrieval_fts_vocab",
+              "DROP TABLE IF EXISTS retrieval_fts", "DROP TABLE IF EXISTS retrieval_fts_ident"]
+
+DROP_KEYWORD = ([f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS]
+                + [f"DROP TABLE IF EXISTS {table}" for table in KEYWORD_TABLES]
+                + [f"DROP VIEW IF EXISTS {view(scope, state)}" for scope, state in PARTITIONS])
+
+DROP = DROP_KEYWORD + [f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, VEC, CHUNKS, DIRTY, META)]
 
 
 def create_all(cursor) -> None:
@@ -86,7 +192,6 @@ def create_all(cursor) -> None:
         cursor.execute(sql)
     for sql in TRIGGERS.values():
         cursor.execute(sql)
-    # Index whatever records already exist (an upgrade of a populated database).
-    cursor.execute(f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')")
-    cursor.execute(f"INSERT INTO {FTS_IDENT}({FTS_IDENT}) VALUES ('rebuild')")
-    cursor.execute(f"INSERT OR IGNORE INTO {DIRTY} (record_id) SELECT id FROM {RECORD_TABLE}")
+    # Whatever records already exist (an upgrade of a populated database) are
+    # reconciled into the index on first use.
+    cursor.execute(f"INSERT OR IGNORE INTO {QUEUE} (record_id) SELECT id FROM {RECORD_TABLE}")

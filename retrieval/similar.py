@@ -6,7 +6,9 @@ indexed chunks of existing records, taking the best pair per record; a
 record is a near duplicate when that best pair is above the threshold.
 Only records a reader may receive right now (through the gate) and in the
 given scopes count: a retired or overdue record is not a reason to refuse
-new knowledge, and records in other scopes do not exist for the caller.
+new knowledge, and records in other scopes do not exist for the caller. The
+nearest chunks are drawn from the deliverable documents of those scopes only
+(candidates.nearest_chunks), so nothing else takes their places.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
-from reviews.models import Proposal, ProposalAction, ProposalState, Record
+from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record
 
-from . import index
+from . import docs, index, schema
+from .candidates import nearest_chunks
 from .embeddings import Embedder, get_embedder
 from .gate import withhold_reason
-from .search import nearest_chunks
 
 # Chunks fetched per chunk of the new text; plenty for a handful of hits.
 _K = 64
@@ -43,18 +45,21 @@ def similar_records(title: str, body: str, *, scopes, tags: list[str] | None = N
     """Deliverable records in ``scopes`` whose best chunk pair with this text
     has cosine similarity >= ``threshold``, most similar first."""
     embedder = embedder or get_embedder()
+    scopes = [s for s in SCOPES if s in set(scopes)]
+    docs.reconcile(sweep_scopes=scopes)
     index.sync(embedder)  # a record approved a moment ago must count
     vectors = embedder.embed(index.chunk_texts(title, body, tags))
     best: dict[int, float] = {}
     with connection.cursor() as cursor:
         for vector in vectors:
-            found, _ = nearest_chunks(cursor, vector, _K)
-            for record_id, (similarity, _chunk) in found.items():
-                if similarity >= threshold and similarity > best.get(record_id, -1.0):
-                    best[record_id] = similarity
+            for scope in scopes:
+                found, _ = nearest_chunks(cursor, vector, _K, scope, schema.LIVE)
+                for record_id, (similarity, _chunk) in found.items():
+                    if similarity >= threshold and similarity > best.get(record_id, -1.0):
+                        best[record_id] = similarity
     if not best:
         return []
-    scopes, excluded = set(scopes), set(exclude_ids)
+    excluded = set(exclude_ids)
     records = Record.objects.filter(pk__in=list(best), scope__in=scopes).exclude(public_id__in=excluded)
     hits = [Similar(r, best[r.pk]) for r in records if withhold_reason(r) is None]
     hits.sort(key=lambda h: (-h.similarity, h.record.public_id))
@@ -109,14 +114,19 @@ pending_vectors = _PendingVectors()
 
 
 def similar_pending(title: str, body: str, *, scope: str, tags: list[str] | None = None, threshold: float = 0.0,
-                    limit: int = 5, exclude_checksum: str | None = None,
-                    embedder: Embedder | None = None) -> list[SimilarPending]:
+                    limit: int = 5, exclude_checksum: str | None = None, agent: Agent | None = None,
+                    exclude_ids=(), embedder: Embedder | None = None) -> list[SimilarPending]:
     """Pending create/revise proposals in ``scope`` whose best chunk pair with
-    this text has cosine similarity >= ``threshold``, most similar first."""
+    this text has cosine similarity >= ``threshold``, most similar first.
+    With ``agent``, only that agent's own proposals: an agent may be told
+    about its own pending proposals, never about another agent's."""
     embedder = embedder or get_embedder()
-    pending = list(Proposal.objects.filter(state=ProposalState.PENDING, scope=scope,
-                                           action__in=[ProposalAction.CREATE, ProposalAction.REVISE])
-                   .exclude(content_checksum=exclude_checksum or "").order_by("pk"))
+    pending = Proposal.objects.filter(state=ProposalState.PENDING, scope=scope,
+                                      action__in=[ProposalAction.CREATE, ProposalAction.REVISE])
+    if agent is not None:
+        pending = pending.filter(agent=agent)
+    pending = list(pending.exclude(content_checksum=exclude_checksum or "").exclude(public_id__in=list(exclude_ids))
+                   .order_by("pk"))
     if not pending:
         return []
     new = np.asarray(embedder.embed(index.chunk_texts(title, body, tags)), dtype=np.float32)

@@ -1,4 +1,4 @@
-"""Exact nearest-neighbour search over all chunk vectors, in memory.
+"""Exact nearest-neighbour search over chunk vectors, in memory, one matrix per space.
 
 vec0 (sqlite-vec 0.1.x, PyPI build) scans without SIMD: about 0.8 us per
 384-dim vector, so 11 ms per query at 10k records and ~110 ms at 100k. The
@@ -7,13 +7,20 @@ about 1 ms at 10k. So searches use this cache, and vec0 stays the durable,
 SQL-queryable vector index (check_index compares both with the chunk table;
 VETTED_VECTOR_CACHE=0 searches through vec0 instead).
 
-The matrix is loaded from the vector copies in retrieval_chunk and follows
-changes through two random tokens in retrieval_meta that every index write
-renews in its own transaction: ``vectors_token`` on any change, and
-``vectors_base`` when chunks were deleted or the table rebuilt. Same base,
-new token: only chunks with a higher id are appended (ids only grow). New
-base: full reload. Random tokens, not counters, so a rolled-back write can
-never make an old cache look current.
+One snapshot per space (scope), so a query multiplies only the vectors of
+the spaces its reader may read, and a change in one space never reloads
+another's. Each snapshot knows which rows belong to withheld documents
+(state ``held`` in retrieval_doc), so deliverable and withheld chunks are
+ranked apart: withheld ones never push deliverable ones out of the k nearest.
+
+A snapshot follows changes through random tokens in retrieval_meta, renewed
+in the transaction that made the change: ``vectors_token:<scope>`` on any
+chunk change, ``vectors_base:<scope>`` when chunks were deleted or the table
+rebuilt, ``docs:<scope>`` when a document's state changed (schema.py's
+triggers). Same base, new token: only chunks with a higher id are appended
+(ids only grow). New base: full reload. New docs token: the withheld mask is
+recomputed. Random tokens, not counters, so a rolled-back write can never make
+an old cache look current.
 """
 
 from __future__ import annotations
@@ -28,59 +35,70 @@ from django.db import connection
 from . import schema
 
 
-def renew_tokens(cursor, *, base: bool) -> None:
-    """Mark the vectors changed (call inside the transaction that changed them)."""
-    keys = ["vectors_token", "vectors_base"] if base else ["vectors_token"]
-    for key in keys:
-        cursor.execute(
-            f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [key, secrets.token_hex(8)],
-        )
+def renew_tokens(cursor, scopes, *, base: bool) -> None:
+    """Mark the vectors of ``scopes`` changed (call inside the transaction that changed them)."""
+    names = ["vectors_token", "vectors_base"] if base else ["vectors_token"]
+    for scope in scopes:
+        for name in names:
+            cursor.execute(
+                f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [f"{name}:{scope}", secrets.token_hex(8)],
+            )
 
 
 @dataclass(frozen=True)
 class _Snapshot:
     database: str
+    scope: str
     base: str | None
     token: str | None
+    docs: str | None
     max_id: int
     chunk_ids: np.ndarray  # int64, ascending
     record_ids: np.ndarray  # int64
     matrix: np.ndarray  # float32, rows are unit vectors
+    held: np.ndarray  # bool per row: the chunk's document is withheld
+    held_rows: np.ndarray  # indices of those rows
 
-
-_EMPTY = np.zeros((0,), dtype=np.int64)
+    def rows(self, state: str) -> np.ndarray | None:
+        """Row indices of documents in ``state`` (None: every row)."""
+        if state == schema.HELD:
+            return self.held_rows
+        return np.nonzero(~self.held)[0] if len(self.held_rows) else None
 
 
 class VectorCache:
     def __init__(self):
         self._lock = threading.Lock()
-        self._snap: _Snapshot | None = None
+        self._snaps: dict[str, _Snapshot] = {}
 
-    def current(self, cursor, dimension: int) -> _Snapshot:
-        cursor.execute(f"SELECT key, value FROM {schema.META} WHERE key IN ('vectors_base', 'vectors_token')")
+    def current(self, cursor, scope: str, dimension: int) -> _Snapshot:
+        keys = [f"vectors_base:{scope}", f"vectors_token:{scope}", f"docs:{scope}"]
+        cursor.execute(f"SELECT key, value FROM {schema.META} WHERE key IN (%s, %s, %s)", keys)
         tokens = dict(cursor.fetchall())
-        base, token = tokens.get("vectors_base"), tokens.get("vectors_token")
+        base, token, docs = (tokens.get(key) for key in keys)
         database = str(connection.settings_dict["NAME"])
-        snap = self._snap
-        if snap and (snap.database, snap.base, snap.token) == (database, base, token):
+        wanted = (database, base, token, docs)
+        snap = self._snaps.get(scope)
+        if snap and (snap.database, snap.base, snap.token, snap.docs) == wanted:
             return snap
         with self._lock:
-            snap = self._snap
-            if snap and (snap.database, snap.base, snap.token) == (database, base, token):
+            snap = self._snaps.get(scope)
+            if snap and (snap.database, snap.base, snap.token, snap.docs) == wanted:
                 return snap
             if snap and (snap.database, snap.base) == (database, base) and snap.matrix.shape[1:] == (dimension,):
-                snap = self._append(cursor, snap, token)
+                snap = self._append(cursor, snap, token, docs)
             else:
-                snap = self._load(cursor, database, base, token, dimension)
-            self._snap = snap
+                snap = self._load(cursor, database, scope, base, token, docs, dimension)
+            self._snaps[scope] = snap
             return snap
 
-    def _rows(self, cursor, after_id: int, dimension: int):
+    def _rows(self, cursor, scope: str, after_id: int, dimension: int):
         cursor.execute(
-            f"SELECT id, record_id, embedding FROM {schema.CHUNKS} WHERE id > %s AND embedding IS NOT NULL ORDER BY id",
-            [after_id],
+            f"SELECT id, record_id, embedding FROM {schema.CHUNKS} WHERE scope = %s AND id > %s "
+            "AND embedding IS NOT NULL ORDER BY id",
+            [scope, after_id],
         )
         rows = [row for row in cursor.fetchall() if len(row[2]) == 4 * dimension]
         chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -89,54 +107,86 @@ class VectorCache:
                   if rows else np.zeros((0, dimension), dtype=np.float32))
         return chunk_ids, record_ids, matrix
 
-    def _load(self, cursor, database, base, token, dimension) -> _Snapshot:
-        chunk_ids, record_ids, matrix = self._rows(cursor, 0, dimension)
-        max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
-        return _Snapshot(database, base, token, max_id, chunk_ids, record_ids, matrix)
+    def _held(self, cursor, scope: str, record_ids: np.ndarray) -> np.ndarray:
+        cursor.execute(f"SELECT id FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, schema.HELD])
+        held = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+        return np.isin(record_ids, held)
 
-    def _append(self, cursor, snap: _Snapshot, token) -> _Snapshot:
-        chunk_ids, record_ids, matrix = self._rows(cursor, snap.max_id, snap.matrix.shape[1])
-        if not len(chunk_ids):
-            return _Snapshot(snap.database, snap.base, token, snap.max_id, snap.chunk_ids, snap.record_ids, snap.matrix)
-        return _Snapshot(
-            snap.database, snap.base, token, int(chunk_ids[-1]),
-            np.concatenate([snap.chunk_ids, chunk_ids]), np.concatenate([snap.record_ids, record_ids]),
-            np.concatenate([snap.matrix, matrix]),
-        )
+    def _load(self, cursor, database, scope, base, token, docs, dimension) -> _Snapshot:
+        chunk_ids, record_ids, matrix = self._rows(cursor, scope, 0, dimension)
+        max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
+        held = self._held(cursor, scope, record_ids)
+        return _Snapshot(database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix, held,
+                         np.nonzero(held)[0])
+
+    def _append(self, cursor, snap: _Snapshot, token, docs) -> _Snapshot:
+        chunk_ids, record_ids, matrix = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
+        if len(chunk_ids):
+            chunk_ids = np.concatenate([snap.chunk_ids, chunk_ids])
+            record_ids = np.concatenate([snap.record_ids, record_ids])
+            matrix = np.concatenate([snap.matrix, matrix])
+        else:
+            chunk_ids, record_ids, matrix = snap.chunk_ids, snap.record_ids, snap.matrix
+        held = self._held(cursor, snap.scope, record_ids) if (docs != snap.docs or len(record_ids) != len(snap.held)) \
+            else snap.held
+        max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
+        return _Snapshot(snap.database, snap.scope, snap.base, token, docs, max_id, chunk_ids, record_ids, matrix, held,
+                         np.nonzero(held)[0])
 
 
 cache = VectorCache()
 
 
-def nearest(snap: _Snapshot, query_vector: np.ndarray, k: int) -> tuple[dict[int, tuple[float, int]], int]:
-    """Best chunk per record among the ``k`` most similar chunks: {record_id:
-    (similarity, chunk_id)}, and how many chunks were considered."""
-    n = len(snap.chunk_ids)
-    if n == 0:
+def nearest(snaps: list[_Snapshot], query_vector: np.ndarray, k: int, state: str,
+            ) -> tuple[dict[int, tuple[float, int]], int]:
+    """Best chunk per record among the ``k`` most similar chunks of documents
+    in ``state`` across ``snaps``: {record_id: (similarity, chunk_id)}, and
+    how many chunks were considered."""
+    query = query_vector.astype(np.float32)
+    pools = []
+    for snap in snaps:
+        rows = snap.rows(state)
+        if rows is None:  # nothing withheld in this space: every row, no copy
+            similarities, ids, records = snap.matrix @ query, snap.chunk_ids, snap.record_ids
+        elif not len(rows):
+            continue
+        else:
+            similarities = snap.matrix[rows] @ query if state == schema.HELD else (snap.matrix @ query)[rows]
+            ids, records = snap.chunk_ids[rows], snap.record_ids[rows]
+        if not len(similarities):
+            continue
+        take = min(k, len(similarities))
+        top = (np.argpartition(-similarities, take - 1)[:take] if take < len(similarities)
+               else np.arange(len(similarities)))
+        pools.append((similarities[top], ids[top], records[top]))
+    if not pools:
         return {}, 0
-    similarities = snap.matrix @ query_vector.astype(np.float32)
-    k = min(k, n)
-    top = np.argpartition(-similarities, k - 1)[:k] if k < n else np.arange(n)
+    similarities = np.concatenate([p[0] for p in pools])
+    chunk_ids = np.concatenate([p[1] for p in pools])
+    record_ids = np.concatenate([p[2] for p in pools])
+    order = np.lexsort((chunk_ids, -similarities))[:k]
     best: dict[int, tuple[float, int]] = {}
-    for i in top[np.argsort(-similarities[top])]:
-        record_id = int(snap.record_ids[i])
+    for i in order:
+        record_id = int(record_ids[i])
         if record_id not in best:
-            best[record_id] = (float(similarities[i]), int(snap.chunk_ids[i]))
-    return best, k
+            best[record_id] = (float(similarities[i]), int(chunk_ids[i]))
+    return best, len(order)
 
 
-def best_for(snap: _Snapshot, record_ids: list[int], query_vector: np.ndarray) -> dict[int, tuple[float, int]]:
+def best_for(snaps: list[_Snapshot], record_ids: list[int], query_vector: np.ndarray) -> dict[int, tuple[float, int]]:
     """Best chunk similarity for the given records."""
-    if not record_ids or not len(snap.chunk_ids):
-        return {}
-    mask = np.isin(snap.record_ids, np.asarray(record_ids, dtype=np.int64))
-    rows = np.nonzero(mask)[0]
-    if not len(rows):
-        return {}
-    similarities = snap.matrix[rows] @ query_vector.astype(np.float32)
     best: dict[int, tuple[float, int]] = {}
-    for row, similarity in zip(rows, similarities, strict=True):
-        record_id = int(snap.record_ids[row])
-        if record_id not in best or similarity > best[record_id][0]:
-            best[record_id] = (float(similarity), int(snap.chunk_ids[row]))
+    if not record_ids:
+        return best
+    wanted = np.asarray(record_ids, dtype=np.int64)
+    query = query_vector.astype(np.float32)
+    for snap in snaps:
+        rows = np.nonzero(np.isin(snap.record_ids, wanted))[0]
+        if not len(rows):
+            continue
+        similarities = snap.matrix[rows] @ query
+        for row, similarity in zip(rows, similarities, strict=True):
+            record_id = int(snap.record_ids[row])
+            if record_id not in best or similarity > best[record_id][0]:
+                best[record_id] = (float(similarity), int(snap.chunk_ids[row]))
     return best

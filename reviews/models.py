@@ -9,6 +9,7 @@ from datetime import date
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from . import ids
@@ -72,6 +73,53 @@ class RecordStatus(models.TextChoices):
     SUPERSEDED = "superseded", "Superseded"
 
 
+# Statuses in which a record is still the current version of its content
+# (a retired or superseded record is history).
+LIVE_STATUSES = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
+
+# Why a record may not be delivered, in the order they are checked (a record
+# gets the first that applies); see Record.withhold_reason.
+WITHHOLD_REASONS = ("retired", "superseded", "disputed", "edited", "expired", "not_yet_valid", "overdue")
+
+
+class RecordQuerySet(models.QuerySet):
+    """The one definition of which records are live, overdue and deliverable.
+
+    ``current(today)`` is every condition of "deliverable" that SQL can check;
+    the remaining one, "unchanged since approval", needs the checksum and is
+    ``Record.withhold_reason``'s. Everything that decides what an agent may
+    receive (the retrieval gate, its index, describe, list) is built on these
+    two, so the rule lives here once (tests/test_retrieval_gate.py checks that
+    they agree).
+    """
+
+    def live(self):
+        """Still the current version of their content: approved or disputed."""
+        return self.filter(status__in=LIVE_STATUSES)
+
+    def in_scopes(self, scopes):
+        return self.filter(scope__in=list(scopes))
+
+    def overdue(self, today: date | None = None):
+        """Approved but past their review date: waiting for a reviewer to verify them."""
+        today = today or timezone.localdate()
+        return self.filter(status=RecordStatus.APPROVED, review_by__lt=today)
+
+    def current(self, today: date | None = None):
+        """Approved, not past the review date, inside any validity window."""
+        today = today or timezone.localdate()
+        return self.filter(
+            Q(valid_until__isnull=True) | Q(valid_until__gte=today),
+            Q(valid_from__isnull=True) | Q(valid_from__lte=today),
+            status=RecordStatus.APPROVED, review_by__gte=today,
+        )
+
+    def deliverable(self, scopes, today: date | None = None):
+        """Candidates an agent with ``scopes`` may receive today; each must
+        still pass ``withhold_reason() is None`` (the checksum)."""
+        return self.current(today).in_scopes(scopes)
+
+
 class Record(models.Model):
     """A piece of approved memory. Its text never changes after approval:
     a change is a new record that supersedes this one."""
@@ -117,6 +165,8 @@ class Record(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = RecordQuerySet.as_manager()
+
     class Meta:
         ordering = ["-approved_at"]
         indexes = [models.Index(fields=["scope", "status"])]
@@ -154,6 +204,27 @@ class Record(models.Model):
 
     def is_overdue(self, today: date | None = None) -> bool:
         return self.review_by < (today or timezone.localdate())
+
+    def withhold_reason(self, today: date | None = None) -> str | None:
+        """Why this record must not be delivered right now (one of
+        WITHHOLD_REASONS), or None if it may be. The Python form of
+        RecordQuerySet.current() plus the checksum check."""
+        today = today or timezone.localdate()
+        if self.status == RecordStatus.RETIRED:
+            return "retired"
+        if self.status == RecordStatus.SUPERSEDED:
+            return "superseded"
+        if self.status != RecordStatus.APPROVED:  # disputed, or an unknown status: fail safe
+            return "disputed"
+        if self.current_checksum() != self.approved_checksum:
+            return "edited"
+        if self.valid_until is not None and self.valid_until < today:
+            return "expired"
+        if self.valid_from is not None and self.valid_from > today:
+            return "not_yet_valid"  # it describes a state of the world not yet in force
+        if self.review_by < today:
+            return "overdue"
+        return None
 
 
 class ProposalAction(models.TextChoices):

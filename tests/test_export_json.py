@@ -181,9 +181,15 @@ def test_round_trip_into_an_empty_database_is_exact(tmp_path, reviewer, second_r
 
 
 def _fts_count(word: str) -> int:
+    from retrieval import schema
+
+    total = 0
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM retrieval_fts WHERE retrieval_fts MATCH %s", [word])
-        return cursor.fetchone()[0]
+        for scope, state in schema.PARTITIONS:
+            table = schema.fts(scope, state)
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [word])
+            total += cursor.fetchone()[0]
+    return total
 
 
 @pytest.mark.django_db(transaction=True)

@@ -148,6 +148,18 @@ def test_similar_records_are_listed_for_a_create(signed_in, agent, make_record):
     assert reverse("record_detail", args=[existing.public_id]) in html
 
 
+def test_the_reviewer_sees_other_agents_identical_and_similar_proposals_for_a_create(signed_in, agent, team_agent):
+    # Agents are never told about each other's proposals, so the cluster is the reviewer's to see.
+    first = actions.propose_create(agent=agent, reason="Seen in the repository", **content())
+    twin = actions.propose_create(agent=team_agent, reason="Also seen", **content())
+    near = actions.propose_create(agent=team_agent, reason="Seen again", **content(
+        title="Billing API repository (again)", body=GOOD_BODY.replace("every weekday", "each weekday")))
+    html = signed_in.get(reverse("proposal_similar", args=[first.public_id]), **HX).content.decode()
+    assert f'id="similar-pending-{first.pk}"' in html
+    assert twin.public_id in html and "identical" in html and "team-bot" in html
+    assert near.public_id in html and "similarity" in html
+
+
 def test_a_proposal_body_is_rendered_from_markdown_safely(signed_in, agent):
     actions.propose_create(agent=agent, reason="Seen in the repository", **content(
         title="Hostile body", body="**Bold claim** here <script>alert('x')</script> and "

@@ -254,11 +254,27 @@ def test_exact_duplicate_of_an_approved_record_is_refused_with_its_id(agent, rec
     assert record.public_id in info.value.message
 
 
-def test_identical_pending_proposal_is_refused(agent, team_agent):
+def test_an_identical_pending_proposal_of_the_same_agent_is_refused(agent):
     first = actions.propose_create(agent=agent, reason="Seen in the README", **content())
     with pytest.raises(DuplicateContent) as info, Unchanged():
-        actions.propose_create(agent=team_agent, reason="Also saw it", **content())
+        actions.propose_create(agent=agent, reason="Saw it again", **content())
     assert info.value.existing_id == first.public_id
+
+
+def test_another_agents_identical_proposal_is_stored_and_the_reviewer_decides(agent, team_agent, reviewer):
+    # Refusing it would tell team-bot what claude-code proposed before review.
+    first = actions.propose_create(agent=agent, reason="Seen in the README", **content())
+    second = actions.propose_create(agent=team_agent, reason="Also saw it", **content())
+    assert second.state == ProposalState.PENDING
+    record = actions.accept_proposal(first, actor=reviewer).result_record
+    with pytest.raises(DuplicateContent, match=record.public_id), Unchanged():
+        actions.accept_proposal(second, actor=reviewer)
+
+
+def test_an_identical_withheld_record_is_no_duplicate_for_an_agent(agent, record):
+    Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
+    proposal = actions.propose_create(agent=agent, reason="Still true, seen today", **content())
+    assert proposal.state == ProposalState.PENDING
 
 
 def test_same_text_in_another_scope_is_not_a_duplicate(agent, record):
@@ -269,12 +285,12 @@ def test_same_text_in_another_scope_is_not_a_duplicate(agent, record):
 def test_duplicate_check_happens_again_at_accept(agent, team_agent, reviewer):
     one = actions.propose_create(agent=agent, reason="Seen in the README", **content())
     two = actions.propose_create(agent=team_agent, reason="Seen in the wiki", **content(title="Billing API repo"))
-    # The reviewer's edit would make two identical to the pending one.
-    with pytest.raises(DuplicateContent, match=one.public_id), Unchanged():
-        actions.accept_proposal_with_revision(two, actor=reviewer, changes={"title": "Billing API repository"})
-    record = actions.accept_proposal(one, actor=reviewer).result_record
+    # The reviewer's edit makes two identical to the pending one: either may
+    # become the record, and then the other is a duplicate of it.
+    record = actions.accept_proposal_with_revision(two, actor=reviewer,
+                                                   changes={"title": "Billing API repository"}).result_record
     with pytest.raises(DuplicateContent, match=record.public_id), Unchanged():
-        actions.accept_proposal_with_revision(two, actor=reviewer, changes={"title": "Billing API repository"})
+        actions.accept_proposal(one, actor=reviewer)
 
 
 # ----------------------------------------------------------------- revise

@@ -73,7 +73,7 @@ def test_describe_reports_vocabulary_rules_and_the_callers_scopes(gateway, agent
     assert {k["name"] for k in data["kinds"]} >= {"fact", "procedure", "decision"}
     assert {"name": "billing", "records": 1} in data["tags"]
     assert "reason" in data["write_rules"] and "60 proposals per minute" in data["write_rules"]["rate_limit"]
-    assert data["pending_proposals"] == {"yours": 0, "in_your_scopes": 0}
+    assert data["pending_proposals"] == {"yours": 0}
 
 
 def test_proposal_is_pending_until_the_reviewer_accepts_then_search_finds_it(gateway, agent_tokens, reviewer):
@@ -341,14 +341,23 @@ def test_quality_check_stays_in_the_agents_scopes(gateway, agent_tokens, make_re
     assert refused.is_error and "your scopes: team" in text_of(refused)
 
 
-def test_near_duplicate_of_a_pending_proposal_is_not_stored_twice(gateway, agent_tokens):
+def test_near_duplicate_of_its_own_pending_proposal_is_not_stored_twice(gateway, agent_tokens):
     token = agent_tokens["claude-code"]
     first = structured(propose(gateway, token))
     near = NEW_FACT["body"].replace("every Tuesday", "each Tuesday")
-    answer = structured(propose(gateway, agent_tokens["team-bot"], body=near))
+    answer = structured(propose(gateway, token, body=near))
     assert answer["status"] == "similar_exists"
     assert answer["similar"] == [{**answer["similar"][0], "id": first["proposal_id"], "pending": True}]
     assert "waiting for review" in answer["message"]
     assert Proposal.objects.filter(state=ProposalState.PENDING).count() == 1
     other_scope = structured(propose(gateway, token, body=near, scope="personal"))
     assert other_scope["status"] == "pending"  # a look-alike in another space is no duplicate
+
+
+def test_another_agents_pending_proposal_is_never_named(gateway, agent_tokens):
+    first = structured(propose(gateway, agent_tokens["claude-code"]))
+    near = NEW_FACT["body"].replace("every Tuesday", "each Tuesday")
+    answer = structured(propose(gateway, agent_tokens["team-bot"], body=near))
+    assert answer["status"] == "pending"  # stored; the reviewer sees both side by side
+    assert first["proposal_id"] not in str(answer)
+    assert Proposal.objects.filter(state=ProposalState.PENDING).count() == 2

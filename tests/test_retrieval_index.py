@@ -1,6 +1,8 @@
-"""The indexes follow the records: FTS triggers for both keyword indexes, the
-vector queue drained by index.sync (re-embedding only changed chunks), chunk
-splitting, model-change detection, and check_index finding every kind of drift.
+"""The indexes follow the approved content of the records: reconcile files
+each record's approved text by space and state, triggers keep both keyword
+indexes in step, the vector queue is drained by index.sync (re-embedding only
+changed chunks); chunk splitting, model-change detection, and check_index
+finding every kind of drift.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
-from retrieval import index, schema
+from retrieval import docs, index, schema
 from retrieval import search as search_module
 from retrieval.embeddings import Embedder, FakeEmbedder, get_embedder, set_embedder
 from retrieval.gate import Reader
@@ -55,8 +57,25 @@ def fts_rowids(table: str, text: str) -> set[int]:
     return {row[0] for row in sql(f"SELECT rowid FROM {table} WHERE {table} MATCH %s", [phrase])}
 
 
-def in_both_keyword_indexes(text: str) -> tuple[set[int], set[int]]:
-    return fts_rowids(schema.FTS, text), fts_rowids(schema.FTS_IDENT, text)
+def in_both_keyword_indexes(text: str, scope: str = "team", state: str = schema.LIVE) -> tuple[set[int], set[int]]:
+    docs.reconcile()
+    return fts_rowids(schema.fts(scope, state), text), fts_rowids(schema.ident(scope, state), text)
+
+
+def anywhere(text: str) -> set[int]:
+    """Every document of every partition whose keyword indexes hold ``text``."""
+    docs.reconcile()
+    return {rowid for table in schema.KEYWORD_TABLES for rowid in fts_rowids(table, text)}
+
+
+def approve_in_place(record: Record, **fields) -> None:
+    """Change a record's text *and* its approval checksum out of band, as if
+    the new text had been approved (the only way approved text changes)."""
+    record.refresh_from_db()
+    data = {"kind": record.kind, "scope": record.scope, "title": record.title, "body": record.body,
+            "tags": record.tags, **fields}
+    sql("UPDATE reviews_record SET title = %s, body = %s, tags = %s, approved_checksum = %s WHERE id = %s",
+        [data["title"], data["body"], json.dumps(data["tags"]), content_checksum(**data), record.pk])
 
 
 def run(command: str, *args) -> str:
@@ -109,16 +128,17 @@ def long_body(**overrides: str) -> str:
     return "\n\n".join(parts)
 
 
-# --------------------------------------------------------------------------- FTS triggers
+# --------------------------------------------------------------------------- keyword indexes
 
 
 @pytest.mark.django_db
-def test_an_accepted_record_enters_both_keyword_indexes(make_record):
+def test_an_accepted_record_enters_both_keyword_indexes_of_its_space(make_record):
     record = make_record(title="Zeppelin hangar codes", tags=["hangar"],
                          body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
 
     assert in_both_keyword_indexes("zeppelin") == ({record.pk}, {record.pk})
-    assert fts_rowids(schema.FTS_IDENT, "ZX-9000") == {record.pk}
+    assert fts_rowids(schema.ident("team", schema.LIVE), "ZX-9000") == {record.pk}
+    assert anywhere("zeppelin") == {record.pk}  # in no other space's tables
     assert [hit.record for hit in keyword("zeppelin hangar").results] == [record]
     assert [hit.record for hit in keyword("ZX-9000").results] == [record]
     assert "Index OK." in run("check_index", "--sync")
@@ -130,41 +150,99 @@ def test_an_accepted_record_enters_both_keyword_indexes(make_record):
     ("body", "The blimp hangar door code is rotated by ticket QW-4242 every month.", "quarter", "blimp"),
     ("tags", json.dumps(["hangar", "airship"]), "security", "airship"),
 ])
-def test_an_out_of_band_update_moves_the_text_in_both_keyword_indexes(make_record, column, new_value, old_word,
-                                                                      new_word):
+def test_an_out_of_band_update_is_never_indexed_and_keeps_the_approved_text_withheld(make_record, column, new_value,
+                                                                                  old_word, new_word):
     record = make_record(title="Zeppelin hangar keypad", tags=["hangar", "security"],
                          body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
     other = make_record(title="Quarterly zeppelin security review", tags=["review"],
                         body="Each quarter the security team reviews the zeppelin hangar.")
     run("check_index", "--sync")
-    assert record.pk in fts_rowids(schema.FTS, old_word) & fts_rowids(schema.FTS_IDENT, old_word)
+    assert record.pk in fts_rowids(schema.fts("team", schema.LIVE), old_word)
 
     sql(f"UPDATE reviews_record SET {column} = %s WHERE id = %s", [new_value, record.pk])
 
-    old_fts, old_ident = in_both_keyword_indexes(old_word)
-    assert record.pk not in old_fts and record.pk not in old_ident
-    assert in_both_keyword_indexes(new_word) == ({record.pk}, {record.pk})
+    # The approved text moves to the withheld partition; the new text is nowhere.
+    assert record.pk not in in_both_keyword_indexes(old_word)[0]
+    assert record.pk in in_both_keyword_indexes(old_word, state=schema.HELD)[0]
+    assert record.pk not in anywhere(new_word)
     assert in_both_keyword_indexes("quarterly") == ({other.pk}, {other.pk})
-    # The changed record now fails the gate: found by its new text, withheld as edited.
+    # Searching the text nobody approved finds nothing and counts nothing ...
     found = keyword(new_word)
-    assert found.results == [] and found.withheld == {"edited": 1}
-    # Its old text no longer leads to it at all.
-    assert keyword(old_word).withheld == {}
+    assert found.results == [] and found.withheld == {}
+    # ... its approved text is what counts as withheld.
+    assert keyword(old_word).withheld == {"edited": 1}
     assert "Index OK." in run("check_index", "--sync")
 
 
 @pytest.mark.django_db
-def test_an_out_of_band_identifier_update_is_searchable_by_identifier(make_record):
+def test_an_out_of_band_identifier_update_is_not_searchable_by_the_new_identifier(make_record):
     record = make_record(title="Zeppelin hangar codes", tags=["hangar"],
                          body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
 
     sql("UPDATE reviews_record SET body = %s WHERE id = %s",
         ["The zeppelin hangar door code is rotated by ticket QW-4242 every quarter.", record.pk])
 
-    assert fts_rowids(schema.FTS_IDENT, "ZX-9000") == set()
-    assert fts_rowids(schema.FTS_IDENT, "QW-4242") == {record.pk}
-    assert keyword("QW-4242").withheld == {"edited": 1}
-    assert keyword("ZX-9000").withheld == {}
+    assert anywhere("QW-4242") == set()
+    assert fts_rowids(schema.ident("team", schema.HELD), "ZX-9000") == {record.pk}
+    assert keyword("QW-4242").withheld == {}
+    assert keyword("ZX-9000").withheld == {"edited": 1}
+
+
+@pytest.mark.django_db
+def test_a_record_edited_before_it_was_ever_indexed_is_not_indexed_at_all(reviewer):
+    data = {"kind": "fact", "scope": "team", "title": "Hovercraft berth", "tags": ["harbour"],
+            "body": "The hovercraft berth is at pier nine next to the lifeboat station."}
+    Record.objects.bulk_create([Record(  # bulk_create: no signal, so nothing reconciles it yet
+        **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
+        approved_checksum=content_checksum(**data), approved_at=timezone.now(), approved_by=reviewer,
+        review_by=timezone.localdate() + timedelta(days=90))])
+
+    assert anywhere("hovercraft") == set()
+    assert keyword("hovercraft").withheld == {} and keyword("twelve").withheld == {}
+
+
+@pytest.mark.django_db
+def test_a_record_edited_before_it_was_indexed_is_indexed_by_its_kept_approved_copy(reviewer):
+    data = {"kind": "fact", "scope": "team", "title": "Hovercraft berth", "tags": ["harbour"],
+            "body": "The hovercraft berth is at pier nine next to the lifeboat station."}
+    Record.objects.bulk_create([Record(
+        **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
+        approved_checksum=content_checksum(**data), approved_content=data, approved_at=timezone.now(),
+        approved_by=reviewer, review_by=timezone.localdate() + timedelta(days=90))])
+
+    assert in_both_keyword_indexes("lifeboat", state=schema.HELD)[0] != set()
+    assert anywhere("twelve") == set()
+    assert keyword("lifeboat station").withheld == {"edited": 1} and keyword("twelve").withheld == {}
+
+
+@pytest.mark.django_db
+def test_state_changes_move_a_document_between_partitions(record, agent, reviewer):
+    assert in_both_keyword_indexes("billing")[0] == {record.pk}
+
+    actions.dispute_record(record, agent=agent, reason="The repository moved")
+    assert in_both_keyword_indexes("billing", state=schema.HELD)[0] == {record.pk}
+    actions.clear_dispute(record, actor=reviewer)
+    assert in_both_keyword_indexes("billing")[0] == {record.pk}
+    Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
+    assert in_both_keyword_indexes("billing", state=schema.HELD)[0] == {record.pk}
+
+
+@pytest.mark.django_db
+def test_a_space_is_swept_for_date_changes_once_a_day(record):
+    docs.reconcile()
+    sql(f"UPDATE {schema.META} SET value = '2000-01-01' WHERE key LIKE 'swept_on:%%'")
+    # A date change without any write: the record became overdue "at midnight".
+    sql(f"DELETE FROM {schema.QUEUE}")
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER retrieval_record_au")
+        cursor.execute("UPDATE reviews_record SET review_by = %s WHERE id = %s",
+                       [timezone.localdate() - timedelta(days=1), record.pk])
+        cursor.execute(schema.TRIGGERS["retrieval_record_au"])
+
+    response = keyword("billing")
+
+    assert response.results == [] and response.withheld == {"overdue": 1}
+    assert sql(f"SELECT state FROM {schema.DOCS} WHERE id = %s", [record.pk]) == [(schema.HELD,)]
 
 
 def _bare_record(reviewer, **fields) -> Record:
@@ -189,7 +267,7 @@ def test_a_deleted_record_leaves_both_keyword_indexes_and_the_vectors(reviewer, 
 
     sql("DELETE FROM reviews_record WHERE id = %s", [gone.pk])
 
-    assert in_both_keyword_indexes("hovercraft") == (set(), set())
+    assert anywhere("hovercraft") == set()
     assert keyword("hovercraft").results == [] and keyword("hovercraft").withheld == {}
     assert index.pending_count() == 1
     stats = index.sync(get_embedder())
@@ -201,7 +279,7 @@ def test_a_deleted_record_leaves_both_keyword_indexes_and_the_vectors(reviewer, 
 
 
 @pytest.mark.django_db
-def test_status_and_counter_changes_do_not_queue_a_record(record, agent, reviewer):
+def test_status_and_counter_changes_queue_no_vector_work(record, agent, reviewer):
     index.sync(get_embedder())
     assert index.pending_count() == 0
 
@@ -210,15 +288,28 @@ def test_status_and_counter_changes_do_not_queue_a_record(record, agent, reviewe
     actions.verify_record(record, actor=reviewer)
     Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
     sql("UPDATE reviews_record SET title = title, body = body WHERE id = %s", [record.pk])
+    docs.reconcile()
 
     assert index.pending_count() == 0
 
 
 @pytest.mark.django_db
-def test_a_text_change_queues_the_record_again(record):
+def test_an_out_of_band_text_change_embeds_nothing(record):
     index.sync(get_embedder())
 
     sql("UPDATE reviews_record SET body = body || ' Also on Saturdays.' WHERE id = %s", [record.pk])
+
+    assert sql(f"SELECT count(*) FROM {schema.QUEUE}") == [(1,)]  # to be reconciled ...
+    stats = index.sync(get_embedder())
+    assert stats.records == 0 and index.pending_count() == 0  # ... but its approved text did not change
+
+
+@pytest.mark.django_db
+def test_a_change_of_the_approved_text_queues_the_record_again(record):
+    index.sync(get_embedder())
+
+    approve_in_place(record, body=record.body + " Also on Saturdays.")
+    docs.reconcile()
 
     assert index.pending_count() == 1
 
@@ -273,7 +364,7 @@ def test_changing_one_section_reembeds_only_that_chunk(make_record):
     assert len(rollback) == 1
 
     changed = section("Rollback", SECTION_WORDS["Rollback"]).replace("Step 4", "Stage 4")
-    sql("UPDATE reviews_record SET body = %s WHERE id = %s", [long_body(Rollback=changed), record.pk])
+    approve_in_place(record, body=long_body(Rollback=changed))
     embedder.texts.clear()
     stats = index.sync(embedder)
 
@@ -296,7 +387,7 @@ def test_a_shorter_body_removes_the_extra_chunks(make_record):
     index.sync(get_embedder())
     count = len(chunk_rows(record))
 
-    sql("UPDATE reviews_record SET body = %s WHERE id = %s", [section("Deploy", SECTION_WORDS["Deploy"]), record.pk])
+    approve_in_place(record, body=section("Deploy", SECTION_WORDS["Deploy"]))
     stats = index.sync(get_embedder())
 
     assert len(chunk_rows(record)) == 1
@@ -311,7 +402,7 @@ def test_a_title_change_reembeds_every_chunk(make_record):
     index.sync(get_embedder())
     count = len(chunk_rows(record))
 
-    sql("UPDATE reviews_record SET title = %s WHERE id = %s", ["Payments service runbook", record.pk])
+    approve_in_place(record, title="Payments service runbook")
     stats = index.sync(get_embedder())
 
     assert stats.embedded == count and stats.reused == 0
@@ -417,7 +508,7 @@ def test_chunk_texts_carry_the_title_and_tags_on_the_first_chunk():
 
 @pytest.mark.django_db
 def test_the_meta_table_records_schema_model_and_dimension(record):
-    assert index.read_meta() == {}
+    assert "model_name" not in index.read_meta()
 
     index.sync(get_embedder())
 
@@ -425,8 +516,10 @@ def test_the_meta_table_records_schema_model_and_dimension(record):
     meta = index.read_meta()
     assert {k: meta[k] for k in ("schema_version", "model_name", "dimension")} == {
         "schema_version": index.SCHEMA_VERSION, "model_name": embedder.name, "dimension": str(embedder.dimension)}
-    # plus the change tokens the in-memory vector cache follows
-    assert set(meta) == {"schema_version", "model_name", "dimension", "vectors_base", "vectors_token"}
+    # plus the per-space change tokens the caches follow
+    assert set(meta) == {"schema_version", "model_name", "dimension", "docs:team",
+                         *(f"vectors_{name}:{scope}" for name in ("base", "token")
+                           for scope in ("personal", "team", "system"))}
 
 
 @pytest.mark.django_db
@@ -563,7 +656,7 @@ def test_migrate_recreates_a_dropped_index_trigger(record):
 
 
 @pytest.mark.django_db
-def test_check_index_finds_a_keyword_index_that_drifted(record):
+def test_check_index_finds_an_edit_the_index_missed(record):
     run("check_index", "--sync")
     sql("DROP TRIGGER retrieval_record_au")
     sql("UPDATE reviews_record SET body = %s WHERE id = %s",
@@ -573,19 +666,35 @@ def test_check_index_finds_a_keyword_index_that_drifted(record):
 
     output = check_fails("--sync")
 
-    assert f"keyword index {schema.FTS} does not match the records" in output
-    assert f"keyword index {schema.FTS_IDENT} does not match the records" in output
-    assert f"stale vectors (text changed since embedding): {record.public_id}" in output
+    assert f"records whose indexed text is not their approved text: {record.public_id}" in output
     run("reindex")
     assert "Index OK." in run("check_index")
-    assert keyword("payments").withheld == {"edited": 1}
+    assert keyword("payments").withheld == {}
+    assert keyword("billing repository").withheld == {"edited": 1}
+
+
+@pytest.mark.django_db
+def test_check_index_finds_a_keyword_index_that_drifted(record):
+    run("check_index", "--sync")
+    table = schema.fts("team", schema.LIVE)
+    # Take the record's tokens out of the index behind the triggers' back.
+    sql(f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', id, title, body, tags "
+        f"FROM {schema.DOCS} WHERE id = %s", [record.pk])
+
+    output = check_fails()
+
+    assert f"keyword index {table} does not match the records" in output
+    run("reindex")
+    assert "Index OK." in run("check_index")
+    assert [hit.record for hit in keyword("billing").results] == [record]
 
 
 @pytest.mark.django_db
 def test_check_index_finds_a_stray_vector(record):
     run("check_index", "--sync")
     vector = get_embedder().embed_one("stray")
-    sql(f"INSERT INTO {schema.VEC} (rowid, embedding) VALUES (%s, %s)", [987654, vector.tobytes()])
+    sql(f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, %s)",
+        [987654, vector.tobytes()])
 
     assert "1 vector(s) without a chunk" in check_fails()
     assert "1 vector(s) without a chunk" in check_fails("--sync")

@@ -610,5 +610,5 @@ def test_document_frequencies_survive_a_reset_by_another_thread(make_record):
     from django.db import connection
 
     with connection.cursor() as cursor:
-        idf = freq.idf(ResettingCursor(cursor), ["ledger", "keys", "rotates"])
+        idf = freq.idf(ResettingCursor(cursor), "team", ["ledger", "keys", "rotates"])
     assert set(idf) == {"ledger", "keys", "rotates"} and all(v > 0 for v in idf.values())

@@ -31,9 +31,9 @@ def ids(response):
     return [hit.record.public_id for hit in response.results]
 
 
-def snapshot():
+def snapshot(scope="team"):
     with connection.cursor() as cursor:
-        return vectors.cache.current(cursor, get_embedder().dimension)
+        return vectors.cache.current(cursor, scope, get_embedder().dimension)
 
 
 def test_cache_and_vec0_give_the_same_ranking(records, settings):
@@ -58,19 +58,44 @@ def test_cache_appends_new_records_without_reloading(records, make_record):
     assert ids(search("pager rotation monday", mode="semantic", reader=Reader.everything()))[0] == new.public_id
 
 
-def test_cache_reloads_when_a_chunk_is_replaced(records, reviewer):
+def test_an_out_of_band_edit_keeps_the_vectors_of_the_approved_text(records):
     index.sync(get_embedder())
     before = snapshot()
-    # An out-of-band edit re-embeds the record: its old chunk row is deleted.
     with connection.cursor() as cursor:
+        cursor.execute("SELECT text FROM retrieval_chunk WHERE record_id = %s", [records[0].pk])
+        approved = cursor.fetchall()
         cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s",
                        ["Completely different text about parking permits and bicycles.", records[0].pk])
+    index.sync(get_embedder())
+    after = snapshot()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT text FROM retrieval_chunk WHERE record_id = %s", [records[0].pk])
+        assert cursor.fetchall() == approved  # nothing nobody approved was embedded
+    assert (after.base, after.token) == (before.base, before.token)
+    assert after.held[list(after.record_ids).index(records[0].pk)]  # but it is withheld now
+
+
+def test_cache_reloads_when_a_chunk_is_deleted(records):
+    index.sync(get_embedder())
+    before = snapshot()
+    with connection.cursor() as cursor:  # out of band, with the proposal that made it
+        cursor.execute("DELETE FROM reviews_proposal WHERE result_record_id = %s", [records[0].pk])
+        cursor.execute("DELETE FROM reviews_record WHERE id = %s", [records[0].pk])
     index.sync(get_embedder())
     after = snapshot()
     assert after.base != before.base
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM retrieval_chunk ORDER BY id")
         assert list(after.chunk_ids) == [row[0] for row in cursor.fetchall()]
+
+
+def test_a_change_in_one_space_leaves_the_other_spaces_cache_alone(records, make_record):
+    index.sync(get_embedder())
+    team = snapshot("team")
+    make_record(scope="personal", title="Dentist", body="My dentist appointment is on the first Monday of May.")
+    index.sync(get_embedder())
+    assert snapshot("team") is team
+    assert len(snapshot("personal").chunk_ids) == 1
 
 
 def test_cache_follows_a_reindex(records):

@@ -71,7 +71,7 @@ def test_team_describe_counts_only_team_records(two_spaces, team_agent):
     described = agent_api.describe(team_agent)
     assert [s["name"] for s in described["scopes"]] == ["team"]
     assert described["records_current"] == 2
-    assert described["pending_proposals"]["in_your_scopes"] == 0
+    assert described["pending_proposals"] == {"yours": 0}
     assert "pers-only" not in {t["name"] for t in described["tags"]}
 
 

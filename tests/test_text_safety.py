@@ -243,12 +243,25 @@ def test_a_look_alike_copy_of_an_approved_record_is_refused_as_a_duplicate(agent
     assert Proposal.objects.filter(state="pending").count() == 0
 
 
-def test_a_look_alike_copy_of_a_pending_proposal_is_refused_as_a_duplicate(agent, team_agent):
+def test_a_look_alike_copy_of_its_own_pending_proposal_is_refused_as_a_duplicate(agent):
     waiting = propose(agent)
     with pytest.raises(DuplicateContent) as info:
-        propose(team_agent, title="Billing \u0410PI repository")
+        propose(agent, title="Billing \u0410PI repository")
     assert info.value.existing_id == waiting.public_id
     assert "A proposal that looks identical is already waiting for review" in info.value.message
+
+
+def test_a_look_alike_copy_of_another_agents_proposal_waits_and_the_second_accept_is_refused(
+        agent, team_agent, reviewer):
+    """Refusing it would tell team_agent that unreviewed text exists (the
+    no-oracle rule): it is stored, and the reviewer cannot accept both."""
+    first = propose(agent)
+    second = propose(team_agent, title="Billing \u0410PI repository")
+    assert second.state == "pending"
+    actions.accept_proposal(first, actor=reviewer)
+    with pytest.raises(DuplicateContent) as info:
+        actions.accept_proposal(second, actor=reviewer)
+    assert "looks identical" in info.value.message
 
 
 def test_a_look_alike_copy_is_refused_over_rest_with_the_existing_id_only(client, reviewer, record):

@@ -30,6 +30,10 @@ def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=Non
     Exact duplicates are refused by the action (DuplicateContent with the
     existing id). Near duplicates in the same scope are not stored: the answer
     is ``similar_exists`` with their ids, unless ``confirm_duplicate`` is true.
+    Either way only what the agent may be told about counts: records it can
+    read and its own pending proposals. Anything else is stored like any
+    proposal and the reviewer sees the cluster; the answer is the same as if
+    it did not exist.
     """
     write_limiter.hit(agent)
     if not isinstance(confirm_duplicate, bool):
@@ -92,8 +96,10 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
 
 
 def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
-    """similar_exists when current records or pending proposals in the same
-    scope say nearly the same (exact copies are the action's to refuse)."""
+    """similar_exists when records the agent can read, or its own pending
+    proposals, in the same scope say nearly the same (exact copies are the
+    action's to refuse). Other agents' proposals are never named, nor
+    counted: their text is nobody's to learn before review."""
     threshold = settings.VETTED_NEAR_DUPLICATE
     if threshold >= 1.0:
         return None
@@ -106,14 +112,14 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
                            threshold=threshold, exclude_ids=exclude)
     hits = [h for h in hits if h.record.approved_checksum != exact and h.record.skeleton_checksum != looks_same]
     waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
-                              threshold=threshold, exclude_checksum=exact)
+                              threshold=threshold, exclude_checksum=exact, agent=agent)
     waiting = [w for w in waiting if w.proposal.skeleton_checksum != looks_same]
     if not hits and not waiting:
         return None
     ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])
     where = " and ".join(part for part in (
         f"{len(hits)} current record(s)" if hits else "",
-        f"{len(waiting)} proposal(s) already waiting for review" if waiting else "") if part)
+        f"{len(waiting)} of your proposal(s) already waiting for review" if waiting else "") if part)
     return {
         "status": "similar_exists",
         "similar": [h.as_dict() for h in hits] + [w.as_dict() for w in waiting],

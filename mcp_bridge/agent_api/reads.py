@@ -7,7 +7,7 @@ from django.utils import timezone
 from retrieval import search as search_engine
 from retrieval.gate import read_record, withhold_reason
 from reviews.errors import NotFound, ValidationFailed
-from reviews.models import Agent, Proposal, Record, RecordStatus
+from reviews.models import Agent, Proposal, Record
 
 from .inputs import _optional_kind, _optional_scope, _proposal_id, _raise, _reader, _record_id, _since, _tag_list
 from .limits import read_limiter
@@ -67,15 +67,15 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIST_LIMIT_MAX}"
     _raise(errors)
     today = timezone.localdate()
-    rows = Record.objects.filter(status=RecordStatus.APPROVED, scope__in=scopes, review_by__gte=today)
+    rows = Record.objects.deliverable(scopes, today)
     if kinds:
         rows = rows.filter(kind__in=kinds)
     if after is not None:
         rows = rows.filter(approved_at__gte=after)
     rows = rows.order_by("-approved_at", "-pk")
     found: list[dict] = []
-    # Walk in pages: the gate (checksum, validity) is applied in Python and a
-    # tag filter on a JSON list is cheapest here too.
+    # Walk in pages: the rest of the gate (the checksum) is applied in Python
+    # and a tag filter on a JSON list is cheapest here too.
     offset, page = 0, max(number * 2, 50)
     while len(found) < number:
         batch = list(rows[offset:offset + page])
@@ -104,16 +104,17 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
 
 
 def quality_check(agent: Agent, *, scope=None) -> dict:
-    """The read-only quality report, limited to the agent's scopes (one of
-    them if ``scope`` is given). Index drift is reported without counts,
-    which span every scope."""
+    """The read-only quality report as this agent may see it: in its scopes
+    (one of them if ``scope`` is given), findings about deliverable records
+    and its own proposals, withheld records by id only (quality.run's agent
+    view)."""
     read_limiter.hit(agent)
     from retrieval import quality  # loads numpy-heavy code only when asked
 
     errors: dict[str, str] = {}
     scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
     _raise(errors)
-    report = quality.run(scopes, full_index_report=False)
+    report = quality.run(scopes, agent=agent)
     data = report.as_dict()
     data["note"] = ("These are flags for the reviewer, not decisions. If you have evidence about a flagged record, "
                     "dispute it or propose a revision with that evidence.")

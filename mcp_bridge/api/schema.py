@@ -150,7 +150,7 @@ class WithdrawnSerializer(serializers.Serializer):
 
 
 class SimilarSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="A current record (rec_...) or a pending proposal (prop_..., pending=true).")
+    id = serializers.CharField(help_text="A record you can read (rec_...) or one of your own pending proposals (prop_..., pending=true).")
     title = serializers.CharField()
     kind = serializers.CharField()
     scope = serializers.CharField()

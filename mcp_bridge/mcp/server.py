@@ -117,7 +117,7 @@ def build_server() -> MCPServer:
     def describe(agent: Agent) -> dict[str, Any]:
         """Call this first in a session. Returns what this memory holds and how to write to it: the kinds
         (with review periods and record counts), your scopes with counts, the tags in use (reuse them),
-        the write rules and limits, and how many proposals wait for review. Takes no arguments.
+        the write rules and limits, and how many of your proposals wait for review. Takes no arguments.
         Example: describe() -> {"scopes": [{"name": "team", "records": 42}], "kinds": [...], "tags": [...], ...}"""
         return agent_api.describe(agent)
 
@@ -177,9 +177,10 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         """Propose durable knowledge for the shared memory: a new record, or a revision of one (revises=<id>).
         Nothing is stored as true: the proposal waits for a human reviewer, who accepts, edits or rejects it.
-        Search first. An exact copy of an existing record (or one differing only in look-alike characters) is
-        refused with its id; text nearly the same as a current record in the same scope returns status
-        "similar_exists" with the ids and is not stored. Characters a reviewer cannot see (zero-width, bidi
+        Search first. An exact copy of a record you can read, or of your own pending proposal (or one differing
+        only in look-alike characters), is refused with its id; text nearly the same as one of those (same
+        scope) returns status "similar_exists" with the ids and is not stored. Other agents' proposals are never
+        named: the reviewer sees and compares them. Characters a reviewer cannot see (zero-width, bidi
         controls, TAG characters, variation selectors other than in emoji) are refused in every field, by
         code point and position.
         Do not save secrets, credentials, guesses or transient task state.
@@ -232,9 +233,10 @@ def build_server() -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     @_tool
     def quality_check(agent: Agent, scope: Scope = None) -> dict[str, Any]:
-        """Ask where the memory looks inconsistent, in your scopes: possible contradictions between current
-        records (close in meaning but differing in a negation, number, version, date or name), broken
-        supersession, proposals waiting too long, overdue or edited records. It only flags; it changes nothing.
+        """Ask where the memory looks inconsistent, in your scopes: possible contradictions between records you
+        can read (close in meaning but differing in a negation, number, version, date or name), broken
+        supersession, your own proposals waiting too long, and records withheld from you (overdue or edited
+        since approval), by id only. It only flags; it changes nothing.
         Use it when search results disagree with each other. Example: quality_check(scope="team")"""
         return agent_api.quality_check(agent, scope=scope)
 

@@ -40,9 +40,6 @@ from ..models import (
 # logger for the whole actions package.
 log = logging.getLogger("reviews.actions")
 
-# Statuses in which a record is still the current version of its content.
-_LIVE = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
-
 
 @dataclass(frozen=True)
 class SystemActor:
@@ -214,33 +211,51 @@ _LOOKS_SAME = "the texts differ only in look-alike or invisible characters"
 
 
 def _check_not_duplicate(checksum: str, *, skeleton: str = "", ignore_proposal: Proposal | None = None,
-                         ignore_record: Record | None = None) -> None:
+                         ignore_record: Record | None = None, proposer: Agent | None = None,
+                         records_only: bool = False) -> None:
     """Refuse content identical to a live record or a pending proposal, or
     identical once both are folded to their look-alike skeletons
     (confusables.content_key), which a reviewer could not tell apart either.
     ``ignore_record`` is the record a revision replaces: fixing a look-alike
-    letter in it is a change, not a copy."""
-    records = Record.objects.filter(status__in=_LIVE)
+    letter in it is a change, not a copy.
+
+    For an agent's proposal (``proposer``) only what that agent may be told
+    about counts: records it can receive right now and its own pending
+    proposals. Anything else identical (another agent's proposal, a record
+    withheld from it) is no reason to refuse: refusing would tell it that
+    such text exists. The proposal is stored and the reviewer, who sees both,
+    decides: accepting one checks ``records_only`` (identical proposals may
+    wait side by side), and accepting the other is then refused here.
+    """
+    records = Record.objects.live()
     if ignore_record is not None:
         records = records.exclude(pk=ignore_record.pk)
     pending = Proposal.objects.filter(state=ProposalState.PENDING)
+    if proposer is not None:
+        pending = pending.filter(agent=proposer)
     if ignore_proposal is not None:
         pending = pending.exclude(pk=ignore_proposal.pk)
-    existing = records.filter(approved_checksum=checksum).first()
+
+    def first_visible(candidates):
+        if proposer is None:
+            return candidates.first()
+        return next((r for r in candidates.deliverable(proposer.scopes) if r.withhold_reason() is None), None)
+
+    existing = first_visible(records.filter(approved_checksum=checksum))
     if existing:
         raise DuplicateContent(f"An identical approved record already exists: {existing.public_id}.",
                                existing_id=existing.public_id)
-    waiting = pending.filter(content_checksum=checksum).first()
+    waiting = None if records_only else pending.filter(content_checksum=checksum).first()
     if waiting:
         raise DuplicateContent(f"An identical proposal is already waiting for review: {waiting.public_id}.",
                                existing_id=waiting.public_id)
     if not skeleton:
         return
-    existing = records.filter(skeleton_checksum=skeleton).first()
+    existing = first_visible(records.filter(skeleton_checksum=skeleton))
     if existing:
         raise DuplicateContent(f"An approved record that looks identical already exists: {existing.public_id} "
                                f"({_LOOKS_SAME}).", existing_id=existing.public_id)
-    waiting = pending.filter(skeleton_checksum=skeleton).first()
+    waiting = None if records_only else pending.filter(skeleton_checksum=skeleton).first()
     if waiting:
         raise DuplicateContent(f"A proposal that looks identical is already waiting for review: "
                                f"{waiting.public_id} ({_LOOKS_SAME}).", existing_id=waiting.public_id)

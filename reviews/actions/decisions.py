@@ -92,7 +92,7 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
             _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_proposal=proposal,
-                                 ignore_record=target)
+                                 ignore_record=target, records_only=True)
             result = _new_record(content, reviewer=reviewer, proposal=proposal, supersedes=target,
                                  reason=proposal.reason)
             after = checksum

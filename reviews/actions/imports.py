@@ -67,7 +67,7 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
                 session = data.pop("session", "")
                 with transaction.atomic():  # a savepoint: a bad row leaves no trace
                     proposal = propose_create(agent=source, reason=row_reason, source_tool="import",
-                                              session=session, **data)
+                                              session=session, full_duplicate_check=True, **data)
                     if reviewer is not None:
                         proposal = accept_proposal(proposal, actor=reviewer, note="Approved at import")
                 created_id = proposal.result_record.public_id if reviewer is not None else proposal.public_id

@@ -27,12 +27,16 @@ from ._common import (
 )
 
 
-def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "", **fields) -> Proposal:
+def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "",
+                   full_duplicate_check: bool = False, **fields) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
 
     ``fields``: kind, scope, title, body, tags, review_by, valid_from,
-    valid_until, confidence, metadata. Refuses exact duplicates of an approved
-    record or a pending proposal (DuplicateContent with the existing id).
+    valid_until, confidence, metadata. Refuses exact duplicates of a record the
+    agent can receive or of its own pending proposal (DuplicateContent with
+    the existing id); see _check_not_duplicate. ``full_duplicate_check``:
+    of any live record or pending proposal, for imports, whose answer goes to
+    the person running them rather than to an agent.
     """
     with transaction.atomic():
         agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
@@ -40,7 +44,7 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
         reason = v.clean_reason(reason)
         _check_agent_scope(agent, content["scope"])
         checksum, skeleton = _checksum_of(content), _skeleton_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton)
+        _check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
         proposal = Proposal.objects.create(
             action=ProposalAction.CREATE, agent=agent, reason=reason, content_checksum=checksum,
             skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
@@ -51,7 +55,7 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
 
 
 def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
-                     session: str = "", **changes) -> Proposal:
+                     session: str = "", full_duplicate_check: bool = False, **changes) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
 
     Fields not given keep the target's approved values (review_by gets a
@@ -70,7 +74,8 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
         skeleton = _skeleton_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
+        _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record,
+                             proposer=None if full_duplicate_check else agent)
         proposal = Proposal.objects.create(
             action=ProposalAction.REVISE, target=record, agent=agent, reason=reason,
             content_checksum=checksum, skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
@@ -89,7 +94,10 @@ def propose_retirement(target: Record | str, *, agent: Agent, reason: str, sourc
         record = _visible_target(agent, target)
         _require_live(record, "retire")
         reason = v.clean_reason(reason)
-        pending = Proposal.objects.filter(target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING).first()
+        # Only the agent's own pending retirement: another agent's is not this
+        # agent's to know of (the reviewer sees both; accepting one closes the other).
+        pending = Proposal.objects.filter(target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING,
+                                          agent=agent).first()
         if pending:
             raise DuplicateContent(
                 f"A retirement of {record.public_id} is already waiting for review: {pending.public_id}.",

@@ -7,6 +7,7 @@ without it the browser is redirected back with a message.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Q
 from django.shortcuts import redirect, render
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from retrieval.gate import Reader
 from retrieval.index import IndexModelMismatch
 from retrieval.search import search
+from retrieval.similar import similar_pending
 from reviews import actions, validation
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
@@ -64,7 +66,7 @@ def inbox(request):
     warnings = dispute_warnings()
     for p in proposals:
         if p.action == ProposalAction.DISPUTE:
-            p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
+            p.dispute_warning = warnings.get(p.agent_id, "")
     lookalikes.annotate(proposals)
     context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
     if request.htmx and request.GET.get("after"):
@@ -85,8 +87,7 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
 def _decided(request, proposal: Proposal, verb: str):
     if request.htmx:
         return _card(request, proposal.public_id)
-    result = (f" → {proposal.result_record.public_id}"
-              if proposal.result_record is not None and verb == "Accepted" else "")
+    result = f" → {proposal.result_record.public_id}" if proposal.result_record_id and verb == "Accepted" else ""
     messages.success(request, f"{verb} {proposal.public_id}{result}.")
     return back(request, reverse("home"))
 
@@ -122,7 +123,7 @@ def _form_initial(proposal: Proposal) -> dict:
     """What the revise form starts from: the proposed text, or for a dispute
     the disputed record's approved text (accepting a dispute with changes
     corrects it; text changed outside Vetted is shown as a diff, never as the base)."""
-    if proposal.action == ProposalAction.DISPUTE and proposal.target is not None:  # a dispute has a target
+    if proposal.action == ProposalAction.DISPUTE:
         return approved_form_values(proposal.target)
     return {
         "title": proposal.title, "body": proposal.body, "kind": proposal.kind, "scope": proposal.scope,
@@ -172,21 +173,28 @@ def _kinds() -> list[str]:
 @site_login_required
 @require_GET
 def similar(request, public_id):
-    """The approved records most like a create proposal, so duplicates are
-    caught by eye. Loaded lazily by each card (hx-trigger="revealed"): one
-    embedding per card would make the inbox itself slow."""
+    """The approved records most like a create proposal, and the pending
+    proposals (of any agent) that say nearly or exactly the same, so
+    duplicates are caught by eye: agents are never told about each other's
+    proposals, so the cluster is the reviewer's to see. Loaded lazily by each
+    card (hx-trigger="revealed"): one embedding per card would make the inbox
+    itself slow."""
     proposal = Proposal.objects.filter(public_id=public_id).first()
-    hits, error = [], ""
+    hits, waiting, error = [], [], ""
     if proposal is not None and proposal.title:
         try:
             response = search(f"{proposal.title}\n{proposal.body[:1000]}", reader=Reader.everything(),
                               limit=SIMILAR_LIMIT, count_access=False)
             hits = response.results
+            waiting = similar_pending(proposal.title, proposal.body, scope=proposal.scope, tags=proposal.tags,
+                                      threshold=settings.VETTED_NEAR_DUPLICATE, limit=SIMILAR_LIMIT,
+                                      exclude_ids=[proposal.public_id])
         except VettedError as exc:
             error = exc.message
         except IndexModelMismatch as exc:  # a hint must not break the card
             error = f"{exc} (run `python manage.py reindex`)"
-    return render(request, "reviews/inbox.html#similar", {"hits": hits, "error": error, "p": proposal})
+    return render(request, "reviews/inbox.html#similar", {"hits": hits, "waiting": waiting, "error": error,
+                                                          "p": proposal})
 
 
 @site_login_required

@@ -31,7 +31,7 @@ def nav_counts() -> dict:
     return {
         "pending_count": Proposal.objects.filter(state=ProposalState.PENDING).count(),
         "approved_count": live.count(),
-        "overdue_count": live.filter(review_by__lt=timezone.localdate()).count(),
+        "overdue_count": Record.objects.overdue().count(),
         "disputed_count": Record.objects.filter(status=RecordStatus.DISPUTED).count(),
         "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
         "today": timezone.localdate(),

@@ -49,7 +49,7 @@ def _pending_disputes():
 @require_GET
 def due(request):
     """Approved records past their review date: withheld from agents until verified, revised or retired."""
-    queryset = (Record.objects.filter(status=RecordStatus.APPROVED, review_by__lt=timezone.localdate())
+    queryset = (Record.objects.overdue()
                 .select_related("proposed_by").order_by("review_by", "id"))
     rows = list(queryset[:LIST_LIMIT])
     mark_outside_edits(rows)

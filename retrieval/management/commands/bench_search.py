@@ -24,6 +24,8 @@ class Command(BaseCommand):
         parser.add_argument("--queries", type=int, default=200, help="queries per mode and size")
         parser.add_argument("--modes", default="keyword,semantic,hybrid")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--scopes", default="personal,team,system",
+                            help="the reader's scopes (the synthetic corpus is 90%% team, 10%% personal)")
         parser.add_argument("--keep", action="store_true", help="keep the temporary databases and print where")
 
     def handle(self, *args, **opts):
@@ -59,7 +61,7 @@ class Command(BaseCommand):
                 cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             db_mb = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
             queries = make_queries(rng, specs, opts["queries"])
-            reader = Reader.everything()
+            reader = Reader.for_scopes([s for s in opts["scopes"].split(",") if s])
             rows = []
             for mode in modes:
                 engine.search(queries[0], mode=mode, reader=reader, embedder=embedder, count_access=False)  # warm

@@ -172,7 +172,7 @@ def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, defau
     for name, value in item.extra.items():
         fields[name] = value
     proposal = actions.propose_create(agent=agent(), reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
-                                      source_tool="import", **fields)
+                                      source_tool="import", full_duplicate_check=True, **fields)
     outcome.new.append(_maybe_accept(proposal, reviewer))
 
 
@@ -218,5 +218,5 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
                    f"{current.public_id}: compare with the current text")
     changes = {name: content[name] for name in ("kind", "title", "body", "tags")}
     proposal = actions.propose_revision(current, agent=agent(), reason=reason[:v.REASON_MAX],
-                                        source_tool="import", **changes)
+                                        source_tool="import", full_duplicate_check=True, **changes)
     outcome.revisions.append(_maybe_accept(proposal, reviewer))

@@ -1,0 +1,113 @@
+"""The candidate pools of each ranker: keyword (BM25), exact identifiers and
+nearest vectors, drawn per space and per state.
+
+Every query here reads only the partitions it is given: the reader's spaces,
+and either the deliverable (``live``) or the withheld (``held``) documents.
+So what a reader may not see never takes a place in its pools, and the work
+done (and the time taken) depends only on the spaces it may read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+
+from . import fts, schema, vectors
+from .index import KNN_MAX
+from .query import contains_identifier
+from .scoring import Candidate, DocFreq, keyword_evidence
+
+
+def nearest_chunks(cursor, query_vector: np.ndarray, k: int, scope: str, state: str = schema.LIVE,
+                   ) -> tuple[dict[int, tuple[float, int]], int]:
+    """Best chunk per record among the ``k`` nearest chunks of one partition
+    {record_id: (similarity, chunk_id)}, and how many chunks were considered."""
+    if settings.VETTED_VECTOR_CACHE:
+        snap = vectors.cache.current(cursor, scope, len(query_vector))
+        return vectors.nearest([snap], query_vector, k, state)
+    # vec0: the partition key and the metadata column filter inside the KNN.
+    # (vec0 quirk: SQLite flattens the subquery, and vec0 refuses any ORDER
+    # BY besides its own distance order, so ties are ordered in Python.)
+    cursor.execute(
+        f"SELECT v.rowid, v.distance, c.record_id FROM "
+        f"(SELECT rowid, distance FROM {schema.VEC} WHERE embedding MATCH %s AND k = %s AND scope = %s "
+        f"AND held = %s) v JOIN {schema.CHUNKS} c ON c.id = v.rowid",
+        [query_vector.astype(np.float32).tobytes(), min(k, KNN_MAX), scope, int(state == schema.HELD)],
+    )
+    rows = sorted(cursor.fetchall(), key=lambda row: (row[1], row[0]))
+    best: dict[int, tuple[float, int]] = {}
+    for chunk_id, distance, record_id in rows:
+        similarity = 1.0 - float(distance)  # cosine distance -> similarity
+        if record_id not in best or similarity > best[record_id][0]:
+            best[record_id] = (similarity, chunk_id)
+    return best, len(rows)
+
+
+def vectors_for(cursor, scope: str, record_ids: list[int], query_vector: np.ndarray) -> dict[int, tuple[float, int]]:
+    """Best-chunk similarity for records of one space the KNN did not return (keyword-only hits)."""
+    if not record_ids:
+        return {}
+    if settings.VETTED_VECTOR_CACHE:
+        return vectors.best_for([vectors.cache.current(cursor, scope, len(query_vector))], record_ids, query_vector)
+    marks = ",".join(["%s"] * len(record_ids))
+    cursor.execute(f"SELECT record_id, id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks})", record_ids)
+    best: dict[int, tuple[float, int]] = {}
+    for record_id, chunk_id, blob in cursor.fetchall():
+        if blob is None:
+            continue
+        similarity = float(np.dot(np.frombuffer(blob, dtype=np.float32), query_vector))
+        if record_id not in best or similarity > best[record_id][0]:
+            best[record_id] = (similarity, chunk_id)
+    return best
+
+
+def _verified_identifiers(cursor, found: dict[int, set[str]], identifiers: list[str]) -> dict[int, float]:
+    """Trigram MATCH finds substrings; keep identifiers that stand as whole
+    tokens in the approved text."""
+    shares = {}
+    for rowid, (title, body, tags, _kind, _scope) in fts.approved_texts(cursor, list(found)).items():
+        text = f"{title}\n{body}\n{tags}"
+        matched = sum(1 for ident in found[rowid] if contains_identifier(text, ident))
+        if matched:
+            shares[rowid] = matched / len(identifiers)
+    return shares
+
+
+def gather(cursor, mode: str, terms: list[str], identifiers: list[str], query_vector, k: int, scopes, state: str,
+           docfreq: DocFreq, reader_scopes) -> tuple[dict[int, Candidate], bool]:
+    """Candidates from each ranker (at most ``k`` each, per space) among the
+    documents of ``scopes`` in ``state``, scored with the statistics of
+    ``reader_scopes``, and whether any pool may have more."""
+    candidates: dict[int, Candidate] = {}
+    more = False
+    for scope in scopes:
+        if mode in ("keyword", "hybrid"):
+            keyword = fts.keyword_candidates(cursor, scope, state, terms, k)
+            more |= len(keyword) >= k
+            for rowid, bm25 in keyword.items():
+                c = candidates.setdefault(rowid, Candidate(scope))
+                c.bm25, c.keyword_hit = bm25, True
+            found: dict[int, set[str]] = {}
+            for ident in identifiers:
+                rows = fts.identifier_candidates(cursor, scope, state, ident, k)
+                more |= len(rows) >= k
+                for rowid in rows:
+                    found.setdefault(rowid, set()).add(ident)
+            for rowid, share in _verified_identifiers(cursor, found, identifiers).items():
+                c = candidates.setdefault(rowid, Candidate(scope))
+                c.identifiers, c.keyword_hit = share, True
+        if mode in ("semantic", "hybrid"):
+            nearest, considered = nearest_chunks(cursor, query_vector, k, scope, state)
+            more |= considered >= min(k, KNN_MAX)
+            for rowid, (similarity, chunk_id) in nearest.items():
+                c = candidates.setdefault(rowid, Candidate(scope))
+                c.vector, c.chunk_id = similarity, chunk_id
+        if mode == "hybrid":
+            missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]
+            for rowid, (similarity, chunk_id) in vectors_for(cursor, scope, missing, query_vector).items():
+                candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id
+    # Keyword mode needs the re-weighting only to compare several spaces' BM25
+    # on one scale: with one space, FTS5's own statistics are the reader's.
+    if mode == "hybrid" or (mode == "keyword" and len(reader_scopes) > 1):
+        keyword_evidence(cursor, terms, candidates, state, docfreq, reader_scopes)
+    return candidates, more

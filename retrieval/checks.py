@@ -1,0 +1,171 @@
+"""check_index: compare the approved content, both keyword indexes and the
+vectors with the record table; list every discrepancy (read-only)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from reviews.checksum import content_checksum
+
+from . import schema
+from .embeddings import Embedder
+from .index import chunk_texts, read_meta, text_hash, vec_table_exists
+
+
+@dataclass
+class IndexReport:
+    model: str | None = None
+    dimension: int | None = None
+    records: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    queued: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _listed(ids: list[str], limit: int = 20) -> str:
+    return ", ".join(ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def check(embedder: Embedder | None = None) -> IndexReport:
+    """Compare the indexes with the record table; list every discrepancy.
+
+    ``embedder`` (optional) lets stale chunk hashes be detected too: text
+    whose hash under the configured model differs from the stored one.
+    """
+    report = IndexReport()
+    meta = read_meta()
+    report.model = meta.get("model_name")
+    report.dimension = int(meta["dimension"]) if "dimension" in meta else None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {schema.RECORD_TABLE}")
+        report.records = cursor.fetchone()[0]
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        triggers = {row[0] for row in cursor.fetchall()}
+        for name in schema.TRIGGERS:
+            if name not in triggers:
+                report.problems.append(f"trigger {name} is missing: the indexes no longer follow the records "
+                                       "(`python manage.py reindex` restores it and rebuilds them)")
+        for table in schema.KEYWORD_TABLES:
+            try:
+                # With rank 1, FTS5 compares the index with its content (the
+                # partition's view of retrieval_doc).
+                cursor.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+            except Exception as exc:  # noqa: BLE001 - reported, not raised
+                report.problems.append(f"keyword index {table} does not match the records: {exc}")
+        cursor.execute(f"SELECT count(*) FROM {schema.QUEUE}")
+        waiting = cursor.fetchone()[0]
+        if waiting:
+            report.problems.append(f"{waiting} record(s) changed but not yet reconciled into the index (queued)")
+        _check_documents(cursor, report)
+        cursor.execute(f"SELECT count(*) FROM {schema.DIRTY}")
+        report.queued = cursor.fetchone()[0] + waiting
+        if report.queued - waiting:
+            report.problems.append(f"{report.queued - waiting} record(s) changed but not yet embedded (queued)")
+        if embedder is not None and report.model is not None and report.model != embedder.name:
+            report.problems.append(f"vectors were made with {report.model!r}, the configured model is {embedder.name!r}")
+        if report.model is None:
+            cursor.execute(f"SELECT count(*) FROM {schema.DOCS}")
+            indexed = cursor.fetchone()[0]
+            if indexed:
+                report.problems.append(f"no vector index yet: {indexed} record(s) without vectors")
+            return report
+        if not vec_table_exists(cursor):
+            report.problems.append(f"vector table {schema.VEC} is missing")
+            return report
+        _check_vectors(cursor, report, embedder.name if embedder is not None else report.model)
+    return report
+
+
+def _check_documents(cursor, report: IndexReport) -> None:
+    """Every record whose text matches its checksum has exactly that text
+    indexed; an edited one keeps at most its approved text; none other."""
+    cursor.execute(f"SELECT r.id, r.public_id, r.kind, r.scope, r.title, r.body, r.tags, r.approved_checksum, "
+                   f"d.scope, d.title, d.body, d.tags, d.checksum, d.edited FROM {schema.RECORD_TABLE} r "
+                   f"LEFT JOIN {schema.DOCS} d ON d.id = r.id WHERE r.id NOT IN (SELECT record_id FROM {schema.QUEUE})")
+    missing, stale = [], []
+    for _id, public_id, kind, scope, title, body, tags, approved, d_scope, d_title, d_body, d_tags, d_checksum, \
+            d_edited in cursor.fetchall():
+        verified = content_checksum(kind=kind, scope=scope, title=title, body=body, tags=json.loads(tags)) == approved
+        if verified and d_checksum is None:
+            missing.append(public_id)
+        elif verified and (d_scope, d_title, d_body, json.loads(d_tags)) != (scope, title, body, json.loads(tags)):
+            stale.append(public_id)
+        elif not verified and d_checksum is not None and (d_checksum != approved or not d_edited):
+            stale.append(public_id)  # an edit the index missed (a trigger was missing)
+    if missing:
+        report.problems.append(f"records missing from the keyword index: {_listed(missing)}")
+    if stale:
+        report.problems.append(f"records whose indexed text is not their approved text: {_listed(stale)}")
+    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} d WHERE NOT EXISTS "
+                   f"(SELECT 1 FROM {schema.RECORD_TABLE} r WHERE r.id = d.id) "
+                   f"AND d.id NOT IN (SELECT record_id FROM {schema.QUEUE})")
+    orphans = cursor.fetchone()[0]
+    if orphans:
+        report.problems.append(f"{orphans} indexed document(s) belong to no record")
+
+
+def _check_vectors(cursor, report: IndexReport, model_name: str) -> None:
+    cursor.execute(f"SELECT count(*) FROM {schema.CHUNKS}")
+    report.chunks = cursor.fetchone()[0]
+    cursor.execute(f"SELECT count(*) FROM {schema.VEC}")
+    report.vectors = cursor.fetchone()[0]
+    cursor.execute(
+        f"SELECT r.public_id FROM {schema.DOCS} d JOIN {schema.RECORD_TABLE} r ON r.id = d.id WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {schema.CHUNKS} c WHERE c.record_id = d.id) "
+        f"AND d.id NOT IN (SELECT record_id FROM {schema.DIRTY}) LIMIT 20"
+    )
+    missing = [row[0] for row in cursor.fetchall()]
+    if missing:
+        report.problems.append(f"records without vectors: {', '.join(missing)}")
+    cursor.execute(
+        f"SELECT count(*) FROM {schema.CHUNKS} c WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {schema.DOCS} d WHERE d.id = c.record_id) "
+        f"AND c.record_id NOT IN (SELECT record_id FROM {schema.DIRTY})"
+    )
+    orphans = cursor.fetchone()[0]
+    if orphans:
+        report.problems.append(f"{orphans} chunk(s) belong to no record")
+    cursor.execute(f"SELECT id FROM {schema.CHUNKS} EXCEPT SELECT rowid FROM {schema.VEC}")
+    no_vector = [row[0] for row in cursor.fetchall()]
+    if no_vector:
+        report.problems.append(f"{len(no_vector)} chunk(s) without a vector")
+    cursor.execute(f"SELECT count(*) FROM {schema.CHUNKS} WHERE embedding IS NULL OR length(embedding) != %s",
+                   [4 * (report.dimension or 0)])
+    bad_copy = cursor.fetchone()[0]
+    if bad_copy:
+        report.problems.append(f"{bad_copy} chunk(s) without a usable vector copy")
+    cursor.execute(f"SELECT rowid FROM {schema.VEC} EXCEPT SELECT id FROM {schema.CHUNKS}")
+    stray = [row[0] for row in cursor.fetchall()]
+    if stray:
+        report.problems.append(f"{len(stray)} vector(s) without a chunk")
+    # vec0's partition and state columns must match the documents.
+    cursor.execute(
+        f"SELECT count(*) FROM {schema.VEC} v JOIN {schema.CHUNKS} c ON c.id = v.rowid "
+        f"JOIN {schema.DOCS} d ON d.id = c.record_id WHERE v.scope IS NOT d.scope OR v.held IS NOT (d.state = %s)",
+        [schema.HELD],
+    )
+    misfiled = cursor.fetchone()[0]
+    if misfiled:
+        report.problems.append(f"{misfiled} vector(s) filed under the wrong space or state")
+    cursor.execute(f"SELECT d.id, r.public_id, d.title, d.body, d.tags FROM {schema.DOCS} d "
+                   f"JOIN {schema.RECORD_TABLE} r ON r.id = d.id WHERE d.id NOT IN (SELECT record_id FROM {schema.DIRTY})")
+    documents = cursor.fetchall()
+    cursor.execute(f"SELECT record_id, seq, text_hash FROM {schema.CHUNKS} ORDER BY record_id, seq")
+    stored: dict[int, list[str]] = {}
+    for record_id, _seq, digest in cursor.fetchall():
+        stored.setdefault(record_id, []).append(digest)
+    stale = []
+    for record_id, public_id, title, body, tags in documents:
+        expected = [text_hash(model_name, t) for t in chunk_texts(title, body, json.loads(tags))]
+        if record_id in stored and stored[record_id] != expected:
+            stale.append(public_id)
+    if stale:
+        report.problems.append(f"stale vectors (text changed since embedding): {_listed(stale)}")

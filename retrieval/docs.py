@@ -1,0 +1,185 @@
+"""The approved content of every record, as the indexes see it.
+
+``reconcile()`` drains retrieval_queue (filled by triggers on reviews_record)
+into retrieval_doc: a record whose current text matches its approval
+checksum gets that text indexed; a record edited since approval gets its
+kept approved copy (Record.approved_text(), checked against the checksum),
+or else keeps the approved text last indexed, marked ``edited`` either way
+(so it is counted as withheld on what was approved, never on what nobody
+reviewed); a record with no approved text left anywhere is not indexed. Each document's state (``live``
+or ``held``) is decided by the domain's rule, Record.objects.current(), plus
+the checksum: nothing here restates what "deliverable" means.
+
+States depend on the date (a record becomes overdue at midnight without any
+write), so each space is swept once per day, the first time it is searched
+(``swept_on:<scope>`` in retrieval_meta). A reader's search sweeps only its
+own spaces, so other spaces' sweeps never cost it time.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from reviews.models import SCOPES, Record
+
+from . import schema
+
+BATCH = 500
+
+# One index writer per process: reconcile and the vector sync (index.sync)
+# share it; reentrant because sync reconciles first.
+writer_lock = threading.RLock()
+
+
+def vec_exists(cursor) -> bool:
+    cursor.execute("SELECT 1 FROM sqlite_master WHERE name = %s", [schema.VEC])
+    return cursor.fetchone() is not None
+
+
+def set_vector_state(cursor, states: dict[int, str]) -> None:
+    """Follow document states in vec0's ``held`` column (the triggers cannot:
+    vec0 is created later, by the indexer)."""
+    if not states or not vec_exists(cursor):
+        return
+    marks = ",".join(["%s"] * len(states))
+    cursor.execute(f"SELECT id, record_id FROM {schema.CHUNKS} WHERE record_id IN ({marks})", list(states))
+    for chunk_id, record_id in cursor.fetchall():
+        cursor.execute(f"UPDATE {schema.VEC} SET held = %s WHERE rowid = %s",
+                       [int(states[record_id] == schema.HELD), chunk_id])
+
+
+def _needed(sweep_scopes, today) -> bool:
+    cursor = connection.cursor()
+    with cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {schema.QUEUE})")
+        if cursor.fetchone()[0]:
+            return True
+        if not sweep_scopes:
+            return False
+        cursor.execute(f"SELECT key, value FROM {schema.META} WHERE key LIKE 'swept_on:%%'")
+        swept = dict(cursor.fetchall())
+    return any(swept.get(f"swept_on:{scope}") != today.isoformat() for scope in sweep_scopes)
+
+
+def reconcile(sweep_scopes=(), today=None) -> int:
+    """Bring retrieval_doc in line with the records; sweep ``sweep_scopes``
+    for date changes if not done today. Returns how many documents changed.
+    Costs one SELECT when there is nothing to do."""
+    today = today or timezone.localdate()
+    sweep_scopes = [s for s in SCOPES if s in set(sweep_scopes)]
+    if not _needed(sweep_scopes, today):
+        return 0
+    changed = 0
+    with writer_lock:
+        while True:
+            with transaction.atomic(), connection.cursor() as cursor:
+                # BEGIN IMMEDIATE holds the write lock from here: nobody can
+                # change a record between reading it and writing its document.
+                cursor.execute(f"SELECT record_id FROM {schema.QUEUE} ORDER BY record_id LIMIT %s", [BATCH])
+                ids = [row[0] for row in cursor.fetchall()]
+                if not ids:
+                    break
+                changed += _reconcile(cursor, ids, today)
+                marks = ",".join(["%s"] * len(ids))
+                cursor.execute(f"DELETE FROM {schema.QUEUE} WHERE record_id IN ({marks})", ids)
+        for scope in sweep_scopes:
+            changed += _sweep(scope, today)
+    return changed
+
+
+def reconcile_now(record_ids: list[int], today=None) -> int:
+    """Reconcile these records inside the caller's transaction (a write that
+    holds the database's write lock already, so nobody can interleave; the
+    process lock is not taken, as a reconcile waiting for that write would
+    hold it)."""
+    today = today or timezone.localdate()
+    with transaction.atomic(), connection.cursor() as cursor:
+        changed = _reconcile(cursor, list(record_ids), today)
+        marks = ",".join(["%s"] * len(record_ids))
+        cursor.execute(f"DELETE FROM {schema.QUEUE} WHERE record_id IN ({marks})", list(record_ids))
+    return changed
+
+
+def _reconcile(cursor, ids: list[int], today) -> int:
+    records = Record.objects.in_bulk(ids)
+    current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
+    marks = ",".join(["%s"] * len(ids))
+    cursor.execute(f"SELECT id, scope, kind, title, body, tags, checksum, edited, state FROM {schema.DOCS} "
+                   f"WHERE id IN ({marks})", ids)
+    docs = {row[0]: row[1:] for row in cursor.fetchall()}
+    changed, states = 0, {}
+    for pk in ids:
+        record, doc = records.get(pk), docs.get(pk)
+        wanted = None
+        if record is not None and record.current_checksum() == record.approved_checksum:
+            wanted = (record.scope, record.kind, record.title, record.body, json.dumps(record.tags),
+                      record.approved_checksum, 0)
+        elif record is not None and (approved := record.approved_text()) is not None:
+            wanted = (approved["scope"], approved["kind"], approved["title"], approved["body"],
+                      json.dumps(approved["tags"]), record.approved_checksum, 1)  # edited: the approved copy
+        elif record is not None and doc is not None and doc[5] == record.approved_checksum:
+            wanted = (*doc[:6], 1)  # edited, no intact copy kept: the approved text last indexed
+        if wanted is None:
+            if doc is not None:
+                cursor.execute(f"DELETE FROM {schema.DOCS} WHERE id = %s", [pk])
+                changed += 1
+            continue
+        state = schema.LIVE if not wanted[6] and pk in current else schema.HELD
+        if doc is None:
+            cursor.execute(f"INSERT INTO {schema.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
+                           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", [pk, *wanted, state])
+        elif (*wanted, state) != tuple(doc):
+            cursor.execute(f"UPDATE {schema.DOCS} SET scope = %s, kind = %s, title = %s, body = %s, tags = %s, "
+                           "checksum = %s, edited = %s, state = %s WHERE id = %s", [*wanted, state, pk])
+        else:
+            continue
+        changed += 1
+        if doc is None or doc[7] != state:
+            states[pk] = state
+    set_vector_state(cursor, states)
+    return changed
+
+
+def _sweep(scope: str, today) -> int:
+    """Re-decide the state of every document in ``scope`` for ``today``."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"swept_on:{scope}"])
+        row = cursor.fetchone()
+        if row and row[0] == today.isoformat():
+            return 0  # another process swept it meanwhile
+        # The domain rule, compiled by Django into a subquery SQLite runs once.
+        current_sql, params = Record.objects.current(today).values("pk").query.sql_with_params()
+        decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{schema.LIVE}' ELSE '{schema.HELD}' END"
+        cursor.execute(f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state IS NOT {decided}",
+                       [*params, scope, *params])
+        states = dict(cursor.fetchall())
+        for state in schema.STATES:
+            ids = [pk for pk, s in states.items() if s == state]
+            for start in range(0, len(ids), BATCH):
+                part = ids[start:start + BATCH]
+                marks = ",".join(["%s"] * len(part))
+                cursor.execute(f"UPDATE {schema.DOCS} SET state = %s WHERE id IN ({marks})", [state, *part])
+        set_vector_state(cursor, states)
+        cursor.execute(f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
+                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [f"swept_on:{scope}", today.isoformat()])
+        return len(states)
+
+
+def approved_scope(record: Record) -> str | None:
+    """The scope ``record`` was approved in: from its approved version (its
+    own while its text matches the checksum, else the kept copy), else its
+    document's; None when unknown, which callers treat as "no reader may see
+    it"."""
+    approved = record.approved_version()
+    if approved is not None:
+        return approved["scope"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT scope, checksum FROM {schema.DOCS} WHERE id = %s", [record.pk])
+        row = cursor.fetchone()
+    if row is not None and row[1] == record.approved_checksum:
+        return row[0]
+    return None

@@ -1,0 +1,104 @@
+"""The keyword engine on SQLite FTS5: every keyword query search makes.
+
+Each function reads one partition (a space and a state, see schema.py), so
+a reader's queries never touch a space it may not read, and deliverable
+documents are ranked apart from withheld ones. A Postgres backend would
+provide these same functions over its own tables; nothing outside this
+module writes FTS5 syntax.
+
+FTS5 quirks relied on here, each where it matters:
+- bm25() is lower-is-better (negated below) and takes one weight per column;
+  its statistics (document count, average length, document frequency) are
+  those of the one table it ranks, hence one table per partition.
+- A quoted string in MATCH is a phrase: user text cannot inject operators.
+- `rowid IN (...)` next to MATCH makes FTS5 evaluate the MATCH once per row
+  (10x slower); a join with a temp table of integer primary keys walks the
+  term's doclist once and probes the candidates by key instead.
+- Trigram MATCH of a quoted string is a case-insensitive substring search
+  and needs at least three characters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from . import schema
+from .query import fts_or_query, fts_string
+
+# Column weights for bm25: title 10, body 1, tags 5.
+_WEIGHTS = "10.0, 1.0, 5.0"
+
+
+def keyword_candidates(cursor, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
+    """The ``k`` best BM25 matches of any of ``terms`` in one partition {rowid: bm25}."""
+    if not terms:
+        return {}
+    table = schema.fts(scope, state)
+    cursor.execute(
+        f"SELECT rowid, -bm25({table}, {_WEIGHTS}) AS s FROM {table} WHERE {table} MATCH %s ORDER BY s DESC LIMIT %s",
+        [fts_or_query(terms), k],
+    )
+    return {rowid: score for rowid, score in cursor.fetchall()}
+
+
+def identifier_candidates(cursor, scope: str, state: str, identifier: str, k: int) -> list[int]:
+    """Up to ``k`` documents of one partition containing ``identifier`` as a
+    substring (whole-token checking is the caller's, on the approved text)."""
+    table = schema.ident(scope, state)
+    cursor.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH %s LIMIT %s", [fts_string(identifier), k])
+    return [rowid for (rowid,) in cursor.fetchall()]
+
+
+def document_count(cursor, scope: str, state: str = schema.LIVE) -> int:
+    """Documents in one partition (the N of its idf)."""
+    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, state])
+    return cursor.fetchone()[0]
+
+
+def document_frequency(cursor, scope: str, state: str, term: str) -> int:
+    """Documents of one partition that contain ``term`` (stemmed as indexed)."""
+    table = schema.fts(scope, state)
+    cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [fts_string(term)])
+    return cursor.fetchone()[0]
+
+
+def bm25_idf(total: int, containing: int) -> float:
+    """FTS5's own idf (fts5_aux.c): log((N - n + 0.5) / (n + 0.5)), and 1e-6
+    where that is not positive (a word in more than half the documents)."""
+    idf = math.log((total - containing + 0.5) / (containing + 0.5)) if total else 0.0
+    return idf if idf > 0 else 1e-6
+
+
+def term_scores(cursor, scope: str, state: str, terms: list[str], candidate_ids: list[int]) -> dict[int, dict[str, float]]:
+    """For each of ``candidate_ids`` (documents of this partition), each of
+    ``terms`` it contains with that term's own BM25 contribution in this
+    partition: {rowid: {term: bm25 of the one-term query}}. (FTS5 quirk: a
+    one-phrase bm25() is idf(term) times the term's length-normalised
+    frequency, so dividing by this partition's idf leaves a frequency that
+    other statistics can weight; see scoring.keyword_evidence.)"""
+    if not terms or not candidate_ids:
+        return {}
+    cursor.execute("CREATE TEMP TABLE IF NOT EXISTS retrieval_candidates (id INTEGER PRIMARY KEY)")
+    cursor.execute("DELETE FROM temp.retrieval_candidates")
+    cursor.executemany("INSERT INTO temp.retrieval_candidates (id) VALUES (%s)", [(rowid,) for rowid in candidate_ids])
+    table = schema.fts(scope, state)
+    found: dict[int, dict[str, float]] = {}
+    for term in terms:
+        cursor.execute(
+            f"SELECT f.rowid, -bm25({table}, {_WEIGHTS}) FROM {table} f JOIN temp.retrieval_candidates c "
+            f"ON c.id = f.rowid WHERE {table} MATCH %s",
+            [fts_string(term)],
+        )
+        for rowid, score in cursor.fetchall():
+            found.setdefault(rowid, {})[term] = score
+    return found
+
+
+def approved_texts(cursor, ids: list[int]) -> dict[int, tuple[str, str, list[str], str, str]]:
+    """{id: (title, body, tags, kind, scope)} as approved (never the current row)."""
+    if not ids:
+        return {}
+    marks = ",".join(["%s"] * len(ids))
+    cursor.execute(f"SELECT id, title, body, tags, kind, scope FROM {schema.DOCS} WHERE id IN ({marks})", list(ids))
+    return {row[0]: (row[1], row[2], json.loads(row[3]), row[4], row[5]) for row in cursor.fetchall()}
