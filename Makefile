@@ -19,10 +19,11 @@ test: install
 # The inner loop, about a minute: leaves out the browser tests (-m browser)
 # and everything that starts a process (-m slow: the daemon, the stdio
 # bridge, commands run as subprocesses, the MCP conformance suite, the
-# stress run), and runs Hypothesis with few examples (profile "fast" in
-# tests/conftest.py). `make test` runs all of it.
+# stress run), the tests that load the real embedding model (-m model), and
+# runs Hypothesis with few examples (profile "fast" in tests/conftest.py).
+# `make test` runs all of it.
 test-fast: install
-	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser" $(PYTEST_ARGS)
+	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser and not model" $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.
 check: install

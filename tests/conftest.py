@@ -19,12 +19,23 @@ from retrieval import schema
 from reviews import actions
 from reviews.audit_sql import CREATE_TRIGGERS, DROP_TRIGGERS
 
-# Hypothesis profiles. Property tests take their example counts from the
-# loaded profile, capped by their own numbers: the default profile (100
-# examples) leaves those numbers as they are; "fast" (`make test-fast`, via
-# VETTED_HYPOTHESIS=fast) runs a few examples of each.
-hypothesis.settings.register_profile("fast", max_examples=8, stateful_step_count=25)
-hypothesis.settings.load_profile(os.environ.get("VETTED_HYPOTHESIS", "default"))
+# Hypothesis profiles: "fast" (`make test-fast`, via VETTED_HYPOTHESIS=fast)
+# runs a few examples of each property test; otherwise each test runs the
+# number it asks for. Tests that set their own counts pass them through
+# examples() / steps().
+hypothesis.settings.register_profile("fast", max_examples=5, stateful_step_count=20)
+FAST = os.environ.get("VETTED_HYPOTHESIS") == "fast"
+hypothesis.settings.load_profile("fast" if FAST else "default")
+
+
+def examples(n: int) -> int:
+    """``n`` Hypothesis examples, or the fast profile's fewer."""
+    return min(n, hypothesis.settings.get_profile("fast").max_examples) if FAST else n
+
+
+def steps(n: int) -> int:
+    """``n`` state-machine steps per example, or the fast profile's fewer."""
+    return min(n, hypothesis.settings.get_profile("fast").stateful_step_count) if FAST else n
 
 # --------------------------------------------------------------------------- the fast subset
 

@@ -14,6 +14,7 @@ from mcp_bridge import agent_api
 from reviews import actions
 from reviews.errors import ValidationFailed
 from reviews.validation import MOMENT_MAX, MOMENT_MIN, clean_moment
+from tests.conftest import examples
 
 EXTREMES = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"]
 MALFORMED = ["last tuesday", "2026-02-30", "2026-13-01", "2026-11-30T25:00", "2026-11-30T09:00+24:00",
@@ -44,7 +45,7 @@ def test_nothing_is_no_moment():
     assert clean_moment("since", None) is None and clean_moment("since", "") is None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.one_of(st.text(max_size=80), st.integers(), st.floats(), st.lists(st.text(max_size=5), max_size=3)))
 def test_the_moment_parser_only_ever_returns_a_moment_in_range_or_a_field_error(value):
     try:
@@ -55,7 +56,7 @@ def test_the_moment_parser_only_ever_returns_a_moment_in_range_or_a_field_error(
         assert moment is None or MOMENT_MIN <= moment <= MOMENT_MAX
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
        st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1), st.sampled_from(["T", " "]))
 def test_iso_date_times_with_any_offset_never_crash_the_parser(naive, offset_minutes, separator):
@@ -99,7 +100,7 @@ def test_review_by_at_the_extremes_is_a_field_error(agent):
         assert "review_by" in info.value.fields
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=40))
 @pytest.mark.django_db
 def test_list_never_crashes_on_any_since(agent, since):

@@ -66,6 +66,7 @@ from reviews.models import (
     Record,
     RecordStatus,
 )
+from tests.conftest import examples, steps
 
 pytestmark = pytest.mark.django_db
 
@@ -86,8 +87,8 @@ HAND_EDIT = "Edited by hand."  # what an out-of-band edit appends (no action wri
 PHASES = [p for p in Phase if p is not Phase.shrink or os.environ.get("VETTED_SHRINK")]
 # 25 runs of 40 steps, or fewer under a lighter Hypothesis profile
 # (tests/conftest.py: `make test-fast`); the counts below scale with them.
-EXAMPLES = min(25, settings.default.max_examples)
-STEPS = min(40, settings.default.stateful_step_count)
+EXAMPLES = examples(25)
+STEPS = steps(40)
 SETTINGS = settings(
     phases=PHASES,
     max_examples=EXAMPLES,

@@ -20,6 +20,9 @@ from reviews import actions
 PROJECT = Path(__file__).resolve().parent.parent
 DATA = PROJECT / "tests" / "data"
 
+# Loading torch and the model takes ~5 s: `make test-fast` leaves these out.
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture(scope="module")
 def model():
