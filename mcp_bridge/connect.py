@@ -78,5 +78,16 @@ def merge_into(client: ClientSpec, entry: dict, path: Path | None = None) -> tup
     return path, backup
 
 
-__all__ = ["CLIENTS", "DEFAULT_URL", "GLOBAL_INSTRUCTIONS", "SERVER_NAME", "ClientSpec", "ConnectError",
-           "check_target", "cli_command", "merge_into", "render", "server_entry"]
+__all__ = [
+    "CLIENTS",
+    "DEFAULT_URL",
+    "GLOBAL_INSTRUCTIONS",
+    "SERVER_NAME",
+    "ClientSpec",
+    "ConnectError",
+    "check_target",
+    "cli_command",
+    "merge_into",
+    "render",
+    "server_entry",
+]

@@ -22,13 +22,24 @@ import sys
 import time
 from pathlib import Path
 
-WORDS = ("billing ledger checkout search auth payments inventory shipping reporting notifications catalog pricing "
-         "fraud onboarding analytics gateway scheduler exports invoicing identity media support warehouse postgres "
-         "redis kafka terraform kubernetes helm grafana sentry stripe vault nginx celery cron worker queue cache "
-         "replica backup rollout canary freeze migration schema index shard region tenant quota budget").split()
+WORDS = (
+    "billing ledger checkout search auth payments inventory shipping reporting notifications catalog pricing "
+    "fraud onboarding analytics gateway scheduler exports invoicing identity media support warehouse postgres "
+    "redis kafka terraform kubernetes helm grafana sentry stripe vault nginx celery cron worker queue cache "
+    "replica backup rollout canary freeze migration schema index shard region tenant quota budget"
+).split()
 VERBS = ("deploys", "rotates", "migrates", "backs up", "restarts", "monitors", "scales", "archives", "rebuilds")
-WHEN = ("every weekday", "on Fridays", "before each release", "twice a month", "after every incident",
-        "at 09:00 UTC", "once a quarter", "on the first Monday", "every night")
+WHEN = (
+    "every weekday",
+    "on Fridays",
+    "before each release",
+    "twice a month",
+    "after every incident",
+    "at 09:00 UTC",
+    "once a quarter",
+    "on the first Monday",
+    "every night",
+)
 
 
 class Log:
@@ -45,11 +56,18 @@ class Log:
 def _content(rng: random.Random, agent: str, n: int) -> dict:
     words = rng.sample(WORDS, 6)
     title = f"{words[0].title()} {words[1]} note {agent}-{n}"
-    body = (f"The {words[0]} {words[1]} {rng.choice(VERBS)} {rng.choice(WHEN)}; {words[2]} and {words[3]} depend "
-            f"on it, and the {words[4]} team owns the {words[5]} runbook (ref {agent}-{n}-{rng.randrange(10**9)}).")
-    return {"title": title, "body": body, "kind": rng.choice(["fact", "procedure", "decision"]),
-            "scope": rng.choice(["team", "personal"]), "tags": [words[0], words[1]],
-            "reason": f"Stress test agent {agent} learned this in run step {n}."}
+    body = (
+        f"The {words[0]} {words[1]} {rng.choice(VERBS)} {rng.choice(WHEN)}; {words[2]} and {words[3]} depend "
+        f"on it, and the {words[4]} team owns the {words[5]} runbook (ref {agent}-{n}-{rng.randrange(10**9)})."
+    )
+    return {
+        "title": title,
+        "body": body,
+        "kind": rng.choice(["fact", "procedure", "decision"]),
+        "scope": rng.choice(["team", "personal"]),
+        "tags": [words[0], words[1]],
+        "reason": f"Stress test agent {agent} learned this in run step {n}.",
+    }
 
 
 # --------------------------------------------------------------------------- agents
@@ -103,8 +121,15 @@ async def run_agent(args) -> int:
                 elapsed = (time.perf_counter() - started) * 1000
                 kind = "ok" if status < 400 else ("failed" if status >= 500 else "refused")
                 counts[kind] += 1
-                item = {"role": "agent", "agent": args.name, "op": f"{op}_{transport}", "status": status, "ms": elapsed,
-                        "result": kind, "at": at}
+                item = {
+                    "role": "agent",
+                    "agent": args.name,
+                    "op": f"{op}_{transport}",
+                    "status": status,
+                    "ms": elapsed,
+                    "result": kind,
+                    "at": at,
+                }
                 if kind == "ok" and op in ("propose", "dispute") and data.get("status") == "pending":
                     item["proposal_id"] = data["proposal_id"]
                     item["action"] = data["proposal"]["action"]
@@ -147,8 +172,18 @@ async def _mcp_call(client, op: str, payload: dict):
     if result.is_error:
         text = "".join(getattr(block, "text", "") for block in result.content)
         # Domain refusals are tool errors with a [code]; anything else is a failure.
-        refused = any(f"[{code}]" in text for code in ("invalid", "duplicate", "not_found", "invalid_transition",
-                                                        "rate_limited", "limit_reached", "scope_not_allowed"))
+        refused = any(
+            f"[{code}]" in text
+            for code in (
+                "invalid",
+                "duplicate",
+                "not_found",
+                "invalid_transition",
+                "rate_limited",
+                "limit_reached",
+                "scope_not_allowed",
+            )
+        )
         return (409 if refused else 500), {"message": text}
     return 200, result.structured_content
 
@@ -174,11 +209,19 @@ async def run_flood(args) -> int:
                 status = 599
             kind = "ok" if status < 400 else ("failed" if status >= 500 else "refused")
             counts[kind] += 1
-            log.write(role="flood", agent=args.name, op="search_flood", status=status, result=kind,
-                      ms=(time.perf_counter() - started) * 1000, at=time.time())
+            log.write(
+                role="flood",
+                agent=args.name,
+                op="search_flood",
+                status=status,
+                result=kind,
+                ms=(time.perf_counter() - started) * 1000,
+                at=time.time(),
+            )
 
-    async with httpx2.AsyncClient(base_url=args.url, headers={"Authorization": f"Bearer {args.token}"},
-                                  timeout=60, limits=limits) as http:
+    async with httpx2.AsyncClient(
+        base_url=args.url, headers={"Authorization": f"Bearer {args.token}"}, timeout=60, limits=limits
+    ) as http:
         await asyncio.gather(*(worker(http, random.Random(args.seed + n)) for n in range(args.threads)))
     log.write(role="flood", agent=args.name, summary=counts, ended=time.time())
     return 0
@@ -205,8 +248,9 @@ def run_reviewer(args) -> int:
     counts = {"accepted": 0, "revised": 0, "rejected": 0, "conflict": 0, "failed": 0}
     site = _SiteSession(args) if args.via == "site" else None
     while time.monotonic() < deadline:
-        pending = list(Proposal.objects.filter(state=ProposalState.PENDING).order_by("?")
-                       .values_list("public_id", "action")[:20])
+        pending = list(
+            Proposal.objects.filter(state=ProposalState.PENDING).order_by("?").values_list("public_id", "action")[:20]
+        )
         if not pending:
             time.sleep(0.05)
             continue
@@ -214,7 +258,9 @@ def run_reviewer(args) -> int:
             if time.monotonic() >= deadline:
                 break
             roll = rng.random()
-            decision = "reject" if roll < 0.25 else ("revise" if roll < 0.45 and action in ("create", "revise") else "accept")
+            decision = (
+                "reject" if roll < 0.25 else ("revise" if roll < 0.45 and action in ("create", "revise") else "accept")
+            )
             started = time.perf_counter()
             try:
                 if site is not None:
@@ -231,18 +277,31 @@ def run_reviewer(args) -> int:
                 else:
                     proposal = Proposal.objects.get(public_id=public_id)
                     actions.accept_proposal_with_revision(
-                        public_id, actor=reviewer, note="stress revise",
-                        changes={"body": proposal.body + " Checked by the reviewer."})
+                        public_id,
+                        actor=reviewer,
+                        note="stress revise",
+                        changes={"body": proposal.body + " Checked by the reviewer."},
+                    )
                     ok = True
             except VettedError as exc:  # decided meanwhile, target gone: a refusal, not a failure
                 counts["conflict"] += 1
-                log.write(role="reviewer", op=decision, result="refused", message=exc.message[:200],
-                          ms=(time.perf_counter() - started) * 1000)
+                log.write(
+                    role="reviewer",
+                    op=decision,
+                    result="refused",
+                    message=exc.message[:200],
+                    ms=(time.perf_counter() - started) * 1000,
+                )
                 continue
             except Exception as exc:
                 counts["failed"] += 1
-                log.write(role="reviewer", op=decision, result="failed", message=f"{type(exc).__name__}: {exc}"[:300],
-                          ms=(time.perf_counter() - started) * 1000)
+                log.write(
+                    role="reviewer",
+                    op=decision,
+                    result="failed",
+                    message=f"{type(exc).__name__}: {exc}"[:300],
+                    ms=(time.perf_counter() - started) * 1000,
+                )
                 continue
             elapsed = (time.perf_counter() - started) * 1000
             if ok:
@@ -277,8 +336,9 @@ class _SiteSession:
         if found is None:
             raise RuntimeError(f"no CSRF token on the login page of {self.base}")
         token = found.group(1)
-        self._post("/accounts/login/", {"username": args.reviewer, "password": args.password,
-                                        "csrfmiddlewaretoken": token})
+        self._post(
+            "/accounts/login/", {"username": args.reviewer, "password": args.password, "csrfmiddlewaretoken": token}
+        )
         self.csrf = next(c.value for c in self.jar if c.name == "csrftoken")
 
     def _post(self, path: str, fields: dict) -> int:
@@ -287,8 +347,12 @@ class _SiteSession:
         import urllib.request
 
         data = urllib.parse.urlencode(fields).encode()
-        request = urllib.request.Request(self.base + path, data=data, method="POST",
-                                         headers={"Referer": self.base + "/", "X-CSRFToken": getattr(self, "csrf", "")})
+        request = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method="POST",
+            headers={"Referer": self.base + "/", "X-CSRFToken": getattr(self, "csrf", "")},
+        )
         try:
             with self.opener.open(request, timeout=60) as response:
                 return response.status

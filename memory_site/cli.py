@@ -22,13 +22,17 @@ def resolve_reviewer(username: str | None):
         try:
             user = User.objects.get(username=username)
         except User.DoesNotExist:
-            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.") from None
+            raise CommandError(
+                f"No user named {username!r}. Create one with `python manage.py createsuperuser`."
+            ) from None
         if not user.is_active:
             raise CommandError(f"User {username!r} is inactive.")
         if not user.is_staff:
-            raise CommandError(f"User {username!r} is not a reviewer (staff) account, so it cannot decide; make it "
-                               f"one (`review account staff {username} --on`, or the admin's Users page) or "
-                               "choose another with --reviewer.")
+            raise CommandError(
+                f"User {username!r} is not a reviewer (staff) account, so it cannot decide; make it "
+                f"one (`review account staff {username} --on`, or the admin's Users page) or "
+                "choose another with --reviewer."
+            )
         return user
     candidates = list(User.objects.filter(is_active=True, is_superuser=True)[:2])
     if len(candidates) == 1:

@@ -81,8 +81,9 @@ def server_entry(client: ClientSpec, *, token: str, url: str, home: Path, http: 
     """The server's entry in the client's config (the value under its name)."""
     if http:
         if not client.http:
-            raise ConnectError(f"{client.label} cannot send a bearer header to a remote server; use the stdio "
-                               "bridge (drop --http).")
+            raise ConnectError(
+                f"{client.label} cannot send a bearer header to a remote server; use the stdio bridge (drop --http)."
+            )
         mcp_url = url.rstrip("/") + "/mcp"
         if client.name == "codex":
             # Codex refuses inline tokens: it reads the token from this variable.
@@ -136,6 +137,13 @@ def snippets(token: str, *, url: str, home: Path) -> list[dict]:
     result = []
     for client in CLIENTS.values():
         entry = server_entry(client, token=token, url=url, home=home, http=False)
-        result.append({"client": client.name, "label": client.label, "path": str(client.config_path()),
-                       "text": render(client, entry), "command": cli_command(client, entry)})
+        result.append(
+            {
+                "client": client.name,
+                "label": client.label,
+                "path": str(client.config_path()),
+                "text": render(client, entry),
+                "command": cli_command(client, entry),
+            }
+        )
     return result

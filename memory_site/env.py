@@ -37,10 +37,7 @@ def env_bool(name: str, default: bool) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise ImproperlyConfigured(
-        f"{name}={value!r} is not a boolean; use one of: "
-        f"{', '.join(sorted(_TRUE | _FALSE))}."
-    )
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use one of: {', '.join(sorted(_TRUE | _FALSE))}.")
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -19,15 +19,28 @@ import re
 # Query parameters whose value is a secret, whatever the endpoint. Names
 # ending in _token, _secret, _key or _password are secret too.
 SECRET_PARAMETERS = (
-    "token", "access_token", "refresh_token", "id_token", "key", "api_key", "apikey", "secret",
-    "client_secret", "code", "code_verifier", "state", "password", "passwd", "setup_code",
-    "signature", "sig",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "key",
+    "api_key",
+    "apikey",
+    "secret",
+    "client_secret",
+    "code",
+    "code_verifier",
+    "state",
+    "password",
+    "passwd",
+    "setup_code",
+    "signature",
+    "sig",
 )
 REDACTED = "[redacted]"
 
 _NAMES = "|".join(re.escape(name) for name in sorted(SECRET_PARAMETERS, key=len, reverse=True))
-_PARAMETER_RE = re.compile(
-    rf"(?i)([?&;](?:{_NAMES}|[\w.-]*?(?:_token|_secret|_key|_password))=)[^&;#\s\"']*")
+_PARAMETER_RE = re.compile(rf"(?i)([?&;](?:{_NAMES}|[\w.-]*?(?:_token|_secret|_key|_password))=)[^&;#\s\"']*")
 # Agent tokens (reviews.actions: "vt_" + URL-safe base64), anywhere in a line.
 _TOKEN_RE = re.compile(r"vt_[A-Za-z0-9_-]+")
 

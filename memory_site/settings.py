@@ -121,8 +121,7 @@ DATABASES = {
             # WAL lets readers run beside the one writer; busy_timeout makes a
             # second writer wait instead of failing with "database is locked".
             "init_command": (
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                "PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON"
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON"
             ),
             # BEGIN IMMEDIATE takes the write lock when a transaction starts,
             # so actions that read-then-write never deadlock on lock upgrade
@@ -233,8 +232,10 @@ LOGGING = {
     "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},  # stderr
     "loggers": {
-        **{name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
-           for name in ("reviews", "retrieval", "mcp_bridge", "memory_site")},
+        **{
+            name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
+            for name in ("reviews", "retrieval", "mcp_bridge", "memory_site")
+        },
         # One line per failed sign-in (username, address, user agent; never the password).
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },

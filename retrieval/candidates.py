@@ -18,8 +18,13 @@ from .query import contains_identifier
 from .scoring import Candidate, DocFreq, keyword_evidence
 
 
-def nearest_chunks(cursor, query_vector: np.ndarray, k: int, scope: str, state: str = schema.LIVE,
-                   ) -> tuple[dict[int, tuple[float, int]], int]:
+def nearest_chunks(
+    cursor,
+    query_vector: np.ndarray,
+    k: int,
+    scope: str,
+    state: str = schema.LIVE,
+) -> tuple[dict[int, tuple[float, int]], int]:
     """Best chunk per record among the ``k`` nearest chunks of one partition
     {record_id: (similarity, chunk_id)}, and how many chunks were considered."""
     if settings.VETTED_VECTOR_CACHE:
@@ -73,8 +78,18 @@ def _verified_identifiers(cursor, found: dict[int, set[str]], identifiers: list[
     return shares
 
 
-def gather(cursor, mode: str, terms: list[str], identifiers: list[str], query_vector, k: int, scopes, state: str,
-           docfreq: DocFreq, reader_scopes) -> tuple[dict[int, Candidate], bool]:
+def gather(
+    cursor,
+    mode: str,
+    terms: list[str],
+    identifiers: list[str],
+    query_vector,
+    k: int,
+    scopes,
+    state: str,
+    docfreq: DocFreq,
+    reader_scopes,
+) -> tuple[dict[int, Candidate], bool]:
     """Candidates from each ranker (at most ``k`` each, per space) among the
     documents of ``scopes`` in ``state``, scored with the statistics of
     ``reader_scopes``, and whether any pool may have more."""

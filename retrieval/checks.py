@@ -51,8 +51,10 @@ def check(embedder: Embedder | None = None) -> IndexReport:
         triggers = {row[0] for row in cursor.fetchall()}
         for name in schema.TRIGGERS:
             if name not in triggers:
-                report.problems.append(f"trigger {name} is missing: the indexes no longer follow the records "
-                                       "(`python manage.py reindex` restores it and rebuilds them)")
+                report.problems.append(
+                    f"trigger {name} is missing: the indexes no longer follow the records "
+                    "(`python manage.py reindex` restores it and rebuilds them)"
+                )
         for table in schema.KEYWORD_TABLES:
             try:
                 # With rank 1, FTS5 compares the index with its content (the
@@ -70,7 +72,9 @@ def check(embedder: Embedder | None = None) -> IndexReport:
         if report.queued - waiting:
             report.problems.append(f"{report.queued - waiting} record(s) changed but not yet embedded (queued)")
         if embedder is not None and report.model is not None and report.model != embedder.name:
-            report.problems.append(f"vectors were made with {report.model!r}, the configured model is {embedder.name!r}")
+            report.problems.append(
+                f"vectors were made with {report.model!r}, the configured model is {embedder.name!r}"
+            )
         if report.model is None:
             cursor.execute(f"SELECT count(*) FROM {schema.DOCS}")
             indexed = cursor.fetchone()[0]
@@ -87,12 +91,28 @@ def check(embedder: Embedder | None = None) -> IndexReport:
 def _check_documents(cursor, report: IndexReport) -> None:
     """Every record whose text matches its checksum has exactly that text
     indexed; an edited one keeps at most its approved text; none other."""
-    cursor.execute(f"SELECT r.id, r.public_id, r.kind, r.scope, r.title, r.body, r.tags, r.approved_checksum, "
-                   f"d.scope, d.title, d.body, d.tags, d.checksum, d.edited FROM {schema.RECORD_TABLE} r "
-                   f"LEFT JOIN {schema.DOCS} d ON d.id = r.id WHERE r.id NOT IN (SELECT record_id FROM {schema.QUEUE})")
+    cursor.execute(
+        f"SELECT r.id, r.public_id, r.kind, r.scope, r.title, r.body, r.tags, r.approved_checksum, "
+        f"d.scope, d.title, d.body, d.tags, d.checksum, d.edited FROM {schema.RECORD_TABLE} r "
+        f"LEFT JOIN {schema.DOCS} d ON d.id = r.id WHERE r.id NOT IN (SELECT record_id FROM {schema.QUEUE})"
+    )
     missing, stale = [], []
-    for _id, public_id, kind, scope, title, body, tags, approved, d_scope, d_title, d_body, d_tags, d_checksum, \
-            d_edited in cursor.fetchall():
+    for (
+        _id,
+        public_id,
+        kind,
+        scope,
+        title,
+        body,
+        tags,
+        approved,
+        d_scope,
+        d_title,
+        d_body,
+        d_tags,
+        d_checksum,
+        d_edited,
+    ) in cursor.fetchall():
         verified = content_checksum(kind=kind, scope=scope, title=title, body=body, tags=json.loads(tags)) == approved
         if verified and d_checksum is None:
             missing.append(public_id)
@@ -104,9 +124,11 @@ def _check_documents(cursor, report: IndexReport) -> None:
         report.problems.append(f"records missing from the keyword index: {_listed(missing)}")
     if stale:
         report.problems.append(f"records whose indexed text is not their approved text: {_listed(stale)}")
-    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} d WHERE NOT EXISTS "
-                   f"(SELECT 1 FROM {schema.RECORD_TABLE} r WHERE r.id = d.id) "
-                   f"AND d.id NOT IN (SELECT record_id FROM {schema.QUEUE})")
+    cursor.execute(
+        f"SELECT count(*) FROM {schema.DOCS} d WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {schema.RECORD_TABLE} r WHERE r.id = d.id) "
+        f"AND d.id NOT IN (SELECT record_id FROM {schema.QUEUE})"
+    )
     orphans = cursor.fetchone()[0]
     if orphans:
         report.problems.append(f"{orphans} indexed document(s) belong to no record")
@@ -137,8 +159,10 @@ def _check_vectors(cursor, report: IndexReport, model_name: str) -> None:
     no_vector = [row[0] for row in cursor.fetchall()]
     if no_vector:
         report.problems.append(f"{len(no_vector)} chunk(s) without a vector")
-    cursor.execute(f"SELECT count(*) FROM {schema.CHUNKS} WHERE embedding IS NULL OR length(embedding) != %s",
-                   [4 * (report.dimension or 0)])
+    cursor.execute(
+        f"SELECT count(*) FROM {schema.CHUNKS} WHERE embedding IS NULL OR length(embedding) != %s",
+        [4 * (report.dimension or 0)],
+    )
     bad_copy = cursor.fetchone()[0]
     if bad_copy:
         report.problems.append(f"{bad_copy} chunk(s) without a usable vector copy")
@@ -155,8 +179,10 @@ def _check_vectors(cursor, report: IndexReport, model_name: str) -> None:
     misfiled = cursor.fetchone()[0]
     if misfiled:
         report.problems.append(f"{misfiled} vector(s) filed under the wrong space or state")
-    cursor.execute(f"SELECT d.id, r.public_id, d.title, d.body, d.tags FROM {schema.DOCS} d "
-                   f"JOIN {schema.RECORD_TABLE} r ON r.id = d.id WHERE d.id NOT IN (SELECT record_id FROM {schema.DIRTY})")
+    cursor.execute(
+        f"SELECT d.id, r.public_id, d.title, d.body, d.tags FROM {schema.DOCS} d "
+        f"JOIN {schema.RECORD_TABLE} r ON r.id = d.id WHERE d.id NOT IN (SELECT record_id FROM {schema.DIRTY})"
+    )
     documents = cursor.fetchall()
     cursor.execute(f"SELECT record_id, seq, text_hash FROM {schema.CHUNKS} ORDER BY record_id, seq")
     stored: dict[int, list[str]] = {}

@@ -15,7 +15,12 @@ from .search import MODES, Filters
 def add_search_arguments(parser) -> None:
     parser.add_argument("--mode", default="hybrid", choices=MODES)
     parser.add_argument("--limit", type=int, default=8)
-    parser.add_argument("--scope", action="append", default=[], help=f"read as a reader of these scopes ({', '.join(SCOPES)}); repeatable; default all")
+    parser.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        help=f"read as a reader of these scopes ({', '.join(SCOPES)}); repeatable; default all",
+    )
     parser.add_argument("--kind", action="append", default=[], help="only these kinds; repeatable")
     parser.add_argument("--tag", action="append", default=[], help="records with any of these tags; repeatable")
     parser.add_argument("--all-tags", action="append", default=[], help="records with all of these tags; repeatable")
@@ -45,7 +50,9 @@ def filters_from(opts) -> Filters:
         tags_any=[t.lower() for t in opts["tag"]],
         tags_all=[t.lower() for t in opts["all_tags"]],
         agent=opts["agent"],
-        approved_after=opts["approved_after"], approved_before=opts["approved_before"],
-        verified_after=opts["verified_after"], verified_before=opts["verified_before"],
+        approved_after=opts["approved_after"],
+        approved_before=opts["approved_before"],
+        verified_after=opts["verified_after"],
+        verified_before=opts["verified_before"],
         min_confidence=opts["min_confidence"],
     )

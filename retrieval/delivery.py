@@ -35,8 +35,9 @@ class Filters:
         """Whether ``record`` passes. ``approved`` (title, body, tags, kind,
         scope as approved) decides kind, scope and tags: a withheld record
         is counted by what was approved, never by text nobody reviewed."""
-        kind, scope, tags = (approved[3], approved[4], approved[2]) if approved else (record.kind, record.scope,
-                                                                                       record.tags)
+        kind, scope, tags = (
+            (approved[3], approved[4], approved[2]) if approved else (record.kind, record.scope, record.tags)
+        )
         if self.kinds and kind not in self.kinds:
             return False
         if self.scopes and scope not in self.scopes:
@@ -100,22 +101,30 @@ def _strip_title(chunk: str, title: str) -> str:
     return rest if sep and head.startswith(title) else chunk
 
 
-def deliver(live: list[tuple[int, float]], held: list[tuple[int, float]], candidates: dict[int, Candidate],
-            reader: Reader, filters: Filters, limit: int) -> tuple[list[Hit], dict[str, int]]:
+def deliver(
+    live: list[tuple[int, float]],
+    held: list[tuple[int, float]],
+    candidates: dict[int, Candidate],
+    reader: Reader,
+    filters: Filters,
+    limit: int,
+) -> tuple[list[Hit], dict[str, int]]:
     """Walk both rankings merged by score, re-reading rows in small batches,
     until ``limit`` records pass the gate. Deliverable candidates (``live``)
     are delivered; withheld ones (``held``) ranked above the last delivered
     result are counted by reason, and a superseded one surfaces its current
     successor. Returns (results, withheld counts by reason)."""
     today = timezone.localdate()
-    walk = sorted([(score, rowid, True) for rowid, score in live] + [(score, rowid, False) for rowid, score in held],
-                  key=lambda item: (-item[0], item[1]))
+    walk = sorted(
+        [(score, rowid, True) for rowid, score in live] + [(score, rowid, False) for rowid, score in held],
+        key=lambda item: (-item[0], item[1]),
+    )
     results: list[Hit] = []
     delivered: set[int] = set()
     withheld: dict[str, int] = {}
     batch = max(16, limit * 2)
     for start in range(0, len(walk), batch):
-        window = walk[start:start + batch]
+        window = walk[start : start + batch]
         ids = [rowid for _score, rowid, _live in window]
         rows = Record.objects.select_related("proposed_by").in_bulk(ids)
         with connection.cursor() as cursor:
@@ -140,8 +149,9 @@ def deliver(live: list[tuple[int, float]], held: list[tuple[int, float]], candid
                 successor = current_successor(record, reader, today)
                 if successor is not None and successor.pk not in delivered and filters.matches(successor):
                     delivered.add(successor.pk)
-                    results.append(Hit(successor, score, c.vector or 0.0, c.coverage, c.identifiers,
-                                       successor_of=record.public_id))
+                    results.append(
+                        Hit(successor, score, c.vector or 0.0, c.coverage, c.identifiers, successor_of=record.public_id)
+                    )
     return results[:limit], withheld
 
 

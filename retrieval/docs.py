@@ -48,8 +48,9 @@ def set_vector_state(cursor, states: dict[int, str]) -> None:
     marks = ",".join(["%s"] * len(states))
     cursor.execute(f"SELECT id, record_id FROM {schema.CHUNKS} WHERE record_id IN ({marks})", list(states))
     for chunk_id, record_id in cursor.fetchall():
-        cursor.execute(f"UPDATE {schema.VEC} SET held = %s WHERE rowid = %s",
-                       [int(states[record_id] == schema.HELD), chunk_id])
+        cursor.execute(
+            f"UPDATE {schema.VEC} SET held = %s WHERE rowid = %s", [int(states[record_id] == schema.HELD), chunk_id]
+        )
 
 
 def _needed(sweep_scopes, today) -> bool:
@@ -108,19 +109,35 @@ def _reconcile(cursor, ids: list[int], today) -> int:
     records = Record.objects.in_bulk(ids)
     current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
     marks = ",".join(["%s"] * len(ids))
-    cursor.execute(f"SELECT id, scope, kind, title, body, tags, checksum, edited, state FROM {schema.DOCS} "
-                   f"WHERE id IN ({marks})", ids)
+    cursor.execute(
+        f"SELECT id, scope, kind, title, body, tags, checksum, edited, state FROM {schema.DOCS} WHERE id IN ({marks})",
+        ids,
+    )
     docs = {row[0]: row[1:] for row in cursor.fetchall()}
     changed, states = 0, {}
     for pk in ids:
         record, doc = records.get(pk), docs.get(pk)
         wanted = None
         if record is not None and record.current_checksum() == record.approved_checksum:
-            wanted = (record.scope, record.kind, record.title, record.body, json.dumps(record.tags),
-                      record.approved_checksum, 0)
+            wanted = (
+                record.scope,
+                record.kind,
+                record.title,
+                record.body,
+                json.dumps(record.tags),
+                record.approved_checksum,
+                0,
+            )
         elif record is not None and (approved := record.approved_text()) is not None:
-            wanted = (approved["scope"], approved["kind"], approved["title"], approved["body"],
-                      json.dumps(approved["tags"]), record.approved_checksum, 1)  # edited: the approved copy
+            wanted = (
+                approved["scope"],
+                approved["kind"],
+                approved["title"],
+                approved["body"],
+                json.dumps(approved["tags"]),
+                record.approved_checksum,
+                1,
+            )  # edited: the approved copy
         elif record is not None and doc is not None and doc[5] == record.approved_checksum:
             wanted = (*doc[:6], 1)  # edited, no intact copy kept: the approved text last indexed
         if wanted is None:
@@ -130,11 +147,17 @@ def _reconcile(cursor, ids: list[int], today) -> int:
             continue
         state = schema.LIVE if not wanted[6] and pk in current else schema.HELD
         if doc is None:
-            cursor.execute(f"INSERT INTO {schema.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
-                           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", [pk, *wanted, state])
+            cursor.execute(
+                f"INSERT INTO {schema.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [pk, *wanted, state],
+            )
         elif (*wanted, state) != tuple(doc):
-            cursor.execute(f"UPDATE {schema.DOCS} SET scope = %s, kind = %s, title = %s, body = %s, tags = %s, "
-                           "checksum = %s, edited = %s, state = %s WHERE id = %s", [*wanted, state, pk])
+            cursor.execute(
+                f"UPDATE {schema.DOCS} SET scope = %s, kind = %s, title = %s, body = %s, tags = %s, "
+                "checksum = %s, edited = %s, state = %s WHERE id = %s",
+                [*wanted, state, pk],
+            )
         else:
             continue
         changed += 1
@@ -154,18 +177,23 @@ def _sweep(scope: str, today) -> int:
         # The domain rule, compiled by Django into a subquery SQLite runs once.
         current_sql, params = Record.objects.current(today).values("pk").query.sql_with_params()
         decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{schema.LIVE}' ELSE '{schema.HELD}' END"
-        cursor.execute(f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state IS NOT {decided}",
-                       [*params, scope, *params])
+        cursor.execute(
+            f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state IS NOT {decided}",
+            [*params, scope, *params],
+        )
         states = dict(cursor.fetchall())
         for state in schema.STATES:
             ids = [pk for pk, s in states.items() if s == state]
             for start in range(0, len(ids), BATCH):
-                part = ids[start:start + BATCH]
+                part = ids[start : start + BATCH]
                 marks = ",".join(["%s"] * len(part))
                 cursor.execute(f"UPDATE {schema.DOCS} SET state = %s WHERE id IN ({marks})", [state, *part])
         set_vector_state(cursor, states)
-        cursor.execute(f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
-                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value", [f"swept_on:{scope}", today.isoformat()])
+        cursor.execute(
+            f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [f"swept_on:{scope}", today.isoformat()],
+        )
         return len(states)
 
 

@@ -70,7 +70,9 @@ def bm25_idf(total: int, containing: int) -> float:
     return idf if idf > 0 else 1e-6
 
 
-def term_scores(cursor, scope: str, state: str, terms: list[str], candidate_ids: list[int]) -> dict[int, dict[str, float]]:
+def term_scores(
+    cursor, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+) -> dict[int, dict[str, float]]:
     """For each of ``candidate_ids`` (documents of this partition), each of
     ``terms`` it contains with that term's own BM25 contribution in this
     partition: {rowid: {term: bm25 of the one-term query}}. (FTS5 quirk: a

@@ -99,7 +99,9 @@ VEC_COLUMNS = "scope text partition key, held integer, embedding float[{dimensio
 
 def _create_vec_table(cursor, embedder: Embedder) -> None:
     cursor.execute(f"DROP TABLE IF EXISTS {schema.VEC}")
-    cursor.execute(f"CREATE VIRTUAL TABLE {schema.VEC} USING vec0({VEC_COLUMNS.format(dimension=int(embedder.dimension))})")
+    cursor.execute(
+        f"CREATE VIRTUAL TABLE {schema.VEC} USING vec0({VEC_COLUMNS.format(dimension=int(embedder.dimension))})"
+    )
     # Every chunk must be re-embedded: the queue gets every document.
     cursor.execute(f"DELETE FROM {schema.CHUNKS}")
     cursor.execute(
@@ -211,9 +213,15 @@ def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None]
         docs.reconcile()
         stats = _sync(embedder, batch=batch, progress=progress)
     if stats.records or stats.skipped:
-        log.info("index sync: %d record(s), %d chunk(s) embedded, %d reused, %d removed, %d skipped in %d ms",
-                 stats.records, stats.embedded, stats.reused, stats.removed, len(stats.skipped),
-                 (time.monotonic() - started) * 1000)
+        log.info(
+            "index sync: %d record(s), %d chunk(s) embedded, %d reused, %d removed, %d skipped in %d ms",
+            stats.records,
+            stats.embedded,
+            stats.reused,
+            stats.removed,
+            len(stats.skipped),
+            (time.monotonic() - started) * 1000,
+        )
     return stats
 
 
@@ -232,8 +240,9 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                 return stats
             ids = [row[0] for row in rows]
             marks = ",".join(["%s"] * len(ids))
-            cursor.execute(f"SELECT record_id, seq, id, text_hash, scope FROM {schema.CHUNKS} "
-                           f"WHERE record_id IN ({marks})", ids)
+            cursor.execute(
+                f"SELECT record_id, seq, id, text_hash, scope FROM {schema.CHUNKS} WHERE record_id IN ({marks})", ids
+            )
             existing: dict[int, dict[int, tuple[int, str, str]]] = {}
             for record_id, seq, chunk_id, digest, scope in cursor.fetchall():
                 existing.setdefault(record_id, {})[seq] = (chunk_id, digest, scope)
@@ -299,8 +308,10 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                         [record_id, seq, digest, text, blob, scope],
                     )
                     chunk_id = cursor.lastrowid
-                    cursor.execute(f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s)",
-                                   [chunk_id, scope, held, blob])
+                    cursor.execute(
+                        f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s)",
+                        [chunk_id, scope, held, blob],
+                    )
                     stats.embedded += 1
                     touched.add(scope)
                 cursor.execute(f"DELETE FROM {schema.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])

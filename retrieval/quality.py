@@ -58,17 +58,36 @@ LABELS = {
     "index_drift": "Index drift",
 }
 
-_NEGATIONS = frozenset("""not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
+_NEGATIONS = frozenset(
+    """not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
 aren't wasn't weren't won't wouldn't shouldn't mustn't avoid avoids avoided stop stopped disable disabled disallow
-disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split())
+disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split()
+)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _VERSION_RE = re.compile(r"\bv?\d+(?:\.\d+){1,3}\b")
-_NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[:.,]\d+)*(?:\s?(?:%|ms|s|gb|mb|kb|tb|k|m|h|min|days?|hours?|weeks?|"
-                        r"minutes?|seconds?|utc))?(?!\w)", re.IGNORECASE)
+_NUMBER_RE = re.compile(
+    r"(?<![\w.])\d+(?:[:.,]\d+)*(?:\s?(?:%|ms|s|gb|mb|kb|tb|k|m|h|min|days?|hours?|weeks?|"
+    r"minutes?|seconds?|utc))?(?!\w)",
+    re.IGNORECASE,
+)
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’]*")
-_NAME_RE = re.compile(r"(?<![\w/.-])(?:[A-Z][a-zA-Z0-9]+(?:[-_/.][A-Za-z0-9]+)*|[a-z0-9]+(?:[-_/][a-z0-9]+)+)(?![\w/-])")
+_NAME_RE = re.compile(
+    r"(?<![\w/.-])(?:[A-Z][a-zA-Z0-9]+(?:[-_/.][A-Za-z0-9]+)*|[a-z0-9]+(?:[-_/][a-z0-9]+)+)(?![\w/-])"
+)
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*[-*]?\s*)([A-Z][a-zA-Z0-9]+)")
 
 
@@ -107,8 +126,13 @@ class Report:
         counts = self.counts()
         for kind, more in self.omitted.items():
             counts[kind] = counts.get(kind, 0) + more
-        return {"scopes": self.scopes, "checked_records": self.checked_records, "counts": counts,
-                "omitted": self.omitted, "findings": [f.as_dict() for f in self.findings]}
+        return {
+            "scopes": self.scopes,
+            "checked_records": self.checked_records,
+            "counts": counts,
+            "omitted": self.omitted,
+            "findings": [f.as_dict() for f in self.findings],
+        }
 
 
 # --------------------------------------------------------------------------- contradiction signals
@@ -168,9 +192,14 @@ class _Features:
 
 def _features(text: str) -> _Features:
     words = _words(text)
-    return _Features(lower=text.lower(), words=frozenset(words), negations=tuple(sorted(_NEGATIONS.intersection(words))),
-                     numbers=frozenset(_numbers(text)), versions=frozenset(_versions(text)),
-                     names=frozenset(_names(text)))
+    return _Features(
+        lower=text.lower(),
+        words=frozenset(words),
+        negations=tuple(sorted(_NEGATIONS.intersection(words))),
+        numbers=frozenset(_numbers(text)),
+        versions=frozenset(_versions(text)),
+        names=frozenset(_names(text)),
+    )
 
 
 def differences(a: str | _Features, b: str | _Features) -> list[str]:
@@ -189,8 +218,10 @@ def differences(a: str | _Features, b: str | _Features) -> list[str]:
     for label, vocab in (("weekdays", _WEEKDAYS), ("months", _MONTHS)):
         set_a, set_b = fa.words.intersection(vocab), fb.words.intersection(vocab)
         if set_a and set_b and set_a != set_b:
-            reasons.append(f"different {label}: {', '.join(sorted(set_a - set_b) or sorted(set_a))} vs "
-                           f"{', '.join(sorted(set_b - set_a) or sorted(set_b))}")
+            reasons.append(
+                f"different {label}: {', '.join(sorted(set_a - set_b) or sorted(set_a))} vs "
+                f"{', '.join(sorted(set_b - set_a) or sorted(set_b))}"
+            )
     only_a = sorted(n for n in fa.names if n not in fb.lower)
     only_b = sorted(n for n in fb.names if n not in fa.lower)
     if only_a and only_b:
@@ -208,10 +239,13 @@ def _record_vectors(records: list[Record], embedder: Embedder) -> np.ndarray:
     ids = [r.pk for r in records]
     with connection.cursor() as cursor:
         for start in range(0, len(ids), 500):
-            batch = ids[start:start + 500]
+            batch = ids[start : start + 500]
             marks = ",".join(["%s"] * len(batch))
-            cursor.execute(f"SELECT record_id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks}) "
-                           f"AND embedding IS NOT NULL ORDER BY record_id, id", batch)
+            cursor.execute(
+                f"SELECT record_id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks}) "
+                f"AND embedding IS NOT NULL ORDER BY record_id, id",
+                batch,
+            )
             for record_id, blob in cursor.fetchall():
                 if record_id not in by_id and len(blob) == 4 * embedder.dimension:
                     by_id[record_id] = np.frombuffer(blob, dtype=np.float32)
@@ -226,8 +260,12 @@ def _record_vectors(records: list[Record], embedder: Embedder) -> np.ndarray:
     return matrix / norms
 
 
-def contradictions(records: list[Record], embedder: Embedder, *, threshold: float = CONTRADICTION_SIMILARITY,
-                   ) -> list[Finding]:
+def contradictions(
+    records: list[Record],
+    embedder: Embedder,
+    *,
+    threshold: float = CONTRADICTION_SIMILARITY,
+) -> list[Finding]:
     findings = []
     by_scope: dict[str, list[Record]] = {}
     for record in records:
@@ -239,7 +277,7 @@ def contradictions(records: list[Record], embedder: Embedder, *, threshold: floa
         features: dict[int, _Features] = {}
         seen = set()
         for start in range(0, len(group), 512):
-            sims = matrix[start:start + 512] @ matrix.T
+            sims = matrix[start : start + 512] @ matrix.T
             for row, similarities in enumerate(sims):
                 i = start + row
                 similarities[i] = -1.0
@@ -257,13 +295,17 @@ def contradictions(records: list[Record], embedder: Embedder, *, threshold: floa
                             features[n] = _features(_text(record))
                     reasons = differences(features[pair[0]], features[pair[1]])
                     if reasons:
-                        findings.append(Finding(
-                            kind="possible_contradiction", scope=scope, similarity=round(similarity, 3),
-                            records=[a.public_id, b.public_id],
-                            why=f"'{_title(a)}' and '{_title(b)}' are about the same thing (similarity {similarity:.2f}) "
+                        findings.append(
+                            Finding(
+                                kind="possible_contradiction",
+                                scope=scope,
+                                similarity=round(similarity, 3),
+                                records=[a.public_id, b.public_id],
+                                why=f"'{_title(a)}' and '{_title(b)}' are about the same thing (similarity {similarity:.2f}) "
                                 f"but {'; '.join(reasons)}",
-                            suggestion="Read both: retire the one that no longer holds, or revise one so they agree.",
-                        ))
+                                suggestion="Read both: retire the one that no longer holds, or revise one so they agree.",
+                            )
+                        )
     findings.sort(key=lambda f: -(f.similarity or 0))
     return findings
 
@@ -282,14 +324,25 @@ def supersession_problems(scopes: list[str], name=_titled) -> list[Finding]:
     for record in superseded:
         successor = record.superseded_by
         if successor is None:
-            findings.append(Finding(kind="broken_supersession", scope=record.scope, records=[record.public_id],
-                                    why=f"{name(record)} is superseded but names no successor",
-                                    suggestion="Retire it, or revise it again so a current version exists."))
+            findings.append(
+                Finding(
+                    kind="broken_supersession",
+                    scope=record.scope,
+                    records=[record.public_id],
+                    why=f"{name(record)} is superseded but names no successor",
+                    suggestion="Retire it, or revise it again so a current version exists.",
+                )
+            )
         elif successor.supersedes_id != record.pk:
-            findings.append(Finding(kind="broken_supersession", scope=record.scope,
-                                    records=[record.public_id] + ([successor.public_id] if successor.scope in scopes else []),
-                                    why=f"{name(record)} names a successor that does not point back to it",
-                                    suggestion="Check the history of both records in the admin."))
+            findings.append(
+                Finding(
+                    kind="broken_supersession",
+                    scope=record.scope,
+                    records=[record.public_id] + ([successor.public_id] if successor.scope in scopes else []),
+                    why=f"{name(record)} names a successor that does not point back to it",
+                    suggestion="Check the history of both records in the admin.",
+                )
+            )
     # Loops: follow superseded_by from every superseded record in scope.
     links = dict(Record.objects.filter(superseded_by__isnull=False).values_list("pk", "superseded_by_id"))
     public = dict(Record.objects.filter(scope__in=scopes).values_list("pk", "public_id"))
@@ -302,12 +355,17 @@ def supersession_problems(scopes: list[str], name=_titled) -> list[Finding]:
             path.append(node)
             node = links[node]
         if node in path:
-            loop = frozenset(path[path.index(node):])
+            loop = frozenset(path[path.index(node) :])
             if loop not in reported:
                 reported.add(loop)
-                findings.append(Finding(kind="supersession_loop", records=sorted(public[n] for n in loop if n in public),
-                                        why="these records supersede each other in a loop, so none is current",
-                                        suggestion="Retire all but one and revise that one; the audit log shows how it happened."))
+                findings.append(
+                    Finding(
+                        kind="supersession_loop",
+                        records=sorted(public[n] for n in loop if n in public),
+                        why="these records supersede each other in a loop, so none is current",
+                        suggestion="Retire all but one and revise that one; the audit log shows how it happened.",
+                    )
+                )
     return findings
 
 
@@ -315,8 +373,11 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
     """Proposals pending for long; with ``agent``, only its own."""
     cutoff = timezone.now() - timedelta(days=stale_days)
     findings = []
-    old = (Proposal.objects.filter(state=ProposalState.PENDING, created_at__lt=cutoff)
-           .select_related("target", "agent").order_by("created_at"))
+    old = (
+        Proposal.objects.filter(state=ProposalState.PENDING, created_at__lt=cutoff)
+        .select_related("target", "agent")
+        .order_by("created_at")
+    )
     if agent is not None:
         old = old.filter(agent=agent)
     for proposal in old:
@@ -329,13 +390,17 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
         # target by id (it may be withheld from the agent by now).
         title = proposal.title or (_title(proposal.target) if proposal.target_id and agent is None else "")
         title = f"'{title}'" if title else (proposal.target.public_id if proposal.target_id else proposal.public_id)
-        findings.append(Finding(
-            kind=kind, scope=scope, proposals=[proposal.public_id],
-            records=[proposal.target.public_id] if proposal.target_id else [],
-            why=f"{proposal.action} proposal {title} from {proposal.agent.name if proposal.agent_id else 'a person'} "
+        findings.append(
+            Finding(
+                kind=kind,
+                scope=scope,
+                proposals=[proposal.public_id],
+                records=[proposal.target.public_id] if proposal.target_id else [],
+                why=f"{proposal.action} proposal {title} from {proposal.agent.name if proposal.agent_id else 'a person'} "
                 f"has waited {days} days",
-            suggestion="Decide it in the inbox: accept, revise or reject.",
-        ))
+                suggestion="Decide it in the inbox: accept, revise or reject.",
+            )
+        )
     return findings
 
 
@@ -344,14 +409,26 @@ def record_state_problems(records: list[Record], name=_titled) -> list[Finding]:
     findings = []
     for record in records:
         if record.current_checksum() != record.approved_checksum:
-            findings.append(Finding(kind="edited_since_approval", scope=record.scope, records=[record.public_id],
-                                    why=f"{name(record)} changed after approval (checksum mismatch); agents do not get it",
-                                    suggestion="Restore the approved text or approve the current text (the record's "
-                                               "page, `review restore` / `review approve-current`), or retire it."))
+            findings.append(
+                Finding(
+                    kind="edited_since_approval",
+                    scope=record.scope,
+                    records=[record.public_id],
+                    why=f"{name(record)} changed after approval (checksum mismatch); agents do not get it",
+                    suggestion="Restore the approved text or approve the current text (the record's "
+                    "page, `review restore` / `review approve-current`), or retire it.",
+                )
+            )
         elif record.status == RecordStatus.APPROVED and record.review_by < today:
-            findings.append(Finding(kind="overdue", scope=record.scope, records=[record.public_id],
-                                    why=f"{name(record)} was due for review on {record.review_by}; agents do not get it",
-                                    suggestion="Verify it if it still holds, otherwise revise or retire it."))
+            findings.append(
+                Finding(
+                    kind="overdue",
+                    scope=record.scope,
+                    records=[record.public_id],
+                    why=f"{name(record)} was due for review on {record.review_by}; agents do not get it",
+                    suggestion="Verify it if it still holds, otherwise revise or retire it.",
+                )
+            )
     return findings
 
 
@@ -360,15 +437,32 @@ def index_drift(*, detailed: bool) -> list[Finding]:
     if report.ok:
         return []
     if not detailed:  # counts and ids span every scope: say only that it needs attention
-        return [Finding(kind="index_drift", why="the search index needs maintenance",
-                        suggestion="Ask the reviewer to run `python manage.py check_index --sync`.")]
-    return [Finding(kind="index_drift", why=problem,
-                    suggestion="Run `python manage.py check_index --sync`, or `reindex` if that does not fix it.")
-            for problem in report.problems]
+        return [
+            Finding(
+                kind="index_drift",
+                why="the search index needs maintenance",
+                suggestion="Ask the reviewer to run `python manage.py check_index --sync`.",
+            )
+        ]
+    return [
+        Finding(
+            kind="index_drift",
+            why=problem,
+            suggestion="Run `python manage.py check_index --sync`, or `reindex` if that does not fix it.",
+        )
+        for problem in report.problems
+    ]
 
 
-def run(scopes=None, *, embedder: Embedder | None = None, full_index_report: bool = True,
-        threshold: float | None = None, limit: int = 100, agent: Agent | None = None) -> Report:
+def run(
+    scopes=None,
+    *,
+    embedder: Embedder | None = None,
+    full_index_report: bool = True,
+    threshold: float | None = None,
+    limit: int = 100,
+    agent: Agent | None = None,
+) -> Report:
     """The whole check over ``scopes`` (default: all). Read-only. At most
     ``limit`` possible contradictions are listed, the most similar first (a
     memory of many look-alike records can yield thousands); the rest are
@@ -394,5 +488,6 @@ def run(scopes=None, *, embedder: Embedder | None = None, full_index_report: boo
     findings += pending_too_long(scopes, agent=agent)
     if agent is None:
         findings += index_drift(detailed=full_index_report)
-    return Report(scopes=scopes, findings=findings, checked_records=len(live) if agent is None else len(current),
-                  omitted=omitted)
+    return Report(
+        scopes=scopes, findings=findings, checked_records=len(live) if agent is None else len(current), omitted=omitted
+    )

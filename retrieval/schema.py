@@ -96,8 +96,10 @@ TABLES = [
     f"CREATE TABLE IF NOT EXISTS {DIRTY} (record_id INTEGER PRIMARY KEY, gen INTEGER NOT NULL DEFAULT 1)",
 ]
 for _scope, _state in PARTITIONS:
-    TABLES.append(f"CREATE VIEW IF NOT EXISTS {view(_scope, _state)} AS SELECT id, title, body, tags FROM {DOCS} "
-                  f"WHERE scope = '{_scope}' AND state = '{_state}'")
+    TABLES.append(
+        f"CREATE VIEW IF NOT EXISTS {view(_scope, _state)} AS SELECT id, title, body, tags FROM {DOCS} "
+        f"WHERE scope = '{_scope}' AND state = '{_state}'"
+    )
     for _name, _tokenizer in _TOKENIZERS.items():
         TABLES.append(f"""CREATE VIRTUAL TABLE IF NOT EXISTS {_name(_scope, _state)} USING fts5(
             title, body, tags, content='{view(_scope, _state)}', content_rowid='id', tokenize='{_tokenizer}')""")
@@ -107,24 +109,38 @@ for _scope, _state in PARTITIONS:
 
 _ENQUEUE = f"INSERT INTO {QUEUE} (record_id) VALUES ({{row}}.id) ON CONFLICT (record_id) DO NOTHING;"
 # What reconcile() reads: the approved text and everything "deliverable" depends on.
-_WATCHED = ("title", "body", "tags", "kind", "scope", "status", "review_by", "valid_from", "valid_until",
-            "approved_checksum")
+_WATCHED = (
+    "title",
+    "body",
+    "tags",
+    "kind",
+    "scope",
+    "status",
+    "review_by",
+    "valid_from",
+    "valid_until",
+    "approved_checksum",
+)
 
 
 def _token(name: str, row: str) -> str:
     # A random token per space, renewed in the transaction that changed it:
     # caches of per-space statistics and vector masks compare it, so a change
     # in one space never makes another space's caches reload.
-    return (f"INSERT INTO {META} (key, value) VALUES ('{name}:' || {row}.scope, hex(randomblob(8))) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value;")
+    return (
+        f"INSERT INTO {META} (key, value) VALUES ('{name}:' || {row}.scope, hex(randomblob(8))) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
+    )
 
 
 def _keyword_insert(row: str) -> str:
     parts = []
     for scope, state in PARTITIONS:
         for table in (fts(scope, state), ident(scope, state)):
-            parts.append(f"INSERT INTO {table} (rowid, title, body, tags) SELECT {row}.id, {row}.title, {row}.body, "
-                         f"{row}.tags WHERE {row}.scope = '{scope}' AND {row}.state = '{state}';")
+            parts.append(
+                f"INSERT INTO {table} (rowid, title, body, tags) SELECT {row}.id, {row}.title, {row}.body, "
+                f"{row}.tags WHERE {row}.scope = '{scope}' AND {row}.state = '{state}';"
+            )
     return " ".join(parts)
 
 
@@ -133,8 +149,10 @@ def _keyword_delete(row: str) -> str:
     parts = []
     for scope, state in PARTITIONS:
         for table in (fts(scope, state), ident(scope, state)):
-            parts.append(f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', {row}.id, "
-                         f"{row}.title, {row}.body, {row}.tags WHERE {row}.scope = '{scope}' AND {row}.state = '{state}';")
+            parts.append(
+                f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', {row}.id, "
+                f"{row}.title, {row}.body, {row}.tags WHERE {row}.scope = '{scope}' AND {row}.state = '{state}';"
+            )
     return " ".join(parts)
 
 
@@ -167,8 +185,13 @@ TRIGGERS = {
         ON {DOCS} WHEN old.scope IS NOT new.scope OR old.state IS NOT new.state OR old.title IS NOT new.title
         OR old.body IS NOT new.body OR old.tags IS NOT new.tags BEGIN
         {_keyword_delete("old")} {_keyword_insert("new")}
-        {_VECTOR_WORK.format(row="new", cond="old.scope IS NOT new.scope OR old.title IS NOT new.title OR "
-                                        "old.body IS NOT new.body OR old.tags IS NOT new.tags")}
+        {
+        _VECTOR_WORK.format(
+            row="new",
+            cond="old.scope IS NOT new.scope OR old.title IS NOT new.title OR "
+            "old.body IS NOT new.body OR old.tags IS NOT new.tags",
+        )
+    }
         {_token("docs", "old")} {_token("docs", "new")}
     END""",
 }
@@ -176,13 +199,20 @@ TRIGGERS = {
 # Names of tables and triggers of the first index layout (one FTS pair over
 # reviews_record itself, which indexed the current text): migration 0003
 # drops them.
-OLD_LAYOUT = ["DROP TRIGGER IF EXISTS retrieval_record_ai", "DROP TRIGGER IF EXISTS retrieval_record_ad",
-              "DROP TRIGGER IF EXISTS retrieval_record_au", "DROP TABLE IF EXISTS retrieval_fts_vocab",
-              "DROP TABLE IF EXISTS retrieval_fts", "DROP TABLE IF EXISTS retrieval_fts_ident"]
+OLD_LAYOUT = [
+    "DROP TRIGGER IF EXISTS retrieval_record_ai",
+    "DROP TRIGGER IF EXISTS retrieval_record_ad",
+    "DROP TRIGGER IF EXISTS retrieval_record_au",
+    "DROP TABLE IF EXISTS retrieval_fts_vocab",
+    "DROP TABLE IF EXISTS retrieval_fts",
+    "DROP TABLE IF EXISTS retrieval_fts_ident",
+]
 
-DROP_KEYWORD = ([f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS]
-                + [f"DROP TABLE IF EXISTS {table}" for table in KEYWORD_TABLES]
-                + [f"DROP VIEW IF EXISTS {view(scope, state)}" for scope, state in PARTITIONS])
+DROP_KEYWORD = (
+    [f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS]
+    + [f"DROP TABLE IF EXISTS {table}" for table in KEYWORD_TABLES]
+    + [f"DROP VIEW IF EXISTS {view(scope, state)}" for scope, state in PARTITIONS]
+)
 
 DROP = DROP_KEYWORD + [f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, VEC, CHUNKS, DIRTY, META)]
 

@@ -111,8 +111,9 @@ def _coverage_idf(total: int, known: dict[str, int], words: list[str]) -> dict[s
     return {w: math.log(1 + (n - known[w] + 0.5) / (known[w] + 0.5)) for w in words}
 
 
-def keyword_evidence(cursor, terms: list[str], candidates: dict[int, Candidate], state: str, docfreq: DocFreq,
-                     reader_scopes) -> None:
+def keyword_evidence(
+    cursor, terms: list[str], candidates: dict[int, Candidate], state: str, docfreq: DocFreq, reader_scopes
+) -> None:
     """Fill in each candidate's coverage and (for BM25-pool candidates) its
     BM25 score, both with the statistics of the deliverable documents of the
     reader's spaces: its idf, and FTS5's own per-term scores re-weighted from
@@ -146,7 +147,7 @@ def score(mode: str, c: Candidate) -> float:
     if mode == "keyword":
         # Exact identifiers first, then BM25.
         return c.identifiers * 1000.0 + c.bm25
-    return (c.vector or 0.0) + KEYWORD_WEIGHT * c.coverage ** KEYWORD_POWER + IDENT_WEIGHT * c.identifiers
+    return (c.vector or 0.0) + KEYWORD_WEIGHT * c.coverage**KEYWORD_POWER + IDENT_WEIGHT * c.identifiers
 
 
 def rank(mode: str, candidates: dict[int, Candidate]) -> list[tuple[int, float]]:

@@ -38,4 +38,5 @@ def scratch_reviewer():
 
     user_model = get_user_model()
     return user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
-        "bench", "bench@example.invalid", None)
+        "bench", "bench@example.invalid", None
+    )

@@ -57,10 +57,29 @@ from .scoring import IDENT_WEIGHT, KEYWORD_POWER, KEYWORD_WEIGHT, MIN_VECTOR_ONL
 from .scoring import DocFreq as _DocFreq
 
 __all__ = [
-    "BODY_CHUNK_OVER", "IDENT_WEIGHT", "KEYWORD_POWER", "KEYWORD_WEIGHT", "LIMIT_MAX", "MIN_VECTOR_ONLY", "MODES",
-    "QUERY_MAX_CHARS", "TERMS_MAX", "Filters", "Hit", "SearchResponse", "access_counter", "fts_or_query",
-    "fts_string", "nearest_chunks", "query_identifiers", "query_terms", "search", "validate",
-    "_AccessCounter", "_DocFreq", "_whole_number",
+    "BODY_CHUNK_OVER",
+    "IDENT_WEIGHT",
+    "KEYWORD_POWER",
+    "KEYWORD_WEIGHT",
+    "LIMIT_MAX",
+    "MIN_VECTOR_ONLY",
+    "MODES",
+    "QUERY_MAX_CHARS",
+    "TERMS_MAX",
+    "Filters",
+    "Hit",
+    "SearchResponse",
+    "access_counter",
+    "fts_or_query",
+    "fts_string",
+    "nearest_chunks",
+    "query_identifiers",
+    "query_terms",
+    "search",
+    "validate",
+    "_AccessCounter",
+    "_DocFreq",
+    "_whole_number",
 ]
 
 # Process-wide caches; tests replace them (by these names) to isolate themselves.
@@ -85,8 +104,16 @@ class SearchResponse:
         }
 
 
-def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, limit: int = 8,
-           reader: Reader, embedder: Embedder | None = None, count_access: bool = True) -> SearchResponse:
+def search(
+    query: str,
+    *,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
+    limit: int = 8,
+    reader: Reader,
+    embedder: Embedder | None = None,
+    count_access: bool = True,
+) -> SearchResponse:
     """Search approved memory as ``reader`` may see it.
 
     Returns at most ``limit`` deliverable records, best first, and the
@@ -113,13 +140,14 @@ def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, 
     k = max(64, limit * 10)
     while True:
         with connection.cursor() as cursor:
-            live, more = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.LIVE, _docfreq,
-                                readable)
-            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq,
-                             readable)
+            live, more = gather(
+                cursor, mode, terms, identifiers, query_vector, k, scopes, schema.LIVE, _docfreq, readable
+            )
+            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq, readable)
         candidates = {**held, **live}
-        results, withheld = deliver(scoring.rank(mode, live), scoring.rank(mode, held), candidates, reader, filters,
-                                    limit)
+        results, withheld = deliver(
+            scoring.rank(mode, live), scoring.rank(mode, held), candidates, reader, filters, limit
+        )
         if len(results) >= limit or not more or k >= KNN_MAX:
             break
         k = min(k * 4, KNN_MAX)
@@ -127,5 +155,6 @@ def search(query: str, *, mode: str = "hybrid", filters: Filters | None = None, 
     attach_chunks(results)
     if count_access and results:
         access_counter.add([hit.record.pk for hit in results])
-    return SearchResponse(query=query, mode=mode, results=results, withheld=withheld,
-                          took_ms=(time.perf_counter() - started) * 1000)
+    return SearchResponse(
+        query=query, mode=mode, results=results, withheld=withheld, took_ms=(time.perf_counter() - started) * 1000
+    )

@@ -36,12 +36,26 @@ class Similar:
     similarity: float
 
     def as_dict(self) -> dict:
-        return {"id": self.record.public_id, "title": self.record.title, "kind": self.record.kind,
-                "scope": self.record.scope, "similarity": round(self.similarity, 3)}
+        return {
+            "id": self.record.public_id,
+            "title": self.record.title,
+            "kind": self.record.kind,
+            "scope": self.record.scope,
+            "similarity": round(self.similarity, 3),
+        }
 
 
-def similar_records(title: str, body: str, *, scopes, tags: list[str] | None = None, threshold: float = 0.0,
-                    limit: int = 5, exclude_ids=(), embedder: Embedder | None = None) -> list[Similar]:
+def similar_records(
+    title: str,
+    body: str,
+    *,
+    scopes,
+    tags: list[str] | None = None,
+    threshold: float = 0.0,
+    limit: int = 5,
+    exclude_ids=(),
+    embedder: Embedder | None = None,
+) -> list[Similar]:
     """Deliverable records in ``scopes`` whose best chunk pair with this text
     has cosine similarity >= ``threshold``, most similar first."""
     embedder = embedder or get_embedder()
@@ -72,8 +86,14 @@ class SimilarPending:
     similarity: float
 
     def as_dict(self) -> dict:
-        return {"id": self.proposal.public_id, "title": self.proposal.title, "kind": self.proposal.kind,
-                "scope": self.proposal.scope, "similarity": round(self.similarity, 3), "pending": True}
+        return {
+            "id": self.proposal.public_id,
+            "title": self.proposal.title,
+            "kind": self.proposal.kind,
+            "scope": self.proposal.scope,
+            "similarity": round(self.similarity, 3),
+            "pending": True,
+        }
 
 
 class _PendingVectors:
@@ -113,20 +133,32 @@ class _PendingVectors:
 pending_vectors = _PendingVectors()
 
 
-def similar_pending(title: str, body: str, *, scope: str, tags: list[str] | None = None, threshold: float = 0.0,
-                    limit: int = 5, exclude_checksum: str | None = None, agent: Agent | None = None,
-                    exclude_ids=(), embedder: Embedder | None = None) -> list[SimilarPending]:
+def similar_pending(
+    title: str,
+    body: str,
+    *,
+    scope: str,
+    tags: list[str] | None = None,
+    threshold: float = 0.0,
+    limit: int = 5,
+    exclude_checksum: str | None = None,
+    agent: Agent | None = None,
+    exclude_ids=(),
+    embedder: Embedder | None = None,
+) -> list[SimilarPending]:
     """Pending create/revise proposals in ``scope`` whose best chunk pair with
     this text has cosine similarity >= ``threshold``, most similar first.
     With ``agent``, only that agent's own proposals: an agent may be told
     about its own pending proposals, never about another agent's."""
     embedder = embedder or get_embedder()
-    pending = Proposal.objects.filter(state=ProposalState.PENDING, scope=scope,
-                                      action__in=[ProposalAction.CREATE, ProposalAction.REVISE])
+    pending = Proposal.objects.filter(
+        state=ProposalState.PENDING, scope=scope, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
+    )
     if agent is not None:
         pending = pending.filter(agent=agent)
-    pending = list(pending.exclude(content_checksum=exclude_checksum or "").exclude(public_id__in=list(exclude_ids))
-                   .order_by("pk"))
+    pending = list(
+        pending.exclude(content_checksum=exclude_checksum or "").exclude(public_id__in=list(exclude_ids)).order_by("pk")
+    )
     if not pending:
         return []
     new = np.asarray(embedder.embed(index.chunk_texts(title, body, tags)), dtype=np.float32)

@@ -8,19 +8,76 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-SERVICES = ["billing", "checkout", "ledger", "search", "auth", "payments", "inventory", "shipping", "reporting",
-            "notifications", "catalog", "pricing", "fraud", "onboarding", "analytics", "gateway", "scheduler",
-            "exports", "invoicing", "identity", "media", "recommendations", "support", "warehouse"]
+SERVICES = [
+    "billing",
+    "checkout",
+    "ledger",
+    "search",
+    "auth",
+    "payments",
+    "inventory",
+    "shipping",
+    "reporting",
+    "notifications",
+    "catalog",
+    "pricing",
+    "fraud",
+    "onboarding",
+    "analytics",
+    "gateway",
+    "scheduler",
+    "exports",
+    "invoicing",
+    "identity",
+    "media",
+    "recommendations",
+    "support",
+    "warehouse",
+]
 COMPONENTS = ["api", "worker", "web", "cron", "consumer", "proxy", "db", "cache", "queue", "frontend"]
-TOOLS = ["postgres", "redis", "kafka", "terraform", "kubernetes", "helm", "grafana", "sentry", "datadog",
-         "stripe", "sendgrid", "twilio", "cloudflare", "vault", "github actions", "argo", "celery", "nginx"]
+TOOLS = [
+    "postgres",
+    "redis",
+    "kafka",
+    "terraform",
+    "kubernetes",
+    "helm",
+    "grafana",
+    "sentry",
+    "datadog",
+    "stripe",
+    "sendgrid",
+    "twilio",
+    "cloudflare",
+    "vault",
+    "github actions",
+    "argo",
+    "celery",
+    "nginx",
+]
 PEOPLE = ["Rita", "Sam", "Priya", "Jonas", "Mei", "Tomas", "Aisha", "Lucas", "Hana", "Omar"]
 VERBS = ["deploys", "rotates", "migrates", "backs up", "restarts", "monitors", "scales", "reviews", "archives"]
-TIMES = ["every weekday", "on Fridays", "before each release", "twice a month", "after every incident",
-         "at 09:00 UTC", "during the freeze", "once a quarter", "on the first Monday"]
-REASONS = ["to keep latency under control", "because the vendor requires it", "after the outage in March",
-           "so that audits pass", "to avoid data loss", "as agreed in the architecture review",
-           "since the old cluster is retired", "to stay within the budget"]
+TIMES = [
+    "every weekday",
+    "on Fridays",
+    "before each release",
+    "twice a month",
+    "after every incident",
+    "at 09:00 UTC",
+    "during the freeze",
+    "once a quarter",
+    "on the first Monday",
+]
+REASONS = [
+    "to keep latency under control",
+    "because the vendor requires it",
+    "after the outage in March",
+    "so that audits pass",
+    "to avoid data loss",
+    "as agreed in the architecture review",
+    "since the old cluster is retired",
+    "to stay within the budget",
+]
 KINDS = ["fact", "procedure", "decision", "reference", "preference", "event"]
 
 
@@ -55,13 +112,24 @@ def make_record(rng: random.Random, n: int) -> dict:
     if ident not in body:
         body += f" Identifier: {ident}."
     if rng.random() < 0.08:
-        sections = [f"## {heading}\n\n" + " ".join(rng.choice(sentences) for _ in range(6))
-                    for heading in ("Context", "Steps", "Rollback", "Contacts")]
+        sections = [
+            f"## {heading}\n\n" + " ".join(rng.choice(sentences) for _ in range(6))
+            for heading in ("Context", "Steps", "Rollback", "Contacts")
+        ]
         body = body + "\n\n" + "\n\n".join(sections)
     tags = sorted({service, tool.replace(" ", "-"), kind})
-    return {"kind": kind, "scope": "team" if rng.random() < 0.9 else "personal", "title": title,
-            "body": body, "tags": tags, "ident": ident, "service": service, "component": component, "tool": tool,
-            "review_by": timezone.localdate() + timedelta(days=rng.randrange(30, 400))}
+    return {
+        "kind": kind,
+        "scope": "team" if rng.random() < 0.9 else "personal",
+        "title": title,
+        "body": body,
+        "tags": tags,
+        "ident": ident,
+        "service": service,
+        "component": component,
+        "tool": tool,
+        "review_by": timezone.localdate() + timedelta(days=rng.randrange(30, 400)),
+    }
 
 
 def make_queries(rng: random.Random, records: list[dict], count: int) -> list[str]:
@@ -101,11 +169,19 @@ def populate_corpus(size: int, rng: random.Random, embedder) -> tuple[list[dict]
     started = time.perf_counter()
     for start in tqdm(range(0, size, 2000), desc=f"insert {size}", file=sys.stderr, disable=None):
         batch = []
-        for spec in specs[start:start + 2000]:
+        for spec in specs[start : start + 2000]:
             content = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
-            batch.append(Record(**content, review_by=spec["review_by"], approved_checksum=content_checksum(**content),
-                                approved_content=content,
-                                approved_at=now, approved_by=reviewer, verified_at=now))
+            batch.append(
+                Record(
+                    **content,
+                    review_by=spec["review_by"],
+                    approved_checksum=content_checksum(**content),
+                    approved_content=content,
+                    approved_at=now,
+                    approved_by=reviewer,
+                    verified_at=now,
+                )
+            )
         with transaction.atomic():
             Record.objects.bulk_create(batch)
     insert_s = time.perf_counter() - started

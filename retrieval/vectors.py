@@ -103,8 +103,11 @@ class VectorCache:
         rows = [row for row in cursor.fetchall() if len(row[2]) == 4 * dimension]
         chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         record_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = (np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
-                  if rows else np.zeros((0, dimension), dtype=np.float32))
+        matrix = (
+            np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
+            if rows
+            else np.zeros((0, dimension), dtype=np.float32)
+        )
         return chunk_ids, record_ids, matrix
 
     def _held(self, cursor, scope: str, record_ids: np.ndarray) -> np.ndarray:
@@ -116,8 +119,9 @@ class VectorCache:
         chunk_ids, record_ids, matrix = self._rows(cursor, scope, 0, dimension)
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
         held = self._held(cursor, scope, record_ids)
-        return _Snapshot(database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix, held,
-                         np.nonzero(held)[0])
+        return _Snapshot(
+            database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix, held, np.nonzero(held)[0]
+        )
 
     def _append(self, cursor, snap: _Snapshot, token, docs) -> _Snapshot:
         chunk_ids, record_ids, matrix = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
@@ -127,18 +131,36 @@ class VectorCache:
             matrix = np.concatenate([snap.matrix, matrix])
         else:
             chunk_ids, record_ids, matrix = snap.chunk_ids, snap.record_ids, snap.matrix
-        held = self._held(cursor, snap.scope, record_ids) if (docs != snap.docs or len(record_ids) != len(snap.held)) \
+        held = (
+            self._held(cursor, snap.scope, record_ids)
+            if (docs != snap.docs or len(record_ids) != len(snap.held))
             else snap.held
+        )
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
-        return _Snapshot(snap.database, snap.scope, snap.base, token, docs, max_id, chunk_ids, record_ids, matrix, held,
-                         np.nonzero(held)[0])
+        return _Snapshot(
+            snap.database,
+            snap.scope,
+            snap.base,
+            token,
+            docs,
+            max_id,
+            chunk_ids,
+            record_ids,
+            matrix,
+            held,
+            np.nonzero(held)[0],
+        )
 
 
 cache = VectorCache()
 
 
-def nearest(snaps: list[_Snapshot], query_vector: np.ndarray, k: int, state: str,
-            ) -> tuple[dict[int, tuple[float, int]], int]:
+def nearest(
+    snaps: list[_Snapshot],
+    query_vector: np.ndarray,
+    k: int,
+    state: str,
+) -> tuple[dict[int, tuple[float, int]], int]:
     """Best chunk per record among the ``k`` most similar chunks of documents
     in ``state`` across ``snaps``: {record_id: (similarity, chunk_id)}, and
     how many chunks were considered."""
@@ -156,8 +178,11 @@ def nearest(snaps: list[_Snapshot], query_vector: np.ndarray, k: int, state: str
         if not len(similarities):
             continue
         take = min(k, len(similarities))
-        top = (np.argpartition(-similarities, take - 1)[:take] if take < len(similarities)
-               else np.arange(len(similarities)))
+        top = (
+            np.argpartition(-similarities, take - 1)[:take]
+            if take < len(similarities)
+            else np.arange(len(similarities))
+        )
         pools.append((similarities[top], ids[top], records[top]))
     if not pools:
         return {}, 0

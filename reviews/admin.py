@@ -60,7 +60,17 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Record)
 class RecordAdmin(ReadOnlyAdmin):
-    list_display = ("public_id", "title", "kind", "scope", "status", "review_by", "checksum_state", "proposed_by", "approved_at")
+    list_display = (
+        "public_id",
+        "title",
+        "kind",
+        "scope",
+        "status",
+        "review_by",
+        "checksum_state",
+        "proposed_by",
+        "approved_at",
+    )
     list_filter = ("status", "kind", "scope", "review_by", "proposed_by")
     search_fields = ("public_id", "title", "body", "approved_checksum")
     date_hierarchy = "approved_at"
@@ -86,7 +96,13 @@ class RecordAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Clear dispute (the record stands)")
     def clear_dispute_selected(self, request, queryset):
-        _run(self, request, queryset, lambda r: actions.clear_dispute(r, actor=request.user, note="Cleared in the admin"), "Cleared")
+        _run(
+            self,
+            request,
+            queryset,
+            lambda r: actions.clear_dispute(r, actor=request.user, note="Cleared in the admin"),
+            "Cleared",
+        )
 
     @admin.action(description="Retire")
     def retire_selected(self, request, queryset):
@@ -96,7 +112,16 @@ class RecordAdmin(ReadOnlyAdmin):
 
 @admin.register(Proposal)
 class ProposalAdmin(ReadOnlyAdmin):
-    list_display = ("public_id", "action", "state", "title_or_target", "agent", "created_at", "decided_by", "decided_at")
+    list_display = (
+        "public_id",
+        "action",
+        "state",
+        "title_or_target",
+        "agent",
+        "created_at",
+        "decided_by",
+        "decided_at",
+    )
     list_filter = ("state", "action", "agent", "scope")
     search_fields = ("public_id", "title", "body", "reason", "target__public_id")
     date_hierarchy = "created_at"
@@ -117,12 +142,27 @@ class ProposalAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Reject")
     def reject_selected(self, request, queryset):
-        _run(self, request, queryset, lambda p: actions.reject_proposal(p, actor=request.user, note="Rejected in the admin"), "Rejected")
+        _run(
+            self,
+            request,
+            queryset,
+            lambda p: actions.reject_proposal(p, actor=request.user, note="Rejected in the admin"),
+            "Rejected",
+        )
 
 
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdmin):
-    list_display = ("name", "public_id", "scopes", "source_tool", "is_active", "last_seen_at", "created_at", "revoked_at")
+    list_display = (
+        "name",
+        "public_id",
+        "scopes",
+        "source_tool",
+        "is_active",
+        "last_seen_at",
+        "created_at",
+        "revoked_at",
+    )
     list_filter = ("is_active",)
     search_fields = ("name", "public_id", "token_prefix")
     exclude = ("token_digest",)
@@ -135,9 +175,27 @@ class AgentAdmin(ReadOnlyAdmin):
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("at", "event_type", "actor_type", "actor", "subject_type", "subject_id", "record_ref", "proposal_ref", "snippet")
+    list_display = (
+        "at",
+        "event_type",
+        "actor_type",
+        "actor",
+        "subject_type",
+        "subject_id",
+        "record_ref",
+        "proposal_ref",
+        "snippet",
+    )
     list_filter = ("event_type", "actor_type", "subject_type", "actor", "at")
-    search_fields = ("subject_id", "record_ref", "proposal_ref", "actor", "snippet", "checksum_before", "checksum_after")
+    search_fields = (
+        "subject_id",
+        "record_ref",
+        "proposal_ref",
+        "actor",
+        "snippet",
+        "checksum_before",
+        "checksum_after",
+    )
     date_hierarchy = "at"
     list_per_page = 100
 
@@ -159,8 +217,18 @@ class UserAdmin(ReadOnlyAdmin):
     search_fields = ("username", "email", "first_name", "last_name")
     ordering = ("username",)
     # Never the password hash; permissions and groups are unused.
-    fields = ("username", "first_name", "last_name", "email", "is_active", "is_staff", "is_superuser",
-              "last_login", "date_joined", "history")
+    fields = (
+        "username",
+        "first_name",
+        "last_name",
+        "email",
+        "is_active",
+        "is_staff",
+        "is_superuser",
+        "last_login",
+        "date_joined",
+        "history",
+    )
     readonly_fields = ("history",)
     actions = ("make_staff", "remove_staff", "deactivate", "activate")
 
@@ -170,13 +238,23 @@ class UserAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Make reviewer (staff: may sign in to the site and decide)")
     def make_staff(self, request, queryset):
-        _run(self, request, queryset, lambda u: actions.set_account_staff(u, actor=request.user, is_staff=True),
-             "Made reviewer")
+        _run(
+            self,
+            request,
+            queryset,
+            lambda u: actions.set_account_staff(u, actor=request.user, is_staff=True),
+            "Made reviewer",
+        )
 
     @admin.action(description="Remove reviewer (staff) status")
     def remove_staff(self, request, queryset):
-        _run(self, request, queryset, lambda u: actions.set_account_staff(u, actor=request.user, is_staff=False),
-             "Removed reviewer status of")
+        _run(
+            self,
+            request,
+            queryset,
+            lambda u: actions.set_account_staff(u, actor=request.user, is_staff=False),
+            "Removed reviewer status of",
+        )
 
     @admin.action(description="Deactivate (cannot sign in or decide)")
     def deactivate(self, request, queryset):

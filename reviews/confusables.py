@@ -70,8 +70,16 @@ def _digest(document: dict) -> str:
 def content_key(*, kind: str, scope: str, title: str, body: str, tags) -> str:
     """SHA-256 of the content the checksum covers, with title and body
     folded: two texts with the same key look the same to a reviewer."""
-    return _digest({"skeleton": 1, "kind": kind, "scope": scope, "title": fold(title), "body": fold(body),
-                    "tags": sorted(tags or [])})
+    return _digest(
+        {
+            "skeleton": 1,
+            "kind": kind,
+            "scope": scope,
+            "title": fold(title),
+            "body": fold(body),
+            "tags": sorted(tags or []),
+        }
+    )
 
 
 def title_key(title: str) -> str:
@@ -82,12 +90,58 @@ def title_key(title: str) -> str:
 
 
 _SCRIPTS = (
-    "Latin", "Greek", "Cyrillic", "Armenian", "Georgian", "Cherokee", "Coptic", "Hebrew", "Arabic", "Syriac",
-    "Thaana", "Nko", "Devanagari", "Bengali", "Gurmukhi", "Gujarati", "Oriya", "Tamil", "Telugu", "Kannada",
-    "Malayalam", "Sinhala", "Thai", "Lao", "Tibetan", "Myanmar", "Ethiopic", "Canadian_Aboriginal", "Ogham",
-    "Runic", "Khmer", "Mongolian", "Lisu", "Vai", "Bamum", "Tifinagh", "Glagolitic", "Old_Italic", "Gothic",
-    "Deseret", "Osage", "Adlam", "Carian", "Lycian", "Lydian", "Warang_Citi", "Yi", "Han", "Hiragana",
-    "Katakana", "Bopomofo", "Hangul",
+    "Latin",
+    "Greek",
+    "Cyrillic",
+    "Armenian",
+    "Georgian",
+    "Cherokee",
+    "Coptic",
+    "Hebrew",
+    "Arabic",
+    "Syriac",
+    "Thaana",
+    "Nko",
+    "Devanagari",
+    "Bengali",
+    "Gurmukhi",
+    "Gujarati",
+    "Oriya",
+    "Tamil",
+    "Telugu",
+    "Kannada",
+    "Malayalam",
+    "Sinhala",
+    "Thai",
+    "Lao",
+    "Tibetan",
+    "Myanmar",
+    "Ethiopic",
+    "Canadian_Aboriginal",
+    "Ogham",
+    "Runic",
+    "Khmer",
+    "Mongolian",
+    "Lisu",
+    "Vai",
+    "Bamum",
+    "Tifinagh",
+    "Glagolitic",
+    "Old_Italic",
+    "Gothic",
+    "Deseret",
+    "Osage",
+    "Adlam",
+    "Carian",
+    "Lycian",
+    "Lydian",
+    "Warang_Citi",
+    "Yi",
+    "Han",
+    "Hiragana",
+    "Katakana",
+    "Bopomofo",
+    "Hangul",
 )
 _SCRIPT_RE = regex.compile("|".join(rf"(?P<{name}>\p{{sc={name}}})" for name in ("Common", "Inherited", *_SCRIPTS)))
 # Scripts written together in one word by honest text (TR39 "highly
@@ -119,8 +173,9 @@ def _has_twin_in(ch: str, family: str, *, ascii_only: bool = False) -> bool:
     """Whether a letter of ``family`` (an ASCII one, if asked) looks like
     ``ch``: the same skeleton."""
     twins = _look_alikes().get(skeleton(ch), frozenset())
-    return any(_family(script_of(twin) or "") == family and (twin.isascii() or not ascii_only)
-               for twin in twins if twin != ch)
+    return any(
+        _family(script_of(twin) or "") == family and (twin.isascii() or not ascii_only) for twin in twins if twin != ch
+    )
 
 
 def letter(ch: str) -> str:
@@ -167,6 +222,5 @@ def mixed_script_warnings(title: str) -> list[str]:
                 continue
             if all(_has_twin_in(ch, "Latin", ascii_only=True) for ch, _ in letters):
                 script = script_of(letters[0][0])
-                warnings.append(f"'{word}' is written in {script} letters that look like Latin ones "
-                                f"in a Latin title")
+                warnings.append(f"'{word}' is written in {script} letters that look like Latin ones in a Latin title")
     return warnings

@@ -51,15 +51,24 @@ def current() -> list[Lockout]:
     recent = AccessAttempt.objects.filter(attempt_time__gte=since)
     found = []
     for kind, column in (("username", "username"), ("address", "ip_address")):
-        rows = (recent.exclude(**{f"{column}__isnull": True}).values(column)
-                .annotate(failures=Sum("failures_since_start"), last=Max("attempt_time"))
-                .filter(failures__gte=settings.AXES_FAILURE_LIMIT))
+        rows = (
+            recent.exclude(**{f"{column}__isnull": True})
+            .values(column)
+            .annotate(failures=Sum("failures_since_start"), last=Max("attempt_time"))
+            .filter(failures__gte=settings.AXES_FAILURE_LIMIT)
+        )
         found += [Lockout(kind, row[column], row["failures"], row["last"]) for row in rows]
     return sorted(found, key=lambda lockout: lockout.last_attempt, reverse=True)
 
 
 @receiver(user_locked_out, dispatch_uid="vetted.lockout_logged")
 def _log_lockout(sender, request=None, username=None, ip_address=None, **kwargs):
-    log.warning("Sign-in locked for %s min after %s failed attempts: username %r, address %s. "
-                "The reviewer can clear it on Settings or with `%s`.", minutes(), settings.AXES_FAILURE_LIMIT,
-                username or "", ip_address or "unknown", how_to_clear(username=username or "", address=ip_address or ""))
+    log.warning(
+        "Sign-in locked for %s min after %s failed attempts: username %r, address %s. "
+        "The reviewer can clear it on Settings or with `%s`.",
+        minutes(),
+        settings.AXES_FAILURE_LIMIT,
+        username or "",
+        ip_address or "unknown",
+        how_to_clear(username=username or "", address=ip_address or ""),
+    )

@@ -44,7 +44,11 @@ class Agent(models.Model):
     public_id = models.CharField(max_length=20, unique=True, default=new_agent_id, editable=False)
     name = models.CharField(max_length=64, unique=True)
     token_digest = models.CharField(
-        max_length=64, unique=True, null=True, blank=True, editable=False,
+        max_length=64,
+        unique=True,
+        null=True,
+        blank=True,
+        editable=False,
         help_text="SHA-256 of the token. Agents without one (e.g. 'import') cannot authenticate.",
     )
     token_prefix = models.CharField(max_length=16, blank=True, editable=False)
@@ -111,7 +115,8 @@ class RecordQuerySet(models.QuerySet):
         return self.filter(
             Q(valid_until__isnull=True) | Q(valid_until__gte=today),
             Q(valid_from__isnull=True) | Q(valid_from__lte=today),
-            status=RecordStatus.APPROVED, review_by__gte=today,
+            status=RecordStatus.APPROVED,
+            review_by__gte=today,
         )
 
     def deliverable(self, scopes, today: date | None = None):
@@ -269,7 +274,9 @@ class Proposal(models.Model):
     source_tool = models.CharField(max_length=64, blank=True)
     session = models.CharField(max_length=128, blank=True)
 
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_note = models.TextField(blank=True)
     # When the reviewer accepted an edited version: the fields they changed,

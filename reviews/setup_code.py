@@ -73,5 +73,7 @@ def first_run_notice(host: str, port: int, code: str, *, console: bool) -> str:
     url = setup_url(host, port, code)
     if console:
         return f"First run: create the reviewer account at {url}"
-    return (f"First run: create the reviewer account at {url.split('?')[0]} with the setup code in {path()} "
-            "(kept out of this log).")
+    return (
+        f"First run: create the reviewer account at {url.split('?')[0]} with the setup code in {path()} "
+        "(kept out of this log)."
+    )

@@ -41,18 +41,20 @@ REMOVE_HINT = "Vetted refuses characters a reviewer cannot see"
 LISTED = 3  # characters named in one message; the rest are counted
 
 _REFUSED = regex.compile(
-    r"(?V1)[[\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}]--[\t\n\r]]")
+    r"(?V1)[[\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}]--[\t\n\r]]"
+)
 _BIDI_CONTROL = regex.compile(r"\p{Bidi_Control}")
 _DEFAULT_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
 _PICTOGRAPHIC = regex.compile(r"\p{Extended_Pictographic}")
 _EMOJI_MODIFIER = regex.compile(r"\p{Emoji_Modifier}")
 ZWNJ, ZWJ, VS16, KEYCAP = "\u200c", "\u200d", "\ufe0f", "\u20e3"
 _KEYCAP_BASES = frozenset("0123456789#*")
-_TAGS = ("\U000E0000", "\U000E007F")
+_TAGS = ("\U000e0000", "\U000e007f")
 # England, Scotland, Wales: the only recommended (RGI) tag sequences.
 _RGI_SUBDIVISION_FLAG = regex.compile(
-    "\U0001F3F4\U000E0067\U000E0062(?:\U000E0065\U000E006E\U000E0067|\U000E0073\U000E0063\U000E0074"
-    "|\U000E0077\U000E006C\U000E0073)\U000E007F")
+    "\U0001f3f4\U000e0067\U000e0062(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
+    "|\U000e0077\U000e006c\U000e0073)\U000e007f"
+)
 # RFC 5892 Appendix A.1: ZWNJ between a left- or dual-joining letter and a
 # right- or dual-joining one, transparent marks allowed on either side.
 _ZWNJ_JOINING = regex.compile(r"(?<=[\p{jt=L}\p{jt=D}]\p{jt=T}*)\u200c(?=\p{jt=T}*[\p{jt=R}\p{jt=D}])")
@@ -70,8 +72,11 @@ def _allowed_in_context(text: str, i: int, ch: str, flags: set[int]) -> bool:
     if ch == ZWNJ:
         return bool(_ZWNJ_JOINING.match(text, i))
     if ch == ZWJ:
-        emoji_before = bool(before) and bool(_PICTOGRAPHIC.match(before) or _EMOJI_MODIFIER.match(before)
-                                             or (before == VS16 and _vs16_allowed(text, i - 1)))
+        emoji_before = bool(before) and bool(
+            _PICTOGRAPHIC.match(before)
+            or _EMOJI_MODIFIER.match(before)
+            or (before == VS16 and _vs16_allowed(text, i - 1))
+        )
         return emoji_before and bool(after) and bool(_PICTOGRAPHIC.match(after))
     if ch == VS16:
         return _vs16_allowed(text, i)
@@ -85,7 +90,7 @@ def _vs16_allowed(text: str, i: int) -> bool:
     if not before:
         return False
     if before in _KEYCAP_BASES:
-        return text[i + 1:i + 2] == KEYCAP
+        return text[i + 1 : i + 2] == KEYCAP
     return bool(_PICTOGRAPHIC.match(before))
 
 
@@ -157,8 +162,9 @@ def invisible_problem(text: str, *, where: str = "") -> str | None:
         return f"{kind_of(ch)} {describe(ch)} at position {i + 1}{where} is not allowed; remove it ({REMOVE_HINT})"
     listed = ", ".join(f"{describe(ch)} at position {i + 1}" for i, ch in first)
     more = f", and {count - len(first):,} more" if count > len(first) else ""
-    return (f"{count:,} invisible or control characters{where} are not allowed: {listed}{more}; "
-            f"remove them ({REMOVE_HINT})")
+    return (
+        f"{count:,} invisible or control characters{where} are not allowed: {listed}{more}; remove them ({REMOVE_HINT})"
+    )
 
 
 _CHAR_REFERENCE = regex.compile(r"&(?:#[xX]([0-9a-fA-F]{1,8})|#([0-9]{1,8})|([A-Za-z][A-Za-z0-9]{1,31}));")
@@ -177,8 +183,10 @@ def character_reference_problem(text: str) -> str | None:
             decoded = chr(number) if 0 < number <= 0x10FFFF else ""
         bad = [ch for ch in decoded if _REFUSED.match(ch)]
         if bad:
-            return (f"character reference {match.group()!r} at position {match.start() + 1} stands for "
-                    f"{kind_of(bad[0])} {describe(bad[0])}, which is not allowed; remove it ({REMOVE_HINT})")
+            return (
+                f"character reference {match.group()!r} at position {match.start() + 1} stands for "
+                f"{kind_of(bad[0])} {describe(bad[0])}, which is not allowed; remove it ({REMOVE_HINT})"
+            )
     return None
 
 
@@ -221,7 +229,8 @@ def mark_html_text(escaped: str) -> str:
 # and tags: characters in them get the plain marker; text between tags gets
 # the span.
 _HTML_PIECES = regex.compile(
-    r"<(script|style|textarea|title)\b[^>]*>.*?</\1\s*>|<!--.*?-->|<[!/?A-Za-z][^>]*>", regex.S | regex.I)
+    r"<(script|style|textarea|title)\b[^>]*>.*?</\1\s*>|<!--.*?-->|<[!/?A-Za-z][^>]*>", regex.S | regex.I
+)
 
 
 def mark_invisible_html(page: str) -> str:
@@ -230,7 +239,7 @@ def mark_invisible_html(page: str) -> str:
         return page
     out, last = [], 0
     for match in _HTML_PIECES.finditer(page):
-        out.append(mark_html_text(page[last:match.start()]))
+        out.append(mark_html_text(page[last : match.start()]))
         out.append(mark_plain(match.group()))
         last = match.end()
     out.append(mark_html_text(page[last:]))

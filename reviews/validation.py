@@ -167,7 +167,9 @@ def clean_tags(value: object) -> list[str]:
         _refuse_invisible("tags", raw, where=f" in tag {number}")
         if not _TAG_RE.match(tag):
             raise ValidationFailed(
-                {"tags": f"{tag!r} is not allowed; use lowercase letters, digits and . _ / : + - (starting with a letter or digit)"}
+                {
+                    "tags": f"{tag!r} is not allowed; use lowercase letters, digits and . _ / : + - (starting with a letter or digit)"
+                }
             )
         if tag not in tags:
             tags.append(tag)
@@ -220,8 +222,12 @@ def clean_moment(field: str, value: object) -> datetime | None:
     if parsed is not None and MOMENT_MIN <= parsed <= MOMENT_MAX:
         return parsed
     shown = str(value)[:40]
-    raise ValidationFailed({field: f"got {shown!r}; a date (2026-11-30) or an ISO 8601 date-time "
-                                   f"(2026-11-30T09:00:00Z) between {MOMENT_MIN:%Y-%m-%d} and {MOMENT_MAX:%Y-%m-%d}"})
+    raise ValidationFailed(
+        {
+            field: f"got {shown!r}; a date (2026-11-30) or an ISO 8601 date-time "
+            f"(2026-11-30T09:00:00Z) between {MOMENT_MIN:%Y-%m-%d} and {MOMENT_MAX:%Y-%m-%d}"
+        }
+    )
 
 
 def default_review_by(kind: str, today: date | None = None) -> date:
@@ -311,7 +317,18 @@ def clean_short(field: str, value: object, limit: int) -> str:
     return text
 
 
-CONTENT_FIELDS = ("kind", "scope", "title", "body", "tags", "review_by", "valid_from", "valid_until", "confidence", "metadata")
+CONTENT_FIELDS = (
+    "kind",
+    "scope",
+    "title",
+    "body",
+    "tags",
+    "review_by",
+    "valid_from",
+    "valid_until",
+    "confidence",
+    "metadata",
+)
 
 
 def clean_content(data: Mapping[str, Any]) -> dict[str, Any]:

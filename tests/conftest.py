@@ -37,6 +37,7 @@ def steps(n: int) -> int:
     """``n`` state-machine steps per example, or the fast profile's fewer."""
     return min(n, hypothesis.settings.get_profile("fast").stateful_step_count) if FAST else n
 
+
 # --------------------------------------------------------------------------- the fast subset
 
 
@@ -50,8 +51,11 @@ def _processes_only_in_slow_tests(request, monkeypatch):
     import subprocess
 
     def refuse(self, args, *rest, **kwargs):
-        pytest.fail(f"{request.node.nodeid} starts a process ({str(args)[:80]}); mark it "
-                    "@pytest.mark.slow so `make test-fast` leaves it out", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} starts a process ({str(args)[:80]}); mark it "
+            "@pytest.mark.slow so `make test-fast` leaves it out",
+            pytrace=False,
+        )
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     monkeypatch.setattr(os, "fork", lambda: pytest.fail(f"{request.node.nodeid} forks; mark it slow", pytrace=False))
@@ -107,8 +111,9 @@ def second_reviewer(django_user_model):
 
 @pytest.fixture
 def agent(reviewer):
-    created, _token = actions.create_agent("claude-code", scopes=["personal", "team"], actor=reviewer,
-                                          source_tool="claude-code")
+    created, _token = actions.create_agent(
+        "claude-code", scopes=["personal", "team"], actor=reviewer, source_tool="claude-code"
+    )
     return created
 
 

@@ -54,8 +54,9 @@ def running_daemon(tmp_dir: Path, *, port: int | None = None, **env_overrides: s
     }
     log_path = tmp_dir / f"serve-{port}.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT,
-                                   env=env, stdout=log, stderr=log)
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env, stdout=log, stderr=log
+        )
     daemon = Daemon(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for_health(daemon.base, process)
@@ -71,8 +72,9 @@ def running_daemon(tmp_dir: Path, *, port: int | None = None, **env_overrides: s
                 process.kill()
 
 
-def http(method: str, url: str, *, token: str | None = None, body=None, headers: dict | None = None,
-         raw: bytes | None = None):
+def http(
+    method: str, url: str, *, token: str | None = None, body=None, headers: dict | None = None, raw: bytes | None = None
+):
     """One HTTP request; returns (status, headers, parsed JSON or text)."""
     all_headers = dict(headers or {})
     if token is not None:

@@ -53,11 +53,14 @@ def change_url(model: str, pk: int) -> str:
 
 
 def run_action(client, model: str, action: str, *objs):
-    return client.post(changelist(model), {
-        "action": action,
-        ACTION_CHECKBOX_NAME: [str(obj.pk) for obj in objs],
-        "index": 0,
-    })
+    return client.post(
+        changelist(model),
+        {
+            "action": action,
+            ACTION_CHECKBOX_NAME: [str(obj.pk) for obj in objs],
+            "index": 0,
+        },
+    )
 
 
 def messages_of(response) -> list[tuple[str, str]]:
@@ -90,10 +93,16 @@ def test_audit_changelist_filtered_by_event_type_shows_only_that_type(admin, rec
 def test_audit_add_view_is_forbidden(admin):
     before = AuditEvent.objects.count()
     assert admin.get(reverse("admin:reviews_auditevent_add")).status_code == 403
-    response = admin.post(reverse("admin:reviews_auditevent_add"), {
-        "event_type": "forged", "actor_type": "user", "actor": "mallory", "subject_type": "record",
-        "subject_id": "rec_forged",
-    })
+    response = admin.post(
+        reverse("admin:reviews_auditevent_add"),
+        {
+            "event_type": "forged",
+            "actor_type": "user",
+            "actor": "mallory",
+            "subject_type": "record",
+            "subject_id": "rec_forged",
+        },
+    )
     assert response.status_code == 403
     assert AuditEvent.objects.count() == before
     assert not AuditEvent.objects.filter(event_type="forged").exists()
@@ -101,10 +110,17 @@ def test_audit_add_view_is_forbidden(admin):
 
 def test_audit_change_view_post_cannot_modify_an_event(admin, record):
     event = AuditEvent.objects.filter(event_type="proposal.accepted").get()
-    response = admin.post(change_url("auditevent", event.pk), {
-        "event_type": "forged", "actor_type": "user", "actor": "mallory", "subject_type": "record",
-        "subject_id": event.subject_id, "snippet": "rewritten history",
-    })
+    response = admin.post(
+        change_url("auditevent", event.pk),
+        {
+            "event_type": "forged",
+            "actor_type": "user",
+            "actor": "mallory",
+            "subject_type": "record",
+            "subject_id": event.subject_id,
+            "snippet": "rewritten history",
+        },
+    )
     assert response.status_code == 403
     fresh = AuditEvent.objects.get(pk=event.pk)
     assert (fresh.event_type, fresh.actor, fresh.snippet) == (event.event_type, event.actor, event.snippet)
@@ -223,15 +239,27 @@ def test_record_change_page_is_viewable(admin, record):
 
 def test_record_change_post_does_not_change_the_record(admin, record):
     before = Record.objects.get(pk=record.pk)
-    response = admin.post(change_url("record", record.pk), {
-        **content(), "title": "Tampered title", "body": "Tampered body text that nobody approved at all.",
-        "tags": '["x"]', "status": "approved", "review_by": "2099-01-01",
-        "approved_checksum": "0" * 64, "_save": "Save",
-    })
+    response = admin.post(
+        change_url("record", record.pk),
+        {
+            **content(),
+            "title": "Tampered title",
+            "body": "Tampered body text that nobody approved at all.",
+            "tags": '["x"]',
+            "status": "approved",
+            "review_by": "2099-01-01",
+            "approved_checksum": "0" * 64,
+            "_save": "Save",
+        },
+    )
     assert response.status_code == 403
     after = Record.objects.get(pk=record.pk)
     assert (after.title, after.body, after.approved_checksum, after.review_by) == (
-        before.title, before.body, before.approved_checksum, before.review_by)
+        before.title,
+        before.body,
+        before.approved_checksum,
+        before.review_by,
+    )
     assert not after.edited_since_approval
 
 
@@ -316,7 +344,10 @@ def test_accept_action_accepts_the_proposal_and_audits(sam_admin, second_reviewe
     assert proposal.result_record is not None and proposal.result_record.status == "approved"
     event = AuditEvent.objects.get(event_type="proposal.accepted")
     assert (event.actor, event.proposal_ref, event.record_ref) == (
-        second_reviewer.username, proposal.public_id, proposal.result_record.public_id)
+        second_reviewer.username,
+        proposal.public_id,
+        proposal.result_record.public_id,
+    )
 
 
 def test_reject_action_rejects_the_proposal_and_audits(sam_admin, second_reviewer, agent):
@@ -414,17 +445,30 @@ def test_no_form_in_the_admin_changes_an_account(admin, una):
     """Django's stock user admin would save these; here each is refused or absent."""
     before = AuditEvent.objects.count()
     assert admin.get(user_url("change", una.pk)).status_code == 200  # viewable
-    response = admin.post(user_url("change", una.pk), {"username": "una", "is_staff": "on", "is_active": "on",
-                                                       "is_superuser": "on", "date_joined_0": "2026-01-01",
-                                                       "date_joined_1": "00:00:00"})
+    response = admin.post(
+        user_url("change", una.pk),
+        {
+            "username": "una",
+            "is_staff": "on",
+            "is_active": "on",
+            "is_superuser": "on",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    )
     assert response.status_code == 403
     assert admin.get(user_url("add")).status_code == 403
-    assert admin.post(user_url("add"), {"username": "mallory", "password1": "a-long-password-9",
-                                        "password2": "a-long-password-9"}).status_code == 403
+    assert (
+        admin.post(
+            user_url("add"), {"username": "mallory", "password1": "a-long-password-9", "password2": "a-long-password-9"}
+        ).status_code
+        == 403
+    )
     assert admin.post(user_url("delete", una.pk), {"post": "yes"}).status_code == 403
     # The password form of the stock admin is gone altogether.
-    assert admin.post(f"/admin/auth/user/{una.pk}/password/",
-                      {"password1": "another-password-7", "password2": "another-password-7"}).status_code in (302, 404)
+    assert admin.post(
+        f"/admin/auth/user/{una.pk}/password/", {"password1": "another-password-7", "password2": "another-password-7"}
+    ).status_code in (302, 404)
     una.refresh_from_db()
     assert (una.is_staff, una.is_superuser, una.is_active) == (False, False, True)
     assert una.check_password("a-long-password-3")
@@ -461,7 +505,9 @@ def test_deactivating_and_activating_an_account_are_audited(sam_admin, una):
     una.refresh_from_db()
     assert una.is_active is True
     assert list(AuditEvent.objects.filter(subject_id="una").order_by("pk").values_list("event_type", "actor")) == [
-        ("account.deactivated", "sam"), ("account.activated", "sam")]
+        ("account.deactivated", "sam"),
+        ("account.activated", "sam"),
+    ]
 
 
 def test_an_account_action_on_oneself_or_a_no_op_is_refused_and_audits_nothing(admin, reviewer, una):

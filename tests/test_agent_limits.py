@@ -24,8 +24,12 @@ from tests.gateway_support import running_daemon
 from tests.mcp_client import text_of
 
 HANDSHAKE = "2025-11-25"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
 DESCRIBE = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe", "arguments": {}}}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
@@ -85,8 +89,14 @@ def test_every_read_counts_and_past_the_limit_rest_answers_429_with_retry_after(
     other, other_token = actions.create_agent("bystander", scopes=["team"], actor=reviewer)
     record = make_record()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
-    reads = ["/api/v1/describe", "/api/v1/search?q=billing", "/api/v1/records", f"/api/v1/records/{record.public_id}",
-             "/api/v1/proposals/prop_000000000000", "/api/v1/quality"]
+    reads = [
+        "/api/v1/describe",
+        "/api/v1/search?q=billing",
+        "/api/v1/records",
+        f"/api/v1/records/{record.public_id}",
+        "/api/v1/proposals/prop_000000000000",
+        "/api/v1/quality",
+    ]
     with override_settings(VETTED_READS_PER_MINUTE=len(reads)):
         for url in reads:
             assert client.get(url, **auth).status_code in (200, 404), url
@@ -99,8 +109,12 @@ def test_every_read_counts_and_past_the_limit_rest_answers_429_with_retry_after(
         assert f"{len(reads)} reads per minute" in data["message"]
         # Another agent is not affected, and writes have their own limit.
         assert client.get("/api/v1/search?q=billing", HTTP_AUTHORIZATION=f"Bearer {other_token}").status_code == 200
-        dispute = client.post(f"/api/v1/records/{record.public_id}/dispute", {"reason": "It moved to GitLab in May."},
-                              content_type="application/json", **auth)
+        dispute = client.post(
+            f"/api/v1/records/{record.public_id}/dispute",
+            {"reason": "It moved to GitLab in May."},
+            content_type="application/json",
+            **auth,
+        )
         assert dispute.status_code == 201
 
 
@@ -117,8 +131,11 @@ def test_a_refused_agents_next_reads_are_answered_before_django(agent_tokens, re
     async def go():
         transport = httpx2.ASGITransport(app=app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-            get = lambda t: http.get("/api/v1/search", params={"q": "billing"},  # noqa: E731
-                                     headers={"Authorization": f"Bearer {t}"})
+            get = lambda t: http.get(
+                "/api/v1/search",
+                params={"q": "billing"},  # noqa: E731
+                headers={"Authorization": f"Bearer {t}"},
+            )
             answers = [await get(token) for _ in range(3)]
             await asyncio.to_thread(actions.revoke_agent, "claude-code", actor=reviewer)
             answers.append(await get(token))
@@ -150,8 +167,12 @@ def test_the_early_refusal_ends_when_the_window_allows_again(agent):
 def test_describe_tells_the_agent_its_limits(agent, make_record):
     record = make_record()
     actions.dispute_record(record, agent=agent, reason="The repository moved.")
-    with override_settings(VETTED_READS_PER_MINUTE=123, VETTED_OPEN_DISPUTES_PER_AGENT=7,
-                           VETTED_MCP_SESSIONS_PER_AGENT=5, VETTED_MCP_INITIALIZE_PER_MINUTE=9):
+    with override_settings(
+        VETTED_READS_PER_MINUTE=123,
+        VETTED_OPEN_DISPUTES_PER_AGENT=7,
+        VETTED_MCP_SESSIONS_PER_AGENT=5,
+        VETTED_MCP_INITIALIZE_PER_MINUTE=9,
+    ):
         data = agent_api.describe(agent)
     limits = data["limits"]
     assert limits["reads_per_minute"] == 123 and limits["proposals_per_minute"] == 60
@@ -182,8 +203,9 @@ def test_an_agent_cannot_hold_more_open_disputes_than_the_cap(agent, team_agent,
         actions.dispute_record(third, agent=team_agent, reason="It is out of date.")
         # Once the reviewer decides one, the agent may dispute again.
         actions.reject_proposal(held[0], actor=reviewer, note="The record stands.")
-        actions.dispute_record(make_record(title="A fresh fact", body=f"{GOOD_BODY} Fresh."), agent=agent,
-                               reason="It is out of date.")
+        actions.dispute_record(
+            make_record(title="A fresh fact", body=f"{GOOD_BODY} Fresh."), agent=agent, reason="It is out of date."
+        )
 
 
 @pytest.mark.django_db
@@ -192,10 +214,18 @@ def test_dispute_past_the_cap_is_a_clear_409_over_rest(client, reviewer, make_re
     first, second = records(make_record, 2)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     with override_settings(VETTED_OPEN_DISPUTES_PER_AGENT=1):
-        ok = client.post(f"/api/v1/records/{first.public_id}/dispute", {"reason": "Wrong since May."},
-                         content_type="application/json", **auth)
-        refused = client.post(f"/api/v1/records/{second.public_id}/dispute", {"reason": "Wrong since May."},
-                              content_type="application/json", **auth)
+        ok = client.post(
+            f"/api/v1/records/{first.public_id}/dispute",
+            {"reason": "Wrong since May."},
+            content_type="application/json",
+            **auth,
+        )
+        refused = client.post(
+            f"/api/v1/records/{second.public_id}/dispute",
+            {"reason": "Wrong since May."},
+            content_type="application/json",
+            **auth,
+        )
     assert ok.status_code == 201
     assert refused.status_code == 409
     data = refused.json()
@@ -217,9 +247,9 @@ def test_reviewer_is_warned_when_one_agent_disputes_many_records_at_once(signed_
     actions.dispute_record(many[3], agent=team_agent, reason="This one is wrong.")
     warning = "Agent claude-code disputed 3 records in the last 10 minutes"
     inbox = signed_in.get("/").content.decode()
-    banner = inbox[inbox.index('id="dispute-warnings"'):]
-    assert warning in banner[:banner.index("</div>")]
-    assert inbox.count("dispute-warning\"") == 3  # on each of its dispute cards, not on team-bot's
+    banner = inbox[inbox.index('id="dispute-warnings"') :]
+    assert warning in banner[: banner.index("</div>")]
+    assert inbox.count('dispute-warning"') == 3  # on each of its dispute cards, not on team-bot's
     assert "team-bot disputed" not in inbox
     disputed = signed_in.get("/disputed/").content.decode()
     assert 'id="dispute-warnings"' in disputed and warning in disputed
@@ -340,8 +370,9 @@ def test_new_sessions_per_minute_are_limited_per_agent_with_429(agent_tokens):
 
 @pytest.fixture(scope="module")
 def limited_daemon(django_db_setup, django_db_blocker, tmp_path_factory):
-    with running_daemon(tmp_path_factory.mktemp("limits-daemon"), VETTED_MCP_SESSIONS_PER_AGENT="2",
-                        VETTED_READS_PER_MINUTE="4") as daemon:
+    with running_daemon(
+        tmp_path_factory.mktemp("limits-daemon"), VETTED_MCP_SESSIONS_PER_AGENT="2", VETTED_READS_PER_MINUTE="4"
+    ) as daemon:
         yield daemon
 
 
@@ -349,14 +380,14 @@ async def _client(stack, url, token):
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    http = await stack.enter_async_context(httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                                              timeout=httpx2.Timeout(30, read=60)))
+    http = await stack.enter_async_context(
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60))
+    )
     return await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), mode="legacy"))
 
 
 @pytest.mark.slow
-def test_mcp_client_sessions_past_the_cap_close_the_oldest_and_other_agents_still_connect(limited_daemon,
-                                                                                          agent_tokens):
+def test_mcp_client_sessions_past_the_cap_close_the_oldest_and_other_agents_still_connect(limited_daemon, agent_tokens):
     from contextlib import AsyncExitStack
 
     from mcp import MCPError
@@ -393,7 +424,8 @@ def test_reads_past_the_limit_are_a_rate_limited_tool_error_over_mcp(limited_dae
     results = over_http(limited_daemon.mcp_url, agent_tokens["claude-code"], searches)
     assert [r.is_error for r in results] == [False, False, False, False, True]
     assert "[rate_limited]" in text_of(results[-1]) and "retry in" in text_of(results[-1])
-    other = over_http(limited_daemon.mcp_url, agent_tokens["team-bot"],
-                      lambda c: c.call_tool("search", {"query": "deploy"}))
+    other = over_http(
+        limited_daemon.mcp_url, agent_tokens["team-bot"], lambda c: c.call_tool("search", {"query": "deploy"})
+    )
     assert not other.is_error, text_of(other)
     assert json.loads(text_of(other))["results"] == []

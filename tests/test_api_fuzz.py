@@ -29,14 +29,16 @@ from tests.gateway_support import http, running_daemon
 # see the fixtures of schemathesis's lazily generated tests at collection.
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 EXCLUDED = [schemathesis.checks.positive_data_acceptance]
 
 # Fewer examples, valid input only: enough to reach every success path.
-REACH = settings(max_examples=25, deadline=None, derandomize=True, database=None,
-                 suppress_health_check=list(HealthCheck))
+REACH = settings(
+    max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 TOKEN: dict[str, str | None] = {"value": None}
 # Ids that exist, filled by the ``seeded`` fixture before each operation's run.
@@ -93,8 +95,12 @@ def token():
 def fuzz_gateway(django_db_setup, django_db_blocker, tmp_path_factory):
     """The real daemon, without the rate limits (a fuzzer calls faster than
     any agent; the limits themselves are tested in test_agent_limits)."""
-    with running_daemon(tmp_path_factory.mktemp("fuzz-daemon"), VETTED_PROPOSALS_PER_MINUTE="0",
-                        VETTED_READS_PER_MINUTE="0", VETTED_OPEN_DISPUTES_PER_AGENT="0") as daemon:
+    with running_daemon(
+        tmp_path_factory.mktemp("fuzz-daemon"),
+        VETTED_PROPOSALS_PER_MINUTE="0",
+        VETTED_READS_PER_MINUTE="0",
+        VETTED_OPEN_DISPUTES_PER_AGENT="0",
+    ) as daemon:
         yield daemon
 
 
@@ -106,15 +112,23 @@ def seeded(agent_tokens, reviewer):
     agent = Agent.objects.get(name="claude-code")
     records = []
     for n, scope in enumerate(["team", "personal", "team", "team", "personal", "team"]):
-        proposal = actions.propose_create(agent=agent, reason="Seen in the handbook",
-                                          **content(scope=scope, title=f"Fuzz seed record {n}",
-                                                    body=f"The fuzz seed number {n} says the billing API deploys "
-                                                         f"from main at {n + 9} o'clock."))
+        proposal = actions.propose_create(
+            agent=agent,
+            reason="Seen in the handbook",
+            **content(
+                scope=scope,
+                title=f"Fuzz seed record {n}",
+                body=f"The fuzz seed number {n} says the billing API deploys from main at {n + 9} o'clock.",
+            ),
+        )
         records.append(actions.accept_proposal(proposal, actor=reviewer).result_record)
     actions.dispute_record(records[2], agent=agent, reason="It deploys later now")
     pending = actions.propose_retirement(records[1], agent=agent, reason="Nobody uses this anymore")
-    rejected = actions.propose_create(agent=agent, reason="A guess", **content(title="Rejected fuzz idea",
-                                      body="The rejected idea was to deploy the billing API on Sundays only."))
+    rejected = actions.propose_create(
+        agent=agent,
+        reason="A guess",
+        **content(title="Rejected fuzz idea", body="The rejected idea was to deploy the billing API on Sundays only."),
+    )
     actions.reject_proposal(rejected, actor=reviewer, note="Not true")
     # A superseded record (read answers "withheld" with the current version) and
     # one moved to a scope the agent cannot see (it must answer 404, like an unknown id).
@@ -159,7 +173,6 @@ def test_fuzzing_with_a_token_reaches_every_operations_success_path(fuzz_gateway
         if not any(200 <= code < 300 for code in statuses):
             missed[operation.label] = sorted(statuses)
     assert not missed, f"operations that never succeeded: {missed}"
-
 
 
 def _statuses_of(operation, base_url: str, headers: dict) -> set[int]:

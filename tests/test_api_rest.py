@@ -80,9 +80,14 @@ def fetch_no_redirect(url, headers=None):
 
 def test_describe_reports_the_agents_scopes_and_counts(gateway, agent_tokens, reviewer):
     approved(reviewer, title="Team fact one", tags=["billing"])
-    approved(reviewer, scope="personal", title="Personal preference", kind="preference",
-             body="I prefer short commit messages written in the imperative mood, always.",
-             tags=["zz-private-marker"])
+    approved(
+        reviewer,
+        scope="personal",
+        title="Personal preference",
+        kind="preference",
+        body="I prefer short commit messages written in the imperative mood, always.",
+        tags=["zz-private-marker"],
+    )
     status, _, data = api(gateway, "GET", "/describe", agent_tokens["claude-code"])
     assert status == 200
     assert data["agent"]["name"] == "claude-code" and data["agent"]["scopes"] == ["personal", "team"]
@@ -95,9 +100,14 @@ def test_describe_reports_the_agents_scopes_and_counts(gateway, agent_tokens, re
 
 def test_team_only_agent_sees_no_personal_counts_or_tags(gateway, agent_tokens, reviewer):
     approved(reviewer, title="Team fact one", tags=["billing"])
-    approved(reviewer, scope="personal", title="Personal preference", kind="preference",
-             body="I prefer short commit messages written in the imperative mood, always.",
-             tags=["zz-private-marker"])
+    approved(
+        reviewer,
+        scope="personal",
+        title="Personal preference",
+        kind="preference",
+        body="I prefer short commit messages written in the imperative mood, always.",
+        tags=["zz-private-marker"],
+    )
     personal = Agent.objects.get(name="claude-code")
     actions.propose_create(agent=personal, reason=REASON, **content(scope="personal", title="Pending personal"))
     status, _, data = api(gateway, "GET", "/describe", agent_tokens["team-bot"])
@@ -116,8 +126,11 @@ def test_team_only_agent_sees_no_personal_counts_or_tags(gateway, agent_tokens, 
 
 def test_pending_proposal_is_invisible_until_a_reviewer_accepts_it(gateway, agent_tokens, reviewer):
     token = agent_tokens["claude-code"]
-    body = proposal_body(title="Deploy window", body="Production deploys of the quokka service happen on Tuesdays "
-                                                     "between ten and noon, never on Fridays.", tags=["deploys"])
+    body = proposal_body(
+        title="Deploy window",
+        body="Production deploys of the quokka service happen on Tuesdays between ten and noon, never on Fridays.",
+        tags=["deploys"],
+    )
     status, _, created = api(gateway, "POST", "/proposals", token, body=body)
     assert status == 201, created
     assert created["status"] == "pending" and re.fullmatch(r"prop_[0-9a-f]{12}", created["proposal_id"])
@@ -169,8 +182,9 @@ def test_an_agent_withdraws_its_own_pending_proposal(gateway, agent_tokens, revi
     status, _, created = api(gateway, "POST", "/proposals", token, body=proposal_body())
     assert status == 201
     proposal_id = created["proposal_id"]
-    status, _, data = api(gateway, "POST", f"/proposals/{proposal_id}/withdrawal", token,
-                          body={"note": "Proposed twice by mistake"})
+    status, _, data = api(
+        gateway, "POST", f"/proposals/{proposal_id}/withdrawal", token, body={"note": "Proposed twice by mistake"}
+    )
     assert status == 200, data
     assert data["status"] == "withdrawn" and data["proposal"]["state"] == "withdrawn"
     assert_documented(data, s.WithdrawnSerializer)
@@ -186,8 +200,9 @@ def test_an_agent_withdraws_its_own_pending_proposal(gateway, agent_tokens, revi
 def test_a_withdrawn_dispute_stops_withholding_its_record(gateway, agent_tokens, reviewer):
     token = agent_tokens["claude-code"]
     record = approved(reviewer)
-    status, _, disputed = api(gateway, "POST", f"/records/{record.public_id}/dispute", token,
-                              body={"reason": "I misread the handbook, sorry"})
+    status, _, disputed = api(
+        gateway, "POST", f"/records/{record.public_id}/dispute", token, body={"reason": "I misread the handbook, sorry"}
+    )
     assert status == 201
     assert api(gateway, "GET", f"/records/{record.public_id}", token)[2]["deliverable"] is False
     status, _, _ = api(gateway, "POST", f"/proposals/{disputed['proposal_id']}/withdrawal", token, body={})
@@ -202,12 +217,18 @@ def test_an_agent_cannot_withdraw_another_agents_proposal_or_tell_it_exists(gate
     unknown = api(gateway, "POST", "/proposals/prop_0123456789ab/withdrawal", agent_tokens["team-bot"])
     assert theirs[0] == unknown[0] == 404
     assert theirs[2]["message"].replace(created["proposal_id"], "ID") == unknown[2]["message"].replace(
-        "prop_0123456789ab", "ID")
+        "prop_0123456789ab", "ID"
+    )
     assert Proposal.objects.get(public_id=created["proposal_id"]).state == "pending"
     status, _, data = api(gateway, "POST", "/proposals/rec_0123456789ab/withdrawal", agent_tokens["team-bot"])
     assert status == 400 and "id" in data["fields"]
-    status, _, data = api(gateway, "POST", f"/proposals/{created['proposal_id']}/withdrawal",
-                          agent_tokens["claude-code"], body={"reason": "wrong field"})
+    status, _, data = api(
+        gateway,
+        "POST",
+        f"/proposals/{created['proposal_id']}/withdrawal",
+        agent_tokens["claude-code"],
+        body={"reason": "wrong field"},
+    )
     assert status == 400 and "reason" in data["fields"]
 
 
@@ -215,8 +236,13 @@ def test_accepted_revision_supersedes_the_old_record(gateway, agent_tokens, revi
     token = agent_tokens["claude-code"]
     old = approved(reviewer)
     new_body = "The billing API lives in the acme/payments monorepo since March and deploys from main daily."
-    status, _, created = api(gateway, "POST", "/proposals", token,
-                             body={"revises": old.public_id, "body": new_body, "reason": "The repository moved"})
+    status, _, created = api(
+        gateway,
+        "POST",
+        "/proposals",
+        token,
+        body={"revises": old.public_id, "body": new_body, "reason": "The repository moved"},
+    )
     assert status == 201, created
     assert created["proposal"]["action"] == "revise" and created["proposal"]["target"] == old.public_id
     # Until accepted, the old record is still the one delivered.
@@ -246,8 +272,13 @@ def test_disputed_record_is_withheld_from_search_and_counted(gateway, agent_toke
     status, _, found = api(gateway, "GET", "/search?q=billing+repository", token)
     assert hit_ids(found) == [record.public_id] and found["withheld_total"] == 0
 
-    status, _, created = api(gateway, "POST", f"/records/{record.public_id}/dispute", token,
-                             body={"reason": "The repository was archived last week"})
+    status, _, created = api(
+        gateway,
+        "POST",
+        f"/records/{record.public_id}/dispute",
+        token,
+        body={"reason": "The repository was archived last week"},
+    )
     assert status == 201, created
     assert created["proposal"]["action"] == "dispute" and created["proposal"]["target"] == record.public_id
 
@@ -258,24 +289,35 @@ def test_disputed_record_is_withheld_from_search_and_counted(gateway, agent_toke
     status, _, read = api(gateway, "GET", f"/records/{record.public_id}", token)
     assert read["deliverable"] is False and read["withheld"] == "disputed"
 
-    status, _, again = api(gateway, "POST", f"/records/{record.public_id}/dispute", token,
-                           body={"reason": "Still archived, as I said"})
+    status, _, again = api(
+        gateway, "POST", f"/records/{record.public_id}/dispute", token, body={"reason": "Still archived, as I said"}
+    )
     assert status == 409 and again["existing_id"] == created["proposal_id"]
 
 
 def test_retirement_proposal_is_stored_and_the_record_stays_until_accepted(gateway, agent_tokens, reviewer):
     token = agent_tokens["claude-code"]
     record = approved(reviewer)
-    status, _, created = api(gateway, "POST", f"/records/{record.public_id}/retirement", token,
-                             body={"reason": "Billing was shut down entirely"})
+    status, _, created = api(
+        gateway,
+        "POST",
+        f"/records/{record.public_id}/retirement",
+        token,
+        body={"reason": "Billing was shut down entirely"},
+    )
     assert status == 201, created
     assert created["status"] == "pending"
     assert created["proposal"]["action"] == "retire" and created["proposal"]["target"] == record.public_id
     status, _, found = api(gateway, "GET", "/search?q=billing+repository", token)
     assert hit_ids(found) == [record.public_id]
 
-    status, _, again = api(gateway, "POST", f"/records/{record.public_id}/retirement", token,
-                           body={"reason": "Billing was shut down entirely"})
+    status, _, again = api(
+        gateway,
+        "POST",
+        f"/records/{record.public_id}/retirement",
+        token,
+        body={"reason": "Billing was shut down entirely"},
+    )
     assert status == 409 and again["error"] == "duplicate" and again["existing_id"] == created["proposal_id"]
 
     actions.accept_proposal(created["proposal_id"], actor=reviewer)
@@ -296,8 +338,10 @@ def test_exact_duplicate_is_refused_with_the_existing_id(gateway, agent_tokens, 
     assert record.public_id in data["message"]
     assert Proposal.objects.count() == before
 
-    other = proposal_body(title="Something else entirely", body="The office plants are watered every Monday by "
-                                                                "whoever arrives first in the morning.")
+    other = proposal_body(
+        title="Something else entirely",
+        body="The office plants are watered every Monday by whoever arrives first in the morning.",
+    )
     status, _, first = api(gateway, "POST", "/proposals", token, body=other)
     assert status == 201
     status, _, data = api(gateway, "POST", "/proposals", token, body=other)
@@ -346,12 +390,16 @@ def test_every_invalid_field_is_reported_at_once(gateway, agent_tokens):
 
 
 def test_unknown_fields_are_refused_by_name(gateway, agent_tokens):
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"],
-                          body=proposal_body(colour="blue"))
+    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], body=proposal_body(colour="blue"))
     assert status == 400 and set(data["fields"]) == {"colour"}
     assert "allowed" in data["fields"]["colour"] and "reason" in data["fields"]["colour"]
-    status, _, data = api(gateway, "POST", "/records/rec_0123456789ab/dispute", agent_tokens["claude-code"],
-                          body={"reason": "It is wrong", "severity": "high"})
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/records/rec_0123456789ab/dispute",
+        agent_tokens["claude-code"],
+        body={"reason": "It is wrong", "severity": "high"},
+    )
     assert status == 400 and set(data["fields"]) == {"severity"}
     assert Proposal.objects.count() == 0
 
@@ -359,14 +407,24 @@ def test_unknown_fields_are_refused_by_name(gateway, agent_tokens):
 def test_agent_identity_comes_from_the_token_not_the_body(gateway, agent_tokens):
     claude = Agent.objects.get(name="claude-code")
     assert claude.source_tool == "claude-code"
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"],
-                          body=proposal_body(agent="team-bot", source_tool="evil-tool"))
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        body=proposal_body(agent="team-bot", source_tool="evil-tool"),
+    )
     assert status == 400 and set(data["fields"]) == {"agent", "source_tool"}
     assert Proposal.objects.count() == 0
 
     for name in ("claude-code", "team-bot"):
-        status, _, data = api(gateway, "POST", "/proposals", agent_tokens[name],
-                              body=proposal_body(title=f"Billing API repository for {name}", confirm_duplicate=True))
+        status, _, data = api(
+            gateway,
+            "POST",
+            "/proposals",
+            agent_tokens[name],
+            body=proposal_body(title=f"Billing API repository for {name}", confirm_duplicate=True),
+        )
         assert status == 201, data
         stored = Proposal.objects.select_related("agent").get(public_id=data["proposal_id"])
         assert stored.agent.name == name
@@ -376,46 +434,67 @@ def test_agent_identity_comes_from_the_token_not_the_body(gateway, agent_tokens)
 
 @pytest.mark.parametrize("raw", [b'["a", "list"]', b"42", b'"text"', b"null"])
 def test_a_json_body_that_is_not_an_object_is_refused(gateway, agent_tokens, raw):
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], raw=raw,
-                          headers={"Content-Type": "application/json"})
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        raw=raw,
+        headers={"Content-Type": "application/json"},
+    )
     assert status == 400, data
     assert data["error"] == "invalid" and "JSON object" in data["fields"]["body"]
 
 
 def test_invalid_json_is_refused_with_a_clear_message(gateway, agent_tokens):
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], raw=b'{"title": "half',
-                          headers={"Content-Type": "application/json"})
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        raw=b'{"title": "half',
+        headers={"Content-Type": "application/json"},
+    )
     assert status == 400
     assert data["error"] == "bad_request" and "JSON" in data["message"]
 
 
 def test_a_non_json_content_type_is_refused_with_415(gateway, agent_tokens):
     raw = urllib.parse.urlencode(proposal_body(tags="billing")).encode()
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], raw=raw,
-                          headers={"Content-Type": "application/x-www-form-urlencoded"})
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        raw=raw,
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert status == 415
     assert data["error"] == "unsupported_media_type" and "application/json" in data["message"]
     assert Proposal.objects.count() == 0
 
 
-@pytest.mark.parametrize("query, field", [
-    ("/search?q=billing&mode=fuzzy", "mode"),
-    ("/search?q=billing&limit=0", "limit"),
-    ("/search?q=billing&limit=51", "limit"),
-    ("/search?q=billing&limit=ten", "limit"),
-    ("/search?q=billing&kind=rumour", "kind"),
-    ("/search?q=billing&scope=personal", "scope"),
-    ("/search?q=billing&tags=Not%20A%20Tag!", "tags"),
-    ("/search?q=%20%20", "query"),
-    ("/search", "query"),
-    ("/records?limit=101", "limit"),
-    ("/records?limit=-1", "limit"),
-    ("/records?kind=rumour", "kind"),
-    ("/records?scope=system", "scope"),
-    ("/records?since=last+tuesday", "since"),
-    ("/records?since=0001-01-01T00:00:00%2B14:00", "since"),  # past datetime's range once in UTC
-    ("/records?since=9999-12-31T23:59:59-14:00", "since"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("/search?q=billing&mode=fuzzy", "mode"),
+        ("/search?q=billing&limit=0", "limit"),
+        ("/search?q=billing&limit=51", "limit"),
+        ("/search?q=billing&limit=ten", "limit"),
+        ("/search?q=billing&kind=rumour", "kind"),
+        ("/search?q=billing&scope=personal", "scope"),
+        ("/search?q=billing&tags=Not%20A%20Tag!", "tags"),
+        ("/search?q=%20%20", "query"),
+        ("/search", "query"),
+        ("/records?limit=101", "limit"),
+        ("/records?limit=-1", "limit"),
+        ("/records?kind=rumour", "kind"),
+        ("/records?scope=system", "scope"),
+        ("/records?since=last+tuesday", "since"),
+        ("/records?since=0001-01-01T00:00:00%2B14:00", "since"),  # past datetime's range once in UTC
+        ("/records?since=9999-12-31T23:59:59-14:00", "since"),
+    ],
+)
 def test_bad_query_parameters_are_refused_by_name(gateway, agent_tokens, query, field):
     status, _, data = api(gateway, "GET", query, agent_tokens["team-bot"])
     assert status == 400, data
@@ -423,11 +502,12 @@ def test_bad_query_parameters_are_refused_by_name(gateway, agent_tokens, query, 
 
 
 def test_several_bad_query_parameters_are_reported_together(gateway, agent_tokens):
-    status, _, data = api(gateway, "GET", "/search?q=billing&mode=fuzzy&limit=0&kind=rumour",
-                          agent_tokens["team-bot"])
+    status, _, data = api(gateway, "GET", "/search?q=billing&mode=fuzzy&limit=0&kind=rumour", agent_tokens["team-bot"])
     assert status == 400 and set(data["fields"]) == {"mode", "limit", "kind"}
-    assert "your scopes: team" in api(gateway, "GET", "/search?q=x&scope=personal",
-                                      agent_tokens["team-bot"])[2]["fields"]["scope"]
+    assert (
+        "your scopes: team"
+        in api(gateway, "GET", "/search?q=x&scope=personal", agent_tokens["team-bot"])[2]["fields"]["scope"]
+    )
 
 
 HOSTILE_IDS = [
@@ -445,10 +525,12 @@ HOSTILE_IDS = [
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)
 def test_hostile_ids_are_refused_never_a_server_error(gateway, agent_tokens, hostile):
     token = agent_tokens["claude-code"]
-    for method, path, body in [("GET", f"/records/{hostile}", None),
-                               ("GET", f"/proposals/{hostile}", None),
-                               ("POST", f"/records/{hostile}/dispute", {"reason": "It is wrong"}),
-                               ("POST", f"/records/{hostile}/retirement", {"reason": "It is gone"})]:
+    for method, path, body in [
+        ("GET", f"/records/{hostile}", None),
+        ("GET", f"/proposals/{hostile}", None),
+        ("POST", f"/records/{hostile}/dispute", {"reason": "It is wrong"}),
+        ("POST", f"/records/{hostile}/retirement", {"reason": "It is gone"}),
+    ]:
         status, _, data = api(gateway, method, path, token, body=body)
         assert status in (400, 404), (method, path, status, data)
         assert isinstance(data, dict) and data["error"] in ("invalid", "not_found"), (method, path, data)
@@ -456,10 +538,15 @@ def test_hostile_ids_are_refused_never_a_server_error(gateway, agent_tokens, hos
 
 
 def test_unknown_api_paths_answer_a_json_404(gateway, agent_tokens):
-    for method, path in [("GET", "/nothing-here"), ("GET", "/records/rec_0123456789ab/history"),
-                         ("POST", "/records"), ("GET", "/describe/")]:
-        status, headers, data = api(gateway, method, path, agent_tokens["claude-code"],
-                                    body={} if method == "POST" else None)
+    for method, path in [
+        ("GET", "/nothing-here"),
+        ("GET", "/records/rec_0123456789ab/history"),
+        ("POST", "/records"),
+        ("GET", "/describe/"),
+    ]:
+        status, headers, data = api(
+            gateway, method, path, agent_tokens["claude-code"], body={} if method == "POST" else None
+        )
         assert status in (404, 405), (method, path, data)
         assert headers["content-type"] == "application/json" and data["error"] in ("not_found", "method_not_allowed")
     status, _, data = api(gateway, "GET", "/nothing-here", agent_tokens["claude-code"])
@@ -469,8 +556,13 @@ def test_unknown_api_paths_answer_a_json_404(gateway, agent_tokens):
 
 
 def test_hostile_record_id_in_the_body_is_refused(gateway, agent_tokens):
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"],
-                          body={"revises": "rec_' OR 1=1 --", "body": GOOD_BODY, "reason": REASON})
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        body={"revises": "rec_' OR 1=1 --", "body": GOOD_BODY, "reason": REASON},
+    )
     assert status == 400 and "revises" in data["fields"]
 
 
@@ -528,7 +620,9 @@ def test_a_reviewers_session_cookie_does_not_authorise_the_api(gateway, agent_to
 
 
 def test_an_agent_token_does_not_open_the_site(gateway, agent_tokens):
-    status, _, _ = fetch_no_redirect(gateway.base + "/", headers={"Authorization": f"Bearer {agent_tokens['team-bot']}"})
+    status, _, _ = fetch_no_redirect(
+        gateway.base + "/", headers={"Authorization": f"Bearer {agent_tokens['team-bot']}"}
+    )
     assert status == 302
 
 
@@ -537,8 +631,12 @@ def test_an_agent_token_does_not_open_the_site(gateway, agent_tokens):
 
 def test_team_agent_cannot_see_or_touch_personal_records(gateway, agent_tokens, reviewer):
     token = agent_tokens["team-bot"]
-    personal = approved(reviewer, scope="personal", title="Billing preference",
-                        body="For billing work I prefer the acme/billing-api repository checked out under ~/src.")
+    personal = approved(
+        reviewer,
+        scope="personal",
+        title="Billing preference",
+        body="For billing work I prefer the acme/billing-api repository checked out under ~/src.",
+    )
     team = approved(reviewer)
 
     status, _, hidden = api(gateway, "GET", f"/records/{personal.public_id}", token)
@@ -551,12 +649,18 @@ def test_team_agent_cannot_see_or_touch_personal_records(gateway, agent_tokens, 
     for path in (f"/records/{personal.public_id}/dispute", f"/records/{personal.public_id}/retirement"):
         status, _, data = api(gateway, "POST", path, token, body={"reason": "I think it is wrong"})
         assert status == 404 and data["error"] == "not_found"
-    status, _, data = api(gateway, "POST", "/proposals", token, body={"revises": personal.public_id,
-                                                                    "body": GOOD_BODY + " Really.", "reason": REASON})
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        token,
+        body={"revises": personal.public_id, "body": GOOD_BODY + " Really.", "reason": REASON},
+    )
     assert status == 404
 
-    status, _, data = api(gateway, "POST", "/proposals", token,
-                          body=proposal_body(scope="personal", title="A personal note"))
+    status, _, data = api(
+        gateway, "POST", "/proposals", token, body=proposal_body(scope="personal", title="A personal note")
+    )
     assert status in (400, 403)
     assert "team" in str(data) and "personal" in data["message"]
 
@@ -566,8 +670,13 @@ def test_team_agent_cannot_see_or_touch_personal_records(gateway, agent_tokens, 
     assert [r["id"] for r in listed["records"]] == [team.public_id]
 
     # A withheld personal record is not counted for a team agent either.
-    status, _, _ = api(gateway, "POST", f"/records/{personal.public_id}/dispute", agent_tokens["claude-code"],
-                       body={"reason": "I moved it to ~/code"})
+    status, _, _ = api(
+        gateway,
+        "POST",
+        f"/records/{personal.public_id}/dispute",
+        agent_tokens["claude-code"],
+        body={"reason": "I moved it to ~/code"},
+    )
     assert status == 201
     status, _, mine = api(gateway, "GET", "/search?q=billing+repository+acme&limit=50", agent_tokens["claude-code"])
     assert mine["withheld"] == {"disputed": 1}
@@ -590,8 +699,13 @@ def test_a_body_over_the_limit_is_refused_with_413_stating_the_limit(gateway, ag
     assert data["error"] == "too_large" and str(limit) in data["message"]
     assert Proposal.objects.count() == 0
     # Just under the limit, the body reaches the API (and its validation).
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"],
-                          body=proposal_body(body="word " * (limit // 5 - 200)))
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        body=proposal_body(body="word " * (limit // 5 - 200)),
+    )
     assert status == 400 and "body" in data["fields"]
 
 
@@ -602,12 +716,17 @@ def test_the_fourth_proposal_in_a_minute_is_rate_limited(agent_tokens, tmp_path)
     with running_daemon(tmp_path, VETTED_PROPOSALS_PER_MINUTE="3") as daemon:
         token = agent_tokens["claude-code"]
         for n in range(3):
-            status, _, data = api(daemon, "POST", "/proposals", token,
-                                  body=proposal_body(title=f"Fact number {n}", body=f"{GOOD_BODY} Variant {n}.",
-                                                     confirm_duplicate=True))
+            status, _, data = api(
+                daemon,
+                "POST",
+                "/proposals",
+                token,
+                body=proposal_body(title=f"Fact number {n}", body=f"{GOOD_BODY} Variant {n}.", confirm_duplicate=True),
+            )
             assert status == 201, data
-        status, headers, data = api(daemon, "POST", "/proposals", token,
-                                    body=proposal_body(title="Fact number 3", confirm_duplicate=True))
+        status, headers, data = api(
+            daemon, "POST", "/proposals", token, body=proposal_body(title="Fact number 3", confirm_duplicate=True)
+        )
         assert status == 429, data
         assert data["error"] == "rate_limited"
         retry = int(headers["retry-after"])
@@ -615,7 +734,10 @@ def test_the_fourth_proposal_in_a_minute_is_rate_limited(agent_tokens, tmp_path)
         assert f"retry in {retry} s" in data["message"] and "3 proposals per minute" in data["message"]
         assert Proposal.objects.filter(agent__name="claude-code").count() == 3
         # The limit is per agent; reads have their own limit.
-        assert api(daemon, "POST", "/proposals", agent_tokens["team-bot"], body=proposal_body(confirm_duplicate=True))[0] == 201
+        assert (
+            api(daemon, "POST", "/proposals", agent_tokens["team-bot"], body=proposal_body(confirm_duplicate=True))[0]
+            == 201
+        )
         assert api(daemon, "GET", "/describe", token)[0] == 200
 
 
@@ -662,8 +784,13 @@ def test_schema_generation_has_no_warnings():
 
     from tests.gateway_support import PROJECT
 
-    result = subprocess.run([sys.executable, "manage.py", "spectacular", "--validate", "--fail-on-warn",
-                             "--file", "/dev/null"], cwd=PROJECT, capture_output=True, text=True, timeout=180)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -710,26 +837,35 @@ def test_responses_carry_the_documented_keys(gateway, agent_tokens, reviewer):
     assert_documented(data, s.ReadSerializer)
     assert_documented(data["record"], s.RecordSerializer)
 
-    status, _, data = api(gateway, "POST", "/proposals", token,
-                          body=proposal_body(body=GOOD_BODY.replace("weekday", "workday")))
+    status, _, data = api(
+        gateway, "POST", "/proposals", token, body=proposal_body(body=GOOD_BODY.replace("weekday", "workday"))
+    )
     assert status == 409
     assert_documented(data, s.SimilarExistsSerializer)
     for item in data["similar"]:
         assert_documented(item, s.SimilarSerializer)
 
-    status, _, data = api(gateway, "POST", "/proposals", token,
-                          body=proposal_body(title="Office plants", body="The office plants are watered every "
-                                                                          "Monday by whoever arrives first."))
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        token,
+        body=proposal_body(
+            title="Office plants", body="The office plants are watered every Monday by whoever arrives first."
+        ),
+    )
     assert status == 201
     assert_documented(data, s.ProposalCreatedSerializer)
     assert_documented(data["proposal"], s.ProposalSerializer)
     status, _, data = api(gateway, "GET", f"/proposals/{data['proposal_id']}", token)
     assert_documented(data, s.ProposalSerializer)
 
-    for status_wanted, method, path, body in [(400, "POST", "/proposals", {"title": ""}),
-                                              (401, "GET", "/describe", None),
-                                              (404, "GET", "/records/rec_0123456789ab", None),
-                                              (409, "POST", "/proposals", proposal_body())]:
+    for status_wanted, method, path, body in [
+        (400, "POST", "/proposals", {"title": ""}),
+        (401, "GET", "/describe", None),
+        (404, "GET", "/records/rec_0123456789ab", None),
+        (409, "POST", "/proposals", proposal_body()),
+    ]:
         status, _, data = api(gateway, method, path, None if status_wanted == 401 else token, body=body)
         assert status == status_wanted, data
         assert_documented(data, s.ErrorSerializer)

@@ -116,9 +116,12 @@ AGENT_API = [
 # fmt: on
 MATRIX = SITE + SITE_ACTIONS + ADMIN + AGENT_API
 
-MCP_INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                             "clientInfo": {"name": "matrix", "version": "1"}}}
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "matrix", "version": "1"}},
+}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -146,7 +149,11 @@ def fetch(base: str, method: str, path: str, *, headers: dict | None = None, bod
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode("utf-8", "replace")
+        return (
+            response.status,
+            {k.lower(): v for k, v in response.getheaders()},
+            response.read().decode("utf-8", "replace"),
+        )
     finally:
         conn.close()
 
@@ -196,12 +203,18 @@ def build_targets(reviewer, tag: str) -> dict:
     agent = Agent.objects.get(name="claude-code")
 
     def pending(n: str):
-        return actions.propose_create(agent=agent, reason=REASON, **content(
-            title=f"Pending {tag} {n}", body=f"{GOOD_BODY} The {tag} {n} proposal says so."))
+        return actions.propose_create(
+            agent=agent,
+            reason=REASON,
+            **content(title=f"Pending {tag} {n}", body=f"{GOOD_BODY} The {tag} {n} proposal says so."),
+        )
 
     def approved(n: str, **overrides):
-        proposal = actions.propose_create(agent=agent, reason=REASON, **content(
-            title=f"Approved {tag} {n}", body=f"{GOOD_BODY} The {tag} {n} record says so.", **overrides))
+        proposal = actions.propose_create(
+            agent=agent,
+            reason=REASON,
+            **content(title=f"Approved {tag} {n}", body=f"{GOOD_BODY} The {tag} {n} record says so.", **overrides),
+        )
         return actions.accept_proposal(proposal, actor=reviewer).result_record
 
     disputed = approved("disputed")
@@ -212,22 +225,34 @@ def build_targets(reviewer, tag: str) -> dict:
         Record.objects.filter(pk=record.pk).update(body=f"{GOOD_BODY} Changed by hand ({tag} {name}).")
     victim, _token = actions.create_agent(f"victim-{tag}", scopes=["team"], actor=reviewer)
     return {
-        "p_view": pending("view").public_id, "p_accept": pending("accept").public_id,
-        "p_reject": pending("reject").public_id, "p_revise": pending("revise").public_id,
+        "p_view": pending("view").public_id,
+        "p_accept": pending("accept").public_id,
+        "p_reject": pending("reject").public_id,
+        "p_revise": pending("revise").public_id,
         "p_bulk": pending("bulk").public_id,
-        "r_view": view.public_id, "r_pk": view.pk, "r_verify": approved("verify").public_id,
-        "r_retire": approved("retire").public_id, "r_revise": approved("revise").public_id,
-        "r_disputed": disputed.public_id, "r_restore": edited["restore"].public_id,
-        "r_approve": edited["approve"].public_id, "r_personal": approved("personal", scope="personal").public_id,
-        "victim": victim.name, "new_agent": f"made-by-{tag}",
+        "r_view": view.public_id,
+        "r_pk": view.pk,
+        "r_verify": approved("verify").public_id,
+        "r_retire": approved("retire").public_id,
+        "r_revise": approved("revise").public_id,
+        "r_disputed": disputed.public_id,
+        "r_restore": edited["restore"].public_id,
+        "r_approve": edited["approve"].public_id,
+        "r_personal": approved("personal", scope="personal").public_id,
+        "victim": victim.name,
+        "new_agent": f"made-by-{tag}",
     }
 
 
 def forms(t: dict) -> dict:
     """What a reviewer's browser would post for each action."""
     tag = t["new_agent"]  # unique per set of targets: two revisions must not be duplicates
-    revised = {"title": "Revised by the reviewer", "body": f"{GOOD_BODY} Checked with the team lead ({tag}).",
-               "kind": "fact", "tags": "billing"}
+    revised = {
+        "title": "Revised by the reviewer",
+        "body": f"{GOOD_BODY} Checked with the team lead ({tag}).",
+        "kind": "fact",
+        "tags": "billing",
+    }
     return {
         "reject": {"note": "Not true any more."},
         "revise proposal": {**revised, "scope": "team"},
@@ -247,8 +272,18 @@ def snapshot() -> dict:
     """Everything a decision could change (last_seen/access counts aside)."""
     return {
         "proposals": sorted(Proposal.objects.values_list("public_id", "state", "decided_at", "result_record_id")),
-        "records": sorted(Record.objects.values_list("public_id", "status", "review_by", "verified_at",
-                                                     "approved_checksum", "title", "body", "superseded_by_id")),
+        "records": sorted(
+            Record.objects.values_list(
+                "public_id",
+                "status",
+                "review_by",
+                "verified_at",
+                "approved_checksum",
+                "title",
+                "body",
+                "superseded_by_id",
+            )
+        ),
         "agents": sorted(Agent.objects.values_list("name", "is_active", "token_digest", "scopes")),
         "audit": AuditEvent.objects.count(),
     }
@@ -259,12 +294,20 @@ def decided_as_expected(t: dict) -> list[str]:
     state = dict(Proposal.objects.values_list("public_id", "state"))
     status = dict(Record.objects.values_list("public_id", "status"))
     problems = []
-    for key, want in (("p_accept", ProposalState.ACCEPTED), ("p_reject", ProposalState.REJECTED),
-                      ("p_revise", ProposalState.ACCEPTED), ("p_bulk", ProposalState.ACCEPTED)):
+    for key, want in (
+        ("p_accept", ProposalState.ACCEPTED),
+        ("p_reject", ProposalState.REJECTED),
+        ("p_revise", ProposalState.ACCEPTED),
+        ("p_bulk", ProposalState.ACCEPTED),
+    ):
         if state[t[key]] != want:
             problems.append(f"{key}: {state[t[key]]} (wanted {want})")
-    for key, record_want in (("r_retire", RecordStatus.RETIRED), ("r_revise", RecordStatus.SUPERSEDED),
-                             ("r_disputed", RecordStatus.APPROVED), ("r_approve", RecordStatus.SUPERSEDED)):
+    for key, record_want in (
+        ("r_retire", RecordStatus.RETIRED),
+        ("r_revise", RecordStatus.SUPERSEDED),
+        ("r_disputed", RecordStatus.APPROVED),
+        ("r_approve", RecordStatus.SUPERSEDED),
+    ):
         if status[t[key]] != record_want:
             problems.append(f"{key}: {status[t[key]]} (wanted {record_want})")
     if Record.objects.get(public_id=t["r_restore"]).edited_since_approval:
@@ -303,9 +346,15 @@ def run_cells(gateway, caller: Caller, targets: dict) -> list[str]:
             status, response_headers, text = fetch(gateway.base, method, path, headers=headers, body=body)
             want = row[expected_at][column]
             if status != want:
-                mismatches.append(f"{method} {name} ({path}) as {caller.name}: {status}, expected {want}: {text[:120]!r}")
-            elif status == 302 and want == 302 and caller.name in ("anon", *AGENT_CALLERS) and name not in (
-                    "setup (users exist)",):
+                mismatches.append(
+                    f"{method} {name} ({path}) as {caller.name}: {status}, expected {want}: {text[:120]!r}"
+                )
+            elif (
+                status == 302
+                and want == 302
+                and caller.name in ("anon", *AGENT_CALLERS)
+                and name not in ("setup (users exist)",)
+            ):
                 location = response_headers.get("location", "")
                 if "login" not in location:
                     mismatches.append(f"{method} {name} as {caller.name}: redirected to {location!r}, not a login page")
@@ -339,16 +388,36 @@ def test_agent_tokens_change_nothing_through_any_site_or_admin_action(gateway, c
     and without CSRF, as plain forms and as htmx requests: nothing changes."""
     targets = build_targets(reviewer, "agents")
     bodies = forms(targets)
-    admin_actions = [
-        ("/admin/reviews/record/", {"action": action, "_selected_action": [targets["r_pk"]], "index": "0"})
-        for action in ("verify_selected", "clear_dispute_selected", "retire_selected")
-    ] + [("/admin/reviews/proposal/", {"action": action, "_selected_action": [
-        Proposal.objects.get(public_id=targets["p_accept"]).pk], "index": "0"}) for action in ("accept_selected", "reject_selected")
-    ] + [("/admin/reviews/agent/", {"action": "revoke_selected", "_selected_action": [
-        Agent.objects.get(name=targets["victim"]).pk], "index": "0"}),
-         ("/admin/reviews/record/add/", {"title": "Forged", "body": GOOD_BODY}),
-         (f"/admin/reviews/record/{targets['r_pk']}/change/", {"title": "Forged", "body": GOOD_BODY}),
-         (f"/admin/reviews/record/{targets['r_pk']}/delete/", {"post": "yes"})]
+    admin_actions = (
+        [
+            ("/admin/reviews/record/", {"action": action, "_selected_action": [targets["r_pk"]], "index": "0"})
+            for action in ("verify_selected", "clear_dispute_selected", "retire_selected")
+        ]
+        + [
+            (
+                "/admin/reviews/proposal/",
+                {
+                    "action": action,
+                    "_selected_action": [Proposal.objects.get(public_id=targets["p_accept"]).pk],
+                    "index": "0",
+                },
+            )
+            for action in ("accept_selected", "reject_selected")
+        ]
+        + [
+            (
+                "/admin/reviews/agent/",
+                {
+                    "action": "revoke_selected",
+                    "_selected_action": [Agent.objects.get(name=targets["victim"]).pk],
+                    "index": "0",
+                },
+            ),
+            ("/admin/reviews/record/add/", {"title": "Forged", "body": GOOD_BODY}),
+            (f"/admin/reviews/record/{targets['r_pk']}/change/", {"title": "Forged", "body": GOOD_BODY}),
+            (f"/admin/reviews/record/{targets['r_pk']}/delete/", {"post": "yes"}),
+        ]
+    )
     before = snapshot()
     seen = []
     for name in AGENT_CALLERS:
@@ -399,8 +468,12 @@ def test_session_cookies_never_authorise_the_agent_gateway(gateway, callers):
     before = snapshot()
     for name in ("user", "staff", "super"):
         caller = callers[name]
-        for method, path in (("GET", "/api/v1/describe"), ("POST", "/api/v1/proposals"), ("POST", "/mcp"),
-                             ("GET", "/mcp")):
+        for method, path in (
+            ("GET", "/api/v1/describe"),
+            ("POST", "/api/v1/proposals"),
+            ("POST", "/mcp"),
+            ("GET", "/mcp"),
+        ):
             headers, body = request_for(caller, method, path)
             if path == "/api/v1/proposals":
                 body = json.dumps({**content(), "reason": REASON}).encode()
@@ -427,10 +500,10 @@ def test_a_signed_in_account_that_is_not_staff_cannot_decide(gateway, callers, r
 # first, so only a valid agent token reaches the SDK's check.
 #              anon personal team revoked user staff super
 FOREIGN = {
-    "Host: evil.example.com":            (401, 421, 421, 401, 401, 401, 401),
-    "Origin: http://evil.example.com":   (401, 403, 403, 401, 401, 401, 401),
-    "Origin: null":                      (401, 403, 403, 401, 401, 401, 401),
-    "Host: 127.0.0.1.evil.example.com":  (401, 421, 421, 401, 401, 401, 401),
+    "Host: evil.example.com": (401, 421, 421, 401, 401, 401, 401),
+    "Origin: http://evil.example.com": (401, 403, 403, 401, 401, 401, 401),
+    "Origin: null": (401, 403, 403, 401, 401, 401, 401),
+    "Host: 127.0.0.1.evil.example.com": (401, 421, 421, 401, 401, 401, 401),
 }
 
 

@@ -51,25 +51,34 @@ def consistency_problems(path: Path) -> list[str]:
         q = conn.execute
         if q("PRAGMA integrity_check").fetchone()[0] != "ok":
             problems.append("integrity")
-        rows = q("SELECT r.public_id FROM reviews_record r WHERE NOT EXISTS (SELECT 1 FROM reviews_auditevent a "
-                 "WHERE a.event_type = 'proposal.accepted' AND a.record_ref = r.public_id)").fetchall()
+        rows = q(
+            "SELECT r.public_id FROM reviews_record r WHERE NOT EXISTS (SELECT 1 FROM reviews_auditevent a "
+            "WHERE a.event_type = 'proposal.accepted' AND a.record_ref = r.public_id)"
+        ).fetchall()
         if rows:
             problems.append(f"records without their audit event: {rows}")
-        rows = q("SELECT r.public_id FROM reviews_record r JOIN reviews_record p ON p.id = r.supersedes_id "
-                 "WHERE p.status != 'superseded' OR p.superseded_by_id IS NOT r.id").fetchall()
+        rows = q(
+            "SELECT r.public_id FROM reviews_record r JOIN reviews_record p ON p.id = r.supersedes_id "
+            "WHERE p.status != 'superseded' OR p.superseded_by_id IS NOT r.id"
+        ).fetchall()
         if rows:
             problems.append(f"half-applied revisions (predecessor not superseded by it): {rows}")
-        rows = q("SELECT public_id FROM reviews_record WHERE status = 'superseded' AND superseded_by_id IS NULL").fetchall()
+        rows = q(
+            "SELECT public_id FROM reviews_record WHERE status = 'superseded' AND superseded_by_id IS NULL"
+        ).fetchall()
         if rows:
             problems.append(f"superseded without successor: {rows}")
-        rows = q("SELECT p.public_id FROM reviews_proposal p WHERE p.state = 'accepted' AND p.action IN "
-                 "('create', 'revise') AND (p.result_record_id IS NULL OR NOT EXISTS (SELECT 1 FROM "
-                 "reviews_auditevent a WHERE a.event_type = 'proposal.accepted' AND a.proposal_ref = p.public_id))"
-                 ).fetchall()
+        rows = q(
+            "SELECT p.public_id FROM reviews_proposal p WHERE p.state = 'accepted' AND p.action IN "
+            "('create', 'revise') AND (p.result_record_id IS NULL OR NOT EXISTS (SELECT 1 FROM "
+            "reviews_auditevent a WHERE a.event_type = 'proposal.accepted' AND a.proposal_ref = p.public_id))"
+        ).fetchall()
         if rows:
             problems.append(f"accepted proposals without result or event: {rows}")
-        rows = q("SELECT p.public_id FROM reviews_proposal p JOIN reviews_record r ON r.id = p.result_record_id "
-                 "WHERE p.action = 'revise' AND r.supersedes_id IS NOT p.target_id").fetchall()
+        rows = q(
+            "SELECT p.public_id FROM reviews_proposal p JOIN reviews_record r ON r.id = p.result_record_id "
+            "WHERE p.action = 'revise' AND r.supersedes_id IS NOT p.target_id"
+        ).fetchall()
         if rows:
             problems.append(f"revise results not linked to their target: {rows}")
         return problems
@@ -143,8 +152,7 @@ def test_keep_last_n_prunes_only_older_vetted_backups(settings, tmp_path, record
 
 
 @pytest.mark.django_db(transaction=True)
-def test_backup_during_concurrent_writes_is_consistent_and_restores(settings, tmp_path, reviewer, agent,
-                                                                      make_record):
+def test_backup_during_concurrent_writes_is_consistent_and_restores(settings, tmp_path, reviewer, agent, make_record):
     settings.VETTED_HOME = tmp_path
     base = make_record(title="Counter record", body="The counter value is 0 and it is updated by the writer loop.")
     stop = threading.Event()
@@ -157,12 +165,21 @@ def test_backup_during_concurrent_writes_is_consistent_and_restores(settings, tm
             i = 0
             while not stop.is_set() and i < 400:
                 i += 1
-                p = actions.propose_create(agent=agent, reason="Writer loop adds one",
-                                           **content(title=f"Loop fact number {i}",
-                                                     body=f"Loop fact {i}: the writer thread wrote this while a backup ran."))
+                p = actions.propose_create(
+                    agent=agent,
+                    reason="Writer loop adds one",
+                    **content(
+                        title=f"Loop fact number {i}",
+                        body=f"Loop fact {i}: the writer thread wrote this while a backup ran.",
+                    ),
+                )
                 actions.accept_proposal(p, actor=reviewer)
-                p = actions.propose_revision(current, agent=agent, reason="Writer loop revises",
-                                             body=f"The counter value is {i} and it is updated by the writer loop.")
+                p = actions.propose_revision(
+                    current,
+                    agent=agent,
+                    reason="Writer loop revises",
+                    body=f"The counter value is {i} and it is updated by the writer loop.",
+                )
                 current = actions.accept_proposal(p, actor=reviewer).result_record
                 done[0] = i
         except BaseException as exc:  # noqa: BLE001 - reported by the test
@@ -239,8 +256,15 @@ def test_restore_refuses_while_a_server_answers_health(settings, tmp_path, healt
     settings.VETTED_HOME = tmp_path
     before = live_db().stat().st_mtime_ns
     with pytest.raises(CommandError) as caught:
-        call_command("restore", str(good_backup), "--yes", "--port", str(health_server),
-                     stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "restore",
+            str(good_backup),
+            "--yes",
+            "--port",
+            str(health_server),
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
     message = str(caught.value)
     assert f"a server answers http://127.0.0.1:{health_server}/health" in message
     assert "Stop it first" in message and "manage.py serve" in message
@@ -263,8 +287,9 @@ def test_restore_refuses_while_a_bridge_holds_the_daemon_lock(tmp_path):
 def test_restore_without_yes_asks_and_refuses_without_a_terminal(settings, tmp_path, good_backup):
     settings.VETTED_HOME = tmp_path
     with pytest.raises(CommandError, match="pass --yes to confirm"):
-        call_command("restore", str(good_backup), "--port", str(free_port()),
-                     stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "restore", str(good_backup), "--port", str(free_port()), stdout=io.StringIO(), stderr=io.StringIO()
+        )
 
 
 def _not_vetted(tmp_path) -> Path:
@@ -281,8 +306,9 @@ def _newer(tmp_path, good: Path) -> Path:
     src, dst = sqlite3.connect(good), sqlite3.connect(path)
     src.backup(dst)
     src.close()
-    dst.execute("INSERT INTO django_migrations (app, name, applied) VALUES ('reviews', '9999_from_the_future', "
-                "'2030-01-01')")
+    dst.execute(
+        "INSERT INTO django_migrations (app, name, applied) VALUES ('reviews', '9999_from_the_future', '2030-01-01')"
+    )
     dst.commit()
     dst.close()
     return path
@@ -299,13 +325,23 @@ def _corrupt(tmp_path, good: Path) -> Path:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("make,expected", [
-    (lambda tmp, good: tmp / "missing.sqlite3", "does not exist"),
-    (lambda tmp, good: (tmp / "t.txt").write_text("hello") and tmp / "t.txt", "is not an SQLite database"),
-    (lambda tmp, good: _not_vetted(tmp), r"is not a Vetted database \(no reviews_record or django_migrations table\)"),
-    (lambda tmp, good: _newer(tmp, good), "migrations this code does not have: reviews.9999_from_the_future"),
-    (lambda tmp, good: _corrupt(tmp, good), r"(integrity_check|cannot be read|cannot be opened|malformed|not a Vetted)"),
-], ids=["missing", "text", "not-vetted", "newer", "corrupt"])
+@pytest.mark.parametrize(
+    "make,expected",
+    [
+        (lambda tmp, good: tmp / "missing.sqlite3", "does not exist"),
+        (lambda tmp, good: (tmp / "t.txt").write_text("hello") and tmp / "t.txt", "is not an SQLite database"),
+        (
+            lambda tmp, good: _not_vetted(tmp),
+            r"is not a Vetted database \(no reviews_record or django_migrations table\)",
+        ),
+        (lambda tmp, good: _newer(tmp, good), "migrations this code does not have: reviews.9999_from_the_future"),
+        (
+            lambda tmp, good: _corrupt(tmp, good),
+            r"(integrity_check|cannot be read|cannot be opened|malformed|not a Vetted)",
+        ),
+    ],
+    ids=["missing", "text", "not-vetted", "newer", "corrupt"],
+)
 def test_restore_checks_the_file_first_and_changes_nothing(tmp_path, good_backup, make, expected):
     candidate = make(tmp_path, good_backup)
     live = tmp_path / "live.sqlite3"

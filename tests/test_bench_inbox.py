@@ -15,10 +15,20 @@ pytestmark = pytest.mark.slow
 
 
 def test_bench_inbox_prints_the_table_and_leaves_the_real_database_alone(tmp_path):
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path),
-           "VETTED_EMBEDDER": "fake"}
-    result = subprocess.run([sys.executable, "manage.py", "bench_inbox", "--proposals", "40", "--renders", "3"],
-                            cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_HOME": str(tmp_path),
+        "VETTED_EMBEDDER": "fake",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "bench_inbox", "--proposals", "40", "--renders", "3"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.strip().splitlines()
     assert lines[0].startswith("seeded 40 pending proposals")

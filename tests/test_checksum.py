@@ -6,7 +6,13 @@ import pytest
 
 from reviews.checksum import canonical_bytes, content_checksum
 
-BASE = {"kind": "fact", "scope": "team", "title": "Billing API", "body": "Lives in acme/billing-api.", "tags": ["billing", "repos"]}
+BASE = {
+    "kind": "fact",
+    "scope": "team",
+    "title": "Billing API",
+    "body": "Lives in acme/billing-api.",
+    "tags": ["billing", "repos"],
+}
 
 
 def test_checksum_is_sha256_of_the_documented_canonical_form():
@@ -26,8 +32,14 @@ def test_checksum_is_stable_across_runs():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("kind", "decision"), ("scope", "personal"), ("title", "Billing API!"),
-     ("body", "Lives in acme/billing-api"), ("tags", ["billing"]), ("tags", ["billing", "repos", "x"])],
+    [
+        ("kind", "decision"),
+        ("scope", "personal"),
+        ("title", "Billing API!"),
+        ("body", "Lives in acme/billing-api"),
+        ("tags", ["billing"]),
+        ("tags", ["billing", "repos", "x"]),
+    ],
 )
 def test_any_content_edit_changes_the_checksum(field, value):
     assert content_checksum(**{**BASE, field: value}) != content_checksum(**BASE)

@@ -36,10 +36,12 @@ def run_in_threads(fns):
 
 def test_two_reviewers_accepting_at_once_one_wins(agent, reviewer, second_reviewer):
     proposal = actions.propose_create(agent=agent, reason="Seen in the README", **content())
-    results = run_in_threads([
-        lambda: actions.accept_proposal(proposal.public_id, actor=reviewer),
-        lambda: actions.reject_proposal(proposal.public_id, actor=second_reviewer, note="no"),
-    ])
+    results = run_in_threads(
+        [
+            lambda: actions.accept_proposal(proposal.public_id, actor=reviewer),
+            lambda: actions.reject_proposal(proposal.public_id, actor=second_reviewer, note="no"),
+        ]
+    )
     outcomes = sorted(kind for kind, _ in results)
     assert outcomes == ["error", "ok"], results
     error = next(value for kind, value in results if kind == "error")
@@ -50,11 +52,16 @@ def test_two_reviewers_accepting_at_once_one_wins(agent, reviewer, second_review
 
 def test_parallel_proposals_are_all_stored_once(agent, reviewer):
     n = 12
-    results = run_in_threads([
-        (lambda i=i: actions.propose_create(agent=agent, reason="Parallel write",
-                                             **content(title=f"Parallel note number {i}")))
-        for i in range(n)
-    ])
+    results = run_in_threads(
+        [
+            (
+                lambda i=i: actions.propose_create(
+                    agent=agent, reason="Parallel write", **content(title=f"Parallel note number {i}")
+                )
+            )
+            for i in range(n)
+        ]
+    )
     assert all(kind == "ok" for kind, _ in results), results
     assert Proposal.objects.count() == n
     assert AuditEvent.objects.filter(event_type="proposal.created").count() == n
@@ -62,10 +69,12 @@ def test_parallel_proposals_are_all_stored_once(agent, reviewer):
 
 def test_dispute_and_accept_of_a_revision_race_safely(agent, team_agent, reviewer, record):
     revision = actions.propose_revision(record, agent=agent, reason="Renamed", title="Billing API repo")
-    results = run_in_threads([
-        lambda: actions.accept_proposal(revision.public_id, actor=reviewer),
-        lambda: actions.dispute_record(record.public_id, agent=team_agent, reason="It moved again"),
-    ])
+    results = run_in_threads(
+        [
+            lambda: actions.accept_proposal(revision.public_id, actor=reviewer),
+            lambda: actions.dispute_record(record.public_id, agent=team_agent, reason="It moved again"),
+        ]
+    )
     # Whatever the order, at most one approved version of the content exists,
     # and a dispute never lands on a superseded record.
     record.refresh_from_db()

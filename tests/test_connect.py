@@ -63,8 +63,10 @@ def test_http_blocks_carry_the_url_and_the_header_where_supported(reviewer):
     assert "claude mcp add-json vetted" in out
 
     out, _ = connect("codex", "--agent", "codex-http", "--http")
-    assert block(out, "toml")["mcp_servers"]["vetted"] == {"url": "http://127.0.0.1:8765/mcp",
-                                                          "bearer_token_env_var": "VETTED_TOKEN"}
+    assert block(out, "toml")["mcp_servers"]["vetted"] == {
+        "url": "http://127.0.0.1:8765/mcp",
+        "bearer_token_env_var": "VETTED_TOKEN",
+    }
     assert "export VETTED_TOKEN=vt_" in out
 
     with pytest.raises(CommandError, match="Claude Desktop cannot send a bearer header"):
@@ -89,7 +91,12 @@ def test_an_existing_agent_needs_its_token_or_a_rotation(reviewer):
     assert second != first and "old one no longer works" in err
     with pytest.raises(Unauthorized):
         actions.agent_for_token(first)
-    assert AuditEvent.objects.filter(event_type="agent.token_rotated", subject_id=Agent.objects.get(name="again").public_id).count() == 1
+    assert (
+        AuditEvent.objects.filter(
+            event_type="agent.token_rotated", subject_id=Agent.objects.get(name="again").public_id
+        ).count()
+        == 1
+    )
 
 
 def test_write_merges_into_json_keeping_other_servers_and_backs_up(reviewer, tmp_path):

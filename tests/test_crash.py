@@ -25,14 +25,22 @@ PASSWORD = "crash-password-1234"
 
 
 def manage(env, *args, extra_env=None):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT, env={**env, **(extra_env or {})},
-                          check=True, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=PROJECT,
+        env={**env, **(extra_env or {})},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def start_daemon(env, port, log_path):
     with open(log_path, "ab") as log:
-        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT,
-                                   env=env, stdout=log, stderr=log)
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env, stdout=log, stderr=log
+        )
     wait_for_health(f"http://127.0.0.1:{port}", process)
     return process
 
@@ -50,13 +58,27 @@ def read_acks(path: Path) -> list[dict]:
 @pytest.fixture
 def home():
     folder = Path(tempfile.mkdtemp(prefix="vetted-crash-"))
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(folder),
-           "VETTED_EMBEDDER": "fake", "VETTED_PROPOSALS_PER_MINUTE": "0",
-           "VETTED_READS_PER_MINUTE": "0", "VETTED_OPEN_DISPUTES_PER_AGENT": "0"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_HOME": str(folder),
+        "VETTED_EMBEDDER": "fake",
+        "VETTED_PROPOSALS_PER_MINUTE": "0",
+        "VETTED_READS_PER_MINUTE": "0",
+        "VETTED_OPEN_DISPUTES_PER_AGENT": "0",
+    }
     env.pop("VETTED_DB_PATH", None)
     manage(env, "migrate", "-v0")
-    manage(env, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com",
-           extra_env={"DJANGO_SUPERUSER_PASSWORD": PASSWORD})
+    manage(
+        env,
+        "createsuperuser",
+        "--noinput",
+        "--username",
+        "rita",
+        "--email",
+        "r@example.com",
+        extra_env={"DJANGO_SUPERUSER_PASSWORD": PASSWORD},
+    )
     token = manage(env, "create_agent", "crasher", "--scopes", "personal,team").stdout.strip().splitlines()[-1]
     return folder, env, token
 
@@ -69,14 +91,58 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
     daemon = start_daemon(env, port, log_path)
     workers = []
     for n in range(2):
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "mcp_bridge.stress", "agent", "--url", base, "--token", token, "--name", f"a{n}",
-             "--seconds", "60", "--out", str(folder / f"agent-{n}.jsonl"), "--seed", str(n)],
-            cwd=PROJECT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    workers.append(subprocess.Popen(
-        [sys.executable, "-m", "mcp_bridge.stress", "reviewer", "--reviewer", "rita", "--seconds", "60",
-         "--out", str(folder / "reviewer.jsonl"), "--via", "site", "--url", base, "--password", PASSWORD],
-        cwd=PROJECT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcp_bridge.stress",
+                    "agent",
+                    "--url",
+                    base,
+                    "--token",
+                    token,
+                    "--name",
+                    f"a{n}",
+                    "--seconds",
+                    "60",
+                    "--out",
+                    str(folder / f"agent-{n}.jsonl"),
+                    "--seed",
+                    str(n),
+                ],
+                cwd=PROJECT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    workers.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mcp_bridge.stress",
+                "reviewer",
+                "--reviewer",
+                "rita",
+                "--seconds",
+                "60",
+                "--out",
+                str(folder / "reviewer.jsonl"),
+                "--via",
+                "site",
+                "--url",
+                base,
+                "--password",
+                PASSWORD,
+            ],
+            cwd=PROJECT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
     try:
         # Let the stream build up, then kill the daemon mid-write.
         deadline = time.monotonic() + 60
@@ -103,8 +169,10 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
         assert len(acked) == len(set(acked))
         # Every proposal has the event that created it, every decided one its decision.
         for public_id, state, action in db.execute("SELECT public_id, state, action FROM reviews_proposal"):
-            types = {row[0] for row in db.execute("SELECT event_type FROM reviews_auditevent WHERE proposal_ref = ?",
-                                                  [public_id])}
+            types = {
+                row[0]
+                for row in db.execute("SELECT event_type FROM reviews_auditevent WHERE proposal_ref = ?", [public_id])
+            }
             assert types & {"proposal.created", "record.disputed"}, public_id
             if state == "accepted" and action in ("create", "revise"):
                 assert "proposal.accepted" in types or types & {"record.revised", "record.retired"}, public_id
@@ -112,13 +180,19 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
                 assert types & {"proposal.rejected", "record.dispute_cleared"}, public_id
         # No record exists without its audit event; accepted creates have their record.
         for (public_id,) in db.execute("SELECT public_id FROM reviews_record"):
-            assert db.execute("SELECT 1 FROM reviews_auditevent WHERE record_ref = ?", [public_id]).fetchone(), public_id
-        missing = db.execute("SELECT public_id FROM reviews_proposal WHERE state = 'accepted' "
-                             "AND action IN ('create', 'revise') AND result_record_id IS NULL").fetchall()
+            assert db.execute("SELECT 1 FROM reviews_auditevent WHERE record_ref = ?", [public_id]).fetchone(), (
+                public_id
+            )
+        missing = db.execute(
+            "SELECT public_id FROM reviews_proposal WHERE state = 'accepted' "
+            "AND action IN ('create', 'revise') AND result_record_id IS NULL"
+        ).fetchall()
         assert not missing
         # A revise never leaves two current versions of one chain.
         links = dict(db.execute("SELECT id, supersedes_id FROM reviews_record"))
-        current = [row[0] for row in db.execute("SELECT id FROM reviews_record WHERE status IN ('approved', 'disputed')")]
+        current = [
+            row[0] for row in db.execute("SELECT id FROM reviews_record WHERE status IN ('approved', 'disputed')")
+        ]
         roots = []
         for record_id in current:
             while links.get(record_id):
@@ -132,16 +206,31 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
     before = log_path.read_text(errors="replace")
     daemon = start_daemon(env, port, log_path)
     try:
-        startup = log_path.read_text(errors="replace")[len(before):]
+        startup = log_path.read_text(errors="replace")[len(before) :]
         assert "Traceback" not in startup
-        check = subprocess.run([sys.executable, "manage.py", "check_index", "--json"], cwd=PROJECT, env=env,
-                               capture_output=True, text=True, timeout=120)
+        check = subprocess.run(
+            [sys.executable, "manage.py", "check_index", "--json"],
+            cwd=PROJECT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert check.returncode == 0, check.stdout + check.stderr
         status, _, data = http("GET", base + "/api/v1/search?q=ledger", token=token)
         assert status == 200 and "results" in data
-        status, _, data = http("POST", base + "/api/v1/proposals", token=token, body={
-            "title": "After the crash", "kind": "fact", "scope": "team", "reason": "Checking the restart.",
-            "body": "The daemon came back after a SIGKILL and still accepts proposals from agents."})
+        status, _, data = http(
+            "POST",
+            base + "/api/v1/proposals",
+            token=token,
+            body={
+                "title": "After the crash",
+                "kind": "fact",
+                "scope": "team",
+                "reason": "Checking the restart.",
+                "body": "The daemon came back after a SIGKILL and still accepts proposals from agents.",
+            },
+        )
         assert status == 201, data
     finally:
         daemon.send_signal(signal.SIGTERM)

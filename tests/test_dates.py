@@ -17,8 +17,20 @@ from reviews.validation import MOMENT_MAX, MOMENT_MIN, clean_moment
 from tests.conftest import examples
 
 EXTREMES = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"]
-MALFORMED = ["last tuesday", "2026-02-30", "2026-13-01", "2026-11-30T25:00", "2026-11-30T09:00+24:00",
-             "0000-01-01", "10000-01-01", "1969-12-31", "9999-12-31", "2026-11-30T09:00:00Z" + "0" * 80, "\x00", " "]
+MALFORMED = [
+    "last tuesday",
+    "2026-02-30",
+    "2026-13-01",
+    "2026-11-30T25:00",
+    "2026-11-30T09:00+24:00",
+    "0000-01-01",
+    "10000-01-01",
+    "1969-12-31",
+    "9999-12-31",
+    "2026-11-30T09:00:00Z" + "0" * 80,
+    "\x00",
+    " ",
+]
 
 
 @pytest.mark.parametrize("value", EXTREMES + MALFORMED)
@@ -30,13 +42,16 @@ def test_a_bad_moment_is_a_field_error_saying_what_is_allowed(value):
     assert "between 1970-01-01 and 9999-12-30" in message
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("2026-11-30", datetime(2026, 11, 30, tzinfo=UTC)),
-    ("2026-11-30T09:00:00Z", datetime(2026, 11, 30, 9, tzinfo=UTC)),
-    ("2026-11-30T23:00:00-14:00", datetime(2026, 12, 1, 13, tzinfo=UTC)),
-    ("9999-12-30", datetime(9999, 12, 30, tzinfo=UTC)),
-    ("1970-01-01", datetime(1970, 1, 1, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("2026-11-30", datetime(2026, 11, 30, tzinfo=UTC)),
+        ("2026-11-30T09:00:00Z", datetime(2026, 11, 30, 9, tzinfo=UTC)),
+        ("2026-11-30T23:00:00-14:00", datetime(2026, 12, 1, 13, tzinfo=UTC)),
+        ("9999-12-30", datetime(9999, 12, 30, tzinfo=UTC)),
+        ("1970-01-01", datetime(1970, 1, 1, tzinfo=UTC)),
+    ],
+)
 def test_good_moments_become_utc(value, expected):
     assert clean_moment("since", value) == expected
 
@@ -57,8 +72,11 @@ def test_the_moment_parser_only_ever_returns_a_moment_in_range_or_a_field_error(
 
 
 @settings(max_examples=examples(400), deadline=None)
-@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
-       st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1), st.sampled_from(["T", " "]))
+@given(
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
+    st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1),
+    st.sampled_from(["T", " "]),
+)
 def test_iso_date_times_with_any_offset_never_crash_the_parser(naive, offset_minutes, separator):
     text = naive.replace(tzinfo=timezone(timedelta(minutes=offset_minutes))).isoformat(sep=separator)
     try:
@@ -94,9 +112,15 @@ def test_rest_answers_400_json_for_an_extreme_since(client, reviewer, since):
 def test_review_by_at_the_extremes_is_a_field_error(agent):
     for value in ("0001-01-01", "9999-12-31"):
         with pytest.raises(ValidationFailed) as info:
-            agent_api.propose_context(agent, title="Billing API repository", kind="fact", scope="team",
-                                      body="The billing API lives in the acme/billing-api repository and deploys daily.",
-                                      reason="Seen in the README", review_by=value)
+            agent_api.propose_context(
+                agent,
+                title="Billing API repository",
+                kind="fact",
+                scope="team",
+                body="The billing API lives in the acme/billing-api repository and deploys daily.",
+                reason="Seen in the README",
+                review_by=value,
+            )
         assert "review_by" in info.value.fields
 
 

@@ -38,8 +38,11 @@ def tamper(record, **fields) -> Record:
 
 def state() -> tuple:
     """Everything an action could change."""
-    return (list(Record.objects.order_by("id").values()), list(Proposal.objects.order_by("id").values()),
-            AuditEvent.objects.count())
+    return (
+        list(Record.objects.order_by("id").values()),
+        list(Proposal.objects.order_by("id").values()),
+        AuditEvent.objects.count(),
+    )
 
 
 def agent_sees_tampered_text(agent) -> bool:
@@ -65,19 +68,24 @@ def signed_in(client, reviewer):
 
 def test_a_tag_only_revision_of_an_edited_record_carries_the_approved_text(agent, record):
     tamper(record)
-    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
-                                        tags=["billing", "repos", "platform"])
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Tag it for the platform team", tags=["billing", "repos", "platform"]
+    )
     assert proposal.body == GOOD_BODY and proposal.title == record.title
     assert "zanzibar" not in proposal.body
 
 
 def test_accepting_a_revision_of_an_edited_record_is_refused_and_changes_nothing(agent, reviewer, record):
-    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
-                                        tags=["billing", "repos", "platform"])
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Tag it for the platform team", tags=["billing", "repos", "platform"]
+    )
     tamper(record)  # after the proposal: the accept re-checks under its lock
     before = state()
-    with pytest.raises(ChecksumMismatch, match=r"changed outside Vetted since it was approved; restore the approved "
-                                               rf"text or approve the current text first \(`review restore {record.public_id}`"):
+    with pytest.raises(
+        ChecksumMismatch,
+        match=r"changed outside Vetted since it was approved; restore the approved "
+        rf"text or approve the current text first \(`review restore {record.public_id}`",
+    ):
         actions.accept_proposal(proposal, actor=reviewer)
     assert state() == before
     with pytest.raises(ChecksumMismatch):
@@ -91,8 +99,9 @@ def test_the_whole_attack_never_delivers_the_tampered_text(agent, reviewer, reco
     tamper(record)
     assert agent_sees_tampered_text(agent) is False
     assert agent_api.read(agent, record.public_id)["withheld"] == "edited"
-    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
-                                        tags=["billing", "repos", "platform"])
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Tag it for the platform team", tags=["billing", "repos", "platform"]
+    )
     with pytest.raises(ChecksumMismatch):
         actions.accept_proposal(proposal, actor=reviewer)
     assert agent_sees_tampered_text(agent) is False
@@ -105,26 +114,28 @@ def test_the_whole_attack_never_delivers_the_tampered_text(agent, reviewer, reco
 
 
 def test_the_inbox_card_shows_the_change_and_diffs_against_the_approved_text(signed_in, agent, record):
-    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
-                                        tags=["billing", "repos", "platform"])
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Tag it for the platform team", tags=["billing", "repos", "platform"]
+    )
     tamper(record)
     html = signed_in.get(reverse("home")).content.decode()
-    card = html[html.index(f'id="proposal-{proposal.pk}"'):]
-    card = card[:card.index("</article>")]
+    card = html[html.index(f'id="proposal-{proposal.pk}"') :]
+    card = card[: card.index("</article>")]
     assert "This record was changed outside Vetted since it was approved." in card
     assert "<ins>" in card and "zanzibar" in card  # the banner's approved -> current diff
     assert "changed outside Vetted since approval" in card  # "Replaces rec_... (approved, changed ...)"
     assert "Accepting is blocked" in card
-    body_diff = card[card.index('aria-label="Changes to the body"'):]
-    body_diff = body_diff[:body_diff.index("</div>")]
+    body_diff = card[card.index('aria-label="Changes to the body"') :]
+    body_diff = body_diff[: body_diff.index("</div>")]
     assert "zanzibar" not in body_diff and "<del>" not in body_diff  # the proposal changes only a tag
     assert reverse("proposal_accept", args=[proposal.public_id]) not in card
     assert reverse("record_restore", args=[record.public_id]) in card
 
 
 def test_a_refused_accept_from_the_inbox_says_why(signed_in, agent, record):
-    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
-                                        tags=["billing", "repos", "platform"])
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Tag it for the platform team", tags=["billing", "repos", "platform"]
+    )
     tamper(record)
     response = signed_in.post(reverse("proposal_accept", args=[proposal.public_id]), **HX)
     assert response.status_code == 200 and "changed outside Vetted" in response.content.decode()
@@ -134,8 +145,9 @@ def test_a_refused_accept_from_the_inbox_says_why(signed_in, agent, record):
 # --------------------------------------------------------------------------- disputes
 
 
-def test_correcting_a_dispute_of_an_edited_record_is_refused_but_retiring_it_is_allowed(agent, team_agent,
-                                                                                       reviewer, record):
+def test_correcting_a_dispute_of_an_edited_record_is_refused_but_retiring_it_is_allowed(
+    agent, team_agent, reviewer, record
+):
     dispute = actions.dispute_record(record, agent=team_agent, reason="The repository moved last week")
     tamper(record)
     before = state()
@@ -153,8 +165,8 @@ def test_the_dispute_correction_form_starts_from_the_approved_text(signed_in, te
     dispute = actions.dispute_record(record, agent=team_agent, reason="The repository moved last week")
     tamper(record)
     html = signed_in.get(reverse("proposal_revise", args=[dispute.public_id])).content.decode()
-    textarea = html[html.index('<textarea name="body"'):]
-    textarea = textarea[:textarea.index("</textarea>")]
+    textarea = html[html.index('<textarea name="body"') :]
+    textarea = textarea[: textarea.index("</textarea>")]
     assert GOOD_BODY in textarea and "zanzibar" not in textarea
     assert "This record was changed outside Vetted since it was approved." in html
 
@@ -182,8 +194,8 @@ def test_a_reviewer_revision_of_an_edited_record_starts_from_the_approved_text(a
 def test_the_record_revise_form_starts_from_the_approved_text(signed_in, record):
     tamper(record)
     html = signed_in.get(reverse("record_revise", args=[record.public_id])).content.decode()
-    textarea = html[html.index('<textarea name="body"'):]
-    textarea = textarea[:textarea.index("</textarea>")]
+    textarea = html[html.index('<textarea name="body"') :]
+    textarea = textarea[: textarea.index("</textarea>")]
     assert GOOD_BODY in textarea and "zanzibar" not in textarea
     assert "This record was changed outside Vetted since it was approved." in html
 
@@ -212,8 +224,11 @@ def test_restore_puts_back_the_approved_text_and_is_audited(agent, reviewer, rec
     assert event.checksum_after == record.approved_checksum
     assert event.extra["restored_fields"] == ["title", "body", "tags"]
     fresh = Record.objects.get(pk=record.pk)
-    assert (fresh.title, fresh.body, fresh.tags) == (record.title, GOOD_BODY, record.tags) == \
-        (restored.title, restored.body, restored.tags)
+    assert (
+        (fresh.title, fresh.body, fresh.tags)
+        == (record.title, GOOD_BODY, record.tags)
+        == (restored.title, restored.body, restored.tags)
+    )
     assert not fresh.edited_since_approval and withhold_reason(fresh) is None
     assert agent_api.read(agent, record.public_id)["deliverable"] is True
     hits = agent_api.search(agent, "billing repository", mode="keyword")["results"]
@@ -334,8 +349,11 @@ def test_the_record_page_says_when_no_approved_copy_is_kept(signed_in, record):
 
 
 def test_a_scope_changed_by_hand_moves_nothing_between_spaces(reviewer, agent, team_agent, make_record):
-    personal = make_record(scope="personal", title="My dentist appointment", body="My dentist is on Thursdays "
-                                                                                "at nine, in the old town clinic.")
+    personal = make_record(
+        scope="personal",
+        title="My dentist appointment",
+        body="My dentist is on Thursdays at nine, in the old town clinic.",
+    )
     tamper(personal, scope="team")
     with pytest.raises(NotFound):
         actions.propose_revision(personal, agent=team_agent, reason="Tag it for the team", tags=["team"])
@@ -375,8 +393,9 @@ def test_the_approve_current_button_needs_a_note(signed_in, record):
     response = signed_in.post(reverse("record_approve_current", args=[record.public_id]), {"note": ""}, **HX)
     assert 'role="alert"' in response.content.decode() and "note" in response.content.decode()
     assert Record.objects.get(pk=record.pk).status == RecordStatus.APPROVED
-    response = signed_in.post(reverse("record_approve_current", args=[record.public_id]),
-                              {"note": "Checked with the team"})
+    response = signed_in.post(
+        reverse("record_approve_current", args=[record.public_id]), {"note": "Checked with the team"}
+    )
     new = Record.objects.get(pk=record.pk).superseded_by
     assert response.status_code == 302 and response["Location"] == reverse("record_detail", args=[new.public_id])
 
@@ -417,8 +436,13 @@ def test_the_site_actions_are_for_staff_only(client, django_user_model, record):
 
 
 def test_every_new_record_keeps_exactly_the_checksummed_content(record):
-    assert record.approved_content == {"kind": "fact", "scope": "team", "title": "Billing API repository",
-                                       "body": GOOD_BODY, "tags": ["billing", "repos"]}
+    assert record.approved_content == {
+        "kind": "fact",
+        "scope": "team",
+        "title": "Billing API repository",
+        "body": GOOD_BODY,
+        "tags": ["billing", "repos"],
+    }
     assert content_checksum(**record.approved_content) == record.approved_checksum
 
 
@@ -444,10 +468,15 @@ def test_migration_0003_backfills_a_database_made_before_it(reviewer):
         assert "approved_content" not in {f.name for f in OldRecord._meta.get_fields()}
         good = content()
         common = {"review_by": "2030-01-01", "approved_at": "2026-01-01T00:00:00Z", "approved_by_id": reviewer.pk}
-        OldRecord.objects.create(public_id="rec_aaaaaaaaaaaa", approved_checksum=content_checksum(**good),
-                                 **good, **common)
-        OldRecord.objects.create(public_id="rec_bbbbbbbbbbbb", approved_checksum=content_checksum(**good),
-                                 **{**good, "body": TAMPERED}, **common)
+        OldRecord.objects.create(
+            public_id="rec_aaaaaaaaaaaa", approved_checksum=content_checksum(**good), **good, **common
+        )
+        OldRecord.objects.create(
+            public_id="rec_bbbbbbbbbbbb",
+            approved_checksum=content_checksum(**good),
+            **{**good, "body": TAMPERED},
+            **common,
+        )
     finally:
         MigrationExecutor(connection).migrate(latest)
     intact, edited = Record.objects.get(public_id="rec_aaaaaaaaaaaa"), Record.objects.get(public_id="rec_bbbbbbbbbbbb")

@@ -64,8 +64,10 @@ def dump_state() -> dict:
         "records": {r.public_id: _row(r, maps) for r in Record.objects.all()},
         "proposals": {p.public_id: _row(p, maps) for p in Proposal.objects.all()},
         "agents": {a.public_id: _row(a, maps, skip=("token_digest", "token_prefix")) for a in Agent.objects.all()},
-        "audit": [{f.name: getattr(e, f.attname) for f in AuditEvent._meta.concrete_fields}
-                  for e in AuditEvent.objects.order_by("id")],
+        "audit": [
+            {f.name: getattr(e, f.attname) for f in AuditEvent._meta.concrete_fields}
+            for e in AuditEvent.objects.order_by("id")
+        ],
     }
 
 
@@ -74,13 +76,16 @@ def seed(reviewer, second_reviewer, agent, team_agent, make_record) -> dict:
     retired, disputed, overdue, edited out of band, moved, personal, and
     proposals in every state."""
     first = make_record(title="Billing API repository", body=body("Billing lives in acme/billing-api."))
-    p = actions.propose_revision(first, agent=agent, reason="The repository was renamed",
-                                 body=body("Billing lives in acme/billing-v2."))
+    p = actions.propose_revision(
+        first, agent=agent, reason="The repository was renamed", body=body("Billing lives in acme/billing-v2.")
+    )
     second = actions.accept_proposal(p, actor=reviewer).result_record
-    p = actions.propose_revision(second, agent=agent, reason="Renamed once more",
-                                 body=body("Billing lives in acme/billing-v3."))
-    third = actions.accept_proposal_with_revision(p, actor=second_reviewer, changes={"tags": ["billing", "v3"]},
-                                                  note="Tagged it").result_record
+    p = actions.propose_revision(
+        second, agent=agent, reason="Renamed once more", body=body("Billing lives in acme/billing-v3.")
+    )
+    third = actions.accept_proposal_with_revision(
+        p, actor=second_reviewer, changes={"tags": ["billing", "v3"]}, note="Tagged it"
+    ).result_record
 
     retired = make_record(title="Old deploy window", body=body("Deploys happen on Fridays at noon."))
     actions.retire_record(retired, actor=reviewer, note="We no longer deploy on Fridays")
@@ -92,13 +97,20 @@ def seed(reviewer, second_reviewer, agent, team_agent, make_record) -> dict:
     moved = make_record(scope="personal", title="Pager app choice", body=body("The pager app is Opsgenie."))
     moved_to = actions.move_record(moved, actor=reviewer, scope="team", note="Everyone uses it now")
 
-    pending = actions.propose_create(agent=agent, reason="Seen in chat today",
-                                     **content(title="Coffee machine floor", body=body("The coffee is on floor 3.")))
-    rejected = actions.propose_create(agent=team_agent, reason="Seen in chat today",
-                                      **content(title="Lunch is at noon", body=body("Lunch starts at noon.")))
+    pending = actions.propose_create(
+        agent=agent,
+        reason="Seen in chat today",
+        **content(title="Coffee machine floor", body=body("The coffee is on floor 3.")),
+    )
+    rejected = actions.propose_create(
+        agent=team_agent,
+        reason="Seen in chat today",
+        **content(title="Lunch is at noon", body=body("Lunch starts at noon.")),
+    )
     actions.reject_proposal(rejected, actor=second_reviewer, note="Not worth remembering")
-    withdrawn = actions.propose_create(agent=agent, reason="Seen in chat today",
-                                       **content(title="Parking rules", body=body("Park on level two only.")))
+    withdrawn = actions.propose_create(
+        agent=agent, reason="Seen in chat today", **content(title="Parking rules", body=body("Park on level two only."))
+    )
     actions.withdraw_proposal(withdrawn, agent=agent, note="Wrong building")
     pending_retire = actions.propose_retirement(overdue, agent=agent, reason="The checklist moved to the wiki")
     old_bot, _ = actions.create_agent("old-bot", scopes=["team"], actor=reviewer)
@@ -106,12 +118,24 @@ def seed(reviewer, second_reviewer, agent, team_agent, make_record) -> dict:
 
     with connection.cursor() as cursor:
         cursor.execute("UPDATE reviews_record SET review_by = '2020-01-01' WHERE public_id = %s", [overdue.public_id])
-        cursor.execute("UPDATE reviews_record SET body = body || ' (edited by hand)' WHERE public_id = %s",
-                       [edited.public_id])
+        cursor.execute(
+            "UPDATE reviews_record SET body = body || ' (edited by hand)' WHERE public_id = %s", [edited.public_id]
+        )
     Record.objects.filter(pk=first.pk).update(access_count=7, confidence=0.25, metadata={"source": "wiki", "n": 1})
-    return {"chain": [first, second, third], "retired": retired, "disputed": disputed, "overdue": overdue,
-            "edited": edited, "personal": personal, "moved": moved, "moved_to": moved_to, "pending": pending,
-            "rejected": rejected, "withdrawn": withdrawn, "pending_retire": pending_retire}
+    return {
+        "chain": [first, second, third],
+        "retired": retired,
+        "disputed": disputed,
+        "overdue": overdue,
+        "edited": edited,
+        "personal": personal,
+        "moved": moved,
+        "moved_to": moved_to,
+        "pending": pending,
+        "rejected": rejected,
+        "withdrawn": withdrawn,
+        "pending_retire": pending_retire,
+    }
 
 
 def export(path, *args):
@@ -130,8 +154,9 @@ def import_file(path, *args):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_round_trip_into_an_empty_database_is_exact(tmp_path, reviewer, second_reviewer, agent, team_agent,
-                                                    make_record):
+def test_round_trip_into_an_empty_database_is_exact(
+    tmp_path, reviewer, second_reviewer, agent, team_agent, make_record
+):
     seeded = seed(reviewer, second_reviewer, agent, team_agent, make_record)
     before = dump_state()
     assert Record.objects.get(pk=seeded["edited"].pk).edited_since_approval
@@ -161,9 +186,10 @@ def test_round_trip_into_an_empty_database_is_exact(tmp_path, reviewer, second_r
     assert after["records"] == before["records"]  # every field, timestamps, links, checksums, statuses
     # ... the approved content too, also of the record edited out of band (so it can still be restored):
     edited = after["records"][seeded["edited"].public_id]
-    assert edited["approved_content"] == {**content(title="Staging database host",
-                                                    body=body("Staging runs on db-staging-1.")),
-                                          "tags": ["billing", "repos"]}
+    assert edited["approved_content"] == {
+        **content(title="Staging database host", body=body("Staging runs on db-staging-1.")),
+        "tags": ["billing", "repos"],
+    }
     assert document["version"] == 2
     assert after["proposals"] == before["proposals"]
     assert after["agents"] == before["agents"]
@@ -212,7 +238,9 @@ def test_imported_agents_without_digest_get_a_token_with_connect_rotate(tmp_path
         import_file(tmp_path / "all.json", "--no-sync")
         out = io.StringIO()
         call_command("connect", "cursor", "--agent", "claude-code", "--rotate", stdout=out, stderr=io.StringIO())
-        token = json.loads(out.getvalue().split("\n\n")[0].split("\n", 1)[1])["mcpServers"]["vetted"]["env"]["VETTED_TOKEN"]
+        token = json.loads(out.getvalue().split("\n\n")[0].split("\n", 1)[1])["mcpServers"]["vetted"]["env"][
+            "VETTED_TOKEN"
+        ]
         assert actions.agent_for_token(token).name == "claude-code"
         actions.import_agent()
         with pytest.raises(InvalidTransition, match="tokenless import agent"):
@@ -225,11 +253,18 @@ def test_existing_audit_ids_shift_imported_ids_by_one_recorded_offset(tmp_path, 
     before = dump_state()["audit"]
     export(tmp_path / "all.json")
     with scratch_database():
-        actions.create_first_reviewer(username="rita", password="another-password-9", remote_addr="127.0.0.1",
-                                      setup_code=setup_code.ensure())
+        actions.create_first_reviewer(
+            username="rita", password="another-password-9", remote_addr="127.0.0.1", setup_code=setup_code.ensure()
+        )
         # An event here already holds the first exported id.
-        AuditEvent.objects.create(id=before[0]["id"], event_type="test.marker", actor_type="system",
-                                  actor="test", subject_type="user", subject_id="rita")
+        AuditEvent.objects.create(
+            id=before[0]["id"],
+            event_type="test.marker",
+            actor_type="system",
+            actor="test",
+            subject_type="user",
+            subject_id="rita",
+        )
         result, stderr = import_file(tmp_path / "all.json", "--no-sync")
         rows = dump_state()["audit"]
     offset = result["audit_id_offset"]
@@ -248,22 +283,40 @@ def test_team_export_contains_nothing_personal(tmp_path, reviewer, second_review
     seeded = seed(reviewer, second_reviewer, agent, team_agent, make_record)
     # Look-alikes in both spaces, and proposals and events about the personal ones.
     twin_team = make_record(title="Zebra roster team", body=body("The zebra roster is kept by the team lead."))
-    twin_personal = make_record(scope="personal", title="Zebra roster personal",
-                                body=body("My zebra roster secret is kept in a drawer at home."))
+    twin_personal = make_record(
+        scope="personal",
+        title="Zebra roster personal",
+        body=body("My zebra roster secret is kept in a drawer at home."),
+    )
     actions.dispute_record(twin_personal, agent=agent, reason="Zebra roster personal is outdated")
-    pending_personal = actions.propose_create(agent=agent, reason="Zebra roster personal note",
-                                              **content(scope="personal", title="Zebra roster personal draft",
-                                                        body=body("My private zebra draft stays mine.")))
+    pending_personal = actions.propose_create(
+        agent=agent,
+        reason="Zebra roster personal note",
+        **content(
+            scope="personal", title="Zebra roster personal draft", body=body("My private zebra draft stays mine.")
+        ),
+    )
     # A team record with a pending retirement, moved to the personal space:
     # the retirement is closed with a note naming the personal successor.
     outgoing = make_record(title="Zebra roster draft rules", body=body("Draft zebra rules are in the team doc."))
     actions.propose_retirement(outgoing, agent=team_agent, reason="These draft rules are outdated")
     moved_out = actions.move_record(outgoing, actor=reviewer, scope="personal", note="Only I need these")
-    personal_titles = ["Zebra roster personal", "Zebra roster personal draft", "Dentist on Thursdays",
-                       "My zebra roster secret", "My private zebra draft", "drawer at home",
-                       "My dentist"]
-    personal_ids = [twin_personal.public_id, pending_personal.public_id, seeded["personal"].public_id,
-                    seeded["moved"].public_id, moved_out.public_id]
+    personal_titles = [
+        "Zebra roster personal",
+        "Zebra roster personal draft",
+        "Dentist on Thursdays",
+        "My zebra roster secret",
+        "My private zebra draft",
+        "drawer at home",
+        "My dentist",
+    ]
+    personal_ids = [
+        twin_personal.public_id,
+        pending_personal.public_id,
+        seeded["personal"].public_id,
+        seeded["moved"].public_id,
+        moved_out.public_id,
+    ]
     personal_ids += list(Proposal.objects.filter(scope="personal").values_list("public_id", flat=True))
     personal_ids += list(Proposal.objects.filter(target__scope="personal").values_list("public_id", flat=True))
 
@@ -298,35 +351,109 @@ T = "2026-01-02T03:04:05.123456+00:00"
 def minimal_document() -> dict:
     def record(pid, status, supersedes=None, superseded_by=None, title="A fact worth keeping"):
         c = content(title=title)
-        return {"public_id": pid, **c, "status": status, "review_by": "2027-01-01",
-                "approved_checksum": actions._checksum_of(c), "approved_at": T, "approved_by": "ghost",
-                "verified_at": None, "valid_from": None, "valid_until": None, "supersedes": supersedes,
-                "superseded_by": superseded_by, "proposed_by": AGENT, "source_tool": "t", "reason": "because",
-                "session": "", "confidence": None, "access_count": 0, "metadata": {}, "created_at": T,
-                "updated_at": T}
+        return {
+            "public_id": pid,
+            **c,
+            "status": status,
+            "review_by": "2027-01-01",
+            "approved_checksum": actions._checksum_of(c),
+            "approved_at": T,
+            "approved_by": "ghost",
+            "verified_at": None,
+            "valid_from": None,
+            "valid_until": None,
+            "supersedes": supersedes,
+            "superseded_by": superseded_by,
+            "proposed_by": AGENT,
+            "source_tool": "t",
+            "reason": "because",
+            "session": "",
+            "confidence": None,
+            "access_count": 0,
+            "metadata": {},
+            "created_at": T,
+            "updated_at": T,
+        }
 
     return {
-        "format": "vetted-export", "version": 1, "exported_at": T, "scopes": ["personal", "team", "system"],
-        "records": [record(REC1, "superseded", superseded_by=REC2),
-                    record(REC2, "approved", supersedes=REC1, title="A fact worth keeping, revised")],
-        "proposals": [{"public_id": PROP, "action": "revise", "target": REC1, "state": "accepted", **content(),
-                       "review_by": None, "valid_from": None, "valid_until": None, "confidence": None,
-                       "metadata": {}, "content_checksum": "", "reason": "because", "agent": AGENT,
-                       "proposed_by_user": "", "source_tool": "", "session": "", "decided_by": "ghost",
-                       "decided_at": T, "decision_note": "", "reviewer_changes": {}, "result_record": REC2,
-                       "created_at": T, "updated_at": T}],
-        "agents": [{"public_id": AGENT, "name": "ghost-bot", "token_digest": None, "token_prefix": "",
-                    "scopes": ["team"], "source_tool": "", "is_active": True, "last_seen_at": None,
-                    "created_at": T, "created_by": "ghost", "revoked_at": None}],
-        "audit": [{"id": 1, "event_type": "proposal.accepted", "at": T, "actor_type": "user", "actor": "ghost",
-                   "subject_type": "proposal", "subject_id": PROP, "record_ref": REC2, "proposal_ref": PROP,
-                   "checksum_before": "", "checksum_after": "", "snippet": "", "extra": {}}],
+        "format": "vetted-export",
+        "version": 1,
+        "exported_at": T,
+        "scopes": ["personal", "team", "system"],
+        "records": [
+            record(REC1, "superseded", superseded_by=REC2),
+            record(REC2, "approved", supersedes=REC1, title="A fact worth keeping, revised"),
+        ],
+        "proposals": [
+            {
+                "public_id": PROP,
+                "action": "revise",
+                "target": REC1,
+                "state": "accepted",
+                **content(),
+                "review_by": None,
+                "valid_from": None,
+                "valid_until": None,
+                "confidence": None,
+                "metadata": {},
+                "content_checksum": "",
+                "reason": "because",
+                "agent": AGENT,
+                "proposed_by_user": "",
+                "source_tool": "",
+                "session": "",
+                "decided_by": "ghost",
+                "decided_at": T,
+                "decision_note": "",
+                "reviewer_changes": {},
+                "result_record": REC2,
+                "created_at": T,
+                "updated_at": T,
+            }
+        ],
+        "agents": [
+            {
+                "public_id": AGENT,
+                "name": "ghost-bot",
+                "token_digest": None,
+                "token_prefix": "",
+                "scopes": ["team"],
+                "source_tool": "",
+                "is_active": True,
+                "last_seen_at": None,
+                "created_at": T,
+                "created_by": "ghost",
+                "revoked_at": None,
+            }
+        ],
+        "audit": [
+            {
+                "id": 1,
+                "event_type": "proposal.accepted",
+                "at": T,
+                "actor_type": "user",
+                "actor": "ghost",
+                "subject_type": "proposal",
+                "subject_id": PROP,
+                "record_ref": REC2,
+                "proposal_ref": PROP,
+                "checksum_before": "",
+                "checksum_after": "",
+                "snippet": "",
+                "extra": {},
+            }
+        ],
     }
 
 
 def _counts():
-    return (Record.objects.count(), Proposal.objects.count(), Agent.objects.count(), AuditEvent.objects.count(),
-            get_user_model().objects.count())
+    return (
+        Record.objects.count(),
+        Proposal.objects.count(),
+        Agent.objects.count(),
+        AuditEvent.objects.count(),
+        get_user_model().objects.count(),
+    )
 
 
 @pytest.mark.django_db
@@ -354,18 +481,27 @@ def _mutations():
         ("version true", lambda d: d.update(version=True), "version True is not supported"),
         ("missing audit", drop("audit"), "missing top-level field(s): audit"),
         ("missing field", del_field(0, "approved_checksum"), "missing field(s) approved_checksum"),
-        ("dangling supersedes", rec(1, supersedes="rec_999999999999"),
-         "supersedes points to 'rec_999999999999', which is not in the file"),
+        (
+            "dangling supersedes",
+            rec(1, supersedes="rec_999999999999"),
+            "supersedes points to 'rec_999999999999', which is not in the file",
+        ),
         ("one-sided chain", rec(0, superseded_by=None, status="approved"), "supersedes 'rec_111111111111', but"),
         ("status", rec(0, status="deleted"), "status 'deleted' is not one of"),
         ("bad date", rec(0, review_by="next week"), "review_by must be a date YYYY-MM-DD"),
         ("naive time", rec(0, approved_at="2026-01-02T03:04:05"), "approved_at must be an ISO 8601"),
         ("bad checksum", rec(0, approved_checksum="abc"), "approved_checksum must be 64 lowercase hex digits"),
         ("duplicate id", rec(1, public_id=REC1), "public_id appears twice"),
-        ("dangling target", lambda d: d["proposals"][0].update(target="rec_999999999999"),
-         "target points to 'rec_999999999999'"),
-        ("unknown agent", lambda d: d["proposals"][0].update(agent="agt_bbbbbbbbbbbb"),
-         "agent 'agt_bbbbbbbbbbbb' is not an agent in the file"),
+        (
+            "dangling target",
+            lambda d: d["proposals"][0].update(target="rec_999999999999"),
+            "target points to 'rec_999999999999'",
+        ),
+        (
+            "unknown agent",
+            lambda d: d["proposals"][0].update(agent="agt_bbbbbbbbbbbb"),
+            "agent 'agt_bbbbbbbbbbbb' is not an agent in the file",
+        ),
         ("audit id", lambda d: d["audit"][0].update(id="one"), "id must be a whole number"),
         ("not an object", lambda d: d["records"].append(["x"]), "records[2]: must be a JSON object"),
     ]
@@ -387,11 +523,14 @@ def test_bad_documents_are_refused_naming_the_problem(tmp_path, reviewer, name, 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("raw,expected", [
-    (b"{not json", "is not valid JSON"),
-    (b"\xff\xfe", "is not UTF-8"),
-    (b"[1, 2]", "must hold one JSON object"),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (b"{not json", "is not valid JSON"),
+        (b"\xff\xfe", "is not UTF-8"),
+        (b"[1, 2]", "must hold one JSON object"),
+    ],
+)
 def test_unreadable_files_are_refused(tmp_path, reviewer, raw, expected):
     path = tmp_path / "bad.json"
     path.write_bytes(raw)
@@ -457,8 +596,13 @@ def test_a_version_1_file_imports_with_the_approved_content_derived_like_the_mig
     assert result["edited_since_approval"] == [REC1]
     assert Record.objects.get(public_id=REC1).approved_content is None  # lost: nothing to restore
     kept = Record.objects.get(public_id=REC2)
-    assert kept.approved_text() == {"kind": kept.kind, "scope": kept.scope, "title": kept.title,
-                                    "body": kept.body, "tags": kept.tags}
+    assert kept.approved_text() == {
+        "kind": kept.kind,
+        "scope": kept.scope,
+        "title": kept.title,
+        "body": kept.body,
+        "tags": kept.tags,
+    }
 
 
 @pytest.mark.django_db
@@ -476,14 +620,18 @@ def test_a_version_2_file_keeps_the_approved_content_of_an_edited_record(tmp_pat
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name,mutate", [
-    ("other text", lambda c: c.update(body=c["body"] + " Something nobody approved.")),
-    ("missing field", lambda c: c.pop("tags")),
-    ("extra field", lambda c: c.update(review_by="2027-01-01")),
-    ("wrong type", lambda c: c.update(tags="billing")),
-])
-def test_a_version_2_file_with_approved_content_that_is_not_what_was_approved_is_refused(tmp_path, reviewer,
-                                                                                      name, mutate):
+@pytest.mark.parametrize(
+    "name,mutate",
+    [
+        ("other text", lambda c: c.update(body=c["body"] + " Something nobody approved.")),
+        ("missing field", lambda c: c.pop("tags")),
+        ("extra field", lambda c: c.update(review_by="2027-01-01")),
+        ("wrong type", lambda c: c.update(tags="billing")),
+    ],
+)
+def test_a_version_2_file_with_approved_content_that_is_not_what_was_approved_is_refused(
+    tmp_path, reviewer, name, mutate
+):
     document = _v2_document()
     mutate(document["records"][0]["approved_content"])
     path = tmp_path / "bad.json"

@@ -20,8 +20,12 @@ from tests.conftest import GOOD_BODY, content
 pytestmark = pytest.mark.django_db
 
 SETUP = "/setup/"
-GOOD = {"username": "rita", "email": "rita@example.com",
-        "password": "correct-horse-battery-9", "password2": "correct-horse-battery-9"}
+GOOD = {
+    "username": "rita",
+    "email": "rita@example.com",
+    "password": "correct-horse-battery-9",
+    "password2": "correct-horse-battery-9",
+}
 REMOTE = "203.0.113.5"
 
 
@@ -107,11 +111,14 @@ def test_password_mismatch_is_reported_and_creates_nobody(client):
     assert not AuditEvent.objects.exists()
 
 
-@pytest.mark.parametrize("password, expected", [
-    ("short-1", "too short"),
-    ("password123", "too common"),
-    ("4815162342108", "entirely numeric"),
-])
+@pytest.mark.parametrize(
+    "password, expected",
+    [
+        ("short-1", "too short"),
+        ("password123", "too common"),
+        ("4815162342108", "entirely numeric"),
+    ],
+)
 def test_weak_password_is_reported_and_creates_nobody(client, password, expected):
     response = client.post(SETUP, {**GOOD, "password": password, "password2": password})
     assert response.status_code == 200
@@ -240,8 +247,9 @@ def test_create_first_reviewer_refuses_when_a_user_exists(reviewer):
     from reviews.errors import InvalidTransition
 
     with pytest.raises(InvalidTransition, match="already exists"):
-        actions.create_first_reviewer(username="mallory", password=GOOD["password"], remote_addr="127.0.0.1",
-                                      setup_code=GOOD["code"])
+        actions.create_first_reviewer(
+            username="mallory", password=GOOD["password"], remote_addr="127.0.0.1", setup_code=GOOD["code"]
+        )
     assert users().count() == 1
 
 
@@ -267,7 +275,9 @@ def test_login_page_is_reachable_once_a_user_exists(client, reviewer):
 
 
 def test_home_shows_the_counts(client, reviewer, agent, make_record):
-    kept, retiring, disputed = (make_record(title=f"Record number {i}", body=f"{GOOD_BODY} Copy {i}.") for i in range(3))
+    kept, retiring, disputed = (
+        make_record(title=f"Record number {i}", body=f"{GOOD_BODY} Copy {i}.") for i in range(3)
+    )
     actions.propose_retirement(retiring, agent=agent, reason="The repository was archived")
     actions.dispute_record(disputed, agent=agent, reason="The repository moved")
     client.force_login(reviewer)

@@ -40,10 +40,17 @@ def gateway(django_db_setup, django_db_blocker, tmp_path_factory):
     with running_daemon(tmp_path_factory.mktemp("hostile-daemon"), VETTED_READS_PER_MINUTE="0") as daemon:
         yield daemon
 
+
 API = "/api/v1"
 REASON = "Seen in the team handbook today"
-PROPOSAL = {"title": "Billing API repository", "body": GOOD_BODY, "kind": "fact", "scope": "team",
-            "tags": ["billing"], "reason": REASON}
+PROPOSAL = {
+    "title": "Billing API repository",
+    "body": GOOD_BODY,
+    "kind": "fact",
+    "scope": "team",
+    "tags": ["billing"],
+    "reason": REASON,
+}
 ONE_MB = 1024 * 1024
 
 
@@ -60,8 +67,16 @@ def api(gateway, method, path, token, **kwargs):
     return http(method, gateway.base + API + path, token=token, **kwargs)
 
 
-def raw_request(base: str, method: str, path: str, *, headers: dict, body: bytes | None = None,
-                chunks: list[bytes] | None = None, timeout: float = 30):
+def raw_request(
+    base: str,
+    method: str,
+    path: str,
+    *,
+    headers: dict,
+    body: bytes | None = None,
+    chunks: list[bytes] | None = None,
+    timeout: float = 30,
+):
     """A request with exactly these bytes (chunked when ``chunks`` is given)."""
     target = urlsplit(base)
     conn = httplib.HTTPConnection(target.hostname, target.port, timeout=timeout)
@@ -91,17 +106,30 @@ class RawMcp:
 
     def __init__(self, gateway, token: str):
         self.base, self.token, self.session = gateway.base, token, None
-        status, headers, body = self.post(json.dumps({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "hostile", "version": "1"}}}).encode())
+        status, headers, body = self.post(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "hostile", "version": "1"},
+                    },
+                }
+            ).encode()
+        )
         assert status == 200, body
         self.session = headers["mcp-session-id"]
         self.post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
 
     def post(self, raw: bytes):
-        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
-                   "Accept": "application/json, text/event-stream"}
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
         if self.session:
             headers["Mcp-Session-Id"] = self.session
             headers["Mcp-Protocol-Version"] = "2025-06-18"
@@ -153,12 +181,45 @@ def deep(levels: int) -> str:
 
 
 CONTROL = {"NUL": "\x00", "ESC": "\x1b", "RTL override": "\u202e", "C1 NEL": "\x85", "bidi isolate": "\u2067"}
-FTS_QUERIES = ['billing NEAR(', 'NEAR(billing repository', '"billing', 'billing"', '*', 'bill*', '* billing',
-               'billing AND OR NOT', 'AND', 'NOT billing', 'OR', '^billing', 'title:billing', 'body:', 'col:x',
-               '{title body}: billing', '(', ')', 'billing -repository', '+', "'", '"', '""', "''"]
+FTS_QUERIES = [
+    "billing NEAR(",
+    "NEAR(billing repository",
+    '"billing',
+    'billing"',
+    "*",
+    "bill*",
+    "* billing",
+    "billing AND OR NOT",
+    "AND",
+    "NOT billing",
+    "OR",
+    "^billing",
+    "title:billing",
+    "body:",
+    "col:x",
+    "{title body}: billing",
+    "(",
+    ")",
+    "billing -repository",
+    "+",
+    "'",
+    '"',
+    '""',
+    "''",
+]
 SQL = "'; DROP TABLE reviews_record; --"
-HOSTILE_IDS = ["../", "../../etc/passwd", "%2e%2e%2f", "..%2f..%2fetc%2fpasswd", "rec_\x00", "rec_%00",
-               "rec_0123456789ab\x00", SQL, "rec_" + "9" * 5000, "rec_\u202e"]
+HOSTILE_IDS = [
+    "../",
+    "../../etc/passwd",
+    "%2e%2e%2f",
+    "..%2f..%2fetc%2fpasswd",
+    "rec_\x00",
+    "rec_%00",
+    "rec_0123456789ab\x00",
+    SQL,
+    "rec_" + "9" * 5000,
+    "rec_\u202e",
+]
 
 
 # --------------------------------------------------------------------------- sizes
@@ -171,7 +232,7 @@ def test_rest_refuses_a_one_megabyte_body_even_when_chunked(gateway, agent_token
     status, _, body = raw_request(gateway.base, "POST", API + "/proposals", headers=headers, body=big)
     assert_refused(status, json.loads(body), allowed=(413,))
     # No Content-Length to check first: the guard counts the chunks as they come.
-    pieces = [big[i:i + 65536] for i in range(0, len(big), 65536)]
+    pieces = [big[i : i + 65536] for i in range(0, len(big), 65536)]
     status, _, body = raw_request(gateway.base, "POST", API + "/proposals", headers=headers, chunks=pieces)
     assert status == 413 and "262144" in json.loads(body)["message"]
     assert trace() == before
@@ -179,8 +240,9 @@ def test_rest_refuses_a_one_megabyte_body_even_when_chunked(gateway, agent_token
 
 def test_mcp_refuses_a_one_megabyte_body_without_hanging(gateway, agent_tokens):
     before = trace()
-    outcome = mcp_call_with_deadline(gateway, agent_tokens["claude-code"], "propose_context",
-                                     {**PROPOSAL, "body": "word " * (ONE_MB // 5)})
+    outcome = mcp_call_with_deadline(
+        gateway, agent_tokens["claude-code"], "propose_context", {**PROPOSAL, "body": "word " * (ONE_MB // 5)}
+    )
     # The official client turns the guard's 413 into an MCP error of its own
     # (it drops our message, which the raw request below shows); what matters
     # is that the call ends, refused.
@@ -190,8 +252,16 @@ def test_mcp_refuses_a_one_megabyte_body_without_hanging(gateway, agent_tokens):
         assert outcome.is_error and "262144" in text_of(outcome)
     # The bytes a client would send, answered by the guard with the limit stated.
     session = RawMcp(gateway, agent_tokens["claude-code"])
-    status, _, body = session.post(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "propose_context", "arguments": {**PROPOSAL, "body": "x" * ONE_MB}}}).encode())
+    status, _, body = session.post(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "propose_context", "arguments": {**PROPOSAL, "body": "x" * ONE_MB}},
+            }
+        ).encode()
+    )
     assert status == 413 and "262144" in json.loads(body)["message"]
     assert trace() == before
 
@@ -199,7 +269,9 @@ def test_mcp_refuses_a_one_megabyte_body_without_hanging(gateway, agent_tokens):
 def test_a_record_body_just_over_20000_characters_is_refused_by_field(gateway, agent_tokens):
     before = trace()
     long_body = (GOOD_BODY + " ") * (20_001 // len(GOOD_BODY) + 1)
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], body={**PROPOSAL, "body": long_body})
+    status, _, data = api(
+        gateway, "POST", "/proposals", agent_tokens["claude-code"], body={**PROPOSAL, "body": long_body}
+    )
     assert_refused(status, data, allowed=(400,))
     assert "at most 20000" in data["fields"]["body"]
     result = call(gateway.mcp_url, agent_tokens["claude-code"], "propose_context", {**PROPOSAL, "body": long_body})
@@ -215,7 +287,9 @@ def test_ten_thousand_tags_are_refused_with_the_limit(gateway, agent_tokens):
     assert "at most 20" in data["fields"]["tags"]
     result = call(gateway.mcp_url, agent_tokens["claude-code"], "propose_context", {**PROPOSAL, "tags": tags})
     assert result.is_error and "at most 20" in text_of(result)
-    status, _, data = api(gateway, "GET", "/search?q=billing&tags=" + ",".join(tags[:3000]), agent_tokens["claude-code"])
+    status, _, data = api(
+        gateway, "GET", "/search?q=billing&tags=" + ",".join(tags[:3000]), agent_tokens["claude-code"]
+    )
     # Too many tags to filter by is refused by field; a harmless filter just matches nothing.
     assert (status == 400 and "tags" in data["fields"]) or (status == 200 and data["results"] == []), (status, data)
     assert trace() == before
@@ -226,10 +300,19 @@ def test_ten_thousand_tags_are_refused_with_the_limit(gateway, agent_tokens):
 
 def test_rest_refuses_ten_thousand_levels_of_nested_json(gateway, agent_tokens):
     before = trace()
-    for raw in (deep(10_000).encode(), ('{"title": ' + deep(10_000) + "}").encode(),
-                ('{"a":' * 10_000 + "1" + "}" * 10_000).encode()):
-        status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], raw=raw,
-                              headers={"Content-Type": "application/json"})
+    for raw in (
+        deep(10_000).encode(),
+        ('{"title": ' + deep(10_000) + "}").encode(),
+        ('{"a":' * 10_000 + "1" + "}" * 10_000).encode(),
+    ):
+        status, _, data = api(
+            gateway,
+            "POST",
+            "/proposals",
+            agent_tokens["claude-code"],
+            raw=raw,
+            headers={"Content-Type": "application/json"},
+        )
         assert_refused(status, data, allowed=(400,))
         assert "JSON" in data["message"] or "JSON" in str(data.get("fields")), data
     assert trace() == before
@@ -238,8 +321,10 @@ def test_rest_refuses_ten_thousand_levels_of_nested_json(gateway, agent_tokens):
 def test_mcp_refuses_ten_thousand_levels_of_nested_json(gateway, agent_tokens):
     before = trace()
     session = RawMcp(gateway, agent_tokens["claude-code"])
-    nested = ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "propose_context", '
-              '"arguments": {"title": ' + deep(10_000) + "}}}").encode()
+    nested = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "propose_context", '
+        '"arguments": {"title": ' + deep(10_000) + "}}}"
+    ).encode()
     assert_mcp_refused(*session.post(nested)[::2])
     assert_mcp_refused(*session.post(deep(10_000).encode())[::2])
     # The session still works afterwards.
@@ -250,16 +335,26 @@ def test_mcp_refuses_ten_thousand_levels_of_nested_json(gateway, agent_tokens):
 
 def test_invalid_utf8_is_refused_on_both_transports(gateway, agent_tokens):
     before = trace()
-    raw = b'{"title": "Billing \xff\xfe API", "body": "' + GOOD_BODY.encode() + b'", "kind": "fact", ' \
-          b'"scope": "team", "reason": "' + REASON.encode() + b'"}'
-    status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], raw=raw,
-                          headers={"Content-Type": "application/json"})
+    raw = (
+        b'{"title": "Billing \xff\xfe API", "body": "' + GOOD_BODY.encode() + b'", "kind": "fact", '
+        b'"scope": "team", "reason": "' + REASON.encode() + b'"}'
+    )
+    status, _, data = api(
+        gateway,
+        "POST",
+        "/proposals",
+        agent_tokens["claude-code"],
+        raw=raw,
+        headers={"Content-Type": "application/json"},
+    )
     assert_refused(status, data, allowed=(400,))
     assert "JSON" in data["message"] or "utf" in data["message"].lower()
 
     session = RawMcp(gateway, agent_tokens["claude-code"])
-    message = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "propose_context", ' \
-              b'"arguments": ' + raw + b"}}"
+    message = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "propose_context", '
+        b'"arguments": ' + raw + b"}}"
+    )
     assert_mcp_refused(*session.post(message)[::2])
     # Invalid UTF-8 in a query string, percent-encoded.
     status, _, data = api(gateway, "GET", "/search?q=%ff%fe%fd", agent_tokens["claude-code"])
@@ -275,9 +370,11 @@ def test_control_characters_in_titles_bodies_and_reasons_are_refused_by_field(ga
     char = CONTROL[name]
     token = agent_tokens["claude-code"]
     before = trace()
-    for field, value in (("title", f"Billing{char} API repository"),
-                         ("body", GOOD_BODY.replace("lives", f"lives{char}")),
-                         ("reason", f"Seen in{char} the team handbook")):
+    for field, value in (
+        ("title", f"Billing{char} API repository"),
+        ("body", GOOD_BODY.replace("lives", f"lives{char}")),
+        ("reason", f"Seen in{char} the team handbook"),
+    ):
         status, _, data = api(gateway, "POST", "/proposals", token, body={**PROPOSAL, field: value})
         assert_refused(status, data, allowed=(400,))
         assert "control character U+" in data["fields"][field], (name, field, data)
@@ -287,7 +384,8 @@ def test_control_characters_in_titles_bodies_and_reasons_are_refused_by_field(ga
 
 
 def test_control_characters_in_queries_are_dropped_and_a_query_of_nothing_else_is_refused(
-        gateway, agent_tokens, make_record):
+    gateway, agent_tokens, make_record
+):
     record = make_record()
     token = agent_tokens["claude-code"]
     before = trace()
@@ -337,31 +435,52 @@ def test_hostile_ids_are_refused_by_every_mcp_tool_that_takes_one(gateway, agent
     before = trace()
 
     async def every_tool(client):
-        return [await client.call_tool(tool, args) for tool, args in (
-            ("read", {"id": hostile}), ("proposal_status", {"id": hostile}),
-            ("dispute", {"id": hostile, "reason": "It is wrong now"}),
-            ("propose_retirement", {"id": hostile, "reason": "It is gone now"}),
-            ("propose_context", {**PROPOSAL, "revises": hostile}))]
+        return [
+            await client.call_tool(tool, args)
+            for tool, args in (
+                ("read", {"id": hostile}),
+                ("proposal_status", {"id": hostile}),
+                ("dispute", {"id": hostile, "reason": "It is wrong now"}),
+                ("propose_retirement", {"id": hostile, "reason": "It is gone now"}),
+                ("propose_context", {**PROPOSAL, "revises": hostile}),
+            )
+        ]
 
     for result in over_http(gateway.mcp_url, token, every_tool):
         text = text_of(result)
         # A refusal by our validation ([invalid], [not_found]) or by the tool's
         # declared input schema (at most 40 characters), never a crash.
-        assert result.is_error and ("[invalid]" in text or "[not_found]" in text
-                                    or "at most 40 characters" in text), text[:300]
+        assert result.is_error and ("[invalid]" in text or "[not_found]" in text or "at most 40 characters" in text), (
+            text[:300]
+        )
         assert "Traceback" not in text and "/etc/passwd" not in text.replace(hostile, "")
     assert trace() == before
 
 
-@pytest.mark.parametrize("path", ["/records/%2e%2e%2f", "/records/%2e%2e%2fdescribe", "/records/..%2f..%2fdescribe",
-                                  "/records/%2e%2e/%2e%2e/describe", "/records/rec_%00/dispute",
-                                  "/proposals/%00", "/records/%252e%252e%252f", "/records/" + quote(SQL, safe=""),
-                                  "/records/%E2%80%AE"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/records/%2e%2e%2f",
+        "/records/%2e%2e%2fdescribe",
+        "/records/..%2f..%2fdescribe",
+        "/records/%2e%2e/%2e%2e/describe",
+        "/records/rec_%00/dispute",
+        "/proposals/%00",
+        "/records/%252e%252e%252f",
+        "/records/" + quote(SQL, safe=""),
+        "/records/%E2%80%AE",
+    ],
+)
 def test_hostile_ids_in_rest_paths_are_refused(gateway, agent_tokens, path):
     before = trace()
     method = "POST" if path.endswith("/dispute") else "GET"
-    status, _, data = api(gateway, method, path, agent_tokens["claude-code"],
-                          body={"reason": "It is wrong now"} if method == "POST" else None)
+    status, _, data = api(
+        gateway,
+        method,
+        path,
+        agent_tokens["claude-code"],
+        body={"reason": "It is wrong now"} if method == "POST" else None,
+    )
     assert_refused(status, data, allowed=(400, 404))
     assert trace() == before
 
@@ -373,7 +492,7 @@ SCRIPTED = (
     "The billing runbook says to page the on-call engineer before any deploy of the billing service.\n\n"
     "<script>alert('proposal-xss')</script>\n\n"
     "[the runbook](javascript:alert('link-xss')) and <a href=\"javascript:alert('a-xss')\">the wiki</a>\n\n"
-    "<img src=x onerror=\"alert('img-xss')\"> <iframe src=\"https://evil.example.com\"></iframe>\n\n"
+    '<img src=x onerror="alert(\'img-xss\')"> <iframe src="https://evil.example.com"></iframe>\n\n'
     "<svg onload=alert('svg-xss')></svg> [data link](data:text/html;base64,PHNjcmlwdD4=)"
 )
 

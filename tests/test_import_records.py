@@ -251,14 +251,17 @@ def test_bad_line_with_approve_imports_nothing(tmp_path, reviewer):
 @pytest.mark.django_db
 def test_all_errors_are_reported_sorted_by_line(tmp_path):
     a = good_lines(1)[0]
-    path = write_jsonl(tmp_path, [
-        line(kind="rumour", title="First bad record"),   # 1: row error
-        "",                                             # 2: blank
-        "not json at all",                              # 3: parse error
-        a,                                              # 4: good
-        line(title="Second bad record", body="short"),  # 5: row error
-        "42",                                           # 6: parse error (not an object)
-    ])
+    path = write_jsonl(
+        tmp_path,
+        [
+            line(kind="rumour", title="First bad record"),  # 1: row error
+            "",  # 2: blank
+            "not json at all",  # 3: parse error
+            a,  # 4: good
+            line(title="Second bad record", body="short"),  # 5: row error
+            "42",  # 6: parse error (not an object)
+        ],
+    )
 
     stdout, _, exc = run_import(path)
 
@@ -274,8 +277,9 @@ def test_all_errors_are_reported_sorted_by_line(tmp_path):
 
 @pytest.mark.django_db
 def test_line_with_several_problems_names_each_field(tmp_path):
-    path = write_jsonl(tmp_path, [json.dumps({"kind": "rumour", "scope": "galaxy", "title": "Ok title",
-                                              "body": "short"})])
+    path = write_jsonl(
+        tmp_path, [json.dumps({"kind": "rumour", "scope": "galaxy", "title": "Ok title", "body": "short"})]
+    )
 
     stdout, _, exc = run_import(path)
 
@@ -404,8 +408,7 @@ def test_in_file_duplicate_error_does_not_name_a_rolled_back_id(tmp_path, review
     message = summary_of(stdout)["errors"][0]["error"]
     named = re.findall(r"\b(?:prop|rec)_[0-9a-f]{12}\b", message)
     exists = all(
-        Proposal.objects.filter(public_id=i).exists() or Record.objects.filter(public_id=i).exists()
-        for i in named
+        Proposal.objects.filter(public_id=i).exists() or Record.objects.filter(public_id=i).exists() for i in named
     )
     assert exists or "line 1" in message, message
 
@@ -423,7 +426,9 @@ def test_agent_option_attributes_proposals_to_that_agent(tmp_path, agent):
     ids = summary_of(stdout)["ids"]
     assert set(Proposal.objects.filter(public_id__in=ids).values_list("agent__name", flat=True)) == {"claude-code"}
     assert not Agent.objects.filter(name="import").exists()
-    assert set(AuditEvent.objects.filter(event_type="proposal.created").values_list("actor", flat=True)) == {"claude-code"}
+    assert set(AuditEvent.objects.filter(event_type="proposal.created").values_list("actor", flat=True)) == {
+        "claude-code"
+    }
 
 
 @pytest.mark.django_db
@@ -441,8 +446,9 @@ def test_unknown_agent_name_is_refused(tmp_path, reviewer):
 
 @pytest.mark.django_db
 def test_agent_without_the_line_scope_gets_a_line_error(tmp_path, team_agent):
-    path = write_jsonl(tmp_path, [line(scope="team", title="Team record here"),
-                                  line(scope="personal", title="Personal record here")])
+    path = write_jsonl(
+        tmp_path, [line(scope="team", title="Team record here"), line(scope="personal", title="Personal record here")]
+    )
 
     stdout, _, exc = run_import(path, agent="team-bot", partial=True)
 
@@ -583,15 +589,23 @@ def test_failed_import_stdout_is_only_the_json_summary(tmp_path):
 
 
 def _manage(args, env, **kw):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT_DIR, env=env,
-                          capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
 
 
 @pytest.mark.slow
 def test_import_runs_as_a_real_process(tmp_path):
     home = tmp_path / "home"
-    env = {k: val for k, val in os.environ.items()
-           if k not in {"VETTED_DB_PATH", "VETTED_REVIEWER", "VETTED_SECRET_KEY"}}
+    env = {
+        k: val for k, val in os.environ.items() if k not in {"VETTED_DB_PATH", "VETTED_REVIEWER", "VETTED_SECRET_KEY"}
+    }
     env.update(DJANGO_SETTINGS_MODULE="memory_site.settings", VETTED_HOME=str(home), PYTHONUNBUFFERED="1")
 
     migrated = _manage(["migrate", "--noinput", "-v", "0"], env)
@@ -608,8 +622,9 @@ def test_import_runs_as_a_real_process(tmp_path):
     assert summary["errors"] == []
     assert all(i.startswith("prop_") for i in summary["ids"])
 
-    bad = write_jsonl(tmp_path, [line(title="Another good record"), line(kind="rumour", title="Bad kind")],
-                      name="bad.jsonl")
+    bad = write_jsonl(
+        tmp_path, [line(title="Another good record"), line(kind="rumour", title="Bad kind")], name="bad.jsonl"
+    )
     failed = _manage(["import_records", str(bad)], env)
     assert failed.returncode == 1
     summary = json.loads(failed.stdout.splitlines()[-1])
@@ -622,4 +637,5 @@ def test_import_runs_as_a_real_process(tmp_path):
     listed = _manage(["review", "list", "--json"], env)
     assert listed.returncode == 0, listed.stderr
     assert sorted(json.loads(ln)["id"] for ln in listed.stdout.splitlines()) == sorted(
-        json.loads(ok.stdout.splitlines()[-1])["ids"])
+        json.loads(ok.stdout.splitlines()[-1])["ids"]
+    )

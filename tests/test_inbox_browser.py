@@ -19,19 +19,32 @@ from tests.conftest import content
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
 PASSWORD = "a-long-password-1"  # the reviewer fixture's
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 # reduced_motion: cards scroll into view at once, so a click never lands on
 # an element that is still moving.
 SIZES = {
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 3, "reduced_motion": "reduce"},
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 3,
+        "reduced_motion": "reduce",
+    },
     "desktop": {"viewport": {"width": 1440, "height": 900}, "reduced_motion": "reduce"},
 }
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
-    pytestmark = [pytest.mark.browser,
-                  pytest.mark.skip(reason="/usr/bin/chromium is missing (apt-get install -y chromium); CI installs it")]
+    pytestmark = [
+        pytest.mark.browser,
+        pytest.mark.skip(reason="/usr/bin/chromium is missing (apt-get install -y chromium); CI installs it"),
+    ]
 else:
     pytestmark = [pytest.mark.browser]
 
@@ -60,15 +73,35 @@ def browser():
 @pytest.fixture
 def seeded(reviewer, agent, make_record):
     """Three proposals to decide: two creates and a revision of an approved record."""
-    record = make_record(title="Deploy checklist", body="1. Run the **migrations**.\n2. Deploy `acme/billing-api` from main.\n3. Watch the error rate for ten minutes.")
-    first = actions.propose_create(agent=agent, reason="Read in the on-call handbook", **content(
-        title="Staging database host", body="Staging uses `db-staging.internal` on port 5433; credentials are in the vault under *staging/db*.",
-        tags=["staging", "database"]))
-    revision = actions.propose_revision(record, agent=agent, reason="The team now watches for fifteen minutes",
-                                        body=record.body.replace("ten minutes", "fifteen minutes and the latency"))
-    third = actions.propose_create(agent=agent, reason="Heard in a meeting", **content(
-        title="Friday deploys", body="We never deploy on Fridays after noon, except for security fixes approved by the lead.",
-        kind="decision", tags=["deploys"]))
+    record = make_record(
+        title="Deploy checklist",
+        body="1. Run the **migrations**.\n2. Deploy `acme/billing-api` from main.\n3. Watch the error rate for ten minutes.",
+    )
+    first = actions.propose_create(
+        agent=agent,
+        reason="Read in the on-call handbook",
+        **content(
+            title="Staging database host",
+            body="Staging uses `db-staging.internal` on port 5433; credentials are in the vault under *staging/db*.",
+            tags=["staging", "database"],
+        ),
+    )
+    revision = actions.propose_revision(
+        record,
+        agent=agent,
+        reason="The team now watches for fifteen minutes",
+        body=record.body.replace("ten minutes", "fifteen minutes and the latency"),
+    )
+    third = actions.propose_create(
+        agent=agent,
+        reason="Heard in a meeting",
+        **content(
+            title="Friday deploys",
+            body="We never deploy on Fridays after noon, except for security fixes approved by the lead.",
+            kind="decision",
+            tags=["deploys"],
+        ),
+    )
     return {"record": record, "first": first, "revision": revision, "third": third}
 
 
@@ -261,15 +294,23 @@ def test_pages_work_without_javascript(browser, live_server, seeded):
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])
 def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, agent, make_record, size):
-    overdue = make_record(title="Old on-call rota", body="The on-call rota lives in the ops calendar and rotates every Monday at nine.")
+    overdue = make_record(
+        title="Old on-call rota", body="The on-call rota lives in the ops calendar and rotates every Monday at nine."
+    )
     Record = type(overdue)
     Record.objects.filter(pk=overdue.pk).update(review_by=overdue.review_by.replace(year=2000))
-    disputed = make_record(title="Payment provider", body="Card payments go through the acme-pay provider, configured in billing-api.")
+    disputed = make_record(
+        title="Payment provider", body="Card payments go through the acme-pay provider, configured in billing-api."
+    )
     actions.dispute_record(disputed, agent=agent, reason="We changed provider in May; see the finance wiki")
-    wide = make_record(title="Wide content", body=(
-        "A long command and a long link must not push the page sideways:\n\n"
-        "```\nkubectl --namespace=billing-production-eu-west-1 rollout restart deployment/billing-api-worker-queue-consumer-v2 --context=prod\n```\n\n"
-        "https://example.com/" + "a" * 150 + " and | a | table |\n|---|---|\n| " + "wide-cell-" * 20 + " | x |"))
+    wide = make_record(
+        title="Wide content",
+        body=(
+            "A long command and a long link must not push the page sideways:\n\n"
+            "```\nkubectl --namespace=billing-production-eu-west-1 rollout restart deployment/billing-api-worker-queue-consumer-v2 --context=prod\n```\n\n"
+            "https://example.com/" + "a" * 150 + " and | a | table |\n|---|---|\n| " + "wide-cell-" * 20 + " | x |"
+        ),
+    )
     context = browser.new_context(color_scheme="dark", **SIZES[size])
     page = context.new_page()
     page.set_default_timeout(10_000)
@@ -280,9 +321,14 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
         page.click("button[type=submit]")
         page.wait_for_selector("#pending-count")
         shot(page, f"{size}-dark-inbox")
-        for name, path in (("due", "/due/"), ("disputed", "/disputed/"), ("records", "/records/?q=payment+provider&mode=keyword&as_agent=1&reader_scopes=team"),
-                           ("agents", "/agents/"), ("settings", "/settings/"),
-                           ("wide-record", f"/records/{wide.public_id}/")):
+        for name, path in (
+            ("due", "/due/"),
+            ("disputed", "/disputed/"),
+            ("records", "/records/?q=payment+provider&mode=keyword&as_agent=1&reader_scopes=team"),
+            ("agents", "/agents/"),
+            ("settings", "/settings/"),
+            ("wide-record", f"/records/{wide.public_id}/"),
+        ):
             page.goto(live_server.url + path)
             assert_fits(page, size)
             shot(page, f"{size}-dark-{name}", full=True)

@@ -28,6 +28,7 @@ def create_proposal(agent):
     def make(n=0, **overrides):
         fields = content(title=f"Proposal number {n}", body=f"{GOOD_BODY} Variant {n}.", **overrides)
         return actions.propose_create(agent=agent, reason="Seen in the repository", **fields)
+
     return make
 
 
@@ -69,6 +70,7 @@ def test_an_agent_bearer_token_cannot_accept_a_proposal(client, reviewer, create
 
 def test_posts_without_a_csrf_token_are_refused(reviewer, create_proposal):
     from django.test import Client
+
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(reviewer)
     proposal = create_proposal()
@@ -97,8 +99,12 @@ def test_inbox_lists_pending_proposals_oldest_first_with_the_count(signed_in, cr
 
 
 def test_inbox_shows_a_word_diff_for_a_revision(signed_in, agent, record):
-    actions.propose_revision(record, agent=agent, reason="The repository moved",
-                             body=GOOD_BODY.replace("acme/billing-api", "acme/billing-service"))
+    actions.propose_revision(
+        record,
+        agent=agent,
+        reason="The repository moved",
+        body=GOOD_BODY.replace("acme/billing-api", "acme/billing-service"),
+    )
     html = signed_in.get("/").content.decode()
     assert "<del>acme/billing-api</del>" in html
     assert "<ins>acme/billing-service</ins>" in html
@@ -119,8 +125,8 @@ def test_inbox_paginates_with_load_more(signed_in, create_proposal):
     made = [create_proposal(i) for i in range(30)]
     html = signed_in.get("/").content.decode()
     assert header_count(html) == 30
-    assert html.count('data-card tabindex') == 25
-    cursor = re.search(r'\?after=(\d+)', html).group(1)
+    assert html.count("data-card tabindex") == 25
+    cursor = re.search(r"\?after=(\d+)", html).group(1)
     more = signed_in.get(f"/?after={cursor}", **HX)
     page = more.content.decode()
     assert page.count("data-card tabindex") == 5
@@ -131,7 +137,7 @@ def test_inbox_paginates_with_load_more(signed_in, create_proposal):
 def test_load_more_cursor_is_stable_when_cards_are_decided(signed_in, reviewer, create_proposal):
     made = [create_proposal(i) for i in range(30)]
     html = signed_in.get("/").content.decode()
-    cursor = re.search(r'\?after=(\d+)', html).group(1)
+    cursor = re.search(r"\?after=(\d+)", html).group(1)
     for p in made[:3]:
         actions.reject_proposal(p, actor=reviewer)
     page = signed_in.get(f"/?after={cursor}").content.decode()
@@ -140,9 +146,11 @@ def test_load_more_cursor_is_stable_when_cards_are_decided(signed_in, reviewer, 
 
 def test_similar_records_are_listed_for_a_create(signed_in, agent, make_record):
     existing = make_record(title="Billing API repository location")
-    proposal = actions.propose_create(agent=agent, reason="Seen in the repository",
-                                      **content(title="Where the billing API repository lives",
-                                                body=f"{GOOD_BODY} It moved last year."))
+    proposal = actions.propose_create(
+        agent=agent,
+        reason="Seen in the repository",
+        **content(title="Where the billing API repository lives", body=f"{GOOD_BODY} It moved last year."),
+    )
     html = signed_in.get(reverse("proposal_similar", args=[proposal.public_id]), **HX).content.decode()
     assert existing.title in html and "score" in html
     assert reverse("record_detail", args=[existing.public_id]) in html
@@ -152,8 +160,11 @@ def test_the_reviewer_sees_other_agents_identical_and_similar_proposals_for_a_cr
     # Agents are never told about each other's proposals, so the cluster is the reviewer's to see.
     first = actions.propose_create(agent=agent, reason="Seen in the repository", **content())
     twin = actions.propose_create(agent=team_agent, reason="Also seen", **content())
-    near = actions.propose_create(agent=team_agent, reason="Seen again", **content(
-        title="Billing API repository (again)", body=GOOD_BODY.replace("every weekday", "each weekday")))
+    near = actions.propose_create(
+        agent=team_agent,
+        reason="Seen again",
+        **content(title="Billing API repository (again)", body=GOOD_BODY.replace("every weekday", "each weekday")),
+    )
     html = signed_in.get(reverse("proposal_similar", args=[first.public_id]), **HX).content.decode()
     assert f'id="similar-pending-{first.pk}"' in html
     assert twin.public_id in html and "identical" in html and "team-bot" in html
@@ -161,9 +172,15 @@ def test_the_reviewer_sees_other_agents_identical_and_similar_proposals_for_a_cr
 
 
 def test_a_proposal_body_is_rendered_from_markdown_safely(signed_in, agent):
-    actions.propose_create(agent=agent, reason="Seen in the repository", **content(
-        title="Hostile body", body="**Bold claim** here <script>alert('x')</script> and "
-                                   "[click me](javascript:alert(1)) in the billing repository notes."))
+    actions.propose_create(
+        agent=agent,
+        reason="Seen in the repository",
+        **content(
+            title="Hostile body",
+            body="**Bold claim** here <script>alert('x')</script> and "
+            "[click me](javascript:alert(1)) in the billing repository notes.",
+        ),
+    )
     html = signed_in.get("/").content.decode()
     assert "<strong>Bold claim</strong>" in html
     assert "<script>alert" not in html
@@ -201,8 +218,9 @@ def test_redirect_back_refuses_other_sites(signed_in, create_proposal):
     assert response["Location"] == reverse("home")
 
 
-def test_accept_of_a_proposal_decided_in_another_tab_says_already_decided(signed_in, reviewer, second_reviewer,
-                                                                          create_proposal):
+def test_accept_of_a_proposal_decided_in_another_tab_says_already_decided(
+    signed_in, reviewer, second_reviewer, create_proposal
+):
     proposal = create_proposal()
     actions.reject_proposal(proposal, actor=second_reviewer, note="Not needed")
     response = signed_in.post(reverse("proposal_accept", args=[proposal.public_id]), **HX)
@@ -238,7 +256,9 @@ def test_accepting_a_dispute_retires_the_record(signed_in, agent, record):
 
 def test_reject_with_a_note_the_agent_can_read(signed_in, create_proposal):
     proposal = create_proposal()
-    response = signed_in.post(reverse("proposal_reject", args=[proposal.public_id]), {"note": "Duplicate of the wiki"}, **HX)
+    response = signed_in.post(
+        reverse("proposal_reject", args=[proposal.public_id]), {"note": "Duplicate of the wiki"}, **HX
+    )
     assert response.status_code == 200
     assert "Rejected" in response.content.decode() and "Duplicate of the wiki" in response.content.decode()
     proposal.refresh_from_db()
@@ -268,8 +288,17 @@ def test_revise_form_is_a_partial_with_htmx_and_a_page_without(signed_in, create
 def test_revise_accepts_the_edited_version_and_keeps_the_proposed_text(signed_in, create_proposal):
     proposal = create_proposal()
     url = reverse("proposal_revise", args=[proposal.public_id])
-    response = signed_in.post(url, {"title": "Billing API repository (edited)", "body": proposal.body,
-                                    "kind": "reference", "scope": "team", "tags": "billing, repos, edited"}, **HX)
+    response = signed_in.post(
+        url,
+        {
+            "title": "Billing API repository (edited)",
+            "body": proposal.body,
+            "kind": "reference",
+            "scope": "team",
+            "tags": "billing, repos, edited",
+        },
+        **HX,
+    )
     assert response.status_code == 200
     proposal.refresh_from_db()
     assert proposal.state == ProposalState.ACCEPTED
@@ -294,8 +323,11 @@ def test_revise_with_invalid_fields_shows_them_and_changes_nothing(signed_in, cr
 def test_revise_with_nothing_changed_says_accept_instead(signed_in, create_proposal):
     proposal = create_proposal()
     url = reverse("proposal_revise", args=[proposal.public_id])
-    response = signed_in.post(url, {"title": proposal.title, "body": proposal.body, "kind": "fact", "scope": "team",
-                                    "tags": "billing, repos"}, **HX)
+    response = signed_in.post(
+        url,
+        {"title": proposal.title, "body": proposal.body, "kind": "fact", "scope": "team", "tags": "billing, repos"},
+        **HX,
+    )
     assert "accept it as proposed" in response.content.decode()
 
 
@@ -303,9 +335,11 @@ def test_correcting_a_dispute_supersedes_the_record(signed_in, agent, record):
     proposal = actions.dispute_record(record, agent=agent, reason="It moved to another repository")
     form = signed_in.get(reverse("proposal_revise", args=[proposal.public_id]), **HX).content.decode()
     assert record.title in form
-    signed_in.post(reverse("proposal_revise", args=[proposal.public_id]),
-                   {"title": record.title, "body": GOOD_BODY.replace("main", "trunk"), "kind": "fact",
-                    "tags": "billing, repos"}, **HX)
+    signed_in.post(
+        reverse("proposal_revise", args=[proposal.public_id]),
+        {"title": record.title, "body": GOOD_BODY.replace("main", "trunk"), "kind": "fact", "tags": "billing, repos"},
+        **HX,
+    )
     record.refresh_from_db()
     assert record.status == RecordStatus.SUPERSEDED
     assert "trunk" in record.superseded_by.body
@@ -325,8 +359,9 @@ def test_cancel_returns_the_card(signed_in, create_proposal):
 def test_bulk_accept_decides_each_and_reports_failures(signed_in, second_reviewer, create_proposal):
     a, b, c = create_proposal(1), create_proposal(2), create_proposal(3)
     actions.reject_proposal(c, actor=second_reviewer)
-    response = signed_in.post(reverse("proposal_bulk"), {"op": "accept", "ids": [a.public_id, b.public_id, c.public_id]},
-                              follow=True)
+    response = signed_in.post(
+        reverse("proposal_bulk"), {"op": "accept", "ids": [a.public_id, b.public_id, c.public_id]}, follow=True
+    )
     html = response.content.decode()
     assert f"Accepted 2: {a.public_id}, {b.public_id}" in html
     assert "already rejected by sam" in html
@@ -335,7 +370,9 @@ def test_bulk_accept_decides_each_and_reports_failures(signed_in, second_reviewe
 
 def test_bulk_reject_with_a_note(signed_in, create_proposal):
     a, b = create_proposal(1), create_proposal(2)
-    signed_in.post(reverse("proposal_bulk"), {"op": "reject", "note": "Out of scope", "ids": [a.public_id, b.public_id]})
+    signed_in.post(
+        reverse("proposal_bulk"), {"op": "reject", "note": "Out of scope", "ids": [a.public_id, b.public_id]}
+    )
     assert set(Proposal.objects.values_list("decision_note", flat=True)) == {"Out of scope"}
 
 
@@ -346,8 +383,11 @@ def test_bulk_without_a_selection_is_a_message(signed_in):
 
 def test_an_htmx_request_after_the_session_ended_redirects_the_whole_page(client, reviewer, create_proposal):
     proposal = create_proposal()
-    response = client.post(reverse("proposal_accept", args=[proposal.public_id]),
-                           HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/?after=3")
+    response = client.post(
+        reverse("proposal_accept", args=[proposal.public_id]),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL="http://testserver/?after=3",
+    )
     assert response.status_code == 204
     assert response["HX-Redirect"] == f"{reverse('login')}?next=%2F%3Fafter%3D3"
     proposal.refresh_from_db()
@@ -356,6 +396,7 @@ def test_an_htmx_request_after_the_session_ended_redirects_the_whole_page(client
 
 def test_static_assets_are_vendored_and_the_app_is_installable(signed_in):
     from django.contrib.staticfiles import finders
+
     for name in ("vetted/htmx.min.js", "vetted/keys.js", "vetted/manifest.webmanifest", "vetted/icon.svg"):
         assert finders.find(name), name
     html = signed_in.get("/").content.decode()

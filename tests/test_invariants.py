@@ -119,8 +119,10 @@ def title_text(topic: str, n: int) -> str:
 
 
 def body_text(topic: str, n: int) -> str:
-    return (f"The {topic} service behind {MARK} {n} runs in {REGIONS[n % len(REGIONS)]} "
-            f"and the platform group owns it since {2019 + n}.")
+    return (
+        f"The {topic} service behind {MARK} {n} runs in {REGIONS[n % len(REGIONS)]} "
+        f"and the platform group owns it since {2019 + n}."
+    )
 
 
 topics = st.sampled_from(TOPICS)
@@ -132,8 +134,12 @@ scopes = st.sampled_from(SCOPES)
 @st.composite
 def proposal_content(draw):
     topic, n = draw(topics), draw(numbers)
-    data = {"kind": draw(st.sampled_from(["fact", "decision"])), "title": title_text(topic, n),
-            "body": body_text(topic, n), "tags": [MARK, topic]}
+    data = {
+        "kind": draw(st.sampled_from(["fact", "decision"])),
+        "title": title_text(topic, n),
+        "body": body_text(topic, n),
+        "tags": [MARK, topic],
+    }
     review_in = draw(st.none() | st.integers(min_value=1, max_value=40))
     return data, review_in
 
@@ -181,8 +187,12 @@ class ActionsMachine(RuleBasedStateMachine):
             names = [f.attname for f in model._meta.concrete_fields if f.attname not in skip]
             return list(model.objects.order_by("pk").values_list(*names))
 
-        return (rows(Record, skip={"access_count"}), rows(Proposal), rows(Agent, skip={"last_seen_at"}),
-                AuditEvent.objects.count())
+        return (
+            rows(Record, skip={"access_count"}),
+            rows(Proposal),
+            rows(Agent, skip={"last_seen_at"}),
+            AuditEvent.objects.count(),
+        )
 
     def act(self, name: str, event_type: str, fn):
         """Run one action. A VettedError must leave the database as it was;
@@ -225,8 +235,11 @@ class ActionsMachine(RuleBasedStateMachine):
 
     def proposal(self, data, *, actions_=None) -> str | None:
         rows = list(Proposal.objects.order_by("pk").values_list("public_id", "state", "action"))
-        preferred = [pid for pid, state, action in rows
-                     if state == ProposalState.PENDING and (actions_ is None or action in actions_)]
+        preferred = [
+            pid
+            for pid, state, action in rows
+            if state == ProposalState.PENDING and (actions_ is None or action in actions_)
+        ]
         return self._pick(data, "proposal", preferred, [pid for pid, _, _ in rows])
 
     def _pending(self) -> bool:
@@ -238,8 +251,13 @@ class ActionsMachine(RuleBasedStateMachine):
     def seed(self):
         """One approved record per scope, by an agent that may write there."""
         for n, (scope, name) in enumerate([("personal", "claude-code"), ("team", "team-bot"), ("system", "sys-bot")]):
-            data = {"kind": "fact", "scope": scope, "title": title_text("seed", n), "body": body_text("seed", n),
-                    "tags": [MARK, "seed"]}
+            data = {
+                "kind": "fact",
+                "scope": scope,
+                "title": title_text("seed", n),
+                "body": body_text("seed", n),
+                "tags": [MARK, "seed"],
+            }
             proposal = actions.propose_create(agent=self.agents[name], reason=REASON, **data)
             actions.accept_proposal(proposal, actor=self.reviewer)
 
@@ -249,31 +267,43 @@ class ActionsMachine(RuleBasedStateMachine):
     def propose_create(self, name, drawn, data):
         content, review_in = drawn
         own = AGENT_SCOPES[name]
-        scope = data.draw(scopes if data.draw(st.integers(0, 5), label="any scope?") == 5 else st.sampled_from(own),
-                          label="scope")
+        scope = data.draw(
+            scopes if data.draw(st.integers(0, 5), label="any scope?") == 5 else st.sampled_from(own), label="scope"
+        )
         if review_in is not None:
             content = {**content, "review_by": self.today() + timedelta(days=review_in)}
-        self.act("propose_create", "proposal.created",
-                 lambda: actions.propose_create(agent=self.agents[name], reason=REASON, scope=scope, **content))
+        self.act(
+            "propose_create",
+            "proposal.created",
+            lambda: actions.propose_create(agent=self.agents[name], reason=REASON, scope=scope, **content),
+        )
 
     @rule(name=agent_names, changes=content_changes(), data=st.data())
     def propose_revision(self, name, changes, data):
         record = self.record(data, scopes_of=name)
-        self.act("propose_revision", "proposal.created",
-                 lambda: actions.propose_revision(record, agent=self.agents[name], reason=REASON,
-                                                  **self._dated(changes)))
+        self.act(
+            "propose_revision",
+            "proposal.created",
+            lambda: actions.propose_revision(record, agent=self.agents[name], reason=REASON, **self._dated(changes)),
+        )
 
     @rule(name=agent_names, data=st.data())
     def propose_retirement(self, name, data):
         record = self.record(data, scopes_of=name)
-        self.act("propose_retirement", "proposal.created",
-                 lambda: actions.propose_retirement(record, agent=self.agents[name], reason=REASON))
+        self.act(
+            "propose_retirement",
+            "proposal.created",
+            lambda: actions.propose_retirement(record, agent=self.agents[name], reason=REASON),
+        )
 
     @rule(name=agent_names, data=st.data())
     def dispute(self, name, data):
         record = self.record(data, scopes_of=name)
-        self.act("dispute_record", "record.disputed",
-                 lambda: actions.dispute_record(record, agent=self.agents[name], reason="This no longer holds"))
+        self.act(
+            "dispute_record",
+            "record.disputed",
+            lambda: actions.dispute_record(record, agent=self.agents[name], reason="This no longer holds"),
+        )
 
     @rule(by_owner=st.integers(0, 4), data=st.data())
     @precondition(lambda self: self._pending())
@@ -283,8 +313,11 @@ class ActionsMachine(RuleBasedStateMachine):
             return
         owner = Proposal.objects.get(public_id=proposal).agent.name
         name = next(n for n in AGENTS if n != owner) if by_owner == 4 else owner
-        self.act("withdraw_proposal", "proposal.withdrawn",
-                 lambda: actions.withdraw_proposal(proposal, agent=self.agents[name], note="Not needed after all"))
+        self.act(
+            "withdraw_proposal",
+            "proposal.withdrawn",
+            lambda: actions.withdraw_proposal(proposal, agent=self.agents[name], note="Not needed after all"),
+        )
 
     # ------------------------------------------------------------------ the reviewer decides
 
@@ -292,68 +325,101 @@ class ActionsMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._pending())
     def accept(self, data):
         proposal = self.proposal(data)
-        self.act("accept_proposal", "proposal.accepted",
-                 lambda: actions.accept_proposal(proposal or "prop_none", actor=self.reviewer, note="Looks right"))
+        self.act(
+            "accept_proposal",
+            "proposal.accepted",
+            lambda: actions.accept_proposal(proposal or "prop_none", actor=self.reviewer, note="Looks right"),
+        )
 
     @rule(changes=content_changes(), data=st.data())
     @precondition(lambda self: self._pending())
     def accept_with_revision(self, changes, data):
         proposal = self.proposal(data, actions_=[ProposalAction.CREATE, ProposalAction.REVISE, ProposalAction.DISPUTE])
-        self.act("accept_proposal_with_revision", "proposal.accepted",
-                 lambda: actions.accept_proposal_with_revision(proposal or "prop_none", actor=self.reviewer,
-                                                               changes=self._dated(changes)))
+        self.act(
+            "accept_proposal_with_revision",
+            "proposal.accepted",
+            lambda: actions.accept_proposal_with_revision(
+                proposal or "prop_none", actor=self.reviewer, changes=self._dated(changes)
+            ),
+        )
 
     @rule(data=st.data())
     @precondition(lambda self: self._pending())
     def reject(self, data):
         proposal = self.proposal(data)
-        self.act("reject_proposal", "proposal.rejected",
-                 lambda: actions.reject_proposal(proposal or "prop_none", actor=self.reviewer, note="Not accurate"))
+        self.act(
+            "reject_proposal",
+            "proposal.rejected",
+            lambda: actions.reject_proposal(proposal or "prop_none", actor=self.reviewer, note="Not accurate"),
+        )
 
     @rule(data=st.data())
     def retire(self, data):
         record = self.record(data)
-        self.act("retire_record", "record.retired",
-                 lambda: actions.retire_record(record, actor=self.reviewer, note="No longer true"))
+        self.act(
+            "retire_record",
+            "record.retired",
+            lambda: actions.retire_record(record, actor=self.reviewer, note="No longer true"),
+        )
 
     @rule(changes=content_changes(), data=st.data())
     def revise(self, changes, data):
         record = self.record(data)
-        self.act("revise_record", "record.revised",
-                 lambda: actions.revise_record(record, actor=self.reviewer, changes=self._dated(changes)))
+        self.act(
+            "revise_record",
+            "record.revised",
+            lambda: actions.revise_record(record, actor=self.reviewer, changes=self._dated(changes)),
+        )
 
     @rule(data=st.data())
     def clear_dispute(self, data):
         record = self.record(data, statuses=[RecordStatus.DISPUTED])
-        self.act("clear_dispute", "record.dispute_cleared",
-                 lambda: actions.clear_dispute(record, actor=self.reviewer, note="It stands"))
+        self.act(
+            "clear_dispute",
+            "record.dispute_cleared",
+            lambda: actions.clear_dispute(record, actor=self.reviewer, note="It stands"),
+        )
 
     @rule(review_in=st.none() | st.integers(min_value=1, max_value=400), data=st.data())
     def verify(self, review_in, data):
         record = self.record(data, statuses=[RecordStatus.APPROVED])
         review_by = self.today() + timedelta(days=review_in) if review_in else None
-        self.act("verify_record", "record.verified",
-                 lambda: actions.verify_record(record, actor=self.reviewer, review_by=review_by))
+        self.act(
+            "verify_record",
+            "record.verified",
+            lambda: actions.verify_record(record, actor=self.reviewer, review_by=review_by),
+        )
 
     @rule(scope=scopes, data=st.data())
     def move(self, scope, data):
         record = self.record(data, statuses=[RecordStatus.APPROVED])
-        self.act("move_record", "record.moved",
-                 lambda: actions.move_record(record, actor=self.reviewer, scope=scope, note="Belongs there"))
+        self.act(
+            "move_record",
+            "record.moved",
+            lambda: actions.move_record(record, actor=self.reviewer, scope=scope, note="Belongs there"),
+        )
 
     @rule(data=st.data())
     @precondition(lambda self: bool(self.tampered))
     def restore(self, data):
-        record = self._pick(data, "record", [r.public_id for r in Record.objects.filter(pk__in=self.tampered)],
-                            list(Record.objects.values_list("public_id", flat=True)))
+        record = self._pick(
+            data,
+            "record",
+            [r.public_id for r in Record.objects.filter(pk__in=self.tampered)],
+            list(Record.objects.values_list("public_id", flat=True)),
+        )
         self.act("restore_approved_text", "record.restored", self.restore_action(record))
 
     @rule(data=st.data())
     @precondition(lambda self: bool(self.tampered))
     def approve_current(self, data):
         tampered_live = Record.objects.filter(pk__in=self.tampered, status__in=LIVE)
-        record = self._pick(data, "record", [r.public_id for r in tampered_live],
-                            list(Record.objects.values_list("public_id", flat=True)))
+        record = self._pick(
+            data,
+            "record",
+            [r.public_id for r in tampered_live],
+            list(Record.objects.values_list("public_id", flat=True)),
+        )
         self.act("approve_current_text", "record.revised", self.approve_current_action(record))
 
     def restore_action(self, record_id):
@@ -361,6 +427,7 @@ class ActionsMachine(RuleBasedStateMachine):
             restored = actions.restore_approved_text(record_id, actor=self.reviewer, note="Put back")
             self.tampered.discard(restored.pk)
             return restored
+
         return run
 
     def approve_current_action(self, record_id):
@@ -368,6 +435,7 @@ class ActionsMachine(RuleBasedStateMachine):
             new = actions.approve_current_text(record_id, actor=self.reviewer, note="Checked the new text")
             self.blessed.add(new.pk)
             return new
+
         return run
 
     # ------------------------------------------------------------------ outside the actions
@@ -421,7 +489,8 @@ class ActionsMachine(RuleBasedStateMachine):
         for record in Record.objects.all():
             matches = record.current_checksum() == record.approved_checksum
             assert matches == (record.pk not in self.tampered), (
-                f"{record.public_id} ({record.status}): checksum matches={matches}, tampered={record.pk in self.tampered}")
+                f"{record.public_id} ({record.status}): checksum matches={matches}, tampered={record.pk in self.tampered}"
+            )
 
     @invariant()
     def text_edited_out_of_band_is_approved_only_by_approving_it(self):
@@ -442,7 +511,8 @@ class ActionsMachine(RuleBasedStateMachine):
                 assert blessed_chain(record.pk), f"{record.public_id} approved text edited out of band"
         for proposal in Proposal.objects.filter(body__contains=HAND_EDIT):
             assert proposal.target_id and blessed_chain(proposal.target_id), (
-                f"{proposal.public_id} carries text edited out of band")
+                f"{proposal.public_id} carries text edited out of band"
+            )
 
     @invariant()
     def keyword_search_delivers_exactly_what_is_current_in_scope(self):
@@ -457,7 +527,9 @@ class ActionsMachine(RuleBasedStateMachine):
             assert set(got) <= expected, f"{label}: delivered {sorted(set(got) - expected)}, which is not current"
             if len(readable) < LIMIT:
                 assert set(got) == expected, f"{label}: missing current records {sorted(expected - set(got))}"
-                assert response.withheld == dict(withheld), f"{label}: withheld {response.withheld}, expected {dict(withheld)}"
+                assert response.withheld == dict(withheld), (
+                    f"{label}: withheld {response.withheld}, expected {dict(withheld)}"
+                )
 
     @invariant()
     def hybrid_search_delivers_only_what_is_current_in_scope(self):
@@ -465,15 +537,18 @@ class ActionsMachine(RuleBasedStateMachine):
         for label, reader in self._readers():
             readable = [r for r in records.values() if r.scope in reader.scopes]
             not_current = sum(1 for r in readable if self._expected_reason(r))
-            response = search_module.search(f"{MARK} billing service region", mode="hybrid", reader=reader,
-                                            limit=LIMIT, count_access=False)
+            response = search_module.search(
+                f"{MARK} billing service region", mode="hybrid", reader=reader, limit=LIMIT, count_access=False
+            )
             for hit in response.results:
                 record = records[hit.record.public_id]
                 assert record.scope in reader.scopes, f"{label}: delivered {record.public_id} from {record.scope}"
                 assert self._expected_reason(record) is None, (
-                    f"{label}: delivered {record.public_id}, which is {self._expected_reason(record)}")
+                    f"{label}: delivered {record.public_id}, which is {self._expected_reason(record)}"
+                )
             assert sum(response.withheld.values()) <= not_current, (
-                f"{label}: withheld {response.withheld} but only {not_current} readable records are not current")
+                f"{label}: withheld {response.withheld} but only {not_current} readable records are not current"
+            )
 
     @invariant()
     def supersession_chains_link_both_ways_without_loops(self):
@@ -483,13 +558,15 @@ class ActionsMachine(RuleBasedStateMachine):
                 assert record.superseded_by_id, f"{record.public_id} is superseded by nothing"
                 successor = by_pk[record.superseded_by_id]
                 assert successor.supersedes_id == record.pk, (
-                    f"{successor.public_id} does not point back to {record.public_id}")
+                    f"{successor.public_id} does not point back to {record.public_id}"
+                )
             else:
                 assert record.superseded_by_id is None, f"{record.public_id} is {record.status} but has a successor"
             if record.supersedes_id:
                 predecessor = by_pk[record.supersedes_id]
                 assert predecessor.superseded_by_id == record.pk, (
-                    f"{predecessor.public_id} does not name {record.public_id} as its successor")
+                    f"{predecessor.public_id} does not name {record.public_id} as its successor"
+                )
         for root in (r for r in by_pk.values() if r.supersedes_id is None):
             seen, live = set(), 0
             current: Record | None = root
@@ -510,14 +587,19 @@ class ActionsMachine(RuleBasedStateMachine):
 
     @invariant()
     def a_record_is_disputed_exactly_while_a_dispute_is_pending(self):
-        pending = Counter(Proposal.objects.filter(action=ProposalAction.DISPUTE, state=ProposalState.PENDING)
-                          .values_list("target_id", flat=True))
+        pending = Counter(
+            Proposal.objects.filter(action=ProposalAction.DISPUTE, state=ProposalState.PENDING).values_list(
+                "target_id", flat=True
+            )
+        )
         for record in Record.objects.all():
             assert (record.status == RecordStatus.DISPUTED) == (pending[record.pk] > 0), (
-                f"{record.public_id} is {record.status} with {pending[record.pk]} pending dispute(s)")
+                f"{record.public_id} is {record.status} with {pending[record.pk]} pending dispute(s)"
+            )
         # Retired and superseded records have no pending disputes or retirements left open.
         open_on_dead = Proposal.objects.filter(
-            state=ProposalState.PENDING, action__in=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
+            state=ProposalState.PENDING,
+            action__in=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
             target__status__in=[RecordStatus.RETIRED, RecordStatus.SUPERSEDED],
         ).values_list("public_id", flat=True)
         assert not list(open_on_dead), f"pending on retired or superseded records: {list(open_on_dead)}"
@@ -525,11 +607,18 @@ class ActionsMachine(RuleBasedStateMachine):
     @invariant()
     def every_record_was_approved_by_a_person(self):
         # Accepting a retirement or an upheld dispute points at the target, not at a new record.
-        accepted = Counter(result for result, target in Proposal.objects.filter(
-            state=ProposalState.ACCEPTED, result_record__isnull=False).values_list("result_record_id", "target_id")
-            if result != target)
-        direct = Counter(AuditEvent.objects.filter(event_type__in=["record.revised", "record.moved"])
-                         .values_list("subject_id", flat=True))
+        accepted = Counter(
+            result
+            for result, target in Proposal.objects.filter(
+                state=ProposalState.ACCEPTED, result_record__isnull=False
+            ).values_list("result_record_id", "target_id")
+            if result != target
+        )
+        direct = Counter(
+            AuditEvent.objects.filter(event_type__in=["record.revised", "record.moved"]).values_list(
+                "subject_id", flat=True
+            )
+        )
         for record in Record.objects.select_related("approved_by"):
             origins = accepted[record.pk] + direct[record.public_id]
             assert origins == 1, f"{record.public_id} has {origins} approvals (accepted proposals or direct edits)"
@@ -548,16 +637,32 @@ class ActionsMachine(RuleBasedStateMachine):
             by_kind = Counter(r.kind for r in current)
             described = agent_api.describe(agent)
             assert described["records_current"] == len(current), name
-            assert {s["name"]: s["records"] for s in described["scopes"]} == {s: by_scope[s] for s in agent.scopes}, name
+            assert {s["name"]: s["records"] for s in described["scopes"]} == {s: by_scope[s] for s in agent.scopes}, (
+                name
+            )
             assert {k["name"]: k["records"] for k in described["kinds"] if k["records"]} == dict(by_kind), name
             pending = Proposal.objects.filter(state=ProposalState.PENDING)
             # Only its own: other agents' proposals are not its to count.
             assert described["pending_proposals"] == {"yours": pending.filter(agent=agent).count()}, name
 
 
-ACTIONS = ["propose_create", "propose_revision", "propose_retirement", "dispute_record", "withdraw_proposal",
-           "accept_proposal", "accept_proposal_with_revision", "reject_proposal", "retire_record", "revise_record",
-           "clear_dispute", "verify_record", "move_record", "restore_approved_text", "approve_current_text"]
+ACTIONS = [
+    "propose_create",
+    "propose_revision",
+    "propose_retirement",
+    "dispute_record",
+    "withdraw_proposal",
+    "accept_proposal",
+    "accept_proposal_with_revision",
+    "reject_proposal",
+    "retire_record",
+    "revise_record",
+    "clear_dispute",
+    "verify_record",
+    "move_record",
+    "restore_approved_text",
+    "approve_current_text",
+]
 
 
 @pytest.fixture
@@ -612,10 +717,19 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
         return result
 
     def create(name, scope, topic, n, **extra):
-        data = {"kind": "fact", "scope": scope, "title": title_text(topic, n), "body": body_text(topic, n),
-                "tags": [MARK, topic], **extra}
-        return step("propose_create", "proposal.created",
-                    lambda: actions.propose_create(agent=agents[name], reason=REASON, **data))
+        data = {
+            "kind": "fact",
+            "scope": scope,
+            "title": title_text(topic, n),
+            "body": body_text(topic, n),
+            "tags": [MARK, topic],
+            **extra,
+        }
+        return step(
+            "propose_create",
+            "proposal.created",
+            lambda: actions.propose_create(agent=agents[name], reason=REASON, **data),
+        )
 
     try:
         machine.seed()
@@ -623,79 +737,153 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
         created = create("claude-code", "team", "billing", 1)
         a = step("accept_proposal", "proposal.accepted", lambda: actions.accept_proposal(created, actor=reviewer))
         a = a.result_record.public_id
-        step("propose_create", "proposal.created",
-             lambda: actions.propose_create(agent=agents["team-bot"], reason=REASON, scope="personal",
-                                            kind="fact", title=title_text("kafka", 1), body=body_text("kafka", 1)),
-             refused="scope_not_allowed")
-        revision = step("propose_revision", "proposal.created",
-                        lambda: actions.propose_revision(a, agent=agents["team-bot"], reason=REASON,
-                                                         body=body_text("billing", 3)))
-        a2 = step("accept_proposal_with_revision", "proposal.accepted",
-                  lambda: actions.accept_proposal_with_revision(revision, actor=reviewer,
-                                                                changes={"title": title_text("billing", 3)}))
+        step(
+            "propose_create",
+            "proposal.created",
+            lambda: actions.propose_create(
+                agent=agents["team-bot"],
+                reason=REASON,
+                scope="personal",
+                kind="fact",
+                title=title_text("kafka", 1),
+                body=body_text("kafka", 1),
+            ),
+            refused="scope_not_allowed",
+        )
+        revision = step(
+            "propose_revision",
+            "proposal.created",
+            lambda: actions.propose_revision(a, agent=agents["team-bot"], reason=REASON, body=body_text("billing", 3)),
+        )
+        a2 = step(
+            "accept_proposal_with_revision",
+            "proposal.accepted",
+            lambda: actions.accept_proposal_with_revision(
+                revision, actor=reviewer, changes={"title": title_text("billing", 3)}
+            ),
+        )
         a2 = a2.result_record.public_id
-        first = step("dispute_record", "record.disputed",
-                     lambda: actions.dispute_record(a2, agent=agents["claude-code"], reason="This no longer holds"))
-        step("dispute_record", "record.disputed",
-             lambda: actions.dispute_record(a2, agent=agents["team-bot"], reason="Wrong region named"))
-        step("withdraw_proposal", "proposal.withdrawn",
-             lambda: actions.withdraw_proposal(first, agent=agents["claude-code"]))
+        first = step(
+            "dispute_record",
+            "record.disputed",
+            lambda: actions.dispute_record(a2, agent=agents["claude-code"], reason="This no longer holds"),
+        )
+        step(
+            "dispute_record",
+            "record.disputed",
+            lambda: actions.dispute_record(a2, agent=agents["team-bot"], reason="Wrong region named"),
+        )
+        step(
+            "withdraw_proposal",
+            "proposal.withdrawn",
+            lambda: actions.withdraw_proposal(first, agent=agents["claude-code"]),
+        )
         step("clear_dispute", "record.dispute_cleared", lambda: actions.clear_dispute(a2, actor=reviewer))
-        upheld = step("dispute_record", "record.disputed",
-                      lambda: actions.dispute_record(a2, agent=agents["team-bot"], reason="Wrong region again"))
-        a3 = step("accept_proposal_with_revision", "proposal.accepted",
-                  lambda: actions.accept_proposal_with_revision(upheld, actor=reviewer,
-                                                                changes={"body": body_text("billing", 4)}))
+        upheld = step(
+            "dispute_record",
+            "record.disputed",
+            lambda: actions.dispute_record(a2, agent=agents["team-bot"], reason="Wrong region again"),
+        )
+        a3 = step(
+            "accept_proposal_with_revision",
+            "proposal.accepted",
+            lambda: actions.accept_proposal_with_revision(
+                upheld, actor=reviewer, changes={"body": body_text("billing", 4)}
+            ),
+        )
         a3 = a3.result_record.public_id
-        retirement = step("propose_retirement", "proposal.created",
-                          lambda: actions.propose_retirement(a3, agent=agents["team-bot"], reason=REASON))
+        retirement = step(
+            "propose_retirement",
+            "proposal.created",
+            lambda: actions.propose_retirement(a3, agent=agents["team-bot"], reason=REASON),
+        )
         step("reject_proposal", "proposal.rejected", lambda: actions.reject_proposal(retirement, actor=reviewer))
-        retirement = step("propose_retirement", "proposal.created",
-                          lambda: actions.propose_retirement(a3, agent=agents["claude-code"], reason=REASON))
+        retirement = step(
+            "propose_retirement",
+            "proposal.created",
+            lambda: actions.propose_retirement(a3, agent=agents["claude-code"], reason=REASON),
+        )
         step("accept_proposal", "proposal.accepted", lambda: actions.accept_proposal(retirement, actor=reviewer))
-        step("accept_proposal", "proposal.accepted", lambda: actions.accept_proposal(retirement, actor=reviewer),
-             refused="invalid_transition")
+        step(
+            "accept_proposal",
+            "proposal.accepted",
+            lambda: actions.accept_proposal(retirement, actor=reviewer),
+            refused="invalid_transition",
+        )
 
         team_seed = Record.objects.get(scope="team", title=title_text("seed", 1)).public_id
         machine.edit_out_of_band(FixedData([0, team_seed]))
         machine.check_all()
-        step("verify_record", "record.verified", lambda: actions.verify_record(team_seed, actor=reviewer),
-             refused="edited_since_approval")
-        step("move_record", "record.moved",
-             lambda: actions.move_record(team_seed, actor=reviewer, scope="system", note="Belongs there"),
-             refused="edited_since_approval")
-        tag_only = step("propose_revision", "proposal.created",
-                        lambda: actions.propose_revision(team_seed, agent=agents["team-bot"], reason=REASON,
-                                                         tags=[MARK, "seed", "tagged"]))
-        step("accept_proposal", "proposal.accepted", lambda: actions.accept_proposal(tag_only, actor=reviewer),
-             refused="edited_since_approval")
+        step(
+            "verify_record",
+            "record.verified",
+            lambda: actions.verify_record(team_seed, actor=reviewer),
+            refused="edited_since_approval",
+        )
+        step(
+            "move_record",
+            "record.moved",
+            lambda: actions.move_record(team_seed, actor=reviewer, scope="system", note="Belongs there"),
+            refused="edited_since_approval",
+        )
+        tag_only = step(
+            "propose_revision",
+            "proposal.created",
+            lambda: actions.propose_revision(
+                team_seed, agent=agents["team-bot"], reason=REASON, tags=[MARK, "seed", "tagged"]
+            ),
+        )
+        step(
+            "accept_proposal",
+            "proposal.accepted",
+            lambda: actions.accept_proposal(tag_only, actor=reviewer),
+            refused="edited_since_approval",
+        )
         step("restore_approved_text", "record.restored", machine.restore_action(team_seed))
-        step("restore_approved_text", "record.restored", machine.restore_action(team_seed),
-             refused="invalid_transition")
+        step(
+            "restore_approved_text", "record.restored", machine.restore_action(team_seed), refused="invalid_transition"
+        )
         machine.edit_out_of_band(FixedData([0, team_seed]))
         system_seed = Record.objects.get(scope="system", title=title_text("seed", 2)).public_id
         machine.edit_out_of_band(FixedData([0, system_seed]))
         step("approve_current_text", "record.revised", machine.approve_current_action(system_seed))
-        fixed = step("revise_record", "record.revised",
-                     lambda: actions.revise_record(team_seed, actor=reviewer, changes={"body": body_text("seed", 3)}))
+        fixed = step(
+            "revise_record",
+            "record.revised",
+            lambda: actions.revise_record(team_seed, actor=reviewer, changes={"body": body_text("seed", 3)}),
+        )
         machine.time_passes(200)
         machine.check_all()
         assert Record.objects.get(public_id=fixed.public_id).review_by < machine.today()  # overdue now
         step("verify_record", "record.verified", lambda: actions.verify_record(fixed, actor=reviewer))
-        step("move_record", "record.moved",
-             lambda: actions.move_record(fixed, actor=reviewer, scope="system", note="Belongs there"))
+        step(
+            "move_record",
+            "record.moved",
+            lambda: actions.move_record(fixed, actor=reviewer, scope="system", note="Belongs there"),
+        )
         personal_seed = Record.objects.get(scope="personal", title=title_text("seed", 0)).public_id
-        step("retire_record", "record.retired",
-             lambda: actions.retire_record(personal_seed, actor=reviewer, note="No longer true"))
+        step(
+            "retire_record",
+            "record.retired",
+            lambda: actions.retire_record(personal_seed, actor=reviewer, note="No longer true"),
+        )
 
         soon = create("sys-bot", "system", "postgres", 2, review_by=machine.today() + timedelta(days=5))
         machine.time_passes(30)
         machine.check_all()
-        step("accept_proposal", "proposal.accepted", lambda: actions.accept_proposal(soon, actor=reviewer),
-             refused="invalid")
-        step("accept_proposal_with_revision", "proposal.accepted",
-             lambda: actions.accept_proposal_with_revision(
-                 soon, actor=reviewer, changes={"review_by": machine.today() + timedelta(days=30)}))
+        step(
+            "accept_proposal",
+            "proposal.accepted",
+            lambda: actions.accept_proposal(soon, actor=reviewer),
+            refused="invalid",
+        )
+        step(
+            "accept_proposal_with_revision",
+            "proposal.accepted",
+            lambda: actions.accept_proposal_with_revision(
+                soon, actor=reviewer, changes={"review_by": machine.today() + timedelta(days=30)}
+            ),
+        )
     finally:
         machine.teardown()
     assert {key.split(": ")[0] for key in outcomes if key.endswith(": ok")} == set(ACTIONS)

@@ -73,8 +73,14 @@ def test_agent_proposal_is_pending_and_creates_no_record(agent):
 
 
 def test_accepting_a_create_makes_an_approved_record_with_provenance(agent, reviewer):
-    proposal = actions.propose_create(agent=agent, reason="Seen in the README", session="s-1",
-                                      confidence=0.8, metadata={"ref": "ACME-12"}, **content())
+    proposal = actions.propose_create(
+        agent=agent,
+        reason="Seen in the README",
+        session="s-1",
+        confidence=0.8,
+        metadata={"ref": "ACME-12"},
+        **content(),
+    )
     before = audit_count()
     accepted = actions.accept_proposal(proposal, actor=reviewer, note="Right")
     record = accepted.result_record
@@ -83,13 +89,22 @@ def test_accepting_a_create_makes_an_approved_record_with_provenance(agent, revi
     assert record.public_id.startswith("rec_") and record.status == RecordStatus.APPROVED
     assert record.approved_by == reviewer and record.approved_at is not None
     assert record.approved_checksum == record.current_checksum() == proposal.content_checksum
-    assert (record.proposed_by, record.source_tool, record.reason, record.session) == (agent, "claude-code", "Seen in the README", "s-1")
+    assert (record.proposed_by, record.source_tool, record.reason, record.session) == (
+        agent,
+        "claude-code",
+        "Seen in the README",
+        "s-1",
+    )
     assert record.confidence == 0.8 and record.metadata == {"ref": "ACME-12"}
     assert record.review_by > timezone.localdate()
     assert audit_count() == before + 1
     event = events()[-1]
     assert (event.event_type, event.actor, event.record_ref, event.checksum_after) == (
-        "proposal.accepted", "rita", record.public_id, record.approved_checksum)
+        "proposal.accepted",
+        "rita",
+        record.public_id,
+        record.approved_checksum,
+    )
 
 
 def test_default_review_date_comes_from_the_kind(agent, settings):
@@ -100,7 +115,8 @@ def test_default_review_date_comes_from_the_kind(agent, settings):
 def test_accept_with_revision_keeps_proposed_and_approved_text(agent, reviewer):
     proposal = actions.propose_create(agent=agent, reason="Seen in the README", **content())
     accepted = actions.accept_proposal_with_revision(
-        proposal, actor=reviewer, changes={"title": "Billing API repo", "tags": ["billing", "Repo"]})
+        proposal, actor=reviewer, changes={"title": "Billing API repo", "tags": ["billing", "Repo"]}
+    )
     record = accepted.result_record
     proposal.refresh_from_db()
     assert proposal.title == "Billing API repository"  # what the agent proposed
@@ -151,13 +167,21 @@ def test_agent_can_withdraw_its_own_pending_proposal_only(agent, team_agent, rev
         actions.accept_proposal(proposal, actor=reviewer)
 
 
-@pytest.mark.parametrize("first,second", [
-    ("accept", "accept"), ("accept", "reject"), ("reject", "accept"), ("reject", "reject"),
-])
+@pytest.mark.parametrize(
+    "first,second",
+    [
+        ("accept", "accept"),
+        ("accept", "reject"),
+        ("reject", "accept"),
+        ("reject", "reject"),
+    ],
+)
 def test_a_decided_proposal_cannot_be_decided_again(agent, reviewer, first, second):
     proposal = actions.propose_create(agent=agent, reason="Seen in the README", **content())
-    decide = {"accept": lambda p: actions.accept_proposal(p, actor=reviewer),
-              "reject": lambda p: actions.reject_proposal(p, actor=reviewer, note="no")}
+    decide = {
+        "accept": lambda p: actions.accept_proposal(p, actor=reviewer),
+        "reject": lambda p: actions.reject_proposal(p, actor=reviewer, note="no"),
+    }
     decide[first](proposal)
     with pytest.raises(InvalidTransition, match="already (accepted|rejected) by rita"), Unchanged():
         decide[second](proposal)
@@ -287,8 +311,9 @@ def test_duplicate_check_happens_again_at_accept(agent, team_agent, reviewer):
     two = actions.propose_create(agent=team_agent, reason="Seen in the wiki", **content(title="Billing API repo"))
     # The reviewer's edit makes two identical to the pending one: either may
     # become the record, and then the other is a duplicate of it.
-    record = actions.accept_proposal_with_revision(two, actor=reviewer,
-                                                   changes={"title": "Billing API repository"}).result_record
+    record = actions.accept_proposal_with_revision(
+        two, actor=reviewer, changes={"title": "Billing API repository"}
+    ).result_record
     with pytest.raises(DuplicateContent, match=record.public_id), Unchanged():
         actions.accept_proposal(one, actor=reviewer)
 
@@ -297,8 +322,9 @@ def test_duplicate_check_happens_again_at_accept(agent, team_agent, reviewer):
 
 
 def test_accepting_a_revision_supersedes_the_target(agent, reviewer, record):
-    proposal = actions.propose_revision(record, agent=agent, reason="Repo was renamed",
-                                        body=record.body.replace("acme/billing-api", "acme/billing"))
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Repo was renamed", body=record.body.replace("acme/billing-api", "acme/billing")
+    )
     assert proposal.target == record and proposal.scope == record.scope and proposal.title == record.title
     accepted = actions.accept_proposal(proposal, actor=reviewer)
     new = accepted.result_record
@@ -337,8 +363,9 @@ def test_revision_of_a_superseded_record_is_refused_naming_the_successor(agent, 
 
 
 def test_reviewer_revises_a_record_directly(reviewer, record):
-    new = actions.revise_record(record, actor=reviewer, changes={"body": record.body + " Owners: team Ledger."},
-                                note="Added owners")
+    new = actions.revise_record(
+        record, actor=reviewer, changes={"body": record.body + " Owners: team Ledger."}, note="Added owners"
+    )
     record.refresh_from_db()
     assert record.status == RecordStatus.SUPERSEDED and new.supersedes == record
     assert new.approved_by == reviewer and new.reason == "Added owners"
@@ -385,7 +412,11 @@ def test_dispute_marks_the_record_disputed_at_once(agent, record):
     assert proposal.state == ProposalState.PENDING and proposal.target == record
     assert audit_count() == before + 1
     event = events()[-1]
-    assert (event.event_type, event.record_ref, event.proposal_ref) == ("record.disputed", record.public_id, proposal.public_id)
+    assert (event.event_type, event.record_ref, event.proposal_ref) == (
+        "record.disputed",
+        record.public_id,
+        proposal.public_id,
+    )
 
 
 def test_same_agent_cannot_dispute_twice_but_another_can(agent, team_agent, record):
@@ -443,7 +474,8 @@ def test_accepting_a_dispute_retires_the_record_and_closes_other_disputes(agent,
 def test_accepting_a_dispute_with_a_correction_supersedes_the_record(agent, reviewer, record):
     dispute = actions.dispute_record(record, agent=agent, reason="The repo moved to acme/ledger")
     accepted = actions.accept_proposal_with_revision(
-        dispute, actor=reviewer, changes={"body": "The billing API lives in the acme/ledger repository now."})
+        dispute, actor=reviewer, changes={"body": "The billing API lives in the acme/ledger repository now."}
+    )
     record.refresh_from_db()
     assert record.status == RecordStatus.SUPERSEDED
     assert accepted.result_record.supersedes == record and "acme/ledger" in accepted.result_record.body
@@ -472,7 +504,10 @@ def test_verify_stamps_verified_and_sets_the_next_review_date(reviewer, record, 
     assert record.review_by == timezone.localdate() + timedelta(days=settings.VETTED_KINDS["fact"])
     assert record.verified_at is not None
     event = events()[-1]
-    assert event.event_type == "record.verified" and event.checksum_before == event.checksum_after == record.approved_checksum
+    assert (
+        event.event_type == "record.verified"
+        and event.checksum_before == event.checksum_after == record.approved_checksum
+    )
     when = timezone.localdate() + timedelta(days=30)
     actions.verify_record(record, actor=reviewer, review_by=when.isoformat())
     record.refresh_from_db()
@@ -500,8 +535,13 @@ def test_verify_refuses_a_disputed_record(agent, reviewer, record):
 
 def test_edited_record_is_detected_by_checksum(record):
     assert not record.edited_since_approval
-    for column, value in (("title", "Other title"), ("kind", "decision"), ("scope", "personal"),
-                          ("tags", '["billing"]'), ("body", "Changed body text for the record here.")):
+    for column, value in (
+        ("title", "Other title"),
+        ("kind", "decision"),
+        ("scope", "personal"),
+        ("tags", '["billing"]'),
+        ("body", "Changed body text for the record here."),
+    ):
         with connection.cursor() as cursor:
             cursor.execute(f"UPDATE reviews_record SET {column} = %s WHERE id = %s", [value, record.pk])
         assert Record.objects.get(pk=record.pk).edited_since_approval, column
@@ -549,8 +589,11 @@ def test_revoke_agent_keeps_its_history(agent, reviewer, record):
 
 def test_import_is_all_or_nothing(reviewer):
     before = (audit_count(), Proposal.objects.count())
-    rows = [(1, content()), (2, content(title="Deploy window", body="Deploys run weekdays 09:00-16:00 UTC.")),
-            (3, content(kind="rumour"))]
+    rows = [
+        (1, content()),
+        (2, content(title="Deploy window", body="Deploys run weekdays 09:00-16:00 UTC.")),
+        (3, content(kind="rumour")),
+    ]
     with pytest.raises(actions.ImportFailed) as info:
         actions.import_records(rows)
     assert info.value.result.errors == [{"line": 3, "error": info.value.result.errors[0]["error"]}]
@@ -592,7 +635,9 @@ def test_every_successful_action_writes_exactly_one_event(agent, team_agent, rev
 
 
 def test_moving_a_record_to_another_space_supersedes_it_and_is_audited(reviewer, make_record):
-    old = make_record(scope="personal", title="Preferred editor", body="I write all code in Helix with the default keymap.")
+    old = make_record(
+        scope="personal", title="Preferred editor", body="I write all code in Helix with the default keymap."
+    )
     new = actions.move_record(old, actor=reviewer, scope="team", note="The whole team standardised on it.")
     old.refresh_from_db()
     assert new.scope == "team" and new.body == old.body and new.status == RecordStatus.APPROVED

@@ -35,8 +35,9 @@ def assert_no_secrets(text: str, *secrets: str) -> None:
         assert secret not in text, secret
 
 
-def test_a_decision_is_logged_with_the_actor_and_ids_after_commit(caplog, agent, reviewer,
-                                                                  django_capture_on_commit_callbacks):
+def test_a_decision_is_logged_with_the_actor_and_ids_after_commit(
+    caplog, agent, reviewer, django_capture_on_commit_callbacks
+):
     caplog.set_level(logging.INFO)
     with django_capture_on_commit_callbacks(execute=True):
         proposal = actions.propose_create(agent=agent, reason=REASON, **content())
@@ -44,10 +45,13 @@ def test_a_decision_is_logged_with_the_actor_and_ids_after_commit(caplog, agent,
         accepted = actions.accept_proposal(proposal, actor=reviewer, note=NOTE)
     text = "\n".join(lines(caplog))
     record_id = accepted.result_record.public_id
-    assert (f"INFO reviews.actions: proposal.created actor=agent:claude-code subject=proposal:{proposal.public_id}"
-            in text)
-    assert (f"INFO reviews.actions: proposal.accepted actor=user:rita subject=proposal:{proposal.public_id} "
-            f"record={record_id} action=create") in text
+    assert (
+        f"INFO reviews.actions: proposal.created actor=agent:claude-code subject=proposal:{proposal.public_id}" in text
+    )
+    assert (
+        f"INFO reviews.actions: proposal.accepted actor=user:rita subject=proposal:{proposal.public_id} "
+        f"record={record_id} action=create"
+    ) in text
     assert_no_secrets(text)
 
 
@@ -61,19 +65,21 @@ def test_a_change_that_is_rolled_back_is_not_logged(caplog, agent, django_captur
     assert "proposal.created" not in "\n".join(lines(caplog))
 
 
-def test_a_refused_rest_call_is_logged_with_the_failure_and_address_never_the_token(caplog, client, agent,
-                                                                                    reviewer):
+def test_a_refused_rest_call_is_logged_with_the_failure_and_address_never_the_token(caplog, client, agent, reviewer):
     caplog.set_level(logging.INFO)
     unknown = "vt_" + "Q" * 43
-    assert client.get("/api/v1/describe", HTTP_AUTHORIZATION=f"Bearer {unknown}",
-                      REMOTE_ADDR="10.1.2.3").status_code == 401
+    assert (
+        client.get("/api/v1/describe", HTTP_AUTHORIZATION=f"Bearer {unknown}", REMOTE_ADDR="10.1.2.3").status_code
+        == 401
+    )
     assert client.get("/api/v1/describe", HTTP_AUTHORIZATION="Bearer sk-live-abcdefghijkl").status_code == 401
     _agent, token = actions.create_agent("gone", scopes=["team"], actor=reviewer)
     actions.revoke_agent("gone", actor=reviewer)
     assert client.get("/api/v1/describe", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 401
     text = "\n".join(lines(caplog))
-    assert ("INFO reviews.actions.agents: agent auth failed: unknown via=rest address=10.1.2.3 "
-            f"token_start={unknown[3:10]}") in text
+    assert (
+        f"INFO reviews.actions.agents: agent auth failed: unknown via=rest address=10.1.2.3 token_start={unknown[3:10]}"
+    ) in text
     assert "agent auth failed: malformed via=rest address=127.0.0.1 length=20" in text
     assert f"agent auth failed: revoked via=rest address=127.0.0.1 agent=gone ({_agent.public_id})" in text
     assert_no_secrets(text, unknown, unknown[:11], "sk-live", token, token[10:])
@@ -107,8 +113,11 @@ def test_rate_limiting_is_logged_once_per_spell_with_the_agent_and_the_limit(cap
         with pytest.raises(RateLimited):  # a new spell
             limiter.hit(agent, now=170.0)
     refused = [line for line in lines(caplog) if "rate limited" in line]
-    assert refused == [f"INFO mcp_bridge.agent_api.limits: rate limited: agent=claude-code ({agent.public_id}) "
-                       f"limit=VETTED_PROPOSALS_PER_MINUTE 1 proposals per minute retry_after={s}s" for s in (30, 51)]
+    assert refused == [
+        f"INFO mcp_bridge.agent_api.limits: rate limited: agent=claude-code ({agent.public_id}) "
+        f"limit=VETTED_PROPOSALS_PER_MINUTE 1 proposals per minute retry_after={s}s"
+        for s in (30, 51)
+    ]
 
 
 def test_an_index_sync_is_logged_with_counts_and_time(caplog, make_record):
@@ -117,8 +126,9 @@ def test_an_index_sync_is_logged_with_counts_and_time(caplog, make_record):
     caplog.set_level(logging.INFO)
     index.sync(get_embedder())
     found = [line for line in lines(caplog) if "index sync:" in line]
-    assert len(found) == 1 and found[0].startswith("INFO retrieval.index: index sync: 1 record(s), 1 chunk(s) "
-                                                   "embedded, 0 reused, 0 removed, 0 skipped in ")
+    assert len(found) == 1 and found[0].startswith(
+        "INFO retrieval.index: index sync: 1 record(s), 1 chunk(s) embedded, 0 reused, 0 removed, 0 skipped in "
+    )
     assert "Deploy window" not in found[0] and "Tuesday" not in found[0]
     caplog.clear()
     index.sync(get_embedder())  # nothing queued: nothing to say

@@ -31,8 +31,7 @@ def sign_in(client, username="rita", password=PASSWORD, *, path=SITE, address="1
 
 
 def fail(client, times, username="rita", *, path=SITE, address="127.0.0.1"):
-    return [sign_in(client, username, "not-the-password", path=path, address=address).status_code
-            for _ in range(times)]
+    return [sign_in(client, username, "not-the-password", path=path, address=address).status_code for _ in range(times)]
 
 
 def assert_locked_page(response):

@@ -20,16 +20,16 @@ HOSTILE = [
     "[click](vbscript:msgbox(1))",
     "[click](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
     "![x](javascript:alert(1))",
-    "<a href=\"javascript:alert(1)\">x</a>",
-    "<iframe src=\"https://evil.example\"></iframe>",
-    "<div onclick=\"alert(1)\">x</div>",
+    '<a href="javascript:alert(1)">x</a>',
+    '<iframe src="https://evil.example"></iframe>',
+    '<div onclick="alert(1)">x</div>',
     "<svg><script>alert(1)</script></svg>",
-    "[x](https://ok.example \"t\" onmouseover=alert(1))",
+    '[x](https://ok.example "t" onmouseover=alert(1))',
     "<style>body{display:none}</style>",
     "<form action=https://evil.example><input name=p></form>",
     "```html\n<script>alert(1)</script>\n```",
-    "<span class=\"external\">trusted.example</span>",
-    "[x](/proposals/prop_0123456789ab/accept \"title\")",
+    '<span class="external">trusted.example</span>',
+    '[x](/proposals/prop_0123456789ab/accept "title")',
 ]
 
 
@@ -84,24 +84,36 @@ def links(html: str) -> list[str]:
     return [attrs.get("href") or "" for tag, attrs in elements(html) if tag == "a"]
 
 
-@pytest.mark.parametrize("target", ["/proposals/prop_0123456789ab/accept", "../x", "?a=b", "#frag",
-                                    "http://127.0.0.1:8765/proposals/prop_0123456789ab/accept",
-                                    "http://localhost/agents/", "https:evil.example"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/proposals/prop_0123456789ab/accept",
+        "../x",
+        "?a=b",
+        "#frag",
+        "http://127.0.0.1:8765/proposals/prop_0123456789ab/accept",
+        "http://localhost/agents/",
+        "https:evil.example",
+    ],
+)
 def test_relative_and_same_site_links_are_text_with_their_target_shown(target):
     html = str(render(f"[Accept this]({target})"))
     assert links(html) == []
     assert "Accept this" in html and 'class="link-target"' in html
 
 
-@pytest.mark.parametrize("markdown, href, host", [
-    ("[docs](https://example.com/a?b=1#c)", "https://example.com/a?b=1#c", "example.com"),
-    ("[x](//elsewhere.example/x)", "https://elsewhere.example/x", "elsewhere.example"),  # another host too
-    ("[x][1]\n\n[1]: //elsewhere.example/y", "https://elsewhere.example/y", "elsewhere.example"),
-    ("<https://auto.example/x>", "https://auto.example/x", "auto.example"),
-    ("[bank](https://bank.example\\@evil.example/)", "https://evil.example/", "evil.example"),
-    ("[x](http://user:pw@host.example:8080/p)", "http://host.example:8080/p", "host.example:8080"),
-    ("[x](https://b\u00fccher.example/)", "https://xn--bcher-kva.example/", "xn--bcher-kva.example"),
-])
+@pytest.mark.parametrize(
+    "markdown, href, host",
+    [
+        ("[docs](https://example.com/a?b=1#c)", "https://example.com/a?b=1#c", "example.com"),
+        ("[x](//elsewhere.example/x)", "https://elsewhere.example/x", "elsewhere.example"),  # another host too
+        ("[x][1]\n\n[1]: //elsewhere.example/y", "https://elsewhere.example/y", "elsewhere.example"),
+        ("<https://auto.example/x>", "https://auto.example/x", "auto.example"),
+        ("[bank](https://bank.example\\@evil.example/)", "https://evil.example/", "evil.example"),
+        ("[x](http://user:pw@host.example:8080/p)", "http://host.example:8080/p", "host.example:8080"),
+        ("[x](https://b\u00fccher.example/)", "https://xn--bcher-kva.example/", "xn--bcher-kva.example"),
+    ],
+)
 def test_links_to_other_hosts_show_exactly_where_they_go(markdown, href, host):
     html = str(render(markdown))
     assert links(html) == [href]
@@ -116,8 +128,10 @@ def test_a_remote_image_is_a_link_never_an_img_so_nothing_is_fetched():
     assert "image: tracking pixel" in html and ">tracker.example</span>" in html
 
 
-@pytest.mark.parametrize("markdown", ["![diagram](/static/x.png)", "![](//t.example/p.gif)",
-                                      "[![logo](http://i.example/a.png)](http://l.example/)"])
+@pytest.mark.parametrize(
+    "markdown",
+    ["![diagram](/static/x.png)", "![](//t.example/p.gif)", "[![logo](http://i.example/a.png)](http://l.example/)"],
+)
 def test_no_image_is_ever_an_img(markdown):
     html = str(render(markdown))
     assert "<img" not in html and "image" in html
@@ -178,8 +192,10 @@ def test_word_diff_never_spends_more_than_the_budget_it_is_given():
 def test_word_diff_keeps_word_marks_for_scattered_edits_in_a_long_body():
     from reviews.inbox.worddiff import compute
 
-    paragraphs = [" ".join(f"paragraph {p} sentence {s} mentions service-{p}-{s} and its owner." for s in range(8))
-                  for p in range(40)]
+    paragraphs = [
+        " ".join(f"paragraph {p} sentence {s} mentions service-{p}-{s} and its owner." for s in range(8))
+        for p in range(40)
+    ]
     old = "\n\n".join(paragraphs)
     assert len(old) > 19_000
     edited = list(paragraphs)
@@ -188,5 +204,6 @@ def test_word_diff_keeps_word_marks_for_scattered_edits_in_a_long_body():
     diff = compute(old, "\n\n".join(edited))
     assert diff.whole_blocks == 0
     changes = [(op, text) for op, text in diff.pieces if op != "equal"]
-    assert changes == [(op, f"service-{p}-5{suffix}") for p in (3, 17, 31)
-                       for op, suffix in (("delete", ""), ("insert", "b"))]
+    assert changes == [
+        (op, f"service-{p}-5{suffix}") for p in (3, 17, 31) for op, suffix in (("delete", ""), ("insert", "b"))
+    ]

@@ -59,11 +59,18 @@ def counts() -> tuple[int, int, int]:
 def team_records(make_record):
     return [
         make_record(title="Billing API repository", tags=["billing", "repos"]),
-        make_record(title="Deploy window for billing", body="Billing deploys happen on weekdays between 10:00 "
-                    "and 15:00 Berlin time, never on Fridays.", tags=["deploy"], kind="procedure"),
-        make_record(title="Search index rebuild", body="Rebuild the search index with `manage.py reindex` after "
-                    "changing the embedding model.\n\n## Notes\n\nIt takes about a minute per 10k records.",
-                    tags=[]),
+        make_record(
+            title="Deploy window for billing",
+            body="Billing deploys happen on weekdays between 10:00 and 15:00 Berlin time, never on Fridays.",
+            tags=["deploy"],
+            kind="procedure",
+        ),
+        make_record(
+            title="Search index rebuild",
+            body="Rebuild the search index with `manage.py reindex` after "
+            "changing the embedding model.\n\n## Notes\n\nIt takes about a minute per 10k records.",
+            tags=[],
+        ),
     ]
 
 
@@ -79,15 +86,32 @@ def test_export_writes_one_note_per_approved_record_with_front_matter(db, team_r
     name = f"billing-api-repository--{billing.public_id}.md"
     text = files[name].decode()
     front, body = markdown_io.split_front_matter(text)
-    assert list(front) == ["id", "title", "kind", "scope", "status", "tags", "review_by", "approved_at",
-                           "approved_by", "verified_at", "checksum", "supersedes", "superseded_by", "provenance"]
+    assert list(front) == [
+        "id",
+        "title",
+        "kind",
+        "scope",
+        "status",
+        "tags",
+        "review_by",
+        "approved_at",
+        "approved_by",
+        "verified_at",
+        "checksum",
+        "supersedes",
+        "superseded_by",
+        "provenance",
+    ]
     assert front["id"] == billing.public_id and front["scope"] == "team"
     assert front["tags"] == ["billing", "repos"]
     assert "tags:\n- billing\n- repos\n" in text  # a YAML list, as Obsidian reads it
     assert front["checksum"] == billing.approved_checksum
     assert front["approved_by"] == "rita"
-    assert front["provenance"] == {"proposed_by": "claude-code", "source_tool": "claude-code",
-                                   "reason": "Seen in the repo README"}
+    assert front["provenance"] == {
+        "proposed_by": "claude-code",
+        "source_tool": "claude-code",
+        "reason": "Seen in the repo README",
+    }
     assert body.strip() == billing.body
     summary = summary_of(out)
     assert summary["records"] == 3 and summary["written"] == 3 and summary["removed"] == []
@@ -113,7 +137,9 @@ def test_equal_titles_get_unique_names(db, make_record, tmp_path):
     one = make_record(title="On-call rota")
     two = make_record(title="On-call rota", body="The on-call rota rotates every Monday at nine in the morning.")
     run("export_markdown", tmp_path, scope="team")
-    assert sorted(md_files(tmp_path)) == sorted([f"on-call-rota--{one.public_id}.md", f"on-call-rota--{two.public_id}.md"])
+    assert sorted(md_files(tmp_path)) == sorted(
+        [f"on-call-rota--{one.public_id}.md", f"on-call-rota--{two.public_id}.md"]
+    )
 
 
 def test_slugify():
@@ -124,15 +150,29 @@ def test_slugify():
 
 
 def test_team_export_contains_no_personal_content(db, make_record, reviewer, tmp_path):
-    team = make_record(title="Team VPN endpoint", body="The team VPN endpoint is vpn.acme.example on port 1194 "
-                       "for everyone.", tags=["vpn"])
-    secret = make_record(scope="personal", title="Personal VPN endpoint", tags=["vpn", "zebrafish"],
-                         body="My personal VPN endpoint is wireguard zebrafish-peer on port 51820 at home.")
-    diary = make_record(scope="personal", title="Dentist appointment", tags=["health"],
-                        body="Dentist appointment with doctor Quinlivan on Tuesday, bring the insurance card.")
+    team = make_record(
+        title="Team VPN endpoint",
+        body="The team VPN endpoint is vpn.acme.example on port 1194 for everyone.",
+        tags=["vpn"],
+    )
+    secret = make_record(
+        scope="personal",
+        title="Personal VPN endpoint",
+        tags=["vpn", "zebrafish"],
+        body="My personal VPN endpoint is wireguard zebrafish-peer on port 51820 at home.",
+    )
+    diary = make_record(
+        scope="personal",
+        title="Dentist appointment",
+        tags=["health"],
+        body="Dentist appointment with doctor Quinlivan on Tuesday, bring the insurance card.",
+    )
     # A personal record moved into team: its team version may not point back at the personal id.
-    moved_from = make_record(scope="personal", title="Coffee machine descaling",
-                             body="Descale the office coffee machine every second Thursday with citric acid.")
+    moved_from = make_record(
+        scope="personal",
+        title="Coffee machine descaling",
+        body="Descale the office coffee machine every second Thursday with citric acid.",
+    )
     moved = actions.move_record(moved_from, actor=reviewer, scope="team", note="Useful for the whole team")
     _out, err, exc = run("export_markdown", tmp_path, scope="team", include_history=True)
     assert exc is None, err
@@ -266,21 +306,25 @@ def test_an_obsidian_folder_imports_as_pending_proposals(db, reviewer, tmp_path)
     (tmp_path / "projects" / "billing").mkdir(parents=True)
     (tmp_path / "projects" / "billing" / "Stripe webhooks.md").write_text(
         "---\ntitle: Stripe webhook secret rotation\ntags: [billing, Stripe]\nkind: procedure\n---\n\n"
-        "Rotate the Stripe webhook secret in the dashboard, then update STRIPE_WEBHOOK_SECRET #security.\n")
+        "Rotate the Stripe webhook secret in the dashboard, then update STRIPE_WEBHOOK_SECRET #security.\n"
+    )
     (tmp_path / "projects" / "Release train.md").write_text(
         "---\ntags: releases, process\naliases: [train]\n---\n# Release train schedule\n\n"
         "We cut a release branch every second Wednesday and ship it the Monday after. #releases/weekly\n"
-        "See issue #123 and `#not-a-tag` in code.\n")
+        "See issue #123 and `#not-a-tag` in code.\n"
+    )
     (tmp_path / "Coffee machine.md").write_text(
-        "The office coffee machine needs descaling every second Thursday with citric acid.\n")
+        "The office coffee machine needs descaling every second Thursday with citric acid.\n"
+    )
     out, err, exc = run("import_markdown", tmp_path, scope="team")
     assert exc is None, err
     summary = summary_of(out)
     assert summary["new"] == 3 and summary["errors"] == []
     proposals = {p.title: p for p in Proposal.objects.all()}
     assert set(proposals) == {"Stripe webhook secret rotation", "Release train schedule", "Coffee machine"}
-    assert all(p.state == ProposalState.PENDING and p.agent.name == "import" and p.scope == "team"
-               for p in proposals.values())
+    assert all(
+        p.state == ProposalState.PENDING and p.agent.name == "import" and p.scope == "team" for p in proposals.values()
+    )
     stripe = proposals["Stripe webhook secret rotation"]
     assert stripe.kind == "procedure" and stripe.tags == ["billing", "security", "stripe"]
     train = proposals["Release train schedule"]
@@ -332,12 +376,15 @@ def test_claude_md_bullets_become_one_proposal_each(db, reviewer, tmp_path):
     assert summary["skipped"] == [{"file": "CLAUDE.md item 4", "reason": summary["skipped"][0]["reason"]}]
     assert "too short" in summary["skipped"][0]["reason"]
     titles = [p.title for p in Proposal.objects.order_by("id")]
-    assert titles == ["Use pnpm for every install, never npm or yarn",
-                      "Run the whole test suite with make test before pushing a branch",
-                      "Database migrations go in their own pull request, reviewed by the data team"]
+    assert titles == [
+        "Use pnpm for every install, never npm or yarn",
+        "Run the whole test suite with make test before pushing a branch",
+        "Database migrations go in their own pull request, reviewed by the data team",
+    ]
     second = Proposal.objects.order_by("id")[1]
-    assert second.body == ("Run the whole test suite with `make test` before pushing a branch.\n"
-                           "It takes about two minutes on a laptop.")
+    assert second.body == (
+        "Run the whole test suite with `make test` before pushing a branch.\nIt takes about two minutes on a laptop."
+    )
     assert second.kind == "procedure"
     assert Proposal.objects.order_by("id")[2].tags == ["database"]
 
@@ -361,8 +408,10 @@ def test_approve_creates_approved_records(db, reviewer, tmp_path):
     assert summary["new"] == 4 and summary["approved"] is True
     records = Record.objects.filter(public_id__in=summary["ids"])
     assert records.count() == 4
-    assert all(r.status == RecordStatus.APPROVED and r.approved_by == reviewer and r.proposed_by.name == "import"
-               for r in records)
+    assert all(
+        r.status == RecordStatus.APPROVED and r.approved_by == reviewer and r.proposed_by.name == "import"
+        for r in records
+    )
     assert not Proposal.objects.filter(state=ProposalState.PENDING).exists()
 
 
@@ -374,7 +423,9 @@ def test_bad_files_are_reported_by_name_and_the_rest_imported(db, reviewer, tmp_
     (tmp_path / "long-body.md").write_text("A body that is too long for one record, with varied words. " * 400)
     (tmp_path / "broken.md").write_text("---\ntitle: [unclosed\n---\nSome body text that is long enough to pass.\n")
     (tmp_path / "copy").mkdir()
-    (tmp_path / "copy" / "good.md").write_text("The staging database is refreshed from production every Sunday night.\n")
+    (tmp_path / "copy" / "good.md").write_text(
+        "The staging database is refreshed from production every Sunday night.\n"
+    )
     out, err, exc = run("import_markdown", tmp_path, scope="team")
     assert exc is not None and exc.returncode == 1  # errors: exit 1, after the summary
     summary = summary_of(out)
@@ -440,9 +491,14 @@ def test_a_disputed_record_moves_to_history(db, team_records, agent, tmp_path):
 
 
 def test_multi_line_provenance_round_trips(db, agent, reviewer, tmp_path):
-    proposal = actions.propose_create(agent=agent, reason="Two reasons:\nfirst line\n  second: indented",
-                                      kind="fact", scope="team", title="Build cache location",
-                                      body="The build cache lives in /var/cache/acme and is cleared every night.")
+    proposal = actions.propose_create(
+        agent=agent,
+        reason="Two reasons:\nfirst line\n  second: indented",
+        kind="fact",
+        scope="team",
+        title="Build cache location",
+        body="The build cache lives in /var/cache/acme and is cleared every night.",
+    )
     actions.accept_proposal(proposal, actor=reviewer)
     run("export_markdown", tmp_path, scope="team")
     text = next(tmp_path.glob("*.md")).read_text()
@@ -457,8 +513,11 @@ def test_multi_line_provenance_round_trips(db, agent, reviewer, tmp_path):
 def test_an_old_version_that_breaks_todays_rules_still_reimports_as_unchanged(db, team_records, tmp_path):
     old = team_records[0]
     Record.objects.filter(pk=old.pk).update(body="Too short now.")  # as if approved under older rules
-    Record.objects.filter(pk=old.pk).update(approved_checksum=content_checksum(
-        kind=old.kind, scope=old.scope, title=old.title, body="Too short now.", tags=old.tags))
+    Record.objects.filter(pk=old.pk).update(
+        approved_checksum=content_checksum(
+            kind=old.kind, scope=old.scope, title=old.title, body="Too short now.", tags=old.tags
+        )
+    )
     run("export_markdown", tmp_path, scope="team")
     before = counts()
     out, err, exc = run("import_markdown", tmp_path)

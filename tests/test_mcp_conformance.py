@@ -37,9 +37,10 @@ def npx():
 def test_conformance_scenario_passes(npx, gateway, agent_tokens, scenario, tmp_path):
     with token_injecting_proxy(gateway.base, agent_tokens["claude-code"]) as proxy:
         result = subprocess.run(
-            [npx, "--yes", PACKAGE, "server", "--url", f"{proxy}/mcp", "--scenario", scenario,
-             "-o", str(tmp_path)],
-            capture_output=True, text=True, timeout=300,
+            [npx, "--yes", PACKAGE, "server", "--url", f"{proxy}/mcp", "--scenario", scenario, "-o", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]

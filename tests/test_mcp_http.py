@@ -21,10 +21,33 @@ pytestmark = pytest.mark.slow
 # withdraw_proposal is here although it ends a proposal: it decides nothing. It
 # only takes back the calling agent's own pending proposal (another agent's is
 # a 404), which the agent could equally have never sent.
-SAFE_TOOLS = {"describe", "search", "read", "list", "propose_context", "propose_retirement", "dispute",
-              "proposal_status", "quality_check", "withdraw_proposal"}
-FORBIDDEN_WORDS = ("approve", "accept", "reject", "edit", "update", "delete", "remove", "verify", "write", "set_",
-                   "clear", "revoke", "admin")
+SAFE_TOOLS = {
+    "describe",
+    "search",
+    "read",
+    "list",
+    "propose_context",
+    "propose_retirement",
+    "dispute",
+    "proposal_status",
+    "quality_check",
+    "withdraw_proposal",
+}
+FORBIDDEN_WORDS = (
+    "approve",
+    "accept",
+    "reject",
+    "edit",
+    "update",
+    "delete",
+    "remove",
+    "verify",
+    "write",
+    "set_",
+    "clear",
+    "revoke",
+    "admin",
+)
 
 NEW_FACT: dict[str, Any] = {
     "title": "Payments service deploy window",
@@ -98,7 +121,10 @@ def test_proposal_is_pending_until_the_reviewer_accepts_then_search_finds_it(gat
     assert status["decision_note"] == "Matches the runbook."
 
     record = structured(call(gateway.mcp_url, token, "read", {"id": hit["id"]}))
-    assert record["deliverable"] and record["record"]["checksum"] == Record.objects.get(public_id=hit["id"]).approved_checksum
+    assert (
+        record["deliverable"]
+        and record["record"]["checksum"] == Record.objects.get(public_id=hit["id"]).approved_checksum
+    )
 
 
 def test_rejection_note_reaches_the_agent(gateway, agent_tokens, reviewer):
@@ -121,8 +147,14 @@ def test_an_agent_withdraws_its_own_pending_proposal_and_no_one_elses(gateway, a
     assert text_of(theirs).replace(proposal_id, "ID") == text_of(unknown).replace("prop_0123456789ab", "ID")
     assert Proposal.objects.get(public_id=proposal_id).state == ProposalState.PENDING
 
-    done = structured(call(gateway.mcp_url, token, "withdraw_proposal",
-                           {"id": proposal_id, "note": "The user corrected me: it is Wednesdays."}))
+    done = structured(
+        call(
+            gateway.mcp_url,
+            token,
+            "withdraw_proposal",
+            {"id": proposal_id, "note": "The user corrected me: it is Wednesdays."},
+        )
+    )
     assert done["status"] == "withdrawn" and done["proposal"]["state"] == "withdrawn"
     assert Proposal.objects.get(public_id=proposal_id).decision_note == "The user corrected me: it is Wednesdays."
     status = structured(call(gateway.mcp_url, token, "proposal_status", {"id": proposal_id}))
@@ -130,17 +162,27 @@ def test_an_agent_withdraws_its_own_pending_proposal_and_no_one_elses(gateway, a
 
     again = call(gateway.mcp_url, token, "withdraw_proposal", {"id": proposal_id})
     assert again.is_error and "[invalid_transition]" in text_of(again) and "already withdrawn" in text_of(again)
-    late = call(gateway.mcp_url, token, "withdraw_proposal",
-                {"id": actions.reject_proposal(structured(propose(gateway, token, title="Another deploy note"))
-                                               ["proposal_id"], actor=reviewer, note="no").public_id})
+    late = call(
+        gateway.mcp_url,
+        token,
+        "withdraw_proposal",
+        {
+            "id": actions.reject_proposal(
+                structured(propose(gateway, token, title="Another deploy note"))["proposal_id"],
+                actor=reviewer,
+                note="no",
+            ).public_id
+        },
+    )
     assert late.is_error and "already rejected" in text_of(late)
 
 
 def test_withheld_records_are_counted_and_read_gives_the_reason(gateway, agent_tokens, make_record):
     record = make_record(title="Deploy freeze", body="Deploys are frozen during the last week of December.")
     token = agent_tokens["claude-code"]
-    disputed = structured(call(gateway.mcp_url, token, "dispute",
-                               {"id": record.public_id, "reason": "The freeze was lifted this year."}))
+    disputed = structured(
+        call(gateway.mcp_url, token, "dispute", {"id": record.public_id, "reason": "The freeze was lifted this year."})
+    )
     assert disputed["status"] == "pending" and disputed["proposal"]["action"] == "dispute"
 
     found = structured(call(gateway.mcp_url, token, "search", {"query": "deploy freeze December"}))
@@ -148,16 +190,27 @@ def test_withheld_records_are_counted_and_read_gives_the_reason(gateway, agent_t
     assert "disputed" in found["withheld_explained"]
 
     read = structured(call(gateway.mcp_url, token, "read", {"id": record.public_id}))
-    assert read == {"id": record.public_id, "deliverable": False, "withheld": "disputed",
-                    "explanation": read["explanation"]}
+    assert read == {
+        "id": record.public_id,
+        "deliverable": False,
+        "withheld": "disputed",
+        "explanation": read["explanation"],
+    }
     assert record.body not in str(read)
 
 
 def test_revision_supersedes_and_read_points_to_the_current_version(gateway, agent_tokens, reviewer, make_record):
     old = make_record(title="On-call rota", body="The on-call rota is kept in the ops wiki under Rotations.")
     token = agent_tokens["claude-code"]
-    answer = structured(propose(gateway, token, revises=old.public_id, title="On-call rota location",
-                                body="The on-call rota moved to PagerDuty schedules in November."))
+    answer = structured(
+        propose(
+            gateway,
+            token,
+            revises=old.public_id,
+            title="On-call rota location",
+            body="The on-call rota moved to PagerDuty schedules in November.",
+        )
+    )
     assert answer["proposal"]["action"] == "revise" and answer["proposal"]["target"] == old.public_id
     new_id = actions.accept_proposal(answer["proposal_id"], actor=reviewer).result_record.public_id
 
@@ -167,8 +220,11 @@ def test_revision_supersedes_and_read_points_to_the_current_version(gateway, age
 
 def test_list_returns_recent_deliverable_records(gateway, agent_tokens, make_record):
     first = make_record(title="First note", body="The staging database is refreshed from production nightly.")
-    second = make_record(title="Second note", kind="decision",
-                         body="We chose PostgreSQL 16 for the analytics warehouse after the benchmark.")
+    second = make_record(
+        title="Second note",
+        kind="decision",
+        body="We chose PostgreSQL 16 for the analytics warehouse after the benchmark.",
+    )
     data = structured(call(gateway.mcp_url, agent_tokens["claude-code"], "list", {}))
     assert [r["id"] for r in data["records"]] == [second.public_id, first.public_id]
     data = structured(call(gateway.mcp_url, agent_tokens["claude-code"], "list", {"kind": "decision"}))
@@ -186,8 +242,12 @@ def test_a_since_past_the_calendar_in_utc_is_an_invalid_tool_error(gateway, agen
 
 
 def test_invalid_input_lists_every_problem_and_what_is_allowed(gateway, agent_tokens):
-    result = call(gateway.mcp_url, agent_tokens["claude-code"], "propose_context",
-                  {"title": "x", "body": "too short", "kind": "rumour", "scope": "team", "reason": "?"})
+    result = call(
+        gateway.mcp_url,
+        agent_tokens["claude-code"],
+        "propose_context",
+        {"title": "x", "body": "too short", "kind": "rumour", "scope": "team", "reason": "?"},
+    )
     text = text_of(result)
     assert result.is_error and "[invalid]" in text
     for expected in ("title:", "body:", "kind: got 'rumour'", "procedure", "reason:"):
@@ -232,8 +292,12 @@ def test_near_duplicate_check_stays_inside_the_scope(gateway, agent_tokens, make
 
 
 def test_scopes_are_invisible_to_agents_without_them(gateway, agent_tokens, make_record):
-    secret = make_record(scope="personal", title="My dentist", tags=["health"],
-                         body="My dentist appointment is every six months at the clinic on Elm Street.")
+    secret = make_record(
+        scope="personal",
+        title="My dentist",
+        tags=["health"],
+        body="My dentist appointment is every six months at the clinic on Elm Street.",
+    )
     token = agent_tokens["team-bot"]
     found = structured(call(gateway.mcp_url, token, "search", {"query": "dentist appointment Elm Street"}))
     assert found["results"] == [] and found["withheld"] == {}
@@ -255,8 +319,12 @@ def test_scopes_are_invisible_to_agents_without_them(gateway, agent_tokens, make
 def test_missing_unknown_and_revoked_tokens_get_401_with_a_reason(gateway, agent_tokens):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     accept = {"Accept": "application/json, text/event-stream"}
-    cases = {None: "Missing agent token", "not-a-token": "Malformed agent token",
-             "vt_" + "x" * 43: "Unknown agent token", agent_tokens["gone"]: "was revoked"}
+    cases = {
+        None: "Missing agent token",
+        "not-a-token": "Malformed agent token",
+        "vt_" + "x" * 43: "Unknown agent token",
+        agent_tokens["gone"]: "was revoked",
+    }
     for token, message in cases.items():
         status, headers, data = http("POST", gateway.mcp_url, token=token, body=body, headers=accept)
         assert status == 401 and message in data["message"], (token, data)
@@ -286,28 +354,42 @@ def test_a_token_revoked_mid_session_stops_working_on_the_next_call(gateway, age
 
 
 def test_foreign_host_or_origin_is_refused(gateway, agent_tokens):
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     base_headers = {"Accept": "application/json, text/event-stream"}
     token = agent_tokens["claude-code"]
-    status, _, _ = http("POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Host": "evil.example.com"})
+    status, _, _ = http(
+        "POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Host": "evil.example.com"}
+    )
     assert status == 421
-    status, _, _ = http("POST", gateway.mcp_url, token=token, body=body,
-                        headers={**base_headers, "Origin": "http://evil.example.com"})
+    status, _, _ = http(
+        "POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Origin": "http://evil.example.com"}
+    )
     assert status == 403
-    status, _, _ = http("POST", gateway.mcp_url, token=token, body=body,
-                        headers={**base_headers, "Origin": gateway.base})
+    status, _, _ = http(
+        "POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Origin": gateway.base}
+    )
     assert status == 200
     port = int(gateway.base.rsplit(":", 1)[1])
     for other in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port + 1}", f"https://127.0.0.1:{port}"):
-        status, _, data = http("POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Origin": other})
+        status, _, data = http(
+            "POST", gateway.mcp_url, token=token, body=body, headers={**base_headers, "Origin": other}
+        )
         assert status == 403 and gateway.base in data["message"], (other, data)
 
 
 def test_oversized_body_is_refused_with_the_limit(gateway, agent_tokens):
-    status, _, data = http("POST", gateway.mcp_url, token=agent_tokens["claude-code"],
-                           raw=b"{" + b" " * (300 * 1024) + b"}",
-                           headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    status, _, data = http(
+        "POST",
+        gateway.mcp_url,
+        token=agent_tokens["claude-code"],
+        raw=b"{" + b" " * (300 * 1024) + b"}",
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+    )
     assert status == 413 and "262144 bytes" in data["message"]
 
 
@@ -321,8 +403,9 @@ def test_writes_are_rate_limited_per_agent(agent_tokens, tmp_path):
         token = agent_tokens["claude-code"]
         first = call(daemon.mcp_url, token, "propose_context", NEW_FACT)
         second = call(daemon.mcp_url, token, "propose_context", {**NEW_FACT, "scope": "personal"})
-        third = call(daemon.mcp_url, token, "propose_context",
-                     {**NEW_FACT, "title": "Another title for the same deploy routine"})
+        third = call(
+            daemon.mcp_url, token, "propose_context", {**NEW_FACT, "title": "Another title for the same deploy routine"}
+        )
         other_agent = call(daemon.mcp_url, agent_tokens["team-bot"], "search", {"query": "deploy"})
     assert not first.is_error and not second.is_error
     assert third.is_error and "[rate_limited]" in text_of(third) and "retry in" in text_of(third)

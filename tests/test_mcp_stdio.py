@@ -27,8 +27,11 @@ BRIDGE = [sys.executable, str(PROJECT / "manage.py"), "mcp_stdio"]
 def bridge_params(url: str, token: str, **env) -> StdioServerParameters:
     # The client passes only HOME/PATH/... through; everything else is explicit,
     # exactly as a client config file would give it.
-    return StdioServerParameters(command=BRIDGE[0], args=BRIDGE[1:],
-                                 env={"VETTED_URL": url, "VETTED_TOKEN": token, "VETTED_AUTOSTART": "0", **env})
+    return StdioServerParameters(
+        command=BRIDGE[0],
+        args=BRIDGE[1:],
+        env={"VETTED_URL": url, "VETTED_TOKEN": token, "VETTED_AUTOSTART": "0", **env},
+    )
 
 
 def test_bridge_relays_tools_and_calls_to_the_daemon(gateway, agent_tokens, reviewer):
@@ -66,22 +69,37 @@ def raw_session(env: dict, messages: list[dict], *, timeout: float = 30) -> tupl
     """Spawn the bridge, write messages one per line, close stdin; return
     stdout lines, stderr and the exit code."""
     full_env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **env}
-    process = subprocess.run(BRIDGE, input="".join(json.dumps(m) + "\n" for m in messages), env=full_env,
-                             capture_output=True, text=True, timeout=timeout, cwd="/")
+    process = subprocess.run(
+        BRIDGE,
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+    )
     return process.stdout.splitlines(), process.stderr, process.returncode
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def test_stdout_carries_nothing_but_protocol_messages(gateway, agent_tokens):
     lines, stderr, code = raw_session(
         {"VETTED_URL": gateway.base, "VETTED_TOKEN": agent_tokens["claude-code"], "VETTED_AUTOSTART": "0"},
-        [INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "describe", "arguments": {}}},
-         {"jsonrpc": "2.0", "id": 4, "method": "ping"}],
+        [
+            INIT,
+            INITIALIZED,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "describe", "arguments": {}}},
+            {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+        ],
     )
     assert code == 0, stderr
     messages = [json.loads(line) for line in lines]  # every line is JSON
@@ -94,10 +112,21 @@ def test_stdout_carries_nothing_but_protocol_messages(gateway, agent_tokens):
 
 
 def test_bridge_imports_neither_torch_nor_django_nor_the_sdk(gateway, agent_tokens):
-    env = {"VETTED_URL": gateway.base, "VETTED_TOKEN": agent_tokens["claude-code"], "VETTED_AUTOSTART": "0",
-           "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    process = subprocess.run([sys.executable, "-X", "importtime", *BRIDGE[1:]], input=json.dumps(INIT) + "\n",
-                             env=env, capture_output=True, text=True, timeout=30)
+    env = {
+        "VETTED_URL": gateway.base,
+        "VETTED_TOKEN": agent_tokens["claude-code"],
+        "VETTED_AUTOSTART": "0",
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+    }
+    process = subprocess.run(
+        [sys.executable, "-X", "importtime", *BRIDGE[1:]],
+        input=json.dumps(INIT) + "\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     imported = {line.split("|")[-1].strip() for line in process.stderr.splitlines() if line.startswith("import time:")}
     assert "mcp_bridge.stdio.bridge" in imported
     for heavy in ("torch", "sentence_transformers", "django", "mcp", "numpy", "pydantic"):
@@ -127,9 +156,14 @@ def test_missing_token_is_a_configuration_error_on_stderr():
 def test_a_config_file_can_hold_url_and_token(gateway, agent_tokens, tmp_path):
     config = tmp_path / "bridge.json"
     config.write_text(json.dumps({"url": gateway.base, "token": agent_tokens["team-bot"], "autostart": False}))
-    lines, stderr, code = raw_session({"VETTED_CONFIG": str(config)}, [
-        INIT, INITIALIZED,
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe", "arguments": {}}}])
+    lines, stderr, code = raw_session(
+        {"VETTED_CONFIG": str(config)},
+        [
+            INIT,
+            INITIALIZED,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe", "arguments": {}}},
+        ],
+    )
     assert code == 0, stderr
     described = [json.loads(line) for line in lines][-1]["result"]["structuredContent"]
     assert described["agent"]["name"] == "team-bot"
@@ -158,8 +192,9 @@ def test_bridge_reconnects_when_the_daemon_restarts(agent_tokens, tmp_path):
     first_daemon.__enter__()
     daemons.append(first_daemon)
     try:
-        first, second = over_stdio(bridge_params(f"http://127.0.0.1:{port}", agent_tokens["claude-code"]),
-                                   across_restart)
+        first, second = over_stdio(
+            bridge_params(f"http://127.0.0.1:{port}", agent_tokens["claude-code"]), across_restart
+        )
     finally:
         daemons[-1].__exit__(None, None, None)
     assert not first.is_error and not second.is_error  # the old session died with the daemon
@@ -169,22 +204,50 @@ def test_autostart_starts_one_daemon_for_concurrent_bridges(tmp_path):
     """Two bridges spawned at once against a stopped daemon: one starts it
     (under the lock), the other waits for it; both get answers."""
     home = tmp_path / "home"
-    env = {**os.environ, "VETTED_HOME": str(home), "DJANGO_SETTINGS_MODULE": "memory_site.settings",
-           "VETTED_EMBEDDER": "fake"}
+    env = {
+        **os.environ,
+        "VETTED_HOME": str(home),
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_EMBEDDER": "fake",
+    }
     env.pop("VETTED_DB_PATH", None)
     manage = [sys.executable, str(PROJECT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, timeout=120)
-    subprocess.run([*manage, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com"],
-                   env={**env, "DJANGO_SUPERUSER_PASSWORD": "a-long-password-1"}, check=True, timeout=60)
-    token = subprocess.run([*manage, "create_agent", "auto", "--scopes", "team"], env=env, check=True,
-                           capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[-1]
+    subprocess.run(
+        [*manage, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com"],
+        env={**env, "DJANGO_SUPERUSER_PASSWORD": "a-long-password-1"},
+        check=True,
+        timeout=60,
+    )
+    token = (
+        subprocess.run(
+            [*manage, "create_agent", "auto", "--scopes", "team"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     port = free_port()
     bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
-    session = "".join(json.dumps(m) + "\n" for m in [
-        INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe"}}])
+    session = "".join(
+        json.dumps(m) + "\n"
+        for m in [
+            INIT,
+            INITIALIZED,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe"}},
+        ]
+    )
     started = time.monotonic()
-    bridges = [subprocess.Popen(BRIDGE, env=bridge_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    bridges = [
+        subprocess.Popen(
+            BRIDGE, env=bridge_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     try:
         outputs = [b.communicate(session, timeout=150) for b in bridges]
     finally:

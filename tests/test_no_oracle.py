@@ -50,39 +50,97 @@ pytestmark = pytest.mark.django_db(transaction=True)
 REASON = "Seen in the team handbook today"
 PERSONAL_IDS = ["rec_00000000a001", "rec_00000000a002", "rec_00000000a003"]
 MODES = ("hybrid", "keyword", "semantic")
-QUERIES = ["billing invoice export", "acme/billing-api", "ACME-4711", "how do we deploy the billing service",
-           "alpha bravo charlie", "ledger reconciliation nightly", "zebra quantum walrus"]
+QUERIES = [
+    "billing invoice export",
+    "acme/billing-api",
+    "ACME-4711",
+    "how do we deploy the billing service",
+    "alpha bravo charlie",
+    "ledger reconciliation nightly",
+    "zebra quantum walrus",
+]
 FILTERS = [{}, {"kind": "procedure"}, {"scope": "team"}, {"tags": ["billing"]}, {"limit": 2}]
 
 VISIBLE = [
-    {"kind": "procedure", "title": "Billing service deploys", "tags": ["billing", "deploy"],
-     "body": "The billing service in acme/billing-api deploys from main every weekday after the standup."},
-    {"kind": "fact", "title": "Invoice export schedule", "tags": ["billing", "exports"],
-     "body": "Invoice exports run nightly at two and land in the finance bucket for the accountants."},
-    {"kind": "fact", "title": "Ledger reconciliation", "tags": ["ledger"],
-     "body": "The ledger reconciliation job compares nightly totals with the bank statement, ticket ACME-4711."},
-    {"kind": "reference", "title": "Alpha notes", "tags": ["words"],
-     "body": "Alpha is the first word of the phonetic alphabet used by the support desk on calls."},
-    {"kind": "reference", "title": "Bravo notes", "tags": ["words"],
-     "body": "Bravo is the second word of the phonetic alphabet used by the support desk on calls."},
-    {"kind": "reference", "title": "Charlie notes", "tags": ["words"],
-     "body": "Charlie is the third word of the phonetic alphabet used by the support desk on calls."},
-    {"kind": "procedure", "title": "Release runbook", "tags": ["deploy", "runbook"],
-     "body": "\n\n".join(f"## Step {n}\n\nRelease step {n}: tag the build, run the billing smoke tests and "
-                         f"watch the dashboards for ten minutes before moving on to step {n + 1}." for n in range(12))},
+    {
+        "kind": "procedure",
+        "title": "Billing service deploys",
+        "tags": ["billing", "deploy"],
+        "body": "The billing service in acme/billing-api deploys from main every weekday after the standup.",
+    },
+    {
+        "kind": "fact",
+        "title": "Invoice export schedule",
+        "tags": ["billing", "exports"],
+        "body": "Invoice exports run nightly at two and land in the finance bucket for the accountants.",
+    },
+    {
+        "kind": "fact",
+        "title": "Ledger reconciliation",
+        "tags": ["ledger"],
+        "body": "The ledger reconciliation job compares nightly totals with the bank statement, ticket ACME-4711.",
+    },
+    {
+        "kind": "reference",
+        "title": "Alpha notes",
+        "tags": ["words"],
+        "body": "Alpha is the first word of the phonetic alphabet used by the support desk on calls.",
+    },
+    {
+        "kind": "reference",
+        "title": "Bravo notes",
+        "tags": ["words"],
+        "body": "Bravo is the second word of the phonetic alphabet used by the support desk on calls.",
+    },
+    {
+        "kind": "reference",
+        "title": "Charlie notes",
+        "tags": ["words"],
+        "body": "Charlie is the third word of the phonetic alphabet used by the support desk on calls.",
+    },
+    {
+        "kind": "procedure",
+        "title": "Release runbook",
+        "tags": ["deploy", "runbook"],
+        "body": "\n\n".join(
+            f"## Step {n}\n\nRelease step {n}: tag the build, run the billing smoke tests and "
+            f"watch the dashboards for ten minutes before moving on to step {n + 1}."
+            for n in range(12)
+        ),
+    },
 ]
-OWN_PENDING = {"kind": "decision", "title": "Refund approvals need two people", "tags": ["billing"],
-               "body": "Refunds above five hundred euros need the approval of two people from the finance team."}
+OWN_PENDING = {
+    "kind": "decision",
+    "title": "Refund approvals need two people",
+    "tags": ["billing"],
+    "body": "Refunds above five hundred euros need the approval of two people from the finance team.",
+}
 # What the battery proposes (each one a near or exact copy of something the
 # agent may or may not see, depending on the world).
-NEAR_OTHERS = {"kind": "fact", "title": "Payment retries on failure", "tags": ["billing"],
-               "body": "Failed card payments are retried three times over two days before the invoice is cancelled."}
-EXACT_OTHERS = {"kind": "fact", "title": "Chargeback handling", "tags": ["billing"],
-                "body": "Chargebacks are answered within seven days with the signed delivery receipt attached."}
-OVERDUE_COPY = {"kind": "fact", "title": "Billing contact", "tags": ["billing"],
-                "body": "The billing contact for vendor questions is the finance desk on the second floor."}
-PERSONAL_LOOKALIKE = {"kind": "fact", "title": "Billing dentist invoice", "tags": ["billing"],
-                      "body": "My dentist sends the billing invoice by post every quarter, billing code ACME-4711."}
+NEAR_OTHERS = {
+    "kind": "fact",
+    "title": "Payment retries on failure",
+    "tags": ["billing"],
+    "body": "Failed card payments are retried three times over two days before the invoice is cancelled.",
+}
+EXACT_OTHERS = {
+    "kind": "fact",
+    "title": "Chargeback handling",
+    "tags": ["billing"],
+    "body": "Chargebacks are answered within seven days with the signed delivery receipt attached.",
+}
+OVERDUE_COPY = {
+    "kind": "fact",
+    "title": "Billing contact",
+    "tags": ["billing"],
+    "body": "The billing contact for vendor questions is the finance desk on the second floor.",
+}
+PERSONAL_LOOKALIKE = {
+    "kind": "fact",
+    "title": "Billing dentist invoice",
+    "tags": ["billing"],
+    "body": "My dentist sends the billing invoice by post every quarter, billing code ACME-4711.",
+}
 
 
 def team(**fields) -> dict:
@@ -107,8 +165,17 @@ def world(reviewer, agent, team_agent, settings):
     visible = [approve(team_agent, reviewer, **team(**fields)) for fields in VISIBLE]
     own = actions.propose_create(agent=team_agent, reason=REASON, **team(**OWN_PENDING))
     _, token = actions.rotate_agent_token("team-bot", actor=reviewer)
-    return {"visible": visible, "own": own, "token": token, "other": agent, "diary": diary, "reviewer": reviewer,
-            "me": team_agent, "hidden_withheld": [], "hidden_text": []}
+    return {
+        "visible": visible,
+        "own": own,
+        "token": token,
+        "other": agent,
+        "diary": diary,
+        "reviewer": reviewer,
+        "me": team_agent,
+        "hidden_withheld": [],
+        "hidden_text": [],
+    }
 
 
 def add_hidden(w) -> None:
@@ -121,20 +188,38 @@ def add_hidden(w) -> None:
         text = {**fields, "title": f"{fields['title']} (mine {n})", "body": fields["body"] + " Billing billing."}
         approve(diary, reviewer, scope="personal", **text)
     for n in range(70):  # enough to fill every candidate pool of the old design
-        approve(diary, reviewer, scope="personal", kind="fact", title=f"Billing billing note {n}", tags=["billing"],
-                body=f"Billing billing billing invoice export number {n}: alpha alpha bravo ledger reconciliation.")
+        approve(
+            diary,
+            reviewer,
+            scope="personal",
+            kind="fact",
+            title=f"Billing billing note {n}",
+            tags=["billing"],
+            body=f"Billing billing billing invoice export number {n}: alpha alpha bravo ledger reconciliation.",
+        )
     personal = list(Record.objects.filter(scope="personal").order_by("pk")[:3])
     for record, fixed in zip(personal, PERSONAL_IDS, strict=True):
         Record.objects.filter(pk=record.pk).update(public_id=fixed)
     w["hidden_text"] += ["mine 0", "Billing billing note", "(mine"]
     # Other agents' pending proposals, in team and in personal.
-    actions.propose_create(agent=other, reason=REASON, **team(**{**NEAR_OTHERS, "body": NEAR_OTHERS["body"].replace(
-        "three times", "3 times")}))
+    actions.propose_create(
+        agent=other,
+        reason=REASON,
+        **team(**{**NEAR_OTHERS, "body": NEAR_OTHERS["body"].replace("three times", "3 times")}),
+    )
     actions.propose_create(agent=other, reason=REASON, **team(**EXACT_OTHERS))
-    actions.propose_create(agent=diary, reason=REASON, scope="personal", kind="fact", title="Private billing plan",
-                           tags=["billing"], body="My private billing plan is to pay every invoice export in January.")
+    actions.propose_create(
+        agent=diary,
+        reason=REASON,
+        scope="personal",
+        kind="fact",
+        title="Private billing plan",
+        tags=["billing"],
+        body="My private billing plan is to pay every invoice export in January.",
+    )
     actions.propose_retirement(w["visible"][1], agent=other, reason="The exports were replaced by an API")
     w["hidden_text"] += ["3 times", "Private billing plan"]
+
     # Withheld team records, each mentioning the battery's words.
     def withheld(title, body):
         record = approve(other, reviewer, **team(kind="fact", title=title, tags=["billing"], body=body))
@@ -143,8 +228,10 @@ def add_hidden(w) -> None:
 
     edited = withheld("Billing export bucket", "Billing invoice exports used the old bucket in the ledger account.")
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s",
-                       ["Zebra quantum walrus: billing secrets nobody reviewed.", edited.pk])
+        cursor.execute(
+            "UPDATE reviews_record SET body = %s WHERE id = %s",
+            ["Zebra quantum walrus: billing secrets nobody reviewed.", edited.pk],
+        )
     overdue = withheld(OVERDUE_COPY["title"], OVERDUE_COPY["body"])
     Record.objects.filter(pk=overdue.pk).update(review_by=today - timedelta(days=3))
     expired = withheld("Old billing alpha", "The old billing alpha bravo charlie rota ended last year.")
@@ -155,24 +242,48 @@ def add_hidden(w) -> None:
     actions.retire_record(retired, actor=reviewer, note="No fax any more")
     moved = withheld("Billing bonus plan", "The billing team bonus plan pays out after the nightly export audit.")
     actions.move_record(moved, actor=reviewer, scope="personal", note="This was private after all")
-    w["hidden_text"] += ["Zebra", "nobody reviewed", "bonus plan", "fax line", "freeze", "Old billing alpha",
-                         "Billing export bucket", "This was private", "old bucket"]
+    w["hidden_text"] += [
+        "Zebra",
+        "nobody reviewed",
+        "bonus plan",
+        "fax line",
+        "freeze",
+        "Old billing alpha",
+        "Billing export bucket",
+        "This was private",
+        "old bucket",
+    ]
 
 
 def change_hidden(w) -> None:
     other, diary, reviewer = w["other"], w["diary"], w["reviewer"]
-    approve(diary, reviewer, scope="personal", kind="procedure", title="Billing billing deploy alpha",
-            tags=["billing", "deploy"], body="Billing billing deploy alpha bravo charlie invoice export ledger nightly.")
+    approve(
+        diary,
+        reviewer,
+        scope="personal",
+        kind="procedure",
+        title="Billing billing deploy alpha",
+        tags=["billing", "deploy"],
+        body="Billing billing deploy alpha bravo charlie invoice export ledger nightly.",
+    )
     pending = Proposal.objects.filter(agent=diary, state=ProposalState.PENDING).first()
     actions.accept_proposal(pending, actor=reviewer)
     edited = Record.objects.get(public_id=w["hidden_withheld"][0])
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE reviews_record SET body = %s, title = %s WHERE id = %s",
-                       ["Billing deploy alpha acme/billing-api ACME-4711 nightly ledger.", "Billing deploy alpha",
-                        edited.pk])
-    actions.propose_create(agent=other, reason=REASON, **team(kind="fact", title="Billing invoice export alpha",
-                                                            tags=["billing"], body="Billing invoice export alpha "
-                                                            "bravo charlie happens nightly for the ledger."))
+        cursor.execute(
+            "UPDATE reviews_record SET body = %s, title = %s WHERE id = %s",
+            ["Billing deploy alpha acme/billing-api ACME-4711 nightly ledger.", "Billing deploy alpha", edited.pk],
+        )
+    actions.propose_create(
+        agent=other,
+        reason=REASON,
+        **team(
+            kind="fact",
+            title="Billing invoice export alpha",
+            tags=["billing"],
+            body="Billing invoice export alpha bravo charlie happens nightly for the ledger.",
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- the battery
@@ -188,24 +299,48 @@ def battery_calls(w) -> list[tuple[str, dict]]:
     visible_ids = [r.public_id for r in w["visible"]]
     for record_id in [*visible_ids, *PERSONAL_IDS, "rec_0123456789ab"]:
         calls.append(("read", {"id": record_id}))
-    calls += [("list", {}), ("list", {"kind": "fact"}), ("list", {"scope": "team"}), ("list", {"tag": "billing"}),
-              ("list", {"since": "2020-01-01", "limit": 3}), ("quality_check", {}), ("quality_check", {"scope": "team"}),
-              ("proposal_status", {"id": w["own"].public_id}), ("proposal_status", {"id": "prop_0123456789ab"})]
+    calls += [
+        ("list", {}),
+        ("list", {"kind": "fact"}),
+        ("list", {"scope": "team"}),
+        ("list", {"tag": "billing"}),
+        ("list", {"since": "2020-01-01", "limit": 3}),
+        ("quality_check", {}),
+        ("quality_check", {"scope": "team"}),
+        ("proposal_status", {"id": w["own"].public_id}),
+        ("proposal_status", {"id": "prop_0123456789ab"}),
+    ]
     # Error texts.
-    calls += [("search", {"query": "billing", "mode": "hybrid", "scope": "personal"}), ("read", {"id": "rec_nothex"}),
-              ("list", {"scope": "personal"}), ("quality_check", {"scope": "personal"}),
-              ("propose_context", {**PERSONAL_LOOKALIKE, "scope": "personal", "reason": REASON})]
+    calls += [
+        ("search", {"query": "billing", "mode": "hybrid", "scope": "personal"}),
+        ("read", {"id": "rec_nothex"}),
+        ("list", {"scope": "personal"}),
+        ("quality_check", {"scope": "personal"}),
+        ("propose_context", {**PERSONAL_LOOKALIKE, "scope": "personal", "reason": REASON}),
+    ]
     # Proposals: near and exact copies of what it may or may not see.
     calls += [
         ("propose_context", {**team(**NEAR_OTHERS), "reason": REASON}),
         ("propose_context", {**team(**EXACT_OTHERS), "reason": REASON}),
         ("propose_context", {**team(**OVERDUE_COPY), "reason": REASON}),
         ("propose_context", {**team(**PERSONAL_LOOKALIKE), "reason": REASON}),
-        ("propose_context", {**team(**{**OWN_PENDING, "body": OWN_PENDING["body"].replace("two people", "2 people")}),
-                             "reason": REASON}),
+        (
+            "propose_context",
+            {
+                **team(**{**OWN_PENDING, "body": OWN_PENDING["body"].replace("two people", "2 people")}),
+                "reason": REASON,
+            },
+        ),
         ("propose_context", {**team(**VISIBLE[1]), "reason": REASON}),
-        ("propose_context", {**team(**VISIBLE[0]), "revises": visible_ids[0],
-                             "body": VISIBLE[0]["body"] + " Hotfixes are exempt.", "reason": REASON}),
+        (
+            "propose_context",
+            {
+                **team(**VISIBLE[0]),
+                "revises": visible_ids[0],
+                "body": VISIBLE[0]["body"] + " Hotfixes are exempt.",
+                "reason": REASON,
+            },
+        ),
         ("propose_retirement", {"id": visible_ids[1], "reason": "The exports were replaced by an API"}),
     ]
     return calls
@@ -213,9 +348,15 @@ def battery_calls(w) -> list[tuple[str, dict]]:
 
 REST = {
     "describe": lambda a: ("get", "/api/v1/describe", None),
-    "search": lambda a: ("get", "/api/v1/search", {"q": a["query"], "mode": a["mode"],
-                                                   **{k: (",".join(v) if k == "tags" else v)
-                                                      for k, v in a.items() if k not in ("query", "mode")}}),
+    "search": lambda a: (
+        "get",
+        "/api/v1/search",
+        {
+            "q": a["query"],
+            "mode": a["mode"],
+            **{k: (",".join(v) if k == "tags" else v) for k, v in a.items() if k not in ("query", "mode")},
+        },
+    ),
     "read": lambda a: ("get", f"/api/v1/records/{a['id']}", None),
     "list": lambda a: ("get", "/api/v1/records", a),
     "quality_check": lambda a: ("get", "/api/v1/quality", a),
@@ -266,15 +407,19 @@ def run_mcp(w) -> list:
     async def go():
         messages, task = await _lifespan(app)
         try:
-            async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                          headers={"Authorization": f"Bearer {w['token']}"}) as http:
+            async with httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=app),
+                base_url="http://127.0.0.1",
+                headers={"Authorization": f"Bearer {w['token']}"},
+            ) as http:
                 async with Client(streamable_http_client("http://127.0.0.1/mcp", http_client=http)) as client:
                     answers = []
                     for tool, arguments in battery_calls(w):
                         result = await client.call_tool(tool, arguments)
                         text = "".join(getattr(block, "text", "") for block in result.content)
-                        answers.append((tool, "error", text) if result.is_error else
-                                       (tool, "ok", result.structured_content))
+                        answers.append(
+                            (tool, "error", text) if result.is_error else (tool, "ok", result.structured_content)
+                        )
                     return answers
         finally:
             await messages.put({"type": "lifespan.shutdown"})
@@ -321,6 +466,7 @@ def normalised(answers: dict, w, *, withheld: bool) -> dict:
             if found in known or found == "prop_0123456789ab":
                 return found
             return names.setdefault(found, f"prop_new{len(names)}")
+
         return _NEW_PROPOSAL.sub(name, text)
 
     def clean(tool, data):
@@ -350,8 +496,9 @@ def normalised(answers: dict, w, *, withheld: bool) -> dict:
             data["counts"] = counts
         return data
 
-    return {channel: [(tool, status, clean(tool, data)) for tool, status, data in rows]
-            for channel, rows in answers.items()}
+    return {
+        channel: [(tool, status, clean(tool, data)) for tool, status, data in rows] for channel, rows in answers.items()
+    }
 
 
 def assert_same(first: dict, second: dict) -> None:
@@ -386,8 +533,14 @@ def test_nothing_the_agent_may_not_see_changes_any_answer(world):
     # The withheld counts that did appear are about what was approved in team.
     reader = Reader.for_agent(w["me"])
     counted = search_module.search("billing invoice export ledger", mode="keyword", reader=reader, limit=50)
-    assert counted.withheld and set(counted.withheld) <= {"edited", "overdue", "expired", "disputed", "retired",
-                                                          "superseded"}
+    assert counted.withheld and set(counted.withheld) <= {
+        "edited",
+        "overdue",
+        "expired",
+        "disputed",
+        "retired",
+        "superseded",
+    }
     never_approved = search_module.search("zebra quantum walrus", mode="keyword", reader=reader)
     assert never_approved.results == [] and never_approved.withheld == {}
 
@@ -411,11 +564,25 @@ def test_a_search_does_the_same_work_whatever_exists_in_other_spaces(world, mode
     _search_sql(w, "billing invoice export", mode)  # warm: caches filled, index synced
     before = _search_sql(w, "billing invoice export", mode)
     for n in range(80):
-        approve(w["diary"], w["reviewer"], scope="personal", kind="fact", title=f"Billing billing invoice {n}",
-                tags=["billing"], body=f"Billing billing invoice export billing invoice export, item {n}.")
-        actions.propose_create(agent=w["other"], reason=REASON, **team(
-            kind="fact", title=f"Billing invoice export idea {n}", tags=["billing"],
-            body=f"Billing invoice export idea number {n} for the nightly ledger run."))
+        approve(
+            w["diary"],
+            w["reviewer"],
+            scope="personal",
+            kind="fact",
+            title=f"Billing billing invoice {n}",
+            tags=["billing"],
+            body=f"Billing billing invoice export billing invoice export, item {n}.",
+        )
+        actions.propose_create(
+            agent=w["other"],
+            reason=REASON,
+            **team(
+                kind="fact",
+                title=f"Billing invoice export idea {n}",
+                tags=["billing"],
+                body=f"Billing invoice export idea number {n} for the nightly ledger run.",
+            ),
+        )
     after = _search_sql(w, "billing invoice export", mode)
     assert after[1] == before[1]
     assert after[0] == before[0]
@@ -436,8 +603,15 @@ def test_scores_do_not_depend_on_another_space(world, mode):
     me, w = world["me"], world
     before = _scores(me, "alpha bravo charlie", mode)
     billing_before = _scores(me, "billing", mode)
-    approve(w["diary"], w["reviewer"], scope="personal", kind="fact", title="Alpha alpha alpha",
-            tags=["words"], body="Alpha alpha alpha alpha: my own notes about the word alpha and billing billing.")
+    approve(
+        w["diary"],
+        w["reviewer"],
+        scope="personal",
+        kind="fact",
+        title="Alpha alpha alpha",
+        tags=["words"],
+        body="Alpha alpha alpha alpha: my own notes about the word alpha and billing billing.",
+    )
     assert _scores(me, "alpha bravo charlie", mode) == before
     assert _scores(me, "billing", mode) == billing_before
 
@@ -446,24 +620,44 @@ def test_scores_do_not_depend_on_another_space(world, mode):
 def test_scores_do_not_depend_on_withheld_records_in_the_same_space(world, mode):
     me, w = world["me"], world
     before = _scores(me, "alpha bravo charlie", mode)
-    record = approve(w["other"], w["reviewer"], **team(kind="fact", title="Alpha alpha alpha", tags=["words"],
-                                                       body="Alpha alpha alpha alpha: the word alpha, again."))
+    record = approve(
+        w["other"],
+        w["reviewer"],
+        **team(
+            kind="fact",
+            title="Alpha alpha alpha",
+            tags=["words"],
+            body="Alpha alpha alpha alpha: the word alpha, again.",
+        ),
+    )
     Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
     assert _scores(me, "alpha bravo charlie", mode) == before
 
 
 def test_words_only_in_an_out_of_band_edit_are_not_counted_as_withheld(world):
     me, w = world["me"], world
-    record = approve(w["other"], w["reviewer"], **team(kind="fact", title="Parking permits", tags=["office"],
-                                                       body="Parking permits are renewed at the office on floor two."))
+    record = approve(
+        w["other"],
+        w["reviewer"],
+        **team(
+            kind="fact",
+            title="Parking permits",
+            tags=["office"],
+            body="Parking permits are renewed at the office on floor two.",
+        ),
+    )
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s",
-                       ["Parking permits now go to the zeppelin desk.", record.pk])
+        cursor.execute(
+            "UPDATE reviews_record SET body = %s WHERE id = %s",
+            ["Parking permits now go to the zeppelin desk.", record.pk],
+        )
     for mode in ("keyword", "hybrid"):
         assert agent_api.search(me, "zeppelin desk", mode=mode)["withheld"] == {}, mode
     # Semantic mode ranks everything; the new words weigh no more than words in neither text.
-    assert (agent_api.search(me, "zeppelin desk", mode="semantic")["withheld"]
-            == agent_api.search(me, "marmalade xylophone", mode="semantic")["withheld"])
+    assert (
+        agent_api.search(me, "zeppelin desk", mode="semantic")["withheld"]
+        == agent_api.search(me, "marmalade xylophone", mode="semantic")["withheld"]
+    )
     assert agent_api.search(me, "parking permits floor", mode="keyword")["withheld"] == {"edited": 1}
 
 
@@ -496,12 +690,25 @@ def test_a_retirement_another_agent_asked_for_is_not_named(world):
 
 def test_quality_check_gives_an_agent_no_title_of_a_withheld_record_nor_others_proposals(world):
     me, w = world["me"], world
-    edited = approve(w["other"], w["reviewer"], **team(kind="fact", title="Parking permits", tags=["office"],
-                                                       body="Parking permits are renewed at the office on floor two."))
+    edited = approve(
+        w["other"],
+        w["reviewer"],
+        **team(
+            kind="fact",
+            title="Parking permits",
+            tags=["office"],
+            body="Parking permits are renewed at the office on floor two.",
+        ),
+    )
     with connection.cursor() as cursor:
         cursor.execute("UPDATE reviews_record SET title = %s WHERE id = %s", ["Zeppelin desk secrets", edited.pk])
-    overdue = approve(w["other"], w["reviewer"], **team(kind="fact", title="Visitor badges", tags=["office"],
-                                                        body="Visitor badges are printed at the front desk."))
+    overdue = approve(
+        w["other"],
+        w["reviewer"],
+        **team(
+            kind="fact", title="Visitor badges", tags=["office"], body="Visitor badges are printed at the front desk."
+        ),
+    )
     Record.objects.filter(pk=overdue.pk).update(review_by=timezone.localdate() - timedelta(days=1))
     old = actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
     Proposal.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))

@@ -13,8 +13,9 @@ from mcp_bridge.mcp.guard import check_origin, origin_allowed
 PORT = 8765
 
 
-def answer(origin: str | list[str] | None, *, port: int | None = PORT,
-           host: str = "127.0.0.1:8765") -> tuple[int, dict | None]:
+def answer(
+    origin: str | list[str] | None, *, port: int | None = PORT, host: str = "127.0.0.1:8765"
+) -> tuple[int, dict | None]:
     """Status and JSON body of a request through the Origin guard."""
     reached = []
 
@@ -24,8 +25,13 @@ def answer(origin: str | list[str] | None, *, port: int | None = PORT,
         await send({"type": "http.response.body", "body": b""})
 
     origins = [] if origin is None else [origin] if isinstance(origin, str) else origin
-    scope = {"type": "http", "method": "POST", "path": "/mcp", "server": ("127.0.0.1", port) if port else None,
-             "headers": [(b"host", host.encode()), *((b"origin", o.encode()) for o in origins)]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "server": ("127.0.0.1", port) if port else None,
+        "headers": [(b"host", host.encode()), *((b"origin", o.encode()) for o in origins)],
+    }
     sent = []
 
     async def send(message):
@@ -41,8 +47,9 @@ def answer(origin: str | list[str] | None, *, port: int | None = PORT,
     return status, json.loads(body) if body else None
 
 
-@pytest.mark.parametrize("origin", ["http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765",
-                                    "HTTP://LOCALHOST:8765"])
+@pytest.mark.parametrize(
+    "origin", ["http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765", "HTTP://LOCALHOST:8765"]
+)
 def test_this_sites_own_origin_is_accepted(origin):
     assert answer(origin)[0] == 200
 
@@ -51,21 +58,24 @@ def test_no_origin_is_accepted_agents_send_none():
     assert answer(None)[0] == 200
 
 
-@pytest.mark.parametrize("origin", [
-    "http://127.0.0.1:9999",        # another port of an allowed host: another site
-    "http://localhost:8766",
-    "http://127.0.0.1",             # port 80
-    "https://127.0.0.1:8765",       # https is another origin than http
-    "https://localhost",
-    "http://evil.example.com:8765",
-    "http://127.0.0.1.evil.example:8765",
-    "null",
-    "http://127.0.0.1:8765/path",
-    "http://user@127.0.0.1:8765",
-    "http://127.0.0.1:notaport",
-    "file://",
-    "",
-])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:9999",  # another port of an allowed host: another site
+        "http://localhost:8766",
+        "http://127.0.0.1",  # port 80
+        "https://127.0.0.1:8765",  # https is another origin than http
+        "https://localhost",
+        "http://evil.example.com:8765",
+        "http://127.0.0.1.evil.example:8765",
+        "null",
+        "http://127.0.0.1:8765/path",
+        "http://user@127.0.0.1:8765",
+        "http://127.0.0.1:notaport",
+        "file://",
+        "",
+    ],
+)
 def test_any_other_origin_is_refused_with_what_is_allowed(origin):
     status, body = answer(origin)
     assert status == 403

@@ -21,8 +21,11 @@ from reviews.models import AuditEvent, Proposal, Record
 
 pytestmark = pytest.mark.django_db
 
-PAIRS = [json.loads(line) for line in
-         (Path(__file__).parent / "data" / "quality_pairs.jsonl").read_text().splitlines() if line.strip()]
+PAIRS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "quality_pairs.jsonl").read_text().splitlines()
+    if line.strip()
+]
 
 
 def kinds(report) -> dict[str, list]:
@@ -32,24 +35,34 @@ def kinds(report) -> dict[str, list]:
     return found
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    ("Deploys happen every Tuesday.", "Deploys happen every Thursday.", "different weekdays"),
-    ("The ledger runs PostgreSQL 15.4.", "The ledger runs PostgreSQL 16.2.", "different versions"),
-    ("Keys are limited to 100 requests per minute.", "Keys are limited to 500 requests per minute.", "different numbers"),
-    ("Force pushes are allowed.", "Force pushes are never allowed.", "only one of them is negated ('never')"),
-    ("Payments go through Stripe.", "Payments go through Adyen.", "different names: stripe vs adyen"),
-])
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ("Deploys happen every Tuesday.", "Deploys happen every Thursday.", "different weekdays"),
+        ("The ledger runs PostgreSQL 15.4.", "The ledger runs PostgreSQL 16.2.", "different versions"),
+        (
+            "Keys are limited to 100 requests per minute.",
+            "Keys are limited to 500 requests per minute.",
+            "different numbers",
+        ),
+        ("Force pushes are allowed.", "Force pushes are never allowed.", "only one of them is negated ('never')"),
+        ("Payments go through Stripe.", "Payments go through Adyen.", "different names: stripe vs adyen"),
+    ],
+)
 def test_differences_name_what_changed(a, b, expected):
     reasons = quality.differences(a, b)
     assert any(expected in reason for reason in reasons), reasons
 
 
-@pytest.mark.parametrize("a, b", [
-    ("Mei writes the release notes for every release.", "For every release, the release notes are written by Mei."),
-    ("Logs are kept for 14 days in Loki.", "Loki keeps logs for 14 days."),
-    ("We never deploy on Fridays.", "Deploys are not done on Fridays."),
-    ("Sprint planning is on Monday at 10:00.", "On Monday at 10:00 we plan the sprint."),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("Mei writes the release notes for every release.", "For every release, the release notes are written by Mei."),
+        ("Logs are kept for 14 days in Loki.", "Loki keeps logs for 14 days."),
+        ("We never deploy on Fridays.", "Deploys are not done on Fridays."),
+        ("Sprint planning is on Monday at 10:00.", "On Monday at 10:00 we plan the sprint."),
+    ],
+)
 def test_paraphrases_of_the_same_fact_show_no_difference(a, b):
     assert quality.differences(a, b) == []
 
@@ -77,8 +90,10 @@ def test_seeded_contradictions_are_found_and_paraphrases_are_not(make_record, ca
     report = quality.run(["team"], embedder=FakeEmbedder())
     precision, recall, hits, flagged, wanted = precision_recall(report, ids)
     with capsys.disabled():
-        print(f"\n[quality, fake embedder] precision {precision:.2f} recall {recall:.2f} "
-              f"({hits} of {wanted} contradictions, {flagged} flagged)")
+        print(
+            f"\n[quality, fake embedder] precision {precision:.2f} recall {recall:.2f} "
+            f"({hits} of {wanted} contradictions, {flagged} flagged)"
+        )
     assert recall >= 0.9 and precision >= 0.9
     paraphrases = {frozenset((a, b)) for a, b, label in ids if label == "paraphrase"}
     assert not paraphrases & {frozenset(f.records) for f in report.findings}
@@ -91,14 +106,18 @@ def test_seeded_contradictions_with_the_real_model(make_record, capsys):
     report = quality.run(["team"], embedder=model)  # records not in the index are embedded on the fly
     precision, recall, hits, flagged, wanted = precision_recall(report, ids)
     with capsys.disabled():
-        print(f"\n[quality, {model.name}] precision {precision:.2f} recall {recall:.2f} "
-              f"({hits} of {wanted} contradictions, {flagged} flagged)")
+        print(
+            f"\n[quality, {model.name}] precision {precision:.2f} recall {recall:.2f} "
+            f"({hits} of {wanted} contradictions, {flagged} flagged)"
+        )
     assert recall >= 0.8 and precision >= 0.8
 
 
 def test_every_contradiction_says_why_and_what_to_do(make_record):
     a = make_record(title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
-    b = make_record(title="Billing deploy day again", body="The billing API deploys every Thursday after the standup meeting.")
+    b = make_record(
+        title="Billing deploy day again", body="The billing API deploys every Thursday after the standup meeting."
+    )
     [finding] = kinds(quality.run(["team"], embedder=FakeEmbedder()))["possible_contradiction"]
     assert set(finding.records) == {a.public_id, b.public_id}
     assert "tuesday vs thursday" in finding.why and "similarity" in finding.why
@@ -106,14 +125,30 @@ def test_every_contradiction_says_why_and_what_to_do(make_record):
 
 
 def test_contradictions_are_only_paired_within_a_scope(make_record):
-    make_record(scope="personal", title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
-    make_record(scope="team", title="Billing deploy day", body="The billing API deploys every Thursday after the standup meeting.")
+    make_record(
+        scope="personal",
+        title="Billing deploy day",
+        body="The billing API deploys every Tuesday after the standup meeting.",
+    )
+    make_record(
+        scope="team",
+        title="Billing deploy day",
+        body="The billing API deploys every Thursday after the standup meeting.",
+    )
     assert "possible_contradiction" not in kinds(quality.run(embedder=FakeEmbedder()))
 
 
 def test_a_team_report_never_mentions_personal_content(make_record, reviewer, agent):
-    secret = make_record(scope="personal", title="Dentist appointment Elm", body="My dentist is on Elm Street, every six months on Tuesday.")
-    make_record(scope="personal", title="Dentist appointment Oak", body="My dentist is on Oak Street, every six months on Thursday.")
+    secret = make_record(
+        scope="personal",
+        title="Dentist appointment Elm",
+        body="My dentist is on Elm Street, every six months on Tuesday.",
+    )
+    make_record(
+        scope="personal",
+        title="Dentist appointment Oak",
+        body="My dentist is on Oak Street, every six months on Thursday.",
+    )
     Record.objects.filter(pk=secret.pk).update(review_by=timezone.localdate() - timedelta(days=1))
     with connection.cursor() as cursor:
         cursor.execute("UPDATE reviews_record SET body = body || ' (edited)' WHERE scope = 'personal'")
@@ -128,7 +163,10 @@ def test_overdue_and_edited_records_are_flagged(make_record):
     edited = make_record(title="Edited note", body="The weekly report is mailed to the finance team on Monday.")
     Record.objects.filter(pk=overdue.pk).update(review_by=timezone.localdate() - timedelta(days=3))
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s", ["Tampered text that nobody reviewed at all.", edited.pk])
+        cursor.execute(
+            "UPDATE reviews_record SET body = %s WHERE id = %s",
+            ["Tampered text that nobody reviewed at all.", edited.pk],
+        )
     found = kinds(quality.run(embedder=FakeEmbedder()))
     assert [f.records for f in found["overdue"]] == [[overdue.public_id]]
     assert [f.records for f in found["edited_since_approval"]] == [[edited.public_id]]
@@ -137,12 +175,16 @@ def test_overdue_and_edited_records_are_flagged(make_record):
 
 def test_broken_supersession_and_loops_are_flagged(make_record, reviewer):
     first = make_record(title="First version", body="The cache TTL for product pages is five minutes.")
-    second = actions.revise_record(first, actor=reviewer, changes={"body": "The cache TTL for product pages is ten minutes."})
+    second = actions.revise_record(
+        first, actor=reviewer, changes={"body": "The cache TTL for product pages is ten minutes."}
+    )
     orphan = make_record(title="Orphan", body="The search index is rebuilt every night by a cron job.")
     with connection.cursor() as cursor:  # damage done outside Vetted
         cursor.execute("UPDATE reviews_record SET status = 'superseded' WHERE id = %s", [orphan.pk])
-        cursor.execute("UPDATE reviews_record SET superseded_by_id = %s, status = 'superseded' WHERE id = %s",
-                       [first.pk, second.pk])
+        cursor.execute(
+            "UPDATE reviews_record SET superseded_by_id = %s, status = 'superseded' WHERE id = %s",
+            [first.pk, second.pk],
+        )
     found = kinds(quality.run(embedder=FakeEmbedder()))
     assert [orphan.public_id] in [f.records for f in found["broken_supersession"]]
     [loop] = found["supersession_loop"]
@@ -152,8 +194,14 @@ def test_broken_supersession_and_loops_are_flagged(make_record, reviewer):
 def test_old_pending_proposals_are_flagged(make_record, agent):
     record = make_record()
     retire = actions.propose_retirement(record, agent=agent, reason="The repository was archived last week.")
-    fresh = actions.propose_create(agent=agent, reason="Told by the user today.", kind="fact", scope="team",
-                                   title="Fresh proposal", body="The staging cluster is rebuilt every Sunday night.")
+    fresh = actions.propose_create(
+        agent=agent,
+        reason="Told by the user today.",
+        kind="fact",
+        scope="team",
+        title="Fresh proposal",
+        body="The staging cluster is rebuilt every Sunday night.",
+    )
     Proposal.objects.filter(pk=retire.pk).update(created_at=timezone.now() - timedelta(days=30))
     found = kinds(quality.run(embedder=FakeEmbedder()))
     assert [f.proposals for f in found["stale_retirement"]] == [[retire.public_id]]
@@ -171,9 +219,17 @@ def test_index_drift_is_reported_in_detail_for_the_reviewer_only(make_record):
 
 def test_the_check_changes_nothing(make_record):
     _seed_pairs(make_record)
-    before = (Record.objects.count(), AuditEvent.objects.count(), list(Record.objects.values_list("updated_at", flat=True)))
+    before = (
+        Record.objects.count(),
+        AuditEvent.objects.count(),
+        list(Record.objects.values_list("updated_at", flat=True)),
+    )
     quality.run(embedder=FakeEmbedder())
-    after = (Record.objects.count(), AuditEvent.objects.count(), list(Record.objects.values_list("updated_at", flat=True)))
+    after = (
+        Record.objects.count(),
+        AuditEvent.objects.count(),
+        list(Record.objects.values_list("updated_at", flat=True)),
+    )
     assert before == after
 
 
@@ -204,7 +260,9 @@ def test_quality_page_lists_findings_with_links_and_next_steps(client, reviewer,
 
 def test_a_flood_of_look_alikes_is_listed_up_to_the_limit_and_counted(make_record):
     for n in range(6):
-        make_record(title=f"Rotation of service {n}", body=f"The ledger service rotates its signing keys every {n + 2} days.")
+        make_record(
+            title=f"Rotation of service {n}", body=f"The ledger service rotates its signing keys every {n + 2} days."
+        )
     report = quality.run(["team"], embedder=FakeEmbedder(), limit=3)
     listed = [f for f in report.findings if f.kind == "possible_contradiction"]
     assert len(listed) == 3 and report.omitted["possible_contradiction"] > 0
@@ -213,4 +271,7 @@ def test_a_flood_of_look_alikes_is_listed_up_to_the_limit_and_counted(make_recor
     assert similarities == sorted(similarities, reverse=True) and all(similarities)
     everything = quality.run(["team"], embedder=FakeEmbedder(), limit=0)
     assert not everything.omitted
-    assert len([f for f in everything.findings if f.kind == "possible_contradiction"]) == 3 + report.omitted["possible_contradiction"]
+    assert (
+        len([f for f in everything.findings if f.kind == "possible_contradiction"])
+        == 3 + report.omitted["possible_contradiction"]
+    )

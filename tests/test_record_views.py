@@ -86,8 +86,15 @@ def test_retiring_twice_says_it_is_retired(signed_in, reviewer, record):
 def test_revise_a_record_makes_a_successor(signed_in, record):
     url = reverse("record_revise", args=[record.public_id])
     assert 'name="body"' in signed_in.get(url, **HX).content.decode()
-    response = signed_in.post(url, {"title": record.title, "body": GOOD_BODY.replace("weekday", "weekday at noon"),
-                                    "kind": "fact", "tags": "billing, repos"})
+    response = signed_in.post(
+        url,
+        {
+            "title": record.title,
+            "body": GOOD_BODY.replace("weekday", "weekday at noon"),
+            "kind": "fact",
+            "tags": "billing, repos",
+        },
+    )
     record.refresh_from_db()
     assert record.status == RecordStatus.SUPERSEDED
     assert response.status_code == 302
@@ -95,8 +102,10 @@ def test_revise_a_record_makes_a_successor(signed_in, record):
 
 
 def test_revise_a_record_with_a_bad_body_shows_the_error(signed_in, record):
-    response = signed_in.post(reverse("record_revise", args=[record.public_id]),
-                              {"title": record.title, "body": "short", "kind": "fact", "tags": ""})
+    response = signed_in.post(
+        reverse("record_revise", args=[record.public_id]),
+        {"title": record.title, "body": "short", "kind": "fact", "tags": ""},
+    )
     assert response.status_code == 400 and "body" in response.context["errors"]
 
 
@@ -124,8 +133,9 @@ def test_clear_dispute_on_an_undisputed_record_is_a_message(signed_in, record):
 
 def test_records_browse_filters_by_kind_scope_status_tag_and_agent(signed_in, reviewer, make_record):
     fact = make_record(title="A team fact", body=f"{GOOD_BODY} One.", tags=["billing"])
-    pref = make_record(title="A personal preference", body=f"{GOOD_BODY} Two.", kind="preference", scope="personal",
-                       tags=["editor"])
+    pref = make_record(
+        title="A personal preference", body=f"{GOOD_BODY} Two.", kind="preference", scope="personal", tags=["editor"]
+    )
     actions.retire_record(fact, actor=reviewer, note="Gone")
     assert pref.title in signed_in.get("/records/?kind=preference").content.decode()
     assert fact.title not in signed_in.get("/records/?kind=preference").content.decode()
@@ -192,8 +202,11 @@ def test_record_page_flags_text_edited_since_approval(signed_in, record):
 
 
 def test_record_page_renders_a_hostile_body_safely(signed_in, make_record):
-    record = make_record(title="Hostile record", body="Look at this <img src=x onerror=alert(1)> and "
-                                                      "[a link](javascript:alert(document.cookie)) in the billing notes.")
+    record = make_record(
+        title="Hostile record",
+        body="Look at this <img src=x onerror=alert(1)> and "
+        "[a link](javascript:alert(document.cookie)) in the billing notes.",
+    )
     html = signed_in.get(reverse("record_detail", args=[record.public_id])).content.decode()
     assert "<img" not in html and "onerror=alert" not in html.replace("&lt;img src=x onerror=alert(1)&gt;", "")
     assert 'href="javascript:' not in html

@@ -73,8 +73,13 @@ def revise(record: Record, agent, reviewer, **changes) -> Record:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_pending_proposal_is_never_returned(agent, mode):
     proposal = actions.propose_create(
-        agent=agent, reason="Seen in the wiki", kind="fact", scope="team", title="Marmalade rota",
-        body="The marmalade rota lists who restocks the kitchen shelves every Friday.", tags=["office"],
+        agent=agent,
+        reason="Seen in the wiki",
+        kind="fact",
+        scope="team",
+        title="Marmalade rota",
+        body="The marmalade rota lists who restocks the kitchen shelves every Friday.",
+        tags=["office"],
     )
 
     response = find("marmalade rota kitchen", mode=mode)
@@ -89,8 +94,13 @@ def test_a_pending_proposal_is_never_returned(agent, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_rejected_proposal_is_never_returned(agent, reviewer, mode):
     proposal = actions.propose_create(
-        agent=agent, reason="Seen in the wiki", kind="fact", scope="team", title="Marmalade rota",
-        body="The marmalade rota lists who restocks the kitchen shelves every Friday.", tags=["office"],
+        agent=agent,
+        reason="Seen in the wiki",
+        kind="fact",
+        scope="team",
+        title="Marmalade rota",
+        body="The marmalade rota lists who restocks the kitchen shelves every Friday.",
+        tags=["office"],
     )
     actions.reject_proposal(proposal, actor=reviewer, note="Not true any more")
 
@@ -102,10 +112,12 @@ def test_a_rejected_proposal_is_never_returned(agent, reviewer, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_pending_revision_does_not_replace_the_approved_text(make_record, agent, mode):
-    record = make_record(title="Standup time", body="The daily standup starts at nine thirty in the small room.",
-                         tags=["meetings"])
-    actions.propose_revision(record, agent=agent, reason="It moved",
-                             body="The daily standup starts at ten fifteen in the aquarium room.")
+    record = make_record(
+        title="Standup time", body="The daily standup starts at nine thirty in the small room.", tags=["meetings"]
+    )
+    actions.propose_revision(
+        record, agent=agent, reason="It moved", body="The daily standup starts at ten fifteen in the aquarium room."
+    )
 
     moved = find("ten fifteen aquarium", mode=mode)
     current = find("nine thirty small room", mode=mode)
@@ -131,8 +143,9 @@ def withheld_everywhere(query: str, reason: str, secret: str) -> None:
 
 
 def test_an_overdue_record_is_withheld_as_overdue(make_record):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
     assert ids(find("parking permits renewed")) == [record.public_id]
 
     make_overdue(record)
@@ -143,8 +156,9 @@ def test_an_overdue_record_is_withheld_as_overdue(make_record):
 
 
 def test_a_record_due_today_is_still_delivered(make_record):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
     Record.objects.filter(pk=record.pk).update(review_by=today())
 
     assert ids(find("parking permits renewed")) == [record.public_id]
@@ -153,16 +167,22 @@ def test_a_record_due_today_is_still_delivered(make_record):
 @pytest.mark.parametrize(
     "column, value, query, secret",
     [
-        ("body", "Parking permits are renewed by email to the facilities desk now.", "facilities desk email",
-         "facilities"),
+        (
+            "body",
+            "Parking permits are renewed by email to the facilities desk now.",
+            "facilities desk email",
+            "facilities",
+        ),
         ("title", "Parking permit office moved to the annex", "annex moved", "annex"),
         ("tags", json.dumps(["office", "smuggled"]), "smuggled", "smuggled"),
     ],
 )
-def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_only(make_record, column, value,
-                                                                                      query, secret):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_only(
+    make_record, column, value, query, secret
+):
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
 
     raw_update(record, column, value)
 
@@ -178,8 +198,9 @@ def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_
 
 
 def test_a_record_with_an_unknown_status_is_withheld(make_record):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
 
     raw_update(record, "status", "pending")
 
@@ -187,16 +208,20 @@ def test_a_record_with_an_unknown_status_is_withheld(make_record):
 
 
 def test_reordering_tags_out_of_band_is_not_an_edit(make_record):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office", "parking"])
+    record = make_record(
+        title="Parking permit office",
+        body="Parking permits are renewed at the office on floor two.",
+        tags=["office", "parking"],
+    )
     raw_update(record, "tags", json.dumps(["parking", "office"]))
 
     assert ids(find("parking permits renewed")) == [record.public_id]
 
 
 def test_a_disputed_record_is_withheld_as_disputed(make_record, agent):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
 
     actions.dispute_record(record, agent=agent, reason="The office moved last month")
 
@@ -205,8 +230,9 @@ def test_a_disputed_record_is_withheld_as_disputed(make_record, agent):
 
 
 def test_a_cleared_dispute_makes_the_record_deliverable_again(make_record, agent, reviewer):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
     actions.dispute_record(record, agent=agent, reason="The office moved last month")
 
     actions.clear_dispute(record, actor=reviewer, note="Checked: still there")
@@ -215,8 +241,9 @@ def test_a_cleared_dispute_makes_the_record_deliverable_again(make_record, agent
 
 
 def test_a_retired_record_is_withheld_as_retired(make_record, reviewer):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
 
     actions.retire_record(record, actor=reviewer, note="Parking is free now")
 
@@ -225,8 +252,12 @@ def test_a_retired_record_is_withheld_as_retired(make_record, reviewer):
 
 
 def test_an_expired_record_is_withheld_as_expired(make_record):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"], valid_until=today() + timedelta(days=30))
+    record = make_record(
+        title="Parking permit office",
+        body="Parking permits are renewed at the office on floor two.",
+        tags=["office"],
+        valid_until=today() + timedelta(days=30),
+    )
     assert ids(find("parking permits renewed")) == [record.public_id]
 
     Record.objects.filter(pk=record.pk).update(valid_until=today() - timedelta(days=1))
@@ -236,22 +267,34 @@ def test_an_expired_record_is_withheld_as_expired(make_record):
 
 
 def test_a_record_approved_with_a_past_valid_until_is_withheld_as_expired(make_record):
-    make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                tags=["office"], valid_until=today() - timedelta(days=3))
+    make_record(
+        title="Parking permit office",
+        body="Parking permits are renewed at the office on floor two.",
+        tags=["office"],
+        valid_until=today() - timedelta(days=3),
+    )
 
     withheld_everywhere("parking permits renewed", "expired", "floor two")
 
 
 def test_a_record_valid_until_today_is_still_delivered(make_record):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"], valid_until=today())
+    record = make_record(
+        title="Parking permit office",
+        body="Parking permits are renewed at the office on floor two.",
+        tags=["office"],
+        valid_until=today(),
+    )
 
     assert ids(find("parking permits renewed")) == [record.public_id]
 
 
 def test_a_record_not_yet_valid_is_not_delivered(make_record):
-    make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                tags=["office"], valid_from=today() + timedelta(days=10))
+    make_record(
+        title="Parking permit office",
+        body="Parking permits are renewed at the office on floor two.",
+        tags=["office"],
+        valid_from=today() + timedelta(days=10),
+    )
 
     response = find("parking permits renewed")
 
@@ -260,10 +303,12 @@ def test_a_record_not_yet_valid_is_not_delivered(make_record):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_superseded_record_is_withheld_and_its_successor_surfaced(make_record, agent, reviewer, mode):
-    old = make_record(title="Wifi password location",
-                      body="The guest wifi password is written on the whiteboard beside reception.", tags=["office"])
-    new = revise(old, agent, reviewer,
-                 body="The guest wifi password is printed on the card at the front desk instead.")
+    old = make_record(
+        title="Wifi password location",
+        body="The guest wifi password is written on the whiteboard beside reception.",
+        tags=["office"],
+    )
+    new = revise(old, agent, reviewer, body="The guest wifi password is printed on the card at the front desk instead.")
 
     response = find("whiteboard beside reception", mode=mode)
 
@@ -277,10 +322,12 @@ def test_a_superseded_record_is_withheld_and_its_successor_surfaced(make_record,
 
 
 def test_a_superseded_record_is_not_surfaced_through_a_withheld_successor(make_record, agent, reviewer):
-    old = make_record(title="Wifi password location",
-                      body="The guest wifi password is written on the whiteboard beside reception.", tags=["office"])
-    new = revise(old, agent, reviewer,
-                 body="The guest wifi password is printed on the card at the front desk instead.")
+    old = make_record(
+        title="Wifi password location",
+        body="The guest wifi password is written on the whiteboard beside reception.",
+        tags=["office"],
+    )
+    new = revise(old, agent, reviewer, body="The guest wifi password is printed on the card at the front desk instead.")
     make_overdue(new)
 
     response = find("whiteboard beside reception", mode="keyword")
@@ -290,10 +337,12 @@ def test_a_superseded_record_is_not_surfaced_through_a_withheld_successor(make_r
 
 
 def test_only_the_first_applicable_reason_is_counted(make_record, reviewer):
-    retired = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                          tags=["office"])
-    edited = make_record(title="Parking garage height", body="Parking garage clearance is two metres at the ramp.",
-                         tags=["office"])
+    retired = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
+    edited = make_record(
+        title="Parking garage height", body="Parking garage clearance is two metres at the ramp.", tags=["office"]
+    )
     actions.retire_record(retired, actor=reviewer, note="Parking is free now")
     make_overdue(retired)
     raw_update(edited, "body", "Parking garage clearance is two metres ten at the ramp.")
@@ -309,10 +358,18 @@ def test_only_the_first_applicable_reason_is_counted(make_record, reviewer):
 
 
 def test_a_personal_record_is_invisible_to_a_team_reader_and_not_counted(make_record):
-    personal = make_record(scope="personal", title="My parking spot",
-                           body="My own parking spot is number forty two on level minus one.", tags=["me"])
-    overdue = make_record(scope="personal", title="My parking card",
-                          body="My parking card expires in spring and must be renewed online.", tags=["me"])
+    personal = make_record(
+        scope="personal",
+        title="My parking spot",
+        body="My own parking spot is number forty two on level minus one.",
+        tags=["me"],
+    )
+    overdue = make_record(
+        scope="personal",
+        title="My parking card",
+        body="My parking card expires in spring and must be renewed online.",
+        tags=["me"],
+    )
     make_overdue(overdue)
 
     for mode in MODES:
@@ -326,10 +383,15 @@ def test_a_personal_record_is_invisible_to_a_team_reader_and_not_counted(make_re
 
 
 def test_an_agent_reads_only_its_own_scopes(make_record, team_agent, agent):
-    team = make_record(title="Team parking rules", body="Team members park on level two after eight in the morning.",
-                       tags=["office"])
-    personal = make_record(scope="personal", title="My parking spot",
-                           body="My own parking spot is number forty two on level minus one.", tags=["me"])
+    team = make_record(
+        title="Team parking rules", body="Team members park on level two after eight in the morning.", tags=["office"]
+    )
+    personal = make_record(
+        scope="personal",
+        title="My parking spot",
+        body="My own parking spot is number forty two on level minus one.",
+        tags=["me"],
+    )
 
     assert set(ids(find("parking level", reader=Reader.for_agent(team_agent)))) == {team.public_id}
     assert set(ids(find("parking level", reader=Reader.for_agent(agent)))) == {team.public_id, personal.public_id}
@@ -340,8 +402,12 @@ def test_an_agent_reads_only_its_own_scopes(make_record, team_agent, agent):
 
 def test_withheld_counts_are_by_reason_and_never_carry_the_text(make_record, agent, reviewer):
     def parking(marker, **extra):
-        return make_record(title=f"Parking note {marker}", tags=["office"],
-                           body=f"Parking permits and the {marker} arrangement for the car park.", **extra)
+        return make_record(
+            title=f"Parking note {marker}",
+            tags=["office"],
+            body=f"Parking permits and the {marker} arrangement for the car park.",
+            **extra,
+        )
 
     good = parking("sunflower")
     overdue = parking("alpaca")
@@ -355,14 +421,25 @@ def test_withheld_counts_are_by_reason_and_never_carry_the_text(make_record, age
     expired = parking("ember", valid_until=today() + timedelta(days=5))
     Record.objects.filter(pk=expired.pk).update(valid_until=today() - timedelta(days=1))
     old = parking("fennel")
-    successor = revise(old, agent, reviewer, title="Parking note juniper",
-                       body="Parking permits and the juniper arrangement for the car park.")
+    successor = revise(
+        old,
+        agent,
+        reviewer,
+        title="Parking note juniper",
+        body="Parking permits and the juniper arrangement for the car park.",
+    )
 
     for mode in MODES:
         response = find("parking permits car park", mode=mode, limit=20)
         assert set(ids(response)) == {good.public_id, successor.public_id}, mode
-        assert response.withheld == {"overdue": 1, "edited": 1, "disputed": 1, "retired": 1, "expired": 1,
-                                     "superseded": 1}, mode
+        assert response.withheld == {
+            "overdue": 1,
+            "edited": 1,
+            "disputed": 1,
+            "retired": 1,
+            "expired": 1,
+            "superseded": 1,
+        }, mode
         data = response.as_dict()
         assert data["withheld_total"] == 6
         text = as_json(response).lower()
@@ -426,8 +503,12 @@ def _shape(message: str, public_id: str) -> str:
 
 
 def test_unknown_and_out_of_scope_ids_raise_the_same_not_found(make_record):
-    personal = make_record(scope="personal", title="My parking spot",
-                           body="My own parking spot is number forty two on level minus one.", tags=["me"])
+    personal = make_record(
+        scope="personal",
+        title="My parking spot",
+        body="My own parking spot is number forty two on level minus one.",
+        tags=["me"],
+    )
     unknown = "rec_0123456789ab"
     team_reader = Reader.for_scopes(["team"])
 
@@ -442,25 +523,32 @@ def test_unknown_and_out_of_scope_ids_raise_the_same_not_found(make_record):
 
 
 def test_an_out_of_scope_withheld_record_is_not_found_not_withheld(make_record, reviewer):
-    personal = make_record(scope="personal", title="My parking spot",
-                           body="My own parking spot is number forty two on level minus one.", tags=["me"])
+    personal = make_record(
+        scope="personal",
+        title="My parking spot",
+        body="My own parking spot is number forty two on level minus one.",
+        tags=["me"],
+    )
     actions.retire_record(personal, actor=reviewer, note="Sold the car")
 
     with pytest.raises(NotFound):
         read_record(personal.public_id, Reader.for_scopes(["team"]))
 
 
-@pytest.mark.parametrize("hostile", [
-    "../../../../etc/passwd",
-    "rec_../../settings.py",
-    "..\\..\\windows\\system32",
-    "%2e%2e%2f%2e%2e%2fetc%2fpasswd",
-    "rec_" + "a" * 10_000,
-    "rec_\x00abc",
-    "' OR 1=1 --",
-    "",
-    None,
-])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "../../../../etc/passwd",
+        "rec_../../settings.py",
+        "..\\..\\windows\\system32",
+        "%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+        "rec_" + "a" * 10_000,
+        "rec_\x00abc",
+        "' OR 1=1 --",
+        "",
+        None,
+    ],
+)
 def test_hostile_ids_raise_not_found(record, hostile):
     with pytest.raises(NotFound) as caught:
         read_record(hostile, Reader.everything())
@@ -484,11 +572,21 @@ def _quokka_records(make_record, reviewer, *, withheld: int, deliverable: int):
     more (title and body), so every ranker puts them first."""
     bad, good = [], []
     for n in range(withheld):
-        bad.append(make_record(title=f"Quokka quokka note {n}", tags=["quokka"],
-                               body=f"Quokka quokka quokka: the quokka census number {n} of the island."))
+        bad.append(
+            make_record(
+                title=f"Quokka quokka note {n}",
+                tags=["quokka"],
+                body=f"Quokka quokka quokka: the quokka census number {n} of the island.",
+            )
+        )
     for n in range(deliverable):
-        good.append(make_record(title=f"Island ferry timetable {n}", tags=["ferry"],
-                                body=f"The island ferry {n} leaves at dawn; a quokka was seen on deck once."))
+        good.append(
+            make_record(
+                title=f"Island ferry timetable {n}",
+                tags=["ferry"],
+                body=f"The island ferry {n} leaves at dawn; a quokka was seen on deck once.",
+            )
+        )
     return bad, good
 
 
@@ -529,41 +627,69 @@ def filter_records(make_record, reviewer, team_agent):
         Record.objects.filter(pk=record.pk).update(approved_at=when)
         return record
 
-    fact = approved_on(make_record(kind="fact", title="Heron pond fact", tags=["alpha", "beta"], confidence=0.9,
-                                   body="A grey heron visits the office pond every morning at seven."),
-                       date(2024, 1, 10))
-    decision = approved_on(make_record(kind="decision", scope="personal", title="Heron photo decision",
-                                       tags=["alpha"], confidence=0.5,
-                                       body="I decided to photograph the heron only from the bridge."),
-                           date(2024, 3, 1))
-    proposal = actions.propose_create(agent=team_agent, reason="From the handbook", kind="procedure", scope="team",
-                                      title="Heron feeding procedure", tags=["beta", "gamma"],
-                                      body="Never feed the heron; report injured herons to the warden.")
+    fact = approved_on(
+        make_record(
+            kind="fact",
+            title="Heron pond fact",
+            tags=["alpha", "beta"],
+            confidence=0.9,
+            body="A grey heron visits the office pond every morning at seven.",
+        ),
+        date(2024, 1, 10),
+    )
+    decision = approved_on(
+        make_record(
+            kind="decision",
+            scope="personal",
+            title="Heron photo decision",
+            tags=["alpha"],
+            confidence=0.5,
+            body="I decided to photograph the heron only from the bridge.",
+        ),
+        date(2024, 3, 1),
+    )
+    proposal = actions.propose_create(
+        agent=team_agent,
+        reason="From the handbook",
+        kind="procedure",
+        scope="team",
+        title="Heron feeding procedure",
+        tags=["beta", "gamma"],
+        body="Never feed the heron; report injured herons to the warden.",
+    )
     procedure = approved_on(actions.accept_proposal(proposal, actor=reviewer).result_record, date(2024, 6, 15))
     return {"fact": fact, "decision": decision, "procedure": procedure}
 
 
-@pytest.mark.parametrize("filters, expected", [
-    pytest.param(Filters(kinds=["decision"]), {"decision"}, id="kinds-one"),
-    pytest.param(Filters(kinds=["fact", "procedure"]), {"fact", "procedure"}, id="kinds-two"),
-    pytest.param(Filters(scopes=["team"]), {"fact", "procedure"}, id="scopes-team"),
-    pytest.param(Filters(scopes=["personal"]), {"decision"}, id="scopes-personal"),
-    pytest.param(Filters(tags_any=["gamma"]), {"procedure"}, id="tags_any-one"),
-    pytest.param(Filters(tags_any=["alpha", "gamma"]), {"fact", "decision", "procedure"}, id="tags_any-two"),
-    pytest.param(Filters(tags_all=["alpha", "beta"]), {"fact"}, id="tags_all-two"),
-    pytest.param(Filters(tags_all=["beta"]), {"fact", "procedure"}, id="tags_all-one"),
-    pytest.param(Filters(agent="team-bot"), {"procedure"}, id="agent-team-bot"),
-    pytest.param(Filters(agent="claude-code"), {"fact", "decision"}, id="agent-claude-code"),
-    pytest.param(Filters(agent="nobody"), set(), id="agent-unknown"),
-    pytest.param(Filters(min_confidence=0.6), {"fact"}, id="min_confidence-0.6"),
-    pytest.param(Filters(min_confidence=0.5), {"fact", "decision"}, id="min_confidence-inclusive"),
-    pytest.param(Filters(approved_after=date(2024, 3, 1)), {"decision", "procedure"}, id="approved_after-inclusive"),
-    pytest.param(Filters(approved_before=date(2024, 3, 1)), {"fact", "decision"}, id="approved_before-inclusive"),
-    pytest.param(Filters(approved_after=date(2024, 2, 1), approved_before=date(2024, 5, 1)), {"decision"},
-                 id="approved-range"),
-    pytest.param(Filters(kinds=["fact"], tags_any=["gamma"]), set(), id="combined-nothing"),
-    pytest.param(Filters(), {"fact", "decision", "procedure"}, id="none"),
-])
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        pytest.param(Filters(kinds=["decision"]), {"decision"}, id="kinds-one"),
+        pytest.param(Filters(kinds=["fact", "procedure"]), {"fact", "procedure"}, id="kinds-two"),
+        pytest.param(Filters(scopes=["team"]), {"fact", "procedure"}, id="scopes-team"),
+        pytest.param(Filters(scopes=["personal"]), {"decision"}, id="scopes-personal"),
+        pytest.param(Filters(tags_any=["gamma"]), {"procedure"}, id="tags_any-one"),
+        pytest.param(Filters(tags_any=["alpha", "gamma"]), {"fact", "decision", "procedure"}, id="tags_any-two"),
+        pytest.param(Filters(tags_all=["alpha", "beta"]), {"fact"}, id="tags_all-two"),
+        pytest.param(Filters(tags_all=["beta"]), {"fact", "procedure"}, id="tags_all-one"),
+        pytest.param(Filters(agent="team-bot"), {"procedure"}, id="agent-team-bot"),
+        pytest.param(Filters(agent="claude-code"), {"fact", "decision"}, id="agent-claude-code"),
+        pytest.param(Filters(agent="nobody"), set(), id="agent-unknown"),
+        pytest.param(Filters(min_confidence=0.6), {"fact"}, id="min_confidence-0.6"),
+        pytest.param(Filters(min_confidence=0.5), {"fact", "decision"}, id="min_confidence-inclusive"),
+        pytest.param(
+            Filters(approved_after=date(2024, 3, 1)), {"decision", "procedure"}, id="approved_after-inclusive"
+        ),
+        pytest.param(Filters(approved_before=date(2024, 3, 1)), {"fact", "decision"}, id="approved_before-inclusive"),
+        pytest.param(
+            Filters(approved_after=date(2024, 2, 1), approved_before=date(2024, 5, 1)),
+            {"decision"},
+            id="approved-range",
+        ),
+        pytest.param(Filters(kinds=["fact"], tags_any=["gamma"]), set(), id="combined-nothing"),
+        pytest.param(Filters(), {"fact", "decision", "procedure"}, id="none"),
+    ],
+)
 @pytest.mark.parametrize("mode", MODES)
 def test_filters_keep_only_matching_records(filter_records, filters, expected, mode):
     response = find("heron", mode=mode, filters=filters)
@@ -574,10 +700,8 @@ def test_filters_keep_only_matching_records(filter_records, filters, expected, m
 
 def test_verified_date_filters_use_the_verification_date(filter_records):
     fact = filter_records["fact"]
-    Record.objects.filter(pk=fact.pk).update(
-        verified_at=timezone.make_aware(datetime(2025, 2, 2, 9, 0)))
-    Record.objects.exclude(pk=fact.pk).update(
-        verified_at=timezone.make_aware(datetime(2024, 12, 1, 9, 0)))
+    Record.objects.filter(pk=fact.pk).update(verified_at=timezone.make_aware(datetime(2025, 2, 2, 9, 0)))
+    Record.objects.exclude(pk=fact.pk).update(verified_at=timezone.make_aware(datetime(2024, 12, 1, 9, 0)))
 
     after = find("heron", filters=Filters(verified_after=date(2025, 1, 1)))
     before = find("heron", filters=Filters(verified_before=date(2025, 1, 1)))
@@ -587,8 +711,12 @@ def test_verified_date_filters_use_the_verification_date(filter_records):
 
 
 def test_filtered_out_records_are_not_counted_as_withheld(filter_records, make_record):
-    event = make_record(kind="event", title="Heron nest event", tags=["delta"],
-                        body="The heron built a nest on the roof during the spring of last year.")
+    event = make_record(
+        kind="event",
+        title="Heron nest event",
+        tags=["delta"],
+        body="The heron built a nest on the roof during the spring of last year.",
+    )
     make_overdue(event)
 
     as_facts = find("heron", filters=Filters(kinds=["fact"]))
@@ -600,10 +728,18 @@ def test_filtered_out_records_are_not_counted_as_withheld(filter_records, make_r
 
 
 def test_a_successor_that_fails_the_filters_is_not_surfaced(make_record, agent, reviewer):
-    old = make_record(title="Wifi password location", tags=["office"],
-                      body="The guest wifi password is written on the whiteboard beside reception.")
-    revise(old, agent, reviewer, tags=["network"],
-           body="The guest wifi password is printed on the card at the front desk instead.")
+    old = make_record(
+        title="Wifi password location",
+        tags=["office"],
+        body="The guest wifi password is written on the whiteboard beside reception.",
+    )
+    revise(
+        old,
+        agent,
+        reviewer,
+        tags=["network"],
+        body="The guest wifi password is printed on the card at the front desk instead.",
+    )
 
     response = find("whiteboard beside reception", mode="keyword", filters=Filters(tags_any=["office"]))
 
@@ -619,10 +755,12 @@ def access_row(record: Record):
 
 
 def test_delivered_records_get_their_access_count_bumped_on_flush(make_record):
-    shown = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                        tags=["office"])
-    hidden = make_record(title="Parking garage height", body="Parking garage clearance is two metres at the ramp.",
-                         tags=["office"])
+    shown = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
+    hidden = make_record(
+        title="Parking garage height", body="Parking garage clearance is two metres at the ramp.", tags=["office"]
+    )
     make_overdue(hidden)
     shown_before, hidden_before = access_row(shown), access_row(hidden)
 
@@ -635,8 +773,9 @@ def test_delivered_records_get_their_access_count_bumped_on_flush(make_record):
 
 
 def test_access_counts_wait_for_the_flush(make_record):
-    shown = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                        tags=["office"])
+    shown = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
 
     find("parking")
 
@@ -646,8 +785,9 @@ def test_access_counts_wait_for_the_flush(make_record):
 
 
 def test_searches_that_do_not_count_access_leave_counts_alone(make_record):
-    shown = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                        tags=["office"])
+    shown = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
 
     find("parking", count_access=False)
     search_module.access_counter.flush()
@@ -656,8 +796,11 @@ def test_searches_that_do_not_count_access_leave_counts_alone(make_record):
 
 
 def test_a_surfaced_successor_is_counted_and_the_superseded_record_is_not(make_record, agent, reviewer):
-    old = make_record(title="Wifi password location", tags=["office"],
-                      body="The guest wifi password is written on the whiteboard beside reception.")
+    old = make_record(
+        title="Wifi password location",
+        tags=["office"],
+        body="The guest wifi password is written on the whiteboard beside reception.",
+    )
     new = revise(old, agent, reviewer, body="The guest wifi password is printed on the card at the front desk instead.")
 
     find("whiteboard beside reception", mode="keyword")
@@ -668,8 +811,9 @@ def test_a_surfaced_successor_is_counted_and_the_superseded_record_is_not(make_r
 
 
 def test_counting_access_does_not_queue_the_record_for_reindexing(make_record):
-    shown = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                        tags=["office"])
+    shown = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
     find("parking", mode="semantic")  # syncs the vector queue
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM retrieval_dirty")
@@ -685,8 +829,9 @@ def test_counting_access_does_not_queue_the_record_for_reindexing(make_record):
 
 
 def test_response_reports_withheld_reasons_only_from_the_known_set(make_record, reviewer):
-    record = make_record(title="Parking permit office", body="Parking permits are renewed at the office on floor two.",
-                         tags=["office"])
+    record = make_record(
+        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    )
     actions.retire_record(record, actor=reviewer, note="gone")
 
     data = find("parking").as_dict()

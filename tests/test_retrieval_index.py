@@ -72,10 +72,18 @@ def approve_in_place(record: Record, **fields) -> None:
     """Change a record's text *and* its approval checksum out of band, as if
     the new text had been approved (the only way approved text changes)."""
     record.refresh_from_db()
-    data = {"kind": record.kind, "scope": record.scope, "title": record.title, "body": record.body,
-            "tags": record.tags, **fields}
-    sql("UPDATE reviews_record SET title = %s, body = %s, tags = %s, approved_checksum = %s WHERE id = %s",
-        [data["title"], data["body"], json.dumps(data["tags"]), content_checksum(**data), record.pk])
+    data = {
+        "kind": record.kind,
+        "scope": record.scope,
+        "title": record.title,
+        "body": record.body,
+        "tags": record.tags,
+        **fields,
+    }
+    sql(
+        "UPDATE reviews_record SET title = %s, body = %s, tags = %s, approved_checksum = %s WHERE id = %s",
+        [data["title"], data["body"], json.dumps(data["tags"]), content_checksum(**data), record.pk],
+    )
 
 
 def run(command: str, *args) -> str:
@@ -102,8 +110,10 @@ def chunk_rows(record: Record) -> list[tuple[int, int, str]]:
 
 def queue(record: Record) -> None:
     """Put a record in the vector queue without changing it."""
-    sql(f"INSERT INTO {schema.DIRTY} (record_id) VALUES (%s) ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1",
-        [record.pk])
+    sql(
+        f"INSERT INTO {schema.DIRTY} (record_id) VALUES (%s) ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1",
+        [record.pk],
+    )
 
 
 SECTION_WORDS = {
@@ -116,8 +126,11 @@ SECTION_WORDS = {
 
 def section(name: str, words: str, sentences: int = 9) -> str:
     vocab = words.split()
-    lines = [f"Step {n} of the {name.lower()} runbook covers {vocab[n % len(vocab)]} and "
-             f"{vocab[(n + 3) % len(vocab)]} for the service." for n in range(sentences)]
+    lines = [
+        f"Step {n} of the {name.lower()} runbook covers {vocab[n % len(vocab)]} and "
+        f"{vocab[(n + 3) % len(vocab)]} for the service."
+        for n in range(sentences)
+    ]
     return f"## {name}\n\n" + " ".join(lines)
 
 
@@ -133,8 +146,11 @@ def long_body(**overrides: str) -> str:
 
 @pytest.mark.django_db
 def test_an_accepted_record_enters_both_keyword_indexes_of_its_space(make_record):
-    record = make_record(title="Zeppelin hangar codes", tags=["hangar"],
-                         body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
+    record = make_record(
+        title="Zeppelin hangar codes",
+        tags=["hangar"],
+        body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.",
+    )
 
     assert in_both_keyword_indexes("zeppelin") == ({record.pk}, {record.pk})
     assert fts_rowids(schema.ident("team", schema.LIVE), "ZX-9000") == {record.pk}
@@ -145,17 +161,27 @@ def test_an_accepted_record_enters_both_keyword_indexes_of_its_space(make_record
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("column, new_value, old_word, new_word", [
-    ("title", "Dirigible hangar codes", "keypad", "dirigible"),
-    ("body", "The blimp hangar door code is rotated by ticket QW-4242 every month.", "quarter", "blimp"),
-    ("tags", json.dumps(["hangar", "airship"]), "security", "airship"),
-])
-def test_an_out_of_band_update_is_never_indexed_and_keeps_the_approved_text_withheld(make_record, column, new_value,
-                                                                                  old_word, new_word):
-    record = make_record(title="Zeppelin hangar keypad", tags=["hangar", "security"],
-                         body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
-    other = make_record(title="Quarterly zeppelin security review", tags=["review"],
-                        body="Each quarter the security team reviews the zeppelin hangar.")
+@pytest.mark.parametrize(
+    "column, new_value, old_word, new_word",
+    [
+        ("title", "Dirigible hangar codes", "keypad", "dirigible"),
+        ("body", "The blimp hangar door code is rotated by ticket QW-4242 every month.", "quarter", "blimp"),
+        ("tags", json.dumps(["hangar", "airship"]), "security", "airship"),
+    ],
+)
+def test_an_out_of_band_update_is_never_indexed_and_keeps_the_approved_text_withheld(
+    make_record, column, new_value, old_word, new_word
+):
+    record = make_record(
+        title="Zeppelin hangar keypad",
+        tags=["hangar", "security"],
+        body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.",
+    )
+    other = make_record(
+        title="Quarterly zeppelin security review",
+        tags=["review"],
+        body="Each quarter the security team reviews the zeppelin hangar.",
+    )
     run("check_index", "--sync")
     assert record.pk in fts_rowids(schema.fts("team", schema.LIVE), old_word)
 
@@ -176,11 +202,16 @@ def test_an_out_of_band_update_is_never_indexed_and_keeps_the_approved_text_with
 
 @pytest.mark.django_db
 def test_an_out_of_band_identifier_update_is_not_searchable_by_the_new_identifier(make_record):
-    record = make_record(title="Zeppelin hangar codes", tags=["hangar"],
-                         body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
+    record = make_record(
+        title="Zeppelin hangar codes",
+        tags=["hangar"],
+        body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.",
+    )
 
-    sql("UPDATE reviews_record SET body = %s WHERE id = %s",
-        ["The zeppelin hangar door code is rotated by ticket QW-4242 every quarter.", record.pk])
+    sql(
+        "UPDATE reviews_record SET body = %s WHERE id = %s",
+        ["The zeppelin hangar door code is rotated by ticket QW-4242 every quarter.", record.pk],
+    )
 
     assert anywhere("QW-4242") == set()
     assert fts_rowids(schema.ident("team", schema.HELD), "ZX-9000") == {record.pk}
@@ -190,12 +221,24 @@ def test_an_out_of_band_identifier_update_is_not_searchable_by_the_new_identifie
 
 @pytest.mark.django_db
 def test_a_record_edited_before_it_was_ever_indexed_is_not_indexed_at_all(reviewer):
-    data = {"kind": "fact", "scope": "team", "title": "Hovercraft berth", "tags": ["harbour"],
-            "body": "The hovercraft berth is at pier nine next to the lifeboat station."}
-    Record.objects.bulk_create([Record(  # bulk_create: no signal, so nothing reconciles it yet
-        **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
-        approved_checksum=content_checksum(**data), approved_at=timezone.now(), approved_by=reviewer,
-        review_by=timezone.localdate() + timedelta(days=90))])
+    data = {
+        "kind": "fact",
+        "scope": "team",
+        "title": "Hovercraft berth",
+        "tags": ["harbour"],
+        "body": "The hovercraft berth is at pier nine next to the lifeboat station.",
+    }
+    Record.objects.bulk_create(
+        [
+            Record(  # bulk_create: no signal, so nothing reconciles it yet
+                **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
+                approved_checksum=content_checksum(**data),
+                approved_at=timezone.now(),
+                approved_by=reviewer,
+                review_by=timezone.localdate() + timedelta(days=90),
+            )
+        ]
+    )
 
     assert anywhere("hovercraft") == set()
     assert keyword("hovercraft").withheld == {} and keyword("twelve").withheld == {}
@@ -203,12 +246,25 @@ def test_a_record_edited_before_it_was_ever_indexed_is_not_indexed_at_all(review
 
 @pytest.mark.django_db
 def test_a_record_edited_before_it_was_indexed_is_indexed_by_its_kept_approved_copy(reviewer):
-    data = {"kind": "fact", "scope": "team", "title": "Hovercraft berth", "tags": ["harbour"],
-            "body": "The hovercraft berth is at pier nine next to the lifeboat station."}
-    Record.objects.bulk_create([Record(
-        **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
-        approved_checksum=content_checksum(**data), approved_content=data, approved_at=timezone.now(),
-        approved_by=reviewer, review_by=timezone.localdate() + timedelta(days=90))])
+    data = {
+        "kind": "fact",
+        "scope": "team",
+        "title": "Hovercraft berth",
+        "tags": ["harbour"],
+        "body": "The hovercraft berth is at pier nine next to the lifeboat station.",
+    }
+    Record.objects.bulk_create(
+        [
+            Record(
+                **{**data, "body": "The hovercraft berth moved to pier twelve behind the ferry office."},
+                approved_checksum=content_checksum(**data),
+                approved_content=data,
+                approved_at=timezone.now(),
+                approved_by=reviewer,
+                review_by=timezone.localdate() + timedelta(days=90),
+            )
+        ]
+    )
 
     assert in_both_keyword_indexes("lifeboat", state=schema.HELD)[0] != set()
     assert anywhere("twelve") == set()
@@ -235,8 +291,10 @@ def test_a_space_is_swept_for_date_changes_once_a_day(record):
     sql(f"DELETE FROM {schema.QUEUE}")
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER retrieval_record_au")
-        cursor.execute("UPDATE reviews_record SET review_by = %s WHERE id = %s",
-                       [timezone.localdate() - timedelta(days=1), record.pk])
+        cursor.execute(
+            "UPDATE reviews_record SET review_by = %s WHERE id = %s",
+            [timezone.localdate() - timedelta(days=1), record.pk],
+        )
         cursor.execute(schema.TRIGGERS["retrieval_record_au"])
 
     response = keyword("billing")
@@ -246,20 +304,29 @@ def test_a_space_is_swept_for_date_changes_once_a_day(record):
 
 
 def _bare_record(reviewer, **fields) -> Record:
-    data = {"kind": "fact", "scope": "team", "title": "Hovercraft berth", "tags": ["harbour"],
-            "body": "The hovercraft berth is at pier nine next to the lifeboat station."}
+    data = {
+        "kind": "fact",
+        "scope": "team",
+        "title": "Hovercraft berth",
+        "tags": ["harbour"],
+        "body": "The hovercraft berth is at pier nine next to the lifeboat station.",
+    }
     data.update(fields)
     now = timezone.now()
     return Record.objects.create(
-        **data, approved_checksum=content_checksum(**data), approved_at=now, approved_by=reviewer,
+        **data,
+        approved_checksum=content_checksum(**data),
+        approved_at=now,
+        approved_by=reviewer,
         review_by=timezone.localdate() + timedelta(days=90),
     )
 
 
 @pytest.mark.django_db
 def test_a_deleted_record_leaves_both_keyword_indexes_and_the_vectors(reviewer, make_record):
-    keep = make_record(title="Lifeboat drills", tags=["harbour"],
-                       body="Lifeboat drills happen on the first Monday of every month.")
+    keep = make_record(
+        title="Lifeboat drills", tags=["harbour"], body="Lifeboat drills happen on the first Monday of every month."
+    )
     gone = _bare_record(reviewer)
     assert [hit.record for hit in keyword("hovercraft").results] == [gone]
     stats = index.sync(get_embedder())
@@ -359,8 +426,11 @@ def test_changing_one_section_reembeds_only_that_chunk(make_record):
     embedder = CountingEmbedder()
     index.sync(embedder)
     before = chunk_rows(record)
-    rollback = [n for n, (_seq, _id, _hash) in enumerate(before)
-                if "rollback" in sql(f"SELECT text FROM {schema.CHUNKS} WHERE id = %s", [_id])[0][0].lower()]
+    rollback = [
+        n
+        for n, (_seq, _id, _hash) in enumerate(before)
+        if "rollback" in sql(f"SELECT text FROM {schema.CHUNKS} WHERE id = %s", [_id])[0][0].lower()
+    ]
     assert len(rollback) == 1
 
     changed = section("Rollback", SECTION_WORDS["Rollback"]).replace("Step 4", "Stage 4")
@@ -420,8 +490,11 @@ def test_headings_start_chunks_and_keep_their_text():
 
     chunks = split_body(body)
 
-    assert chunks == ["Intro line about the service.", "## Deploy\n\nDeploy on Tuesdays.",
-                      "## Rollback\n\nRevert the release."]
+    assert chunks == [
+        "Intro line about the service.",
+        "## Deploy\n\nDeploy on Tuesdays.",
+        "## Rollback\n\nRevert the release.",
+    ]
 
 
 @pytest.mark.parametrize("level", ["#", "##", "###", "######"])
@@ -433,7 +506,8 @@ def test_every_heading_level_starts_a_chunk(level):
 
 def test_a_hash_without_a_space_is_not_a_heading():
     assert split_body("Some intro text here.\n\n#hashtag is not a heading.") == [
-        "Some intro text here.\n\n#hashtag is not a heading."]
+        "Some intro text here.\n\n#hashtag is not a heading."
+    ]
 
 
 def test_a_heading_right_after_a_line_of_text_starts_a_chunk():
@@ -515,17 +589,27 @@ def test_the_meta_table_records_schema_model_and_dimension(record):
     embedder = get_embedder()
     meta = index.read_meta()
     assert {k: meta[k] for k in ("schema_version", "model_name", "dimension")} == {
-        "schema_version": index.SCHEMA_VERSION, "model_name": embedder.name, "dimension": str(embedder.dimension)}
+        "schema_version": index.SCHEMA_VERSION,
+        "model_name": embedder.name,
+        "dimension": str(embedder.dimension),
+    }
     # plus the per-space change tokens the caches follow
-    assert set(meta) == {"schema_version", "model_name", "dimension", "docs:team",
-                         *(f"vectors_{name}:{scope}" for name in ("base", "token")
-                           for scope in ("personal", "team", "system"))}
+    assert set(meta) == {
+        "schema_version",
+        "model_name",
+        "dimension",
+        "docs:team",
+        *(f"vectors_{name}:{scope}" for name in ("base", "token") for scope in ("personal", "team", "system")),
+    }
 
 
 @pytest.mark.django_db
 def test_a_different_model_is_refused_until_reindex(make_record):
-    record = make_record(title="Zeppelin hangar codes", tags=["hangar"],
-                         body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
+    record = make_record(
+        title="Zeppelin hangar codes",
+        tags=["hangar"],
+        body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.",
+    )
     original = get_embedder()
     index.sync(original)
     other = FakeEmbedder(dimension=128)
@@ -607,11 +691,15 @@ def test_check_index_passes_on_an_empty_database():
 
 @pytest.mark.django_db
 def test_check_index_fails_while_a_record_is_queued(make_record):
-    make_record(title="Zeppelin hangar codes", tags=["hangar"],
-                body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.")
+    make_record(
+        title="Zeppelin hangar codes",
+        tags=["hangar"],
+        body="The zeppelin hangar door code is rotated by ticket ZX-9000 every quarter.",
+    )
     index.sync(get_embedder())
-    make_record(title="Lifeboat drills", tags=["harbour"],
-                body="Lifeboat drills happen on the first Monday of the month.")
+    make_record(
+        title="Lifeboat drills", tags=["harbour"], body="Lifeboat drills happen on the first Monday of the month."
+    )
 
     output = check_fails()
 
@@ -659,8 +747,10 @@ def test_migrate_recreates_a_dropped_index_trigger(record):
 def test_check_index_finds_an_edit_the_index_missed(record):
     run("check_index", "--sync")
     sql("DROP TRIGGER retrieval_record_au")
-    sql("UPDATE reviews_record SET body = %s WHERE id = %s",
-        ["The billing API moved to the acme/payments-api repository last spring.", record.pk])
+    sql(
+        "UPDATE reviews_record SET body = %s WHERE id = %s",
+        ["The billing API moved to the acme/payments-api repository last spring.", record.pk],
+    )
     with connection.cursor() as cursor:
         cursor.execute(schema.TRIGGERS["retrieval_record_au"])
 
@@ -678,8 +768,11 @@ def test_check_index_finds_a_keyword_index_that_drifted(record):
     run("check_index", "--sync")
     table = schema.fts("team", schema.LIVE)
     # Take the record's tokens out of the index behind the triggers' back.
-    sql(f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', id, title, body, tags "
-        f"FROM {schema.DOCS} WHERE id = %s", [record.pk])
+    sql(
+        f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', id, title, body, tags "
+        f"FROM {schema.DOCS} WHERE id = %s",
+        [record.pk],
+    )
 
     output = check_fails()
 
@@ -693,8 +786,10 @@ def test_check_index_finds_a_keyword_index_that_drifted(record):
 def test_check_index_finds_a_stray_vector(record):
     run("check_index", "--sync")
     vector = get_embedder().embed_one("stray")
-    sql(f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, %s)",
-        [987654, vector.tobytes()])
+    sql(
+        f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, %s)",
+        [987654, vector.tobytes()],
+    )
 
     assert "1 vector(s) without a chunk" in check_fails()
     assert "1 vector(s) without a chunk" in check_fails("--sync")
@@ -735,8 +830,9 @@ def test_check_index_finds_a_stale_chunk(record):
 
 @pytest.mark.django_db
 def test_check_index_finds_orphan_chunks_and_records_without_vectors(record, make_record):
-    other = make_record(title="Lifeboat drills", tags=["harbour"],
-                        body="Lifeboat drills happen on the first Monday of the month.")
+    other = make_record(
+        title="Lifeboat drills", tags=["harbour"], body="Lifeboat drills happen on the first Monday of the month."
+    )
     run("check_index", "--sync")
     sql(f"UPDATE {schema.CHUNKS} SET record_id = 999999 WHERE record_id = %s", [other.pk])
 
@@ -761,5 +857,13 @@ def test_check_index_json_output_parses(record):
 
     passing = json.loads(run("check_index", "--sync", "--json"))
 
-    assert passing == {"model": get_embedder().name, "dimension": get_embedder().dimension, "records": 1,
-                       "chunks": 1, "vectors": 1, "queued": 0, "problems": [], "ok": True}
+    assert passing == {
+        "model": get_embedder().name,
+        "dimension": get_embedder().dimension,
+        "records": 1,
+        "chunks": 1,
+        "vectors": 1,
+        "queued": 0,
+        "problems": [],
+        "ok": True,
+    }

@@ -40,29 +40,60 @@ def test_model_loads_from_the_package_without_network(model):
 
 @pytest.mark.django_db
 def test_paraphrase_finds_the_record_with_the_real_model(model, agent, reviewer):
-    wanted = actions.accept_proposal(actions.propose_create(
-        agent=agent, reason="Team agreement", kind="decision", scope="team", title="Friday deploy freeze",
-        body="Production deploys are frozen on Fridays; ship on Monday to Thursday only.", tags=["deploy"],
-    ), actor=reviewer).result_record
-    actions.accept_proposal(actions.propose_create(
-        agent=agent, reason="Office info", kind="fact", scope="team", title="Office plants",
-        body="The plants on the third floor get watered by the facilities team every Tuesday.", tags=["office"],
-    ), actor=reviewer)
+    wanted = actions.accept_proposal(
+        actions.propose_create(
+            agent=agent,
+            reason="Team agreement",
+            kind="decision",
+            scope="team",
+            title="Friday deploy freeze",
+            body="Production deploys are frozen on Fridays; ship on Monday to Thursday only.",
+            tags=["deploy"],
+        ),
+        actor=reviewer,
+    ).result_record
+    actions.accept_proposal(
+        actions.propose_create(
+            agent=agent,
+            reason="Office info",
+            kind="fact",
+            scope="team",
+            title="Office plants",
+            body="The plants on the third floor get watered by the facilities team every Tuesday.",
+            tags=["office"],
+        ),
+        actor=reviewer,
+    )
     index.sync(model)
-    response = search("when can't we ship to prod at the end of the week", mode="hybrid",
-                      reader=Reader.everything(), embedder=model)
+    response = search(
+        "when can't we ship to prod at the end of the week", mode="hybrid", reader=Reader.everything(), embedder=model
+    )
     assert response.results[0].record == wanted
     assert index.check(model).ok
 
 
 @pytest.mark.slow
 def test_hybrid_rank1_is_at_least_the_better_single_ranker_on_every_query_type(tmp_path):
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path),
-           "VETTED_EMBEDDER": "sentence-transformers"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_HOME": str(tmp_path),
+        "VETTED_EMBEDDER": "sentence-transformers",
+    }
     done = subprocess.run(
-        [sys.executable, "manage.py", "eval_retrieval", str(DATA / "eval_corpus.jsonl"),
-         str(DATA / "eval_queries.jsonl"), "--json"],
-        cwd=PROJECT, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "manage.py",
+            "eval_retrieval",
+            str(DATA / "eval_corpus.jsonl"),
+            str(DATA / "eval_queries.jsonl"),
+            "--json",
+        ],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     table = json.loads(done.stdout.strip().splitlines()[-1])

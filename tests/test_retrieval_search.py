@@ -47,10 +47,16 @@ def run_search(*args) -> str:
 
 @pytest.fixture
 def two_records(make_record):
-    deploy = make_record(title="Deploy window", tags=["deploy"],
-                         body="Deploys of the billing service happen on Tuesdays after the standup meeting.")
-    coffee = make_record(title="Coffee machine location", tags=["office"],
-                         body="The coffee machine is on the third floor next to the kitchen sink.")
+    deploy = make_record(
+        title="Deploy window",
+        tags=["deploy"],
+        body="Deploys of the billing service happen on Tuesdays after the standup meeting.",
+    )
+    coffee = make_record(
+        title="Coffee machine location",
+        tags=["office"],
+        body="The coffee machine is on the third floor next to the kitchen sink.",
+    )
     return deploy, coffee
 
 
@@ -58,15 +64,62 @@ def two_records(make_record):
 
 
 HOSTILE = [
-    '"', '""', '"deploy', 'deploy"window', "'", "it's", "NEAR(deploy window)", "NEAR(", "deploy NEAR/2 window",
-    "*", "deploy*", "-", "-deploy", "deploy - window", "AND OR NOT", "NOT deploy", "deploy AND", "OR",
-    "(deploy", "deploy)", "((()))", ")(", "title:", "title:deploy", "body:window tags:", "{title body}: deploy",
-    "^", "^deploy", "deploy^2", "d" * 10_000, "deploy window " * 800, "🚀 deploy 🚀", "🚀🔥💥",
+    '"',
+    '""',
+    '"deploy',
+    'deploy"window',
+    "'",
+    "it's",
+    "NEAR(deploy window)",
+    "NEAR(",
+    "deploy NEAR/2 window",
+    "*",
+    "deploy*",
+    "-",
+    "-deploy",
+    "deploy - window",
+    "AND OR NOT",
+    "NOT deploy",
+    "deploy AND",
+    "OR",
+    "(deploy",
+    "deploy)",
+    "((()))",
+    ")(",
+    "title:",
+    "title:deploy",
+    "body:window tags:",
+    "{title body}: deploy",
+    "^",
+    "^deploy",
+    "deploy^2",
+    "d" * 10_000,
+    "deploy window " * 800,
+    "🚀 deploy 🚀",
+    "🚀🔥💥",
     "deploy\x00window",
-    "\x00deploy", "!!!", "?.,;:", "@#$%^&*()", "'; DROP TABLE reviews_record; --",
-    "\" OR 1=1 --", "deploy'); DELETE FROM reviews_record; --", "%", "_", "\\", "\\\"", "\u202etxet", "ǅungla",
-    "naïve café", "zeﬁ", "\u0301\u0301", "a-b-c-d-e-f-g-h-i-j-k-l", "x" * 3 + "/" * 500, "--" * 1000,
-    "1.2.3.4.5.6.7.8.9.10.11.12", "_" * 5000 + "a", "ACME-1234" * 300,
+    "\x00deploy",
+    "!!!",
+    "?.,;:",
+    "@#$%^&*()",
+    "'; DROP TABLE reviews_record; --",
+    '" OR 1=1 --',
+    "deploy'); DELETE FROM reviews_record; --",
+    "%",
+    "_",
+    "\\",
+    '\\"',
+    "\u202etxet",
+    "ǅungla",
+    "naïve café",
+    "zeﬁ",
+    "\u0301\u0301",
+    "a-b-c-d-e-f-g-h-i-j-k-l",
+    "x" * 3 + "/" * 500,
+    "--" * 1000,
+    "1.2.3.4.5.6.7.8.9.10.11.12",
+    "_" * 5000 + "a",
+    "ACME-1234" * 300,
 ]
 
 
@@ -84,8 +137,9 @@ def test_hostile_queries_never_raise(two_records, mode):
 
 
 def test_operator_words_in_a_query_are_plain_words(make_record):
-    near = make_record(title="Near the station", tags=["office"],
-                       body="The office is near the station and not far from the river.")
+    near = make_record(
+        title="Near the station", tags=["office"], body="The office is near the station and not far from the river."
+    )
 
     assert ids(find("NEAR", mode="keyword")) == [near.public_id]
     assert ids(find("NOT", mode="keyword")) == [near.public_id]
@@ -177,6 +231,7 @@ def test_limits_in_the_range_are_accepted(make_record, limit):
 def identifier_records(make_record):
     """Distractors first (lower ids win ties) and word-rich, so only exact
     identifier evidence can put the right record first."""
+
     def make(title, body):
         return make_record(title=title, body=body, tags=["ids"])
 
@@ -188,30 +243,36 @@ def identifier_records(make_record):
         "secret-words": make("Stripe webhook secret", "The Stripe webhook secret is rotated by the payments team."),
         "secret-old": make("Old webhook variable", "STRIPE_WEBHOOK_SECRET_OLD is no longer read by the worker."),
         "dry-words": make("Dry run first", "Always do a dry run of the migration, then the real run."),
-        "acme/billing-api": make("Billing source location",
-                                 "Source for the billing service lives in acme/billing-api on the main branch."),
-        "ACME-1234": make("Invoice fix ticket",
-                          "Ticket ACME-1234 tracks the fix for invoice rounding in the billing export run."),
+        "acme/billing-api": make(
+            "Billing source location", "Source for the billing service lives in acme/billing-api on the main branch."
+        ),
+        "ACME-1234": make(
+            "Invoice fix ticket", "Ticket ACME-1234 tracks the fix for invoice rounding in the billing export run."
+        ),
         "21.0.3": make("JDK pin for services", "The build image pins the JDK at 21.0.3 for the web services."),
-        "STRIPE_WEBHOOK_SECRET": make("Payments environment",
-                                      "Set STRIPE_WEBHOOK_SECRET in the environment before starting payments."),
+        "STRIPE_WEBHOOK_SECRET": make(
+            "Payments environment", "Set STRIPE_WEBHOOK_SECRET in the environment before starting payments."
+        ),
         "--dry-run": make("Deploy script flags", "Pass --dry-run to the deploy script to print the plan only."),
     }
     return records
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
-@pytest.mark.parametrize("query, expected", [
-    ("acme/billing-api", "acme/billing-api"),
-    ("ACME-1234", "ACME-1234"),
-    ("acme-1234", "ACME-1234"),
-    ("21.0.3", "21.0.3"),
-    ("STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"),
-    ("--dry-run", "--dry-run"),
-    ("where is acme/billing-api hosted", "acme/billing-api"),
-    ("status of ACME-1234 invoice rounding", "ACME-1234"),
-    ("which JDK 21.0.3 image", "21.0.3"),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("acme/billing-api", "acme/billing-api"),
+        ("ACME-1234", "ACME-1234"),
+        ("acme-1234", "ACME-1234"),
+        ("21.0.3", "21.0.3"),
+        ("STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"),
+        ("--dry-run", "--dry-run"),
+        ("where is acme/billing-api hosted", "acme/billing-api"),
+        ("status of ACME-1234 invoice rounding", "ACME-1234"),
+        ("which JDK 21.0.3 image", "21.0.3"),
+    ],
+)
 def test_an_exact_identifier_is_found_first(identifier_records, query, expected, mode):
     response = find(query, mode=mode)
 
@@ -220,15 +281,18 @@ def test_an_exact_identifier_is_found_first(identifier_records, query, expected,
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
-@pytest.mark.parametrize("query, near_miss", [
-    ("21.0.3", "21.0.30"),
-    ("ACME-1234", "acme-1235"),
-    ("acme/billing-api", "worker"),
-    ("acme/billing-api", "api-v2"),
-    ("STRIPE_WEBHOOK_SECRET", "secret-old"),
-    ("STRIPE_WEBHOOK_SECRET", "secret-words"),
-    ("--dry-run", "dry-words"),
-])
+@pytest.mark.parametrize(
+    "query, near_miss",
+    [
+        ("21.0.3", "21.0.30"),
+        ("ACME-1234", "acme-1235"),
+        ("acme/billing-api", "worker"),
+        ("acme/billing-api", "api-v2"),
+        ("STRIPE_WEBHOOK_SECRET", "secret-old"),
+        ("STRIPE_WEBHOOK_SECRET", "secret-words"),
+        ("--dry-run", "dry-words"),
+    ],
+)
 def test_near_miss_identifiers_get_no_identifier_credit(identifier_records, query, near_miss, mode):
     response = find(query, mode=mode, limit=20)
 
@@ -241,8 +305,11 @@ def test_near_miss_identifiers_get_no_identifier_credit(identifier_records, quer
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_a_longer_dotted_version_does_not_count_as_the_version(make_record, mode):
     longer = make_record(title="JDK pin", body="The build image pins the JDK to 21.0.3.1 today.", tags=["build"])
-    exact = make_record(title="JDK pin for the services", tags=["build"],
-                        body="The build image pins the JDK to 21.0.3 for every service and the runner.")
+    exact = make_record(
+        title="JDK pin for the services",
+        tags=["build"],
+        body="The build image pins the JDK to 21.0.3 for every service and the runner.",
+    )
 
     response = find("21.0.3", mode=mode)
 
@@ -252,9 +319,14 @@ def test_a_longer_dotted_version_does_not_count_as_the_version(make_record, mode
 
 def test_identifier_helpers_recognise_identifiers_and_words():
     assert search_module.query_identifiers("deploy acme/billing-api with --dry-run, ticket ACME-1234") == [
-        "acme/billing-api", "--dry-run", "ACME-1234"]
+        "acme/billing-api",
+        "--dry-run",
+        "ACME-1234",
+    ]
     assert search_module.query_identifiers("JDK 21.0.3 and STRIPE_WEBHOOK_SECRET") == [
-        "21.0.3", "STRIPE_WEBHOOK_SECRET"]
+        "21.0.3",
+        "STRIPE_WEBHOOK_SECRET",
+    ]
     assert search_module.query_identifiers("how do we deploy") == []
     assert search_module.query_terms("How do we deploy the API?") == ["deploy", "api"]
     assert search_module.query_terms("what is it") == ["what", "is", "it"]
@@ -313,10 +385,12 @@ def test_hybrid_mode_lets_full_keyword_coverage_beat_a_closer_vector(make_record
     # The fake embedder sees exact tokens only; the keyword index stems, so
     # "deploying releases" covers every word of `calendar` (deploys, releases)
     # while `guide` shares the exact token "deploying" and wins on vectors.
-    calendar = make_record(title="Release calendar", tags=["release"],
-                           body="Deploys and releases happen on Tuesdays.")
-    guide = make_record(title="Deploying guide", tags=["deploy"],
-                        body="Deploying the mobile app is done by the bot from the main branch.")
+    calendar = make_record(title="Release calendar", tags=["release"], body="Deploys and releases happen on Tuesdays.")
+    guide = make_record(
+        title="Deploying guide",
+        tags=["deploy"],
+        body="Deploying the mobile app is done by the bot from the main branch.",
+    )
 
     semantic = find("deploying releases", mode="semantic")
     hybrid = find("deploying releases", mode="hybrid")
@@ -389,20 +463,28 @@ def test_search_command_counts_access_without_a_manual_flush(two_records):
 
 @pytest.fixture
 def scoped_records(make_record):
-    team = make_record(title="Team parking rules", tags=["office"],
-                       body="Team members park on level two after eight in the morning.")
-    personal = make_record(scope="personal", title="My parking spot", tags=["me"],
-                           body="My own parking spot is number forty two on level minus one.")
+    team = make_record(
+        title="Team parking rules", tags=["office"], body="Team members park on level two after eight in the morning."
+    )
+    personal = make_record(
+        scope="personal",
+        title="My parking spot",
+        tags=["me"],
+        body="My own parking spot is number forty two on level minus one.",
+    )
     return team, personal
 
 
-@pytest.mark.parametrize("scope_args, expected", [
-    ([], {"team", "personal"}),
-    (["--scope", "team"], {"team"}),
-    (["--scope", "personal"], {"personal"}),
-    (["--scope", "Team, personal"], {"team", "personal"}),
-    (["--scope", "system"], set()),
-])
+@pytest.mark.parametrize(
+    "scope_args, expected",
+    [
+        ([], {"team", "personal"}),
+        (["--scope", "team"], {"team"}),
+        (["--scope", "personal"], {"personal"}),
+        (["--scope", "Team, personal"], {"team", "personal"}),
+        (["--scope", "system"], set()),
+    ],
+)
 def test_search_command_scope_restricts_the_reader(scoped_records, scope_args, expected):
     team, personal = scoped_records
     by_name = {"team": team.public_id, "personal": personal.public_id}
@@ -461,7 +543,7 @@ def test_search_command_runs_a_queries_file_one_json_line_per_query(two_records,
         json.dumps(["a", "list"]),
         json.dumps({"query": "  "}),
         json.dumps({"query": "deploy", "limit": 0}),
-        json.dumps({"query": "NEAR( \" * ^"}),
+        json.dumps({"query": 'NEAR( " * ^'}),
     ]
     queries = tmp_path / "queries.jsonl"
     queries.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -64,8 +64,10 @@ def test_an_out_of_band_edit_keeps_the_vectors_of_the_approved_text(records):
     with connection.cursor() as cursor:
         cursor.execute("SELECT text FROM retrieval_chunk WHERE record_id = %s", [records[0].pk])
         approved = cursor.fetchall()
-        cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s",
-                       ["Completely different text about parking permits and bicycles.", records[0].pk])
+        cursor.execute(
+            "UPDATE reviews_record SET body = %s WHERE id = %s",
+            ["Completely different text about parking permits and bicycles.", records[0].pk],
+        )
     index.sync(get_embedder())
     after = snapshot()
     with connection.cursor() as cursor:

@@ -46,6 +46,7 @@ def review(*args, **options) -> str:
 def propose(agent):
     def make(**overrides):
         return actions.propose_create(agent=agent, reason="Seen in the repo README", **content(**overrides))
+
     return make
 
 
@@ -169,7 +170,9 @@ def test_accept_creates_the_record_and_prints_its_id(propose, reviewer):
     assert p.result_record.status == RecordStatus.APPROVED
     assert p.result_record.public_id in out
     assert out.strip() == f"Accepted {p.public_id} (create) -> {p.result_record.public_id} (approved)."
-    assert AuditEvent.objects.filter(event_type="proposal.accepted", proposal_ref=p.public_id, actor="rita").count() == 1
+    assert (
+        AuditEvent.objects.filter(event_type="proposal.accepted", proposal_ref=p.public_id, actor="rita").count() == 1
+    )
 
 
 @pytest.mark.django_db
@@ -331,16 +334,20 @@ def test_clear_dispute_on_a_record_that_is_not_disputed_errors(record):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("args", "message"), [
-    (["accept", "prop_000000000000"], "No proposal with id 'prop_000000000000'"),
-    (["reject", "prop_000000000000", "--note", "No such thing"], "No proposal with id 'prop_000000000000'"),
-    (["show", "prop_000000000000"], "No proposal with id 'prop_000000000000'"),
-    (["retire", "rec_000000000000", "--note", "Gone for good"], "No record with id 'rec_000000000000'"),
-    (["verify", "rec_000000000000"], "No record with id 'rec_000000000000'"),
-    (["clear-dispute", "rec_000000000000"], "No record with id 'rec_000000000000'"),
-    (["restore", "rec_000000000000"], "No record with id 'rec_000000000000'"),
-    (["approve-current", "rec_000000000000", "--note", "Looks right"], "No record with id 'rec_000000000000'"),
-], ids=["accept", "reject", "show", "retire", "verify", "clear-dispute", "restore", "approve-current"])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["accept", "prop_000000000000"], "No proposal with id 'prop_000000000000'"),
+        (["reject", "prop_000000000000", "--note", "No such thing"], "No proposal with id 'prop_000000000000'"),
+        (["show", "prop_000000000000"], "No proposal with id 'prop_000000000000'"),
+        (["retire", "rec_000000000000", "--note", "Gone for good"], "No record with id 'rec_000000000000'"),
+        (["verify", "rec_000000000000"], "No record with id 'rec_000000000000'"),
+        (["clear-dispute", "rec_000000000000"], "No record with id 'rec_000000000000'"),
+        (["restore", "rec_000000000000"], "No record with id 'rec_000000000000'"),
+        (["approve-current", "rec_000000000000", "--note", "Looks right"], "No record with id 'rec_000000000000'"),
+    ],
+    ids=["accept", "reject", "show", "retire", "verify", "clear-dispute", "restore", "approve-current"],
+)
 def test_unknown_ids_are_reported(reviewer, args, message):
     with pytest.raises(CommandError, match=message):
         review(*args)
@@ -361,8 +368,11 @@ def test_restore_puts_back_the_approved_text(record):
     fresh = Record.objects.get(pk=record.pk)
     assert fresh.body == record.body and not fresh.edited_since_approval
     event = AuditEvent.objects.get(event_type="record.restored")
-    assert (event.actor, event.snippet, event.checksum_after) == ("rita", "Edited in the database by mistake",
-                                                                   record.approved_checksum)
+    assert (event.actor, event.snippet, event.checksum_after) == (
+        "rita",
+        "Edited in the database by mistake",
+        record.approved_checksum,
+    )
 
 
 @pytest.mark.django_db
@@ -405,8 +415,9 @@ def test_clear_dispute_of_an_edited_record_says_it_stays_withheld(record, agent)
 
 @pytest.mark.django_db
 def test_accepting_a_revision_of_an_edited_record_names_the_way_out(record, agent):
-    proposal = actions.propose_revision(record, agent=agent, reason="Tag it for the platform team",
-                                        tags=["billing", "platform"])
+    proposal = actions.propose_revision(
+        record, agent=agent, reason="Tag it for the platform team", tags=["billing", "platform"]
+    )
     Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
     with pytest.raises(CommandError, match=rf"changed outside Vetted.*review restore {record.public_id}"):
         review("accept", proposal.public_id)
@@ -504,8 +515,12 @@ def test_review_account_changes_staff_status_and_activity_audited(reviewer, djan
     assert review("account", "activate", "una") == "User 'una' is active again.\n"
     assert review("account", "staff", "una", "--off") == "User 'una' is no longer a reviewer (staff).\n"
     events = AuditEvent.objects.filter(subject_id="una").order_by("pk").values_list("event_type", "actor")
-    assert list(events) == [("account.staff_granted", "rita"), ("account.deactivated", "rita"),
-                            ("account.activated", "rita"), ("account.staff_removed", "rita")]
+    assert list(events) == [
+        ("account.staff_granted", "rita"),
+        ("account.deactivated", "rita"),
+        ("account.activated", "rita"),
+        ("account.staff_removed", "rita"),
+    ]
 
 
 @pytest.mark.django_db
@@ -657,6 +672,7 @@ def test_revoked_agent_can_no_longer_propose(agent):
     agent.refresh_from_db()
 
     from reviews.errors import InvalidTransition
+
     with pytest.raises(InvalidTransition, match="revoked"):
         actions.propose_create(agent=agent, reason="Seen in the README", **content())
 
@@ -692,7 +708,11 @@ def test_malformed_review_date_from_a_shell_is_a_clean_error(tmp_path):
 
     result = subprocess.run(
         [sys.executable, "manage.py", "review", "verify", "rec_000000000000", "--review-by", "tomorrow"],
-        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=120,
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert result.returncode != 0

@@ -41,12 +41,22 @@ def fetch(url):
 
 @pytest.fixture
 def daemon(tmp_path):
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path),
-           "VETTED_EMBEDDER": "fake"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_HOME": str(tmp_path),
+        "VETTED_EMBEDDER": "fake",
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=PROJECT, env=env, check=True, timeout=120)
     port = free_port()
-    process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        cwd=PROJECT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -26,24 +26,52 @@ PERSONAL_MARKERS = ("Zanzibar", "kumquat", "pers-only")
 @pytest.fixture
 def two_spaces(reviewer, agent, team_agent, make_record):
     team = [
-        make_record(scope="team", title="Deploy window for billing", tags=["deploy", "billing"],
-                    body="The billing API deploys every Tuesday at 10:00 UTC after the standup."),
-        make_record(scope="team", title="Code review rule", tags=["review"],
-                    body="Every pull request needs one approving review before merging into main."),
+        make_record(
+            scope="team",
+            title="Deploy window for billing",
+            tags=["deploy", "billing"],
+            body="The billing API deploys every Tuesday at 10:00 UTC after the standup.",
+        ),
+        make_record(
+            scope="team",
+            title="Code review rule",
+            tags=["review"],
+            body="Every pull request needs one approving review before merging into main.",
+        ),
     ]
     personal = [
-        make_record(scope="personal", title="Deploy window for billing (Zanzibar trip)", tags=["deploy", "billing", "pers-only"],
-                    body="I deploy the billing API every Thursday at 16:00 UTC, never while in Zanzibar."),
-        make_record(scope="personal", title="Code review rule for kumquat", tags=["review", "pers-only"],
-                    body="My kumquat side project merges without any review, straight into main."),
-        make_record(scope="personal", title="Old kumquat note", tags=["pers-only"],
-                    body="The kumquat project used to live on a Raspberry Pi under the desk."),
+        make_record(
+            scope="personal",
+            title="Deploy window for billing (Zanzibar trip)",
+            tags=["deploy", "billing", "pers-only"],
+            body="I deploy the billing API every Thursday at 16:00 UTC, never while in Zanzibar.",
+        ),
+        make_record(
+            scope="personal",
+            title="Code review rule for kumquat",
+            tags=["review", "pers-only"],
+            body="My kumquat side project merges without any review, straight into main.",
+        ),
+        make_record(
+            scope="personal",
+            title="Old kumquat note",
+            tags=["pers-only"],
+            body="The kumquat project used to live on a Raspberry Pi under the desk.",
+        ),
     ]
-    actions.revise_record(personal[2], actor=reviewer, changes={"body": "The kumquat project moved to a VPS in Zanzibar."})
+    actions.revise_record(
+        personal[2], actor=reviewer, changes={"body": "The kumquat project moved to a VPS in Zanzibar."}
+    )
     actions.dispute_record(personal[1], agent=agent, reason="kumquat merges now need a review too.")
-    actions.propose_create(agent=agent, reason="Zanzibar trip notes from today.", kind="event", scope="personal",
-                           title="Zanzibar flight", body="The kumquat conference flight to Zanzibar leaves on Friday morning.",
-                           tags=["pers-only"])
+    actions.propose_create(
+        agent=agent,
+        reason="Zanzibar trip notes from today.",
+        kind="event",
+        scope="personal",
+        title="Zanzibar flight",
+        body="The kumquat conference flight to Zanzibar leaves on Friday morning.",
+        tags=["pers-only"],
+    )
     return team, personal
 
 
@@ -76,8 +104,15 @@ def test_team_describe_counts_only_team_records(two_spaces, team_agent):
 
 
 def test_team_markdown_export_has_no_personal_content(two_spaces, tmp_path):
-    call_command("export_markdown", str(tmp_path), "--scope", "team", "--include-history",
-                 stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "export_markdown",
+        str(tmp_path),
+        "--scope",
+        "team",
+        "--include-history",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len([p for p in files if p.suffix == ".md"]) == 2
     for path in files:

@@ -41,9 +41,15 @@ def audit_triggers(using=connection) -> set[str]:
 
 
 def make_event(**overrides) -> AuditEvent:
-    fields = {"event_type": "test.event", "actor_type": "system", "actor": "system:test",
-              "subject_type": "record", "subject_id": "rec_000000000001", "record_ref": "rec_000000000001",
-              "snippet": "original"}
+    fields = {
+        "event_type": "test.event",
+        "actor_type": "system",
+        "actor": "system:test",
+        "subject_type": "record",
+        "subject_id": "rec_000000000001",
+        "record_ref": "rec_000000000001",
+        "snippet": "original",
+    }
     fields.update(overrides)
     return AuditEvent.objects.create(**fields)
 
@@ -164,14 +170,16 @@ def test_vec0_table_with_cosine_distance_ranks_by_angle_not_length():
     with connection.cursor() as cursor:
         cursor.execute("CREATE VIRTUAL TABLE test_vectors USING vec0(embedding float[3] distance_metric=cosine)")
         # Same direction but far away (cosine 0, L2 9) and close but at 45° (cosine ~0.29, L2 1).
-        cursor.execute("INSERT INTO test_vectors(rowid, embedding) VALUES (1, '[10, 0, 0]'), (2, '[1, 1, 0]'), "
-                       "(3, '[0, 0, 1]')")
-        cursor.execute("SELECT rowid, distance FROM test_vectors WHERE embedding MATCH '[1, 0, 0]' AND k = 3 "
-                       "ORDER BY distance")
+        cursor.execute(
+            "INSERT INTO test_vectors(rowid, embedding) VALUES (1, '[10, 0, 0]'), (2, '[1, 1, 0]'), (3, '[0, 0, 1]')"
+        )
+        cursor.execute(
+            "SELECT rowid, distance FROM test_vectors WHERE embedding MATCH '[1, 0, 0]' AND k = 3 ORDER BY distance"
+        )
         rows = cursor.fetchall()
     assert [rowid for rowid, _ in rows] == [1, 2, 3]
     assert rows[0][1] == pytest.approx(0.0, abs=1e-6)
-    assert rows[1][1] == pytest.approx(1 - 2 ** -0.5, abs=1e-5)
+    assert rows[1][1] == pytest.approx(1 - 2**-0.5, abs=1e-5)
     assert rows[2][1] == pytest.approx(1.0, abs=1e-6)
 
 
@@ -179,9 +187,11 @@ def test_vec0_table_with_cosine_distance_ranks_by_angle_not_length():
 def test_fts5_trigram_table_matches_substrings():
     with connection.cursor() as cursor:
         cursor.execute("CREATE VIRTUAL TABLE test_text USING fts5(title, body, tokenize='trigram')")
-        cursor.execute("INSERT INTO test_text(rowid, title, body) VALUES "
-                       "(1, 'Billing API', 'The billing API lives in acme/billing-api.'), "
-                       "(2, 'Deploys', 'Deploys run every weekday from main.')")
+        cursor.execute(
+            "INSERT INTO test_text(rowid, title, body) VALUES "
+            "(1, 'Billing API', 'The billing API lives in acme/billing-api.'), "
+            "(2, 'Deploys', 'Deploys run every weekday from main.')"
+        )
         cursor.execute("SELECT rowid FROM test_text WHERE test_text MATCH %s ORDER BY rank", ['"illing-ap"'])
         assert [row[0] for row in cursor.fetchall()] == [1]
         cursor.execute("SELECT rowid FROM test_text WHERE test_text MATCH %s", ["weekday"])
@@ -200,10 +210,13 @@ def test_audit_events_can_be_appended():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("sql", [
-    f"UPDATE {AUDIT_TABLE} SET snippet = 'rewritten'",
-    f"DELETE FROM {AUDIT_TABLE}",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"UPDATE {AUDIT_TABLE} SET snippet = 'rewritten'",
+        f"DELETE FROM {AUDIT_TABLE}",
+    ],
+)
 def test_raw_sql_cannot_change_or_delete_audit_events(sql):
     event = make_event()
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
@@ -228,9 +241,11 @@ def test_orm_cannot_change_or_delete_audit_events():
         lambda: AuditEvent.objects.filter(pk=event.pk).update(snippet="rewritten"),
         lambda: AuditEvent.objects.filter(pk=event.pk).delete(),
         lambda: AuditEvent.objects.get(pk=event.pk).delete(),
-        lambda: AuditEvent(pk=event.pk, **{f: getattr(event, f) for f in ("event_type", "actor_type", "actor",
-                                                                          "subject_type", "subject_id")},
-                           snippet="rewritten").save(),
+        lambda: AuditEvent(
+            pk=event.pk,
+            **{f: getattr(event, f) for f in ("event_type", "actor_type", "actor", "subject_type", "subject_id")},
+            snippet="rewritten",
+        ).save(),
     ]
     for attempt in attempts:
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
@@ -249,10 +264,12 @@ def test_a_separate_raw_connection_cannot_change_or_delete_audit_events():
             raw.rollback()
         assert raw.execute(f"SELECT snippet FROM {AUDIT_TABLE} WHERE id = ?", (event.pk,)).fetchone() == ("original",)
         # Appending through the raw connection still works.
-        raw.execute(f"INSERT INTO {AUDIT_TABLE} (event_type, at, actor_type, actor, subject_type, subject_id, "
-                    "record_ref, proposal_ref, checksum_before, checksum_after, snippet, extra) "
-                    "VALUES ('raw.event', '2025-01-01 00:00:00', 'system', 'raw', 'record', 'rec_x', '', '', '', '', "
-                    "'', '{}')")
+        raw.execute(
+            f"INSERT INTO {AUDIT_TABLE} (event_type, at, actor_type, actor, subject_type, subject_id, "
+            "record_ref, proposal_ref, checksum_before, checksum_after, snippet, extra) "
+            "VALUES ('raw.event', '2025-01-01 00:00:00', 'system', 'raw', 'record', 'rec_x', '', '', '', '', "
+            "'', '{}')"
+        )
         raw.commit()
     finally:
         raw.close()
@@ -301,8 +318,19 @@ def test_post_migrate_handler_is_idempotent():
 # --------------------------------------------------------------------------- environment helpers
 
 
-@pytest.mark.parametrize("value, expected", [("1", True), ("TRUE", True), (" yes ", True), ("on", True),
-                                             ("0", False), ("False", False), ("no", False), ("OFF", False)])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("1", True),
+        ("TRUE", True),
+        (" yes ", True),
+        ("on", True),
+        ("0", False),
+        ("False", False),
+        ("no", False),
+        ("OFF", False),
+    ],
+)
 def test_env_bool_reads_true_and_false_words(monkeypatch, value, expected):
     monkeypatch.setenv("VETTED_TEST_FLAG", value)
     assert env.env_bool("VETTED_TEST_FLAG", not expected) is expected
@@ -335,12 +363,15 @@ def test_env_bool_rejects_other_values_naming_the_variable(monkeypatch, value):
     assert "not a boolean" in str(info.value)
 
 
-@pytest.mark.parametrize("value, message", [
-    ("ten", "not an integer"),
-    ("1.5", "not an integer"),
-    ("0", "below the minimum 1"),
-    ("101", "above the maximum 100"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("ten", "not an integer"),
+        ("1.5", "not an integer"),
+        ("0", "below the minimum 1"),
+        ("101", "above the maximum 100"),
+    ],
+)
 def test_env_int_rejects_bad_values_naming_the_variable(monkeypatch, value, message):
     monkeypatch.setenv("VETTED_TEST_INT", value)
     with pytest.raises(ImproperlyConfigured, match="VETTED_TEST_INT") as info:
@@ -366,19 +397,21 @@ def test_env_list_rejects_a_value_with_no_items(monkeypatch):
 
 def test_env_kinds_extends_the_defaults(monkeypatch):
     monkeypatch.setenv("VETTED_TEST_KINDS", "runbook:90, Fact:30,,")
-    assert env.env_kinds("VETTED_TEST_KINDS", {"fact": 180, "event": 730}) == {
-        "fact": 30, "event": 730, "runbook": 90}
+    assert env.env_kinds("VETTED_TEST_KINDS", {"fact": 180, "event": 730}) == {"fact": 30, "event": 730, "runbook": 90}
 
 
-@pytest.mark.parametrize("value, message", [
-    ("runbook", "is not 'kind:days'"),
-    ("run book:90", "is not 'kind:days'"),
-    ("9lives:90", "is not 'kind:days'"),
-    (":90", "is not 'kind:days'"),
-    ("runbook:ninety", "days must be an integer"),
-    ("runbook:0", "between 1 and 3650"),
-    ("runbook:3651", "between 1 and 3650"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("runbook", "is not 'kind:days'"),
+        ("run book:90", "is not 'kind:days'"),
+        ("9lives:90", "is not 'kind:days'"),
+        (":90", "is not 'kind:days'"),
+        ("runbook:ninety", "days must be an integer"),
+        ("runbook:0", "between 1 and 3650"),
+        ("runbook:3651", "between 1 and 3650"),
+    ],
+)
 def test_env_kinds_rejects_bad_items_naming_the_variable(monkeypatch, value, message):
     monkeypatch.setenv("VETTED_TEST_KINDS", f"fact:10,{value}")
     with pytest.raises(ImproperlyConfigured, match="VETTED_TEST_KINDS") as info:
@@ -389,15 +422,18 @@ def test_env_kinds_rejects_bad_items_naming_the_variable(monkeypatch, value, mes
 # --------------------------------------------------------------------------- the secret key
 
 
-PRINT_KEY = ("import django,os; os.environ['DJANGO_SETTINGS_MODULE']='memory_site.settings'; "
-             "from django.conf import settings; print(settings.SECRET_KEY)")
+PRINT_KEY = (
+    "import django,os; os.environ['DJANGO_SETTINGS_MODULE']='memory_site.settings'; "
+    "from django.conf import settings; print(settings.SECRET_KEY)"
+)
 
 
 def run_settings(home: Path, **env_vars) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("VETTED_") and k != "DJANGO_SETTINGS_MODULE"}
     environ.update({"VETTED_HOME": str(home), **env_vars})
-    return subprocess.run([sys.executable, "-c", PRINT_KEY], cwd=MAIN, env=environ,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", PRINT_KEY], cwd=MAIN, env=environ, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.slow  # starts a Python process
@@ -538,7 +574,10 @@ def test_two_processes_starting_at_once_get_the_same_key(monkeypatch, tmp_path):
 def test_backend_uses_sqlean_exactly_when_stdlib_sqlite3_cannot_load_extensions():
     probe = subprocess.run(
         [sys.executable, "-I", "-c", "import sqlite3; print(hasattr(sqlite3.Connection, 'enable_load_extension'))"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     stdlib_can_load = probe.stdout.strip() == "True"
     assert probe.stdout.strip() in ("True", "False")
@@ -564,14 +603,17 @@ def test_the_live_connection_comes_from_the_chosen_driver():
 
 @pytest.mark.slow  # starts a Python process
 def test_a_fresh_interpreter_picks_the_same_driver_and_loads_sqlite_vec(tmp_path):
-    code = ("import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_site.settings'; django.setup(); "
-            "from memory_site.sqlite_backend import base; from django.db import connection; "
-            "c = connection.cursor(); c.execute('select vec_version()'); "
-            "print(base.DRIVER_NAME + '|' + c.fetchone()[0])")
+    code = (
+        "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_site.settings'; django.setup(); "
+        "from memory_site.sqlite_backend import base; from django.db import connection; "
+        "c = connection.cursor(); c.execute('select vec_version()'); "
+        "print(base.DRIVER_NAME + '|' + c.fetchone()[0])"
+    )
     environ = {k: v for k, v in os.environ.items() if not k.startswith("VETTED_") and k != "DJANGO_SETTINGS_MODULE"}
     environ["VETTED_HOME"] = str(tmp_path)
-    result = subprocess.run([sys.executable, "-c", code], cwd=MAIN, env=environ, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=MAIN, env=environ, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     name, version = result.stdout.strip().split("|")
     assert name == backend.DRIVER_NAME

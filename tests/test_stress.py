@@ -20,8 +20,14 @@ def test_four_agents_for_fifteen_seconds_lose_nothing():
     home = tempfile.mkdtemp(prefix="vetted-stress-")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": home}
     env.pop("VETTED_DB_PATH", None)
-    result = subprocess.run([sys.executable, "manage.py", "stress", "--agents", "4", "--seconds", "15",
-                             "--embedder", "fake"], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=400)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "stress", "--agents", "4", "--seconds", "15", "--embedder", "fake"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     assert "all checks passed" in result.stdout

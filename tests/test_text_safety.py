@@ -60,8 +60,16 @@ INVISIBLE = {
 }
 
 # Emoji that need ZWJ or VS16, which stay allowed inside emoji sequences.
-EMOJI = ["👩\u200d💻", "❤\ufe0f", "👍🏽", "1\ufe0f\u20e3", "🏳\ufe0f\u200d🌈", "🧑🏽\u200d💻", "❤\ufe0f\u200d🔥",
-         "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"]  # Scotland
+EMOJI = [
+    "👩\u200d💻",
+    "❤\ufe0f",
+    "👍🏽",
+    "1\ufe0f\u20e3",
+    "🏳\ufe0f\u200d🌈",
+    "🧑🏽\u200d💻",
+    "❤\ufe0f\u200d🔥",
+    "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+]  # Scotland
 
 
 def propose(agent, **overrides):
@@ -85,8 +93,12 @@ def code(ch: str) -> str:
 @pytest.mark.parametrize("name", INVISIBLE)
 def test_each_invisible_character_is_refused_in_title_body_reason_and_tags_by_code_point_and_position(agent, name):
     ch = INVISIBLE[name]
-    fields = refusal(agent, title=f"Billing{ch} API repository", body=GOOD_BODY[:LIVES] + ch + GOOD_BODY[LIVES:],
-                     tags=["billing", f"re{ch}pos"])
+    fields = refusal(
+        agent,
+        title=f"Billing{ch} API repository",
+        body=GOOD_BODY[:LIVES] + ch + GOOD_BODY[LIVES:],
+        tags=["billing", f"re{ch}pos"],
+    )
     fields.update(refusal(agent, reason=f"Seen in{ch} the README"))
     assert set(fields) == {"title", "body", "reason", "tags"}, fields
     assert f"{code(ch)} (" in fields["title"] and "at position 8 " in fields["title"], fields["title"]
@@ -99,8 +111,10 @@ def test_each_invisible_character_is_refused_in_title_body_reason_and_tags_by_co
 
 def test_the_message_names_the_character_and_says_why(agent):
     fields = refusal(agent, body="The billing API\u200b deploys from main every weekday at ten.")
-    assert fields["body"] == ("invisible character U+200B (ZERO WIDTH SPACE) at position 16 is not allowed; "
-                              "remove it (Vetted refuses characters a reviewer cannot see)")
+    assert fields["body"] == (
+        "invisible character U+200B (ZERO WIDTH SPACE) at position 16 is not allowed; "
+        "remove it (Vetted refuses characters a reviewer cannot see)"
+    )
 
 
 def test_a_hidden_instruction_in_tag_characters_is_refused_with_a_short_message(agent):
@@ -115,8 +129,9 @@ def test_a_hidden_instruction_in_tag_characters_is_refused_with_a_short_message(
 
 def test_invisible_characters_in_metadata_are_refused_wherever_they_are_nested(agent):
     fields = refusal(agent, metadata={"source": {"urls": ["https://example.com/a", "https://exa\u200bmple.com/b"]}})
-    assert fields["metadata"].startswith("invisible character U+200B (ZERO WIDTH SPACE) at position 12 "
-                                         "in metadata['source']['urls'][1]")
+    assert fields["metadata"].startswith(
+        "invisible character U+200B (ZERO WIDTH SPACE) at position 12 in metadata['source']['urls'][1]"
+    )
     fields = refusal(agent, metadata={"no\u2060te": "fine"})
     assert "U+2060 (WORD JOINER) at position 3 in a key of metadata" in fields["metadata"]
 
@@ -138,8 +153,12 @@ def test_provenance_withdraw_notes_and_reviewer_notes_are_refused_too(agent, rev
 def test_every_problem_comes_back_at_once_over_rest(client, reviewer):
     _, token = actions.create_agent("rest-bot", scopes=["team"], actor=reviewer)
     body = {**content(title="Billing\u200b API repository", body=GOOD_BODY + "\u2062"), "reason": "See\U000e0041 it"}
-    response = client.post("/api/v1/proposals", data=json.dumps(body), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/proposals",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     data = response.json()
     assert response.status_code == 400 and data["error"] == "invalid"
     assert "U+200B (ZERO WIDTH SPACE) at position 8" in data["fields"]["title"]
@@ -153,8 +172,12 @@ def test_import_records_refuses_the_line_by_code_point(reviewer):
     with pytest.raises(actions.ImportFailed) as info:
         actions.import_records(rows, reviewer=reviewer)
     assert info.value.result.errors == [
-        {"line": 1, "error": "title: invisible character U+200B (ZERO WIDTH SPACE) at position 12 is not allowed; "
-                             "remove it (Vetted refuses characters a reviewer cannot see)"}]
+        {
+            "line": 1,
+            "error": "title: invisible character U+200B (ZERO WIDTH SPACE) at position 12 is not allowed; "
+            "remove it (Vetted refuses characters a reviewer cannot see)",
+        }
+    ]
     assert Record.objects.count() == 0
 
 
@@ -168,10 +191,25 @@ def test_markdown_character_references_to_invisible_characters_are_refused(agent
 
 def test_the_default_ignorable_ranges_of_derived_core_properties_are_all_refused():
     # DerivedCoreProperties.txt, Default_Ignorable_Code_Point (Unicode 15/16).
-    ranges = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
-              (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
-              (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
-              (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+    ranges = [
+        (0x00AD, 0x00AD),
+        (0x034F, 0x034F),
+        (0x061C, 0x061C),
+        (0x115F, 0x1160),
+        (0x17B4, 0x17B5),
+        (0x180B, 0x180F),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x206F),
+        (0x3164, 0x3164),
+        (0xFE00, 0xFE0F),
+        (0xFEFF, 0xFEFF),
+        (0xFFA0, 0xFFA0),
+        (0xFFF0, 0xFFF8),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0000, 0xE0FFF),
+    ]
     listed = {cp for low, high in ranges for cp in range(low, high + 1)}
     everything = "".join(chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
     derived = {ord(ch) for ch in regex.findall(r"\p{Default_Ignorable_Code_Point}", everything)}
@@ -195,14 +233,17 @@ def test_emoji_with_joiners_and_presentation_selectors_are_accepted_and_shown_as
     assert text in html and "invisible-char" not in html
 
 
-@pytest.mark.parametrize("text, bad", [
-    ("a\u200db", "\u200d"),                     # ZWJ between letters
-    ("👩\u200d", "\u200d"),                     # ZWJ at the end
-    ("a\ufe0f", "\ufe0f"),                      # VS16 after a letter
-    ("1\ufe0f", "\ufe0f"),                      # keycap base without the keycap
-    ("❤\ufe0f\ufe0f", "\ufe0f"),                # a second selector encodes nothing honest
-    ("🏴\U000e0075\U000e0073\U000e0063\U000e0061\U000e007f", "\U000e0075"),  # not an RGI subdivision flag
-])
+@pytest.mark.parametrize(
+    "text, bad",
+    [
+        ("a\u200db", "\u200d"),  # ZWJ between letters
+        ("👩\u200d", "\u200d"),  # ZWJ at the end
+        ("a\ufe0f", "\ufe0f"),  # VS16 after a letter
+        ("1\ufe0f", "\ufe0f"),  # keycap base without the keycap
+        ("❤\ufe0f\ufe0f", "\ufe0f"),  # a second selector encodes nothing honest
+        ("🏴\U000e0075\U000e0073\U000e0063\U000e0061\U000e007f", "\U000e0075"),  # not an RGI subdivision flag
+    ],
+)
 def test_joiners_and_selectors_outside_an_emoji_sequence_are_refused(agent, text, bad):
     fields = refusal(agent, body=f"{GOOD_BODY} {text} end.")
     assert f"{code(bad)} (" in fields["body"]
@@ -215,8 +256,12 @@ def test_persian_and_devanagari_joiners_are_accepted():
 
 
 def test_russian_and_japanese_titles_are_accepted_without_a_warning(agent, client, reviewer):
-    titles = ["Деплой биллинга по будням", "Как деплоить API в продакшен", "請求APIのデプロイ手順",
-              "API сервер для команды"]
+    titles = [
+        "Деплой биллинга по будням",
+        "Как деплоить API в продакшен",
+        "請求APIのデプロイ手順",
+        "API сервер для команды",
+    ]
     made = [propose(agent, title=title, body=f"{GOOD_BODY} Case {n}.") for n, title in enumerate(titles)]
     assert lookalikes.warnings_for(made) == {}
     client.force_login(reviewer)
@@ -227,19 +272,24 @@ def test_russian_and_japanese_titles_are_accepted_without_a_warning(agent, clien
 # --------------------------------------------------------------------------- look-alike duplicates
 
 
-@pytest.mark.parametrize("name, title, body", [
-    ("Cyrillic Ve in the title", "\u0412illing API repository", GOOD_BODY),
-    ("Cyrillic a in the body", "Billing API repository", GOOD_BODY.replace("main", "m\u0430in")),
-    ("Greek capitals in the title", "Billing \u0391\u03a1\u0399 repository", GOOD_BODY),
-    ("fullwidth letters", "\uff22\uff49\uff4c\uff4c\uff49\uff4e\uff47 API repository", GOOD_BODY),
-    ("digit one for a small L", "Bi1ling API repository", GOOD_BODY),
-])
+@pytest.mark.parametrize(
+    "name, title, body",
+    [
+        ("Cyrillic Ve in the title", "\u0412illing API repository", GOOD_BODY),
+        ("Cyrillic a in the body", "Billing API repository", GOOD_BODY.replace("main", "m\u0430in")),
+        ("Greek capitals in the title", "Billing \u0391\u03a1\u0399 repository", GOOD_BODY),
+        ("fullwidth letters", "\uff22\uff49\uff4c\uff4c\uff49\uff4e\uff47 API repository", GOOD_BODY),
+        ("digit one for a small L", "Bi1ling API repository", GOOD_BODY),
+    ],
+)
 def test_a_look_alike_copy_of_an_approved_record_is_refused_as_a_duplicate(agent, record, name, title, body):
     with pytest.raises(DuplicateContent) as info:
         propose(agent, title=title, body=body)
     assert info.value.existing_id == record.public_id
-    assert info.value.message == (f"An approved record that looks identical already exists: {record.public_id} "
-                                  "(the texts differ only in look-alike or invisible characters).")
+    assert info.value.message == (
+        f"An approved record that looks identical already exists: {record.public_id} "
+        "(the texts differ only in look-alike or invisible characters)."
+    )
     assert Proposal.objects.filter(state="pending").count() == 0
 
 
@@ -252,7 +302,8 @@ def test_a_look_alike_copy_of_its_own_pending_proposal_is_refused_as_a_duplicate
 
 
 def test_a_look_alike_copy_of_another_agents_proposal_waits_and_the_second_accept_is_refused(
-        agent, team_agent, reviewer):
+    agent, team_agent, reviewer
+):
     """Refusing it would tell team_agent that unreviewed text exists (the
     no-oracle rule): it is stored, and the reviewer cannot accept both."""
     first = propose(agent)
@@ -267,8 +318,12 @@ def test_a_look_alike_copy_of_another_agents_proposal_waits_and_the_second_accep
 def test_a_look_alike_copy_is_refused_over_rest_with_the_existing_id_only(client, reviewer, record):
     _, token = actions.create_agent("rest-bot", scopes=["team"], actor=reviewer)
     body = {**content(title="\u0412illing API repository"), "reason": REASON}
-    response = client.post("/api/v1/proposals", data=json.dumps(body), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/proposals",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     data = response.json()
     assert response.status_code == 409 and data["error"] == "duplicate"
     assert data["existing_id"] == record.public_id and set(data) == {"error", "message", "existing_id"}
@@ -281,10 +336,10 @@ def test_case_and_honest_differences_are_not_look_alike_duplicates(agent, record
 
 
 def test_a_revision_that_fixes_a_look_alike_letter_is_not_a_duplicate_of_its_target(agent, reviewer):
-    spoofed = actions.accept_proposal(propose(agent, title="\u0412illing API repository"),
-                                      actor=reviewer).result_record
-    fix = actions.propose_revision(spoofed, agent=agent, reason="The B was a Cyrillic letter",
-                                   title="Billing API repository")
+    spoofed = actions.accept_proposal(propose(agent, title="\u0412illing API repository"), actor=reviewer).result_record
+    fix = actions.propose_revision(
+        spoofed, agent=agent, reason="The B was a Cyrillic letter", title="Billing API repository"
+    )
     new = actions.accept_proposal(fix, actor=reviewer).result_record
     assert new.title == "Billing API repository" and new.supersedes_id == spoofed.pk
     assert new.title_skeleton == spoofed.title_skeleton
@@ -306,8 +361,10 @@ def test_the_card_warns_when_a_title_looks_like_an_existing_records(agent, clien
     for url in (reverse("home"), reverse("proposal_card", args=[spoof.public_id])):
         html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
         assert f'id="lookalike-{spoof.pk}"' in html, url
-        assert f"Title looks like {existing.public_id} &#x27;Billing API&#x27; but uses Cyrillic &#x27;\u0410&#x27; " \
-               "(U+0410)" in html
+        assert (
+            f"Title looks like {existing.public_id} &#x27;Billing API&#x27; but uses Cyrillic &#x27;\u0410&#x27; "
+            "(U+0410)" in html
+        )
 
 
 def test_the_card_warns_about_a_word_that_mixes_scripts(agent, client, reviewer):
@@ -335,16 +392,25 @@ def old_data(agent, reviewer, record):
     revision = actions.propose_revision(record, agent=agent, reason="Moved", body=GOOD_BODY + " It moved.")
     Proposal.objects.filter(pk=revision.pk).update(body=GOOD_BODY + " It mo\u200bved.")
     # Approved as it is (checksum and approved copy match): not an outside edit.
-    approved = {**content(), "title": "Billing\u200b API repository", "body": GOOD_BODY + f" Hidden{tag_a}{tag_a} here.",
-                "tags": ["billing", "re\u200bpos"]}
-    Record.objects.filter(pk=record.pk).update(**{name: approved[name] for name in CHECKSUM_FIELDS},
-                                               approved_checksum=checksum_of(approved),
-                                               approved_content={name: approved[name] for name in CHECKSUM_FIELDS},
-                                               reason="Seen\u2060 it")
+    approved = {
+        **content(),
+        "title": "Billing\u200b API repository",
+        "body": GOOD_BODY + f" Hidden{tag_a}{tag_a} here.",
+        "tags": ["billing", "re\u200bpos"],
+    }
+    Record.objects.filter(pk=record.pk).update(
+        **{name: approved[name] for name in CHECKSUM_FIELDS},
+        approved_checksum=checksum_of(approved),
+        approved_content={name: approved[name] for name in CHECKSUM_FIELDS},
+        reason="Seen\u2060 it",
+    )
     created = propose(agent, title="Coffee machine floor", body=GOOD_BODY + " Floor three.")
-    Proposal.objects.filter(pk=created.pk).update(title="Coffee\u200b machine floor",
-                                                  body=GOOD_BODY + f" Floor{tag_a} three &#x200B; up.",
-                                                  reason="Seen in chat\ufeff today", tags=["of\u200bfice"])
+    Proposal.objects.filter(pk=created.pk).update(
+        title="Coffee\u200b machine floor",
+        body=GOOD_BODY + f" Floor{tag_a} three &#x200B; up.",
+        reason="Seen in chat\ufeff today",
+        tags=["of\u200bfice"],
+    )
     return Record.objects.get(pk=record.pk), Proposal.objects.get(pk=created.pk)
 
 
@@ -359,9 +425,9 @@ def test_the_inbox_shows_older_invisible_characters_as_marked_code_points(old_da
     client.force_login(reviewer)
     html = client.get(reverse("home")).content.decode()
     assert_marked(html)
-    assert "Coffee<span class=\"invisible-char\"" in html  # title
-    assert "chat<span class=\"invisible-char\" title=\"ZERO WIDTH NO-BREAK SPACE\">" in html  # reason
-    assert "mo<span class=\"invisible-char\"" in html  # inside the word diff
+    assert 'Coffee<span class="invisible-char"' in html  # title
+    assert 'chat<span class="invisible-char" title="ZERO WIDTH NO-BREAK SPACE">' in html  # reason
+    assert 'mo<span class="invisible-char"' in html  # inside the word diff
     assert "\u27e8U+200B\u27e9" in html.split("Floor", 1)[1]  # the Markdown reference renders marked too
 
 
@@ -371,13 +437,14 @@ def test_the_record_page_and_the_admin_show_them_marked(old_data, client, review
     html = client.get(reverse("record_detail", args=[record.public_id])).content.decode()
     assert_marked(html)
     assert "<title>Billing\u27e8U+200B\u27e9 API repository" in html  # plain marker where no span can go
-    assert "Seen<span class=\"invisible-char\" title=\"WORD JOINER\">" in html
+    assert 'Seen<span class="invisible-char" title="WORD JOINER">' in html
     admin = client.get(reverse("admin:reviews_record_change", args=[record.pk])).content.decode()
     assert "\u200b" not in admin and "\u27e8U+200B\u27e9" in admin
 
 
 def test_accepting_older_text_with_invisible_characters_is_refused_until_a_reviewer_edits_it(
-        old_data, client, reviewer):
+    old_data, client, reviewer
+):
     _, proposal = old_data
     with pytest.raises(ValidationFailed) as info:
         actions.accept_proposal(proposal, actor=reviewer)
@@ -389,9 +456,10 @@ def test_accepting_older_text_with_invisible_characters_is_refused_until_a_revie
 
 def test_a_reviewer_revise_form_with_an_invisible_character_gets_a_form_error(record, client, reviewer):
     client.force_login(reviewer)
-    response = client.post(reverse("record_revise", args=[record.public_id]),
-                           {"title": record.title, "body": GOOD_BODY + " New\u200b line.", "kind": "fact",
-                            "tags": "billing, repos"})
+    response = client.post(
+        reverse("record_revise", args=[record.public_id]),
+        {"title": record.title, "body": GOOD_BODY + " New\u200b line.", "kind": "fact", "tags": "billing, repos"},
+    )
     html = response.content.decode()
     assert response.status_code == 400
     assert "invisible character U+200B (ZERO WIDTH SPACE) at position" in html
@@ -410,10 +478,12 @@ def test_rest_and_mcp_name_the_character_and_its_position(gateway, agent_tokens)
     proposal = {**content(title="Billing API\U000e0041 repository"), "reason": REASON}
     status, _, data = http("POST", gateway.base + "/api/v1/proposals", token=token, body=proposal)
     assert status == 400 and data["fields"]["title"].startswith(
-        "invisible character U+E0041 (TAG LATIN CAPITAL LETTER A) at position 12 is not allowed")
+        "invisible character U+E0041 (TAG LATIN CAPITAL LETTER A) at position 12 is not allowed"
+    )
     result = call(gateway.mcp_url, token, "propose_context", proposal)
-    assert result.is_error and ("[invalid] title: invisible character U+E0041 (TAG LATIN CAPITAL LETTER A) at "
-                                "position 12 is not allowed") in text_of(result)
+    assert result.is_error and (
+        "[invalid] title: invisible character U+E0041 (TAG LATIN CAPITAL LETTER A) at position 12 is not allowed"
+    ) in text_of(result)
     assert Proposal.objects.count() == 0
 
 

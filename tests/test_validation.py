@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db
 
 
 def propose(agent, **overrides):
-    return actions.propose_create(agent=agent, reason=overrides.pop("reason", "Seen in the README"), **content(**overrides))
+    return actions.propose_create(
+        agent=agent, reason=overrides.pop("reason", "Seen in the README"), **content(**overrides)
+    )
 
 
 def field_error(agent, field, **overrides) -> str:
@@ -28,7 +30,8 @@ def field_error(agent, field, **overrides) -> str:
 
 def test_kind_error_lists_allowed_kinds(agent):
     assert field_error(agent, "kind", kind="rumour") == (
-        "got 'rumour'; allowed kinds: decision, event, fact, preference, procedure, reference")
+        "got 'rumour'; allowed kinds: decision, event, fact, preference, procedure, reference"
+    )
 
 
 def test_extra_kinds_come_from_settings(agent, settings):
@@ -52,31 +55,38 @@ def test_title_limits(agent):
     assert "at least 3" in field_error(agent, "title", title=" a ")
 
 
-@pytest.mark.parametrize("junk", [
-    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-    "asdfgh qwrtzp sdfghjk zxcvbnm lkjhgfd",
-    "test test test test test test test",
-    "1234567890 1234567890 1234567890 !!!!",
-    "!!!! ???? #### $$$$ %%%% ^^^^ &&&& ****",
-])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "asdfgh qwrtzp sdfghjk zxcvbnm lkjhgfd",
+        "test test test test test test test",
+        "1234567890 1234567890 1234567890 !!!!",
+        "!!!! ???? #### $$$$ %%%% ^^^^ &&&& ****",
+    ],
+)
 def test_junk_bodies_are_refused(agent, junk):
     assert "does not look like real text" in field_error(agent, "body", body=junk)
 
 
-@pytest.mark.parametrize("text", [
-    "Run `make test` before pushing; CI runs `.ci/run` on a fresh clone.",
-    "Set STRIPE_WEBHOOK_SECRET in .env.local, never in settings.py.",
-    "Use `kubectl -n prod rollout restart deploy/api` to restart the API pods.",
-    "Rita prefers tabs in Go, two spaces in YAML, four in Python.",
-    "Die Rechnungs-API läuft im Repository acme/billing-api auf dem Hauptzweig.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Run `make test` before pushing; CI runs `.ci/run` on a fresh clone.",
+        "Set STRIPE_WEBHOOK_SECRET in .env.local, never in settings.py.",
+        "Use `kubectl -n prod rollout restart deploy/api` to restart the API pods.",
+        "Rita prefers tabs in Go, two spaces in YAML, four in Python.",
+        "Die Rechnungs-API läuft im Repository acme/billing-api auf dem Hauptzweig.",
+    ],
+)
 def test_real_text_including_code_passes(text):
     assert junk_reason(text) is None
 
 
 def test_control_characters_are_refused(agent):
     assert "control character U+0007 (<control>) at position 25" in field_error(
-        agent, "body", body="Normal text with a bell \x07 inside it.")
+        agent, "body", body="Normal text with a bell \x07 inside it."
+    )
 
 
 def test_tags_are_normalised(agent):

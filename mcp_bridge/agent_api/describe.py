@@ -24,8 +24,9 @@ def describe(agent: Agent) -> dict:
     by_scope: dict[str, int] = {s: 0 for s in scopes}
     by_kind: dict[str, int] = {k: 0 for k in v.kinds()}
     tag_counts: dict[str, int] = {}
-    rows = Record.objects.deliverable(scopes, today).values_list("scope", "kind", "title", "body", "tags",
-                                                                 "approved_checksum")
+    rows = Record.objects.deliverable(scopes, today).values_list(
+        "scope", "kind", "title", "body", "tags", "approved_checksum"
+    )
     for scope, kind, title, body, record_tags, approved in rows.iterator(chunk_size=1000):
         if content_checksum(kind=kind, scope=scope, title=title, body=body, tags=record_tags) != approved:
             continue  # edited out of band: search withholds it
@@ -33,16 +34,20 @@ def describe(agent: Agent) -> dict:
         by_kind[kind] = by_kind.get(kind, 0) + 1
         for tag in record_tags:
             tag_counts[tag] = tag_counts.get(tag, 0) + 1
-    tags = [{"name": name, "records": count}
-            for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0]))[:200]]
+    tags = [
+        {"name": name, "records": count}
+        for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0]))[:200]
+    ]
     pending = Proposal.objects.filter(state=ProposalState.PENDING, agent=agent)
     dispute_cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
     open_disputes = pending.filter(action=ProposalAction.DISPUTE).count()
     return {
         "server": "Vetted",
-        "about": ("A shared memory in which nothing becomes true until a person approves it. You can search, read, "
-                  "list and describe; you can propose new records, revisions, retirements and disputes. A reviewer "
-                  "decides; proposal_status tells you what they decided."),
+        "about": (
+            "A shared memory in which nothing becomes true until a person approves it. You can search, read, "
+            "list and describe; you can propose new records, revisions, retirements and disputes. A reviewer "
+            "decides; proposal_status tells you what they decided."
+        ),
         "agent": {"id": agent.public_id, "name": agent.name, "scopes": scopes, "source_tool": agent.source_tool},
         "scopes": [{"name": s, "records": by_scope.get(s, 0)} for s in scopes],
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
@@ -54,22 +59,32 @@ def describe(agent: Agent) -> dict:
             "body": f"{v.BODY_MIN}-{v.BODY_MAX} characters of Markdown; real text, no keyboard mashing",
             "kind": f"one of: {', '.join(v.kinds())}",
             "scope": f"one of your scopes: {', '.join(scopes)}",
-            "tags": (f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
-                     "reuse the tags listed above where they fit"),
+            "tags": (
+                f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
+                "reuse the tags listed above where they fit"
+            ),
             "reason": f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)",
-            "text": ("every field is refused if it holds a character the reviewer cannot see: controls, bidi "
-                     "controls, zero-width and other format characters, TAG characters, fillers, variation "
-                     "selectors (ZWJ and VS16 stay allowed inside emoji); the error names each by code point "
-                     "and position"),
+            "text": (
+                "every field is refused if it holds a character the reviewer cannot see: controls, bidi "
+                "controls, zero-width and other format characters, TAG characters, fillers, variation "
+                "selectors (ZWJ and VS16 stay allowed inside emoji); the error names each by code point "
+                "and position"
+            ),
             "review_by": "optional future date (YYYY-MM-DD); default: today + the kind's review_days",
-            "duplicates": ("an exact copy of a record you can read or of your own pending proposal is refused with "
-                           "its id, and so is one that differs only in look-alike characters (Cyrillic 'а' for Latin "
-                           f"'a'); text with similarity >= {settings.VETTED_NEAR_DUPLICATE} to one of those in the "
-                           "same scope is answered with similar_exists unless you pass confirm_duplicate=true or "
-                           "revise that record; anything you cannot see is the reviewer's to compare"),
+            "duplicates": (
+                "an exact copy of a record you can read or of your own pending proposal is refused with "
+                "its id, and so is one that differs only in look-alike characters (Cyrillic 'а' for Latin "
+                f"'a'); text with similarity >= {settings.VETTED_NEAR_DUPLICATE} to one of those in the "
+                "same scope is answered with similar_exists unless you pass confirm_duplicate=true or "
+                "revise that record; anything you cannot see is the reviewer's to compare"
+            ),
             "rate_limit": write_limiter.describe(),
-            "disputes": (f"at most {dispute_cap} open (pending) disputes at a time; you have {open_disputes}. Past "
-                         "that, dispute is refused until a reviewer decides some" if dispute_cap else "no cap"),
+            "disputes": (
+                f"at most {dispute_cap} open (pending) disputes at a time; you have {open_disputes}. Past "
+                "that, dispute is refused until a reviewer decides some"
+                if dispute_cap
+                else "no cap"
+            ),
         },
         "limits": {
             "proposals_per_minute": write_limiter.limit,
@@ -78,12 +93,16 @@ def describe(agent: Agent) -> dict:
             "open_disputes_yours": open_disputes,
             "mcp_sessions": settings.VETTED_MCP_SESSIONS_PER_AGENT,
             "mcp_sessions_opened_per_minute": initialize_limiter.limit,
-            "note": ("Per agent; 0 means no limit. Reads are search, read, list, describe, quality_check and "
-                     f"proposal_status ({read_limiter.describe()}). Past a per-minute limit a call is refused with "
-                     "retry_after (REST 429 with Retry-After, MCP '[rate_limited] ... retry in N s'). Opening more "
-                     "MCP sessions than mcp_sessions closes your oldest one."),
+            "note": (
+                "Per agent; 0 means no limit. Reads are search, read, list, describe, quality_check and "
+                f"proposal_status ({read_limiter.describe()}). Past a per-minute limit a call is refused with "
+                "retry_after (REST 429 with Retry-After, MCP '[rate_limited] ... retry in N s'). Opening more "
+                "MCP sessions than mcp_sessions closes your oldest one."
+            ),
         },
-        "save": ("Durable facts, decisions, preferences and procedures that will still be true next month and that "
-                 "another tool or session would need. Do not save secrets, credentials, guesses, transient task "
-                 "state, or anything already returned by search (revise it instead)."),
+        "save": (
+            "Durable facts, decisions, preferences and procedures that will still be true next month and that "
+            "another tool or session would need. Do not save secrets, credentials, guesses, transient task "
+            "state, or anything already returned by search (revise it instead)."
+        ),
     }

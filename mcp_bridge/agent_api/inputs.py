@@ -21,7 +21,9 @@ def _record_id(value, field: str = "id") -> str:
     text = str(value or "").strip() if isinstance(value, str) else ""
     if not ids.RECORD_ID_RE.match(text):
         shown = repr(value)[:60] if value not in (None, "") else "nothing"
-        raise ValidationFailed({field: f"got {shown}; a record id looks like {ids.describe(ids.RECORD)} ({ids.EXAMPLE_RECORD_ID})"})
+        raise ValidationFailed(
+            {field: f"got {shown}; a record id looks like {ids.describe(ids.RECORD)} ({ids.EXAMPLE_RECORD_ID})"}
+        )
     return text
 
 

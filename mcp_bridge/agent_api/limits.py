@@ -77,8 +77,14 @@ class SlidingWindowLimiter:
             if agent.token_digest:
                 self._refusing[agent.token_digest] = (now + wait, message)
         if earlier is None or earlier[0] <= now:  # once per spell of refusals, not once per refused call
-            log.info("rate limited: agent=%s (%s) limit=%s %s retry_after=%ds", agent.name, agent.public_id,
-                     self.setting, self.describe(), max(1, math.ceil(wait)))
+            log.info(
+                "rate limited: agent=%s (%s) limit=%s %s retry_after=%ds",
+                agent.name,
+                agent.public_id,
+                self.setting,
+                self.describe(),
+                max(1, math.ceil(wait)),
+            )
         retry_after = max(1, math.ceil(wait))
         raise RateLimited(f"{message}; retry in {retry_after} s.", retry_after=retry_after)
 

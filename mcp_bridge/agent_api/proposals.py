@@ -19,12 +19,27 @@ from .shapes import proposal_shape
 
 
 def _pending_answer(proposal: Proposal, message: str) -> dict:
-    return {"status": "pending", "proposal": proposal_shape(proposal), "proposal_id": proposal.public_id,
-            "message": message}
+    return {
+        "status": "pending",
+        "proposal": proposal_shape(proposal),
+        "proposal_id": proposal.public_id,
+        "message": message,
+    }
 
 
-def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=None, tags=None, reason=None,
-                    review_by=None, revises=None, confirm_duplicate=False) -> dict:
+def propose_context(
+    agent: Agent,
+    *,
+    title=None,
+    body=None,
+    kind=None,
+    scope=None,
+    tags=None,
+    reason=None,
+    review_by=None,
+    revises=None,
+    confirm_duplicate=False,
+) -> dict:
     """A create proposal, or a revise proposal when ``revises`` names a record.
 
     Exact duplicates are refused by the action (DuplicateContent with the
@@ -39,9 +54,18 @@ def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=Non
     if not isinstance(confirm_duplicate, bool):
         raise ValidationFailed({"confirm_duplicate": f"got {confirm_duplicate!r}; true or false"})
     if revises not in (None, ""):
-        return _propose_revision(agent, _record_id(revises, "revises"), title=title, body=body, kind=kind,
-                                 scope=scope, tags=tags, reason=reason, review_by=review_by,
-                                 confirm_duplicate=confirm_duplicate)
+        return _propose_revision(
+            agent,
+            _record_id(revises, "revises"),
+            title=title,
+            body=body,
+            kind=kind,
+            scope=scope,
+            tags=tags,
+            reason=reason,
+            review_by=review_by,
+            confirm_duplicate=confirm_duplicate,
+        )
     fields = {"title": title, "body": body, "kind": kind, "scope": scope, "tags": tags, "review_by": review_by}
     # Validate everything first, so bad input gets the full list of problems
     # before any similarity is computed.
@@ -63,8 +87,11 @@ def propose_context(agent: Agent, *, title=None, body=None, kind=None, scope=Non
         if answer:
             return answer
     proposal = actions.propose_create(agent=agent, reason=reason, **fields)
-    return _pending_answer(proposal, "Stored as a pending proposal. A reviewer will accept, revise or reject it; "
-                                     f"call proposal_status with {proposal.public_id} to learn the decision.")
+    return _pending_answer(
+        proposal,
+        "Stored as a pending proposal. A reviewer will accept, revise or reject it; "
+        f"call proposal_status with {proposal.public_id} to learn the decision.",
+    )
 
 
 def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, reason, **given) -> dict:
@@ -79,8 +106,12 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
         # From the approved text, as the action does: text changed outside
         # Vetted plays no part in what the agent is told (no copy: the action refuses).
         base = target.approved_version() or target.checksummed_content()
-        content = {"title": changes.get("title", base["title"]), "body": changes.get("body", base["body"]),
-                   "scope": base["scope"], "tags": changes.get("tags", base["tags"])}
+        content = {
+            "title": changes.get("title", base["title"]),
+            "body": changes.get("body", base["body"]),
+            "scope": base["scope"],
+            "tags": changes.get("tags", base["tags"]),
+        }
         try:
             content["tags"] = v.clean_tags(content["tags"])
             content["title"], content["body"] = v.clean_title(content["title"]), v.clean_body(content["body"])
@@ -91,8 +122,11 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
             if answer:
                 return answer
     proposal = actions.propose_revision(target_id, agent=agent, reason=reason, **changes)
-    return _pending_answer(proposal, f"Stored as a pending revision of {target_id}. If accepted, a new record "
-                                     f"supersedes {target_id}; call proposal_status with {proposal.public_id} to learn the decision.")
+    return _pending_answer(
+        proposal,
+        f"Stored as a pending revision of {target_id}. If accepted, a new record "
+        f"supersedes {target_id}; call proposal_status with {proposal.public_id} to learn the decision.",
+    )
 
 
 def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
@@ -103,31 +137,69 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
     threshold = settings.VETTED_NEAR_DUPLICATE
     if threshold >= 1.0:
         return None
-    exact = content_checksum(kind=content.get("kind", ""), scope=content["scope"], title=content["title"],
-                             body=content["body"], tags=content["tags"]) if "kind" in content else None
+    exact = (
+        content_checksum(
+            kind=content.get("kind", ""),
+            scope=content["scope"],
+            title=content["title"],
+            body=content["body"],
+            tags=content["tags"],
+        )
+        if "kind" in content
+        else None
+    )
     # Look-alike copies (same skeleton) are the action's to refuse, like exact ones.
-    looks_same = confusables.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
-                                        body=content["body"], tags=content["tags"]) if "kind" in content else None
-    hits = similar_records(content["title"], content["body"], tags=content["tags"], scopes=[content["scope"]],
-                           threshold=threshold, exclude_ids=exclude)
+    looks_same = (
+        confusables.content_key(
+            kind=content["kind"],
+            scope=content["scope"],
+            title=content["title"],
+            body=content["body"],
+            tags=content["tags"],
+        )
+        if "kind" in content
+        else None
+    )
+    hits = similar_records(
+        content["title"],
+        content["body"],
+        tags=content["tags"],
+        scopes=[content["scope"]],
+        threshold=threshold,
+        exclude_ids=exclude,
+    )
     hits = [h for h in hits if h.record.approved_checksum != exact and h.record.skeleton_checksum != looks_same]
-    waiting = similar_pending(content["title"], content["body"], tags=content["tags"], scope=content["scope"],
-                              threshold=threshold, exclude_checksum=exact, agent=agent)
+    waiting = similar_pending(
+        content["title"],
+        content["body"],
+        tags=content["tags"],
+        scope=content["scope"],
+        threshold=threshold,
+        exclude_checksum=exact,
+        agent=agent,
+    )
     waiting = [w for w in waiting if w.proposal.skeleton_checksum != looks_same]
     if not hits and not waiting:
         return None
     ids = ", ".join([h.record.public_id for h in hits] + [w.proposal.public_id for w in waiting])
-    where = " and ".join(part for part in (
-        f"{len(hits)} current record(s)" if hits else "",
-        f"{len(waiting)} of your proposal(s) already waiting for review" if waiting else "") if part)
+    where = " and ".join(
+        part
+        for part in (
+            f"{len(hits)} current record(s)" if hits else "",
+            f"{len(waiting)} of your proposal(s) already waiting for review" if waiting else "",
+        )
+        if part
+    )
     return {
         "status": "similar_exists",
         "similar": [h.as_dict() for h in hits] + [w.as_dict() for w in waiting],
         "threshold": threshold,
-        "message": (f"Not stored: {where} in scope {content['scope']!r} say nearly the same ({ids}). Read them "
-                    "first. If a record is outdated or incomplete, propose a revision of it (revises=<id>); if a "
-                    "pending proposal covers it, wait for the reviewer (proposal_status); if yours is genuinely "
-                    "different, call again with confirm_duplicate=true."),
+        "message": (
+            f"Not stored: {where} in scope {content['scope']!r} say nearly the same ({ids}). Read them "
+            "first. If a record is outdated or incomplete, propose a revision of it (revises=<id>); if a "
+            "pending proposal covers it, wait for the reviewer (proposal_status); if yours is genuinely "
+            "different, call again with confirm_duplicate=true."
+        ),
     }
 
 
@@ -135,16 +207,21 @@ def propose_retirement(agent: Agent, record_id, reason) -> dict:
     write_limiter.hit(agent)
     target_id = _record_id(record_id)
     proposal = actions.propose_retirement(target_id, agent=agent, reason=reason)
-    return _pending_answer(proposal, f"Stored as a pending retirement of {target_id}; the record "
-                                     "stays in search until a reviewer accepts it.")
+    return _pending_answer(
+        proposal,
+        f"Stored as a pending retirement of {target_id}; the record stays in search until a reviewer accepts it.",
+    )
 
 
 def dispute(agent: Agent, record_id, reason) -> dict:
     write_limiter.hit(agent)
     target_id = _record_id(record_id)
     proposal = actions.dispute_record(target_id, agent=agent, reason=reason)
-    return _pending_answer(proposal, f"{target_id} is now disputed and withheld from search until "
-                                     "a reviewer clears the dispute, retires it, or corrects it.")
+    return _pending_answer(
+        proposal,
+        f"{target_id} is now disputed and withheld from search until "
+        "a reviewer clears the dispute, retires it, or corrects it.",
+    )
 
 
 def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
@@ -160,6 +237,10 @@ def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
     if note is not None and not isinstance(note, str):
         raise ValidationFailed({"note": f"got {note!r:.40}; a short text, or leave it out"})
     proposal = actions.withdraw_proposal(public_id, agent=agent, note=note or "")
-    return {"status": "withdrawn", "proposal_id": proposal.public_id, "proposal": proposal_shape(proposal),
-            "message": f"{proposal.public_id} is withdrawn: it leaves the reviewer's inbox and cannot be reopened; "
-                       "propose again if you change your mind."}
+    return {
+        "status": "withdrawn",
+        "proposal_id": proposal.public_id,
+        "proposal": proposal_shape(proposal),
+        "message": f"{proposal.public_id} is withdrawn: it leaves the reviewer's inbox and cannot be reopened; "
+        "propose again if you change your mind.",
+    }

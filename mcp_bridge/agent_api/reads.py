@@ -78,7 +78,7 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
     # and a tag filter on a JSON list is cheapest here too.
     offset, page = 0, max(number * 2, 50)
     while len(found) < number:
-        batch = list(rows[offset:offset + page])
+        batch = list(rows[offset : offset + page])
         if not batch:
             break
         offset += page
@@ -96,8 +96,9 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
     """State and decision of one of the agent's own proposals."""
     read_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
-    proposal = (Proposal.objects.select_related("target", "result_record")
-                .filter(public_id=public_id, agent=agent).first())
+    proposal = (
+        Proposal.objects.select_related("target", "result_record").filter(public_id=public_id, agent=agent).first()
+    )
     if proposal is None:  # other agents' proposals do not exist for this one
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
     return proposal_shape(proposal)
@@ -116,6 +117,8 @@ def quality_check(agent: Agent, *, scope=None) -> dict:
     _raise(errors)
     report = quality.run(scopes, agent=agent)
     data = report.as_dict()
-    data["note"] = ("These are flags for the reviewer, not decisions. If you have evidence about a flagged record, "
-                    "dispute it or propose a revision with that evidence.")
+    data["note"] = (
+        "These are flags for the reviewer, not decisions. If you have evidence about a flagged record, "
+        "dispute it or propose a revision with that evidence."
+    )
     return data

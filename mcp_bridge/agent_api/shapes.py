@@ -22,7 +22,6 @@ WITHHELD_EXPLAINED = {
 assert set(WITHHELD_EXPLAINED) == set(REASONS)
 
 
-
 def record_summary(record: Record) -> dict:
     body = record.body
     excerpt = body if len(body) <= EXCERPT_CHARS else body[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
@@ -71,8 +70,8 @@ def proposal_shape(proposal: Proposal) -> dict:
         "state": proposal.state,
         "target": proposal.target.public_id if proposal.target is not None else None,
         # A retirement or dispute names its target by the approved title, never by text changed outside Vetted.
-        "title": proposal.title or ((proposal.target.approved_version() or {}).get("title", "")
-                                    if proposal.target is not None else ""),
+        "title": proposal.title
+        or ((proposal.target.approved_version() or {}).get("title", "") if proposal.target is not None else ""),
         "scope": proposal.scope or (proposal.target.scope if proposal.target is not None else ""),
         "reason": proposal.reason,
         "created_at": iso(proposal.created_at),
@@ -83,8 +82,12 @@ def proposal_shape(proposal: Proposal) -> dict:
     }
     data["next"] = {
         str(ProposalState.PENDING): "Waiting for a reviewer; check again later.",
-        ProposalState.ACCEPTED: ("Accepted" + (f"; the record is {data['result_record']}" if data["result_record"] else "")
-                                 + (" (the reviewer edited it before accepting)" if data["reviewer_changed"] else "") + "."),
+        ProposalState.ACCEPTED: (
+            "Accepted"
+            + (f"; the record is {data['result_record']}" if data["result_record"] else "")
+            + (" (the reviewer edited it before accepting)" if data["reviewer_changed"] else "")
+            + "."
+        ),
         ProposalState.REJECTED: "Rejected; read decision_note for why, and do not propose the same thing again unchanged.",
         ProposalState.WITHDRAWN: "Withdrawn by the agent.",
     }.get(proposal.state, "")

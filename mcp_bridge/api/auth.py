@@ -20,8 +20,11 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, token = header.partition(" ")
         try:
-            agent = actions.agent_for_token(token.strip() if scheme.lower() == "bearer" else "", via="rest",
-                                            address=request.META.get("REMOTE_ADDR", ""))
+            agent = actions.agent_for_token(
+                token.strip() if scheme.lower() == "bearer" else "",
+                via="rest",
+                address=request.META.get("REMOTE_ADDR", ""),
+            )
         except Unauthorized as exc:
             raise exceptions.AuthenticationFailed(exc.message) from None
         actions.note_agent_seen(agent)
@@ -60,5 +63,9 @@ class AgentTokenScheme(OpenApiAuthenticationExtension):
     name = "agentToken"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "bearerFormat": "vt_...",
-                "description": "A per-agent token from `manage.py create_agent` or `manage.py connect`."}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "vt_...",
+            "description": "A per-agent token from `manage.py create_agent` or `manage.py connect`.",
+        }

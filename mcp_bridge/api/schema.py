@@ -12,13 +12,17 @@ from reviews.models import SCOPES
 
 
 class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, "
-                                            "limit_reached, ...")
+    error = serializers.CharField(
+        help_text="Stable code: invalid, unauthorized, not_found, duplicate, rate_limited, limit_reached, ..."
+    )
     message = serializers.CharField(help_text="What was wrong and what is allowed.")
     # Declared fields leave the class (DRF's metaclass collects them), so this
     # does not hide Serializer.fields; the stubs cannot know.
-    fields = serializers.DictField(child=serializers.CharField(), required=False,  # type: ignore[assignment]
-                                   help_text="For 'invalid': field name -> problem.")
+    fields = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,  # type: ignore[assignment]
+        help_text="For 'invalid': field name -> problem.",
+    )
     existing_id = serializers.CharField(required=False, help_text="For 'duplicate': the existing record or proposal.")
     retry_after = serializers.IntegerField(required=False, help_text="For 'rate_limited': seconds to wait.")
 
@@ -42,9 +46,11 @@ class SearchSerializer(serializers.Serializer):
     query = serializers.CharField()
     mode = serializers.CharField()
     results = HitSerializer(many=True)
-    withheld = serializers.DictField(child=serializers.IntegerField(),
-                                     help_text="Matches not delivered, by reason (retired, superseded, disputed, "
-                                               "edited, expired, not_yet_valid, overdue).")
+    withheld = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Matches not delivered, by reason (retired, superseded, disputed, "
+        "edited, expired, not_yet_valid, overdue).",
+    )
     withheld_total = serializers.IntegerField()
     withheld_explained = serializers.DictField(child=serializers.CharField(), required=False)
     took_ms = serializers.FloatField()
@@ -113,9 +119,11 @@ class DescribeSerializer(serializers.Serializer):
     records_current = serializers.IntegerField()
     pending_proposals = serializers.DictField(child=serializers.IntegerField())
     write_rules = serializers.DictField(child=serializers.CharField())
-    limits = serializers.DictField(help_text="Per-agent limits (0 = none): proposals_per_minute, reads_per_minute, "
-                                             "open_disputes (and open_disputes_yours), mcp_sessions, "
-                                             "mcp_sessions_opened_per_minute, and a note on how refusals look.")
+    limits = serializers.DictField(
+        help_text="Per-agent limits (0 = none): proposals_per_minute, reads_per_minute, "
+        "open_disputes (and open_disputes_yours), mcp_sessions, "
+        "mcp_sessions_opened_per_minute, and a note on how refusals look."
+    )
     save = serializers.CharField()  # type: ignore[assignment]  # a declared field, as `fields` above
 
 
@@ -150,7 +158,9 @@ class WithdrawnSerializer(serializers.Serializer):
 
 
 class SimilarSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="A record you can read (rec_...) or one of your own pending proposals (prop_..., pending=true).")
+    id = serializers.CharField(
+        help_text="A record you can read (rec_...) or one of your own pending proposals (prop_..., pending=true)."
+    )
     title = serializers.CharField()
     kind = serializers.CharField()
     scope = serializers.CharField()
@@ -175,39 +185,67 @@ def kind_names() -> list[str]:
 
 
 class ProposeSerializer(serializers.Serializer):
-    title = serializers.CharField(required=False, min_length=v.TITLE_MIN, max_length=v.TITLE_MAX,
-                                  help_text=f"Required unless revises is given. {v.TITLE_MIN}-{v.TITLE_MAX} characters, one line.")
-    body = serializers.CharField(required=False, min_length=v.BODY_MIN, max_length=v.BODY_MAX,
-                                 help_text=f"Required unless revises is given. {v.BODY_MIN}-{v.BODY_MAX} characters of Markdown "
-                                           "(real text: keyboard mashing and repeated words are refused).")
-    kind = serializers.ChoiceField(required=False, choices=kind_names(),
-                                   help_text="Required unless revises is given (see describe).")
-    scope = serializers.ChoiceField(required=False, choices=SCOPES,
-                                    help_text="Required unless revises is given; one of the agent's scopes.")
-    reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
-                                   help_text=f"Why this is worth keeping; the reviewer reads it ({v.REASON_MIN}+ characters).")
-    tags = serializers.ListField(child=serializers.RegexField(TAG_PATTERN, max_length=v.TAG_MAX_LEN), required=False,
-                                 max_length=v.TAGS_MAX, help_text="Lowercase; a-z 0-9 . _ / : + -")
+    title = serializers.CharField(
+        required=False,
+        min_length=v.TITLE_MIN,
+        max_length=v.TITLE_MAX,
+        help_text=f"Required unless revises is given. {v.TITLE_MIN}-{v.TITLE_MAX} characters, one line.",
+    )
+    body = serializers.CharField(
+        required=False,
+        min_length=v.BODY_MIN,
+        max_length=v.BODY_MAX,
+        help_text=f"Required unless revises is given. {v.BODY_MIN}-{v.BODY_MAX} characters of Markdown "
+        "(real text: keyboard mashing and repeated words are refused).",
+    )
+    kind = serializers.ChoiceField(
+        required=False, choices=kind_names(), help_text="Required unless revises is given (see describe)."
+    )
+    scope = serializers.ChoiceField(
+        required=False, choices=SCOPES, help_text="Required unless revises is given; one of the agent's scopes."
+    )
+    reason = serializers.CharField(
+        min_length=v.REASON_MIN,
+        max_length=v.REASON_MAX,
+        help_text=f"Why this is worth keeping; the reviewer reads it ({v.REASON_MIN}+ characters).",
+    )
+    tags = serializers.ListField(
+        child=serializers.RegexField(TAG_PATTERN, max_length=v.TAG_MAX_LEN),
+        required=False,
+        max_length=v.TAGS_MAX,
+        help_text="Lowercase; a-z 0-9 . _ / : + -",
+    )
     review_by = serializers.DateField(required=False, help_text="Future date; default today + the kind's period.")
-    revises = serializers.RegexField(RECORD_ID_PATTERN, required=False,
-                                     help_text="A record id: propose a revision of it instead.")
-    confirm_duplicate = serializers.BooleanField(required=False, default=False,
-                                                 help_text="Store even though a similar record exists.")
+    revises = serializers.RegexField(
+        RECORD_ID_PATTERN, required=False, help_text="A record id: propose a revision of it instead."
+    )
+    confirm_duplicate = serializers.BooleanField(
+        required=False, default=False, help_text="Store even though a similar record exists."
+    )
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(min_length=v.REASON_MIN, max_length=v.REASON_MAX,
-                                   help_text=f"Why; the reviewer reads it ({v.REASON_MIN}+ characters).")
+    reason = serializers.CharField(
+        min_length=v.REASON_MIN,
+        max_length=v.REASON_MAX,
+        help_text=f"Why; the reviewer reads it ({v.REASON_MIN}+ characters).",
+    )
 
 
 class NoteSerializer(serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, max_length=v.NOTE_MAX,
-                                 help_text=f"Why, optional (up to {v.NOTE_MAX} characters); kept with the proposal.")
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=v.NOTE_MAX,
+        help_text=f"Why, optional (up to {v.NOTE_MAX} characters); kept with the proposal.",
+    )
 
 
 class FindingSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="possible_contradiction, broken_supersession, supersession_loop, "
-                                           "stale_retirement, stale_proposal, overdue, edited_since_approval, index_drift")
+    kind = serializers.CharField(
+        help_text="possible_contradiction, broken_supersession, supersession_loop, "
+        "stale_retirement, stale_proposal, overdue, edited_since_approval, index_drift"
+    )
     why = serializers.CharField()
     suggestion = serializers.CharField()
     records = serializers.ListField(child=serializers.CharField())
@@ -220,7 +258,8 @@ class QualitySerializer(serializers.Serializer):
     scopes = serializers.ListField(child=serializers.CharField())
     checked_records = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Findings by kind, listed or not.")
-    omitted = serializers.DictField(child=serializers.IntegerField(),
-                                    help_text="Findings of a kind counted but not listed (beyond the limit).")
+    omitted = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Findings of a kind counted but not listed (beyond the limit)."
+    )
     findings = FindingSerializer(many=True)
     note = serializers.CharField()

@@ -41,17 +41,24 @@ _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
 async def _send_json(send, status: int, payload: dict, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 def _too_large(limit: int, size: int | None) -> dict:
     got = f"{size} bytes" if size is not None else f"more than {limit} bytes"
-    return {"error": "too_large", "message": f"Request body is {got}; the limit is {limit} bytes "
-                                             "(VETTED_MAX_REQUEST_BYTES). A record body may have at most "
-                                             f"{v.BODY_MAX} characters."}
+    return {
+        "error": "too_large",
+        "message": f"Request body is {got}; the limit is {limit} bytes "
+        "(VETTED_MAX_REQUEST_BYTES). A record body may have at most "
+        f"{v.BODY_MAX} characters.",
+    }
 
 
 def limit_body(app):
@@ -68,7 +75,9 @@ def limit_body(app):
             try:
                 size = int(declared)
             except ValueError:
-                return await _send_json(send, 400, {"error": "bad_request", "message": "Content-Length is not a number."})
+                return await _send_json(
+                    send, 400, {"error": "bad_request", "message": "Content-Length is not a number."}
+                )
             if size > limit:
                 return await _send_json(send, 413, _too_large(limit, size))
         chunks, total = [], 0
@@ -128,8 +137,12 @@ def require_agent_token(app):
         except Unauthorized as exc:
             description = exc.message.replace('"', "'")
             challenge = f'Bearer realm="vetted", error="invalid_token", error_description="{description}"'
-            return await _send_json(send, 401, {"error": "unauthorized", "message": exc.message},
-                                    [(b"www-authenticate", challenge.encode("latin-1", "replace"))])
+            return await _send_json(
+                send,
+                401,
+                {"error": "unauthorized", "message": exc.message},
+                [(b"www-authenticate", challenge.encode("latin-1", "replace"))],
+            )
         if opens_session(scope):
             try:
                 initialize_limiter.hit(agent)
@@ -213,8 +226,11 @@ def origin_allowed(origin: str, server_port: int | None, host_header: str = "") 
 
 def _described_origins(server_port: int | None) -> str:
     hosts = [h for h in settings.ALLOWED_HOSTS if h != "*" and not h.startswith(".")][:4]
-    shown = [f"{scheme}://{host}" + ("" if port == _DEFAULT_PORTS[scheme] else f":{port}")
-             for scheme, _, port in sorted(_site_origins(server_port)) for host in hosts]
+    shown = [
+        f"{scheme}://{host}" + ("" if port == _DEFAULT_PORTS[scheme] else f":{port}")
+        for scheme, _, port in sorted(_site_origins(server_port))
+        for host in hosts
+    ]
     shown += list(settings.CSRF_TRUSTED_ORIGINS)[:4]
     return ", ".join(shown) or "none (set VETTED_CSRF_TRUSTED_ORIGINS)"
 
@@ -233,10 +249,15 @@ def check_origin(app):
             port = (scope.get("server") or (None, None))[1]
             host = next((value.decode("latin-1") for name, value in scope.get("headers") or [] if name == b"host"), "")
             if len(origins) > 1 or not origin_allowed(origin, port, host):
-                return await _send_json(send, 403, {
-                    "error": "forbidden",
-                    "message": f"Origin {origin[:100]!r} may not use /mcp; allowed: {_described_origins(port)}. "
-                               "Agents send no Origin header at all."})
+                return await _send_json(
+                    send,
+                    403,
+                    {
+                        "error": "forbidden",
+                        "message": f"Origin {origin[:100]!r} may not use /mcp; allowed: {_described_origins(port)}. "
+                        "Agents send no Origin header at all.",
+                    },
+                )
         return await app(scope, receive, send)
 
     return guarded

@@ -93,24 +93,43 @@ def _error_text(exc: VettedError) -> str:
     return text
 
 
-Query = Annotated[str, Field(description="What you want to know, in plain words or with exact identifiers "
-                                         "(e.g. 'how do we deploy the billing API', 'ACME-1234').",
-                             max_length=2000)]
-Mode = Annotated[Literal["hybrid", "keyword", "semantic"], Field(description="'hybrid' (default: meaning + keywords + exact identifiers), 'keyword' "
-                                        "(exact words only) or 'semantic' (meaning only).")]
-Kind = Annotated[str | None, Field(description="Only this kind (see describe: fact, preference, procedure, decision, "
-                                               "reference, event, ...).")]
+Query = Annotated[
+    str,
+    Field(
+        description="What you want to know, in plain words or with exact identifiers "
+        "(e.g. 'how do we deploy the billing API', 'ACME-1234').",
+        max_length=2000,
+    ),
+]
+Mode = Annotated[
+    Literal["hybrid", "keyword", "semantic"],
+    Field(
+        description="'hybrid' (default: meaning + keywords + exact identifiers), 'keyword' "
+        "(exact words only) or 'semantic' (meaning only)."
+    ),
+]
+Kind = Annotated[
+    str | None,
+    Field(description="Only this kind (see describe: fact, preference, procedure, decision, reference, event, ...)."),
+]
 Scope = Annotated[str | None, Field(description="Only this scope: 'personal', 'team' or 'system' (one of yours).")]
 Tags = Annotated[list[str] | None, Field(description="Only records carrying all of these tags.", max_length=20)]
-RecordId = Annotated[str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).",
-                                max_length=40)]
+RecordId = Annotated[
+    str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).", max_length=40)
+]
 ProposalId = Annotated[str, Field(description="A proposal id (prop_...) returned when you proposed.", max_length=40)]
 Reason = Annotated[str, Field(description="Why, in a sentence or two; the human reviewer reads it.", max_length=2000)]
 
 
 def build_server() -> MCPServer:
-    server = MCPServer("vetted", title="Vetted memory", version=VERSION, instructions=INSTRUCTIONS,
-                       website_url=None, log_level="WARNING")
+    server = MCPServer(
+        "vetted",
+        title="Vetted memory",
+        version=VERSION,
+        instructions=INSTRUCTIONS,
+        website_url=None,
+        log_level="WARNING",
+    )
 
     @server.tool(annotations=READ_ONLY)
     @_tool
@@ -123,9 +142,15 @@ def build_server() -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     @_tool
-    def search(agent: Agent, query: Query, mode: Mode = "hybrid", kind: Kind = None, scope: Scope = None,
-               tags: Tags = None, limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
-               ) -> dict[str, Any]:
+    def search(
+        agent: Agent,
+        query: Query,
+        mode: Mode = "hybrid",
+        kind: Kind = None,
+        scope: Scope = None,
+        tags: Tags = None,
+        limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
+    ) -> dict[str, Any]:
         """Search approved memory before you answer from memory or propose something. Returns only records
         that are true right now (approved, not overdue, unchanged since approval, not disputed, retired or
         superseded): id, title, kind, scope, tags, body (the most relevant excerpt when long), approval and
@@ -144,12 +169,16 @@ def build_server() -> MCPServer:
 
     @server.tool(name="list", annotations=READ_ONLY)
     @_tool
-    def list_records(agent: Agent, kind: Kind = None, scope: Scope = None,
-                     tag: Annotated[str | None, Field(description="Only records with this tag.")] = None,
-                     since: Annotated[str | None, Field(description="Only records approved on or after this date "
-                                                                    "(YYYY-MM-DD or ISO date-time).")] = None,
-                     limit: Annotated[int, Field(description="How many, 1-100.", ge=1, le=100)] = 20,
-                     ) -> dict[str, Any]:
+    def list_records(
+        agent: Agent,
+        kind: Kind = None,
+        scope: Scope = None,
+        tag: Annotated[str | None, Field(description="Only records with this tag.")] = None,
+        since: Annotated[
+            str | None, Field(description="Only records approved on or after this date (YYYY-MM-DD or ISO date-time).")
+        ] = None,
+        limit: Annotated[int, Field(description="How many, 1-100.", ge=1, le=100)] = 20,
+    ) -> dict[str, Any]:
         """List recently approved records you can rely on, newest first, with a short excerpt each (use read
         for the whole text). Good for catching up on what changed. Example: list(since="2026-11-01", scope="team")"""
         return agent_api.list_records(agent, kind=kind, scope=scope, tag=tag, since=since, limit=limit)
@@ -158,22 +187,56 @@ def build_server() -> MCPServer:
     @_tool
     def propose_context(
         agent: Agent,
-        title: Annotated[str, Field(description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, "
-                                                "one line, no invisible characters).")],
-        body: Annotated[str, Field(description="The knowledge itself in Markdown, self-contained: someone reading "
-                                               f"only this must understand it ({v.BODY_MIN}-{v.BODY_MAX} characters).")],
-        kind: Annotated[str, Field(description="fact, preference, procedure, decision, reference or event "
-                                               "(describe lists the kinds in use).")],
-        scope: Annotated[str, Field(description="'personal' (only you and the user), 'team' (shared) or 'system'; "
-                                                "must be one of your scopes.")],
+        title: Annotated[
+            str,
+            Field(
+                description=f"A short, specific title ({v.TITLE_MIN}-{v.TITLE_MAX} characters, "
+                "one line, no invisible characters)."
+            ),
+        ],
+        body: Annotated[
+            str,
+            Field(
+                description="The knowledge itself in Markdown, self-contained: someone reading "
+                f"only this must understand it ({v.BODY_MIN}-{v.BODY_MAX} characters)."
+            ),
+        ],
+        kind: Annotated[
+            str,
+            Field(
+                description="fact, preference, procedure, decision, reference or event "
+                "(describe lists the kinds in use)."
+            ),
+        ],
+        scope: Annotated[
+            str,
+            Field(
+                description="'personal' (only you and the user), 'team' (shared) or 'system'; "
+                "must be one of your scopes."
+            ),
+        ],
         reason: Reason,
-        tags: Annotated[list[str] | None, Field(description="Up to 20 lowercase tags; reuse tags from describe.")] = None,
-        review_by: Annotated[str | None, Field(description="When a person should re-check it (YYYY-MM-DD, future); "
-                                                           "default: today + the kind's review period.")] = None,
-        revises: Annotated[str | None, Field(description="To correct or update an existing record, its id; the "
-                                                         "accepted revision supersedes it. Scope cannot change.")] = None,
-        confirm_duplicate: Annotated[bool, Field(description="Set true only after a similar_exists answer, when "
-                                                             "your text is genuinely different.")] = False,
+        tags: Annotated[
+            list[str] | None, Field(description="Up to 20 lowercase tags; reuse tags from describe.")
+        ] = None,
+        review_by: Annotated[
+            str | None,
+            Field(
+                description="When a person should re-check it (YYYY-MM-DD, future); "
+                "default: today + the kind's review period."
+            ),
+        ] = None,
+        revises: Annotated[
+            str | None,
+            Field(
+                description="To correct or update an existing record, its id; the "
+                "accepted revision supersedes it. Scope cannot change."
+            ),
+        ] = None,
+        confirm_duplicate: Annotated[
+            bool,
+            Field(description="Set true only after a similar_exists answer, when your text is genuinely different."),
+        ] = False,
     ) -> dict[str, Any]:
         """Propose durable knowledge for the shared memory: a new record, or a revision of one (revises=<id>).
         Nothing is stored as true: the proposal waits for a human reviewer, who accepts, edits or rejects it.
@@ -187,9 +250,18 @@ def build_server() -> MCPServer:
         Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
         (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",
         kind="procedure", scope="team", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
-        return agent_api.propose_context(agent, title=title, body=body, kind=kind, scope=scope, tags=tags,
-                                         reason=reason, review_by=review_by, revises=revises,
-                                         confirm_duplicate=confirm_duplicate)
+        return agent_api.propose_context(
+            agent,
+            title=title,
+            body=body,
+            kind=kind,
+            scope=scope,
+            tags=tags,
+            reason=reason,
+            review_by=review_by,
+            revises=revises,
+            confirm_duplicate=confirm_duplicate,
+        )
 
     @server.tool(annotations=PROPOSE)
     @_tool
@@ -219,10 +291,14 @@ def build_server() -> MCPServer:
 
     @server.tool(annotations=WITHDRAW)
     @_tool
-    def withdraw_proposal(agent: Agent, id: ProposalId,  # noqa: A002
-                          note: Annotated[str | None, Field(description="Why, in a sentence (optional); kept with the "
-                                                                        "proposal.", max_length=v.NOTE_MAX)] = None,
-                          ) -> dict[str, Any]:
+    def withdraw_proposal(
+        agent: Agent,
+        id: ProposalId,  # noqa: A002
+        note: Annotated[
+            str | None,
+            Field(description="Why, in a sentence (optional); kept with the proposal.", max_length=v.NOTE_MAX),
+        ] = None,
+    ) -> dict[str, Any]:
         """Take back one of your own proposals while it is still pending: when you find it was wrong, a
         duplicate, or overtaken by a later proposal of yours. It leaves the reviewer's inbox for good; a
         withdrawn dispute stops withholding its record (unless another dispute is pending). Only your own
@@ -256,5 +332,4 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
         bare = host.lstrip(".")
         hosts += [bare, f"{bare}:*"]
         origins += [f"http://{bare}", f"https://{bare}", f"http://{bare}:*", f"https://{bare}:*"]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)

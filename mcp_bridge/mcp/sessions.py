@@ -42,8 +42,10 @@ log = logging.getLogger(__name__)
 
 _MISSING = [name for name in ("_admit_session", "_discard_session") if not hasattr(StreamableHTTPSessionManager, name)]
 if _MISSING:
-    raise ImportError(f"The installed MCP SDK's session manager has no {', '.join(_MISSING)}; the per-agent "
-                      "session cap (mcp_bridge/mcp/sessions.py) was written for mcp 2.3.")
+    raise ImportError(
+        f"The installed MCP SDK's session manager has no {', '.join(_MISSING)}; the per-agent "
+        "session cap (mcp_bridge/mcp/sessions.py) was written for mcp 2.3."
+    )
 
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.encode("ascii")
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
@@ -72,10 +74,15 @@ class AgentSessionManager(StreamableHTTPSessionManager):
 
     def __init__(self, app, *, per_agent: int, **kwargs):
         super().__init__(app, **kwargs)
-        if not (isinstance(getattr(self, "_server_instances", None), dict)
-                and isinstance(getattr(self, "_session_owners", None), dict) and hasattr(self, "_task_group")):
-            raise RuntimeError("The installed MCP SDK's session manager does not keep _server_instances, "
-                               "_session_owners and _task_group; the per-agent session cap was written for mcp 2.3.")
+        if not (
+            isinstance(getattr(self, "_server_instances", None), dict)
+            and isinstance(getattr(self, "_session_owners", None), dict)
+            and hasattr(self, "_task_group")
+        ):
+            raise RuntimeError(
+                "The installed MCP SDK's session manager does not keep _server_instances, "
+                "_session_owners and _task_group; the per-agent session cap was written for mcp 2.3."
+            )
         if per_agent < 1:
             raise ValueError("per_agent must be at least 1")
         self.per_agent = per_agent
@@ -108,8 +115,12 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         self._forget(session_id)
         transport = self._server_instances.pop(session_id, None)
         self._session_owners.pop(session_id, None)
-        log.info("agent %s opened more than %d MCP sessions: closed its oldest, %s…", agent_id, self.per_agent,
-                 session_id[:8])
+        log.info(
+            "agent %s opened more than %d MCP sessions: closed its oldest, %s…",
+            agent_id,
+            self.per_agent,
+            session_id[:8],
+        )
         if transport is not None and self._task_group is not None:
             self._task_group.start_soon(self._discard_session, session_id, transport)
 
@@ -126,15 +137,24 @@ class AgentSessionManager(StreamableHTTPSessionManager):
                 self._by_agent.pop(agent_id, None)
 
 
-def streamable_http_app(server: MCPServer, *, path: str, transport_security: TransportSecuritySettings,
-                        max_request_body_size: int, sessions_per_agent: int) -> Starlette:
+def streamable_http_app(
+    server: MCPServer,
+    *,
+    path: str,
+    transport_security: TransportSecuritySettings,
+    max_request_body_size: int,
+    sessions_per_agent: int,
+) -> Starlette:
     """What ``server.streamable_http_app()`` builds for a server without SDK
     auth (the guard in front does auth), with ``AgentSessionManager``."""
     lowlevel = server._lowlevel_server
-    manager = AgentSessionManager(lowlevel, per_agent=sessions_per_agent, security_settings=transport_security,
-                                  max_request_body_size=max_request_body_size)
+    manager = AgentSessionManager(
+        lowlevel,
+        per_agent=sessions_per_agent,
+        security_settings=transport_security,
+        max_request_body_size=max_request_body_size,
+    )
     lowlevel._session_manager = manager  # so server.session_manager is this one, as the SDK's builder does
-    app = Starlette(routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager))],
-                    lifespan=lambda app: manager.run())
+    app = Starlette(routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run())
     app.state.session_manager = manager
     return app

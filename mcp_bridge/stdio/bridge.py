@@ -83,8 +83,11 @@ class Relay:
         return conn
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "Authorization": f"Bearer {self.cfg.token}"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {self.cfg.token}",
+        }
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version:
@@ -189,9 +192,14 @@ class Relay:
         except (OSError, ValueError, http.client.HTTPException) as exc:
             log(f"lost the daemon at {self.cfg.url}: {exc!r}")
             if is_request:
-                self.write(_error(msg_id, DAEMON_UNAVAILABLE,
-                                  f"Cannot reach the Vetted daemon at {self.cfg.url} ({exc}). "
-                                  f"Start it with: {self.cfg.start_command}"))
+                self.write(
+                    _error(
+                        msg_id,
+                        DAEMON_UNAVAILABLE,
+                        f"Cannot reach the Vetted daemon at {self.cfg.url} ({exc}). "
+                        f"Start it with: {self.cfg.start_command}",
+                    )
+                )
         finally:
             if _is_initialize(message):
                 self._ready.set()

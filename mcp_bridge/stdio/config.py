@@ -53,8 +53,10 @@ class Config:
     @property
     def start_command(self) -> str:
         port = self.parts.port or DEFAULT_PORT
-        return (f"cd {PROJECT_DIR} && make run PORT={port}   "
-                f"(or: {sys.executable} {PROJECT_DIR / 'manage.py'} serve --port {port})")
+        return (
+            f"cd {PROJECT_DIR} && make run PORT={port}   "
+            f"(or: {sys.executable} {PROJECT_DIR / 'manage.py'} serve --port {port})"
+        )
 
 
 def _truthy(name: str, value: str) -> bool:
@@ -96,8 +98,10 @@ def load_config(env: dict[str, str] | None = None) -> Config:
             raise BridgeError(f"VETTED_TOKEN_FILE={token_file} cannot be read: {exc}") from None
     token = token or str(file_values.get("token") or "").strip()
     if not token:
-        raise BridgeError("No agent token: set VETTED_TOKEN (or VETTED_TOKEN_FILE, or \"token\" in "
-                          f"{path}). Create one with `python manage.py connect CLIENT --agent NAME`.")
+        raise BridgeError(
+            'No agent token: set VETTED_TOKEN (or VETTED_TOKEN_FILE, or "token" in '
+            f"{path}). Create one with `python manage.py connect CLIENT --agent NAME`."
+        )
 
     raw_autostart = env.get("VETTED_AUTOSTART")
     if raw_autostart not in (None, ""):
@@ -130,8 +134,10 @@ def ensure_daemon(cfg: Config) -> None:
     if daemon_healthy(cfg):
         return
     if not cfg.autostart:
-        raise BridgeError(f"Vetted is not running at {cfg.url}. Start it with: {cfg.start_command}. "
-                          "(Autostart is off: VETTED_AUTOSTART=0 or a non-local URL.)")
+        raise BridgeError(
+            f"Vetted is not running at {cfg.url}. Start it with: {cfg.start_command}. "
+            "(Autostart is off: VETTED_AUTOSTART=0 or a non-local URL.)"
+        )
     import fcntl  # POSIX only; imported here so the module loads anywhere
 
     cfg.home.mkdir(parents=True, exist_ok=True)
@@ -145,7 +151,10 @@ def ensure_daemon(cfg: Config) -> None:
         with open(log_path, "ab") as out:
             process = subprocess.Popen(
                 [sys.executable, str(PROJECT_DIR / "manage.py"), "serve", "--host", cfg.host, "--port", port],
-                cwd=PROJECT_DIR, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                cwd=PROJECT_DIR,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
                 start_new_session=True,  # outlives the bridge; the client's signals do not reach it
                 env={**os.environ, "VETTED_HOME": str(cfg.home)},
             )
@@ -155,11 +164,14 @@ def ensure_daemon(cfg: Config) -> None:
                 log(f"daemon up (pid {process.pid})")
                 return
             if process.poll() is not None:
-                raise BridgeError(f"The Vetted daemon exited with code {process.returncode} while starting; "
-                                  f"see {log_path}. Start it by hand with: {cfg.start_command}")
+                raise BridgeError(
+                    f"The Vetted daemon exited with code {process.returncode} while starting; "
+                    f"see {log_path}. Start it by hand with: {cfg.start_command}"
+                )
             time.sleep(0.2)
-        raise BridgeError(f"The Vetted daemon did not answer {cfg.url}/health within {START_TIMEOUT:.0f} s; "
-                          f"see {log_path}.")
+        raise BridgeError(
+            f"The Vetted daemon did not answer {cfg.url}/health within {START_TIMEOUT:.0f} s; see {log_path}."
+        )
 
 
 def _connection(cfg: Config, timeout: float) -> http.client.HTTPConnection:

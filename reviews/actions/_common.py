@@ -76,26 +76,47 @@ def _subject_fields(subject) -> tuple[str, str]:
 
 # Keys of an event's ``extra`` that hold only ids, enums or flags (the rest,
 # e.g. the changed fields of a revision, may hold text).
-_LOGGED_EXTRA = ("action", "supersedes", "to_scope", "closed_proposals", "rejected_disputes", "dispute_cleared",
-                 "is_staff", "is_active")
+_LOGGED_EXTRA = (
+    "action",
+    "supersedes",
+    "to_scope",
+    "closed_proposals",
+    "rejected_disputes",
+    "dispute_cleared",
+    "is_staff",
+    "is_active",
+)
 
 
 def _log_value(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def _audit(event_type: str, *, actor: Actor, subject, record: Record | None = None,
-           proposal: Proposal | None = None, before: str = "", after: str = "",
-           snippet: str = "", extra: dict | None = None) -> AuditEvent:
+def _audit(
+    event_type: str,
+    *,
+    actor: Actor,
+    subject,
+    record: Record | None = None,
+    proposal: Proposal | None = None,
+    before: str = "",
+    after: str = "",
+    snippet: str = "",
+    extra: dict | None = None,
+) -> AuditEvent:
     actor_type, actor_name = _actor_fields(actor)
     subject_type, subject_id = _subject_fields(subject)
     record_ref = record.public_id if record else ""
     proposal_ref = proposal.public_id if proposal else ""
     # Logged once the change is committed (a rolled-back import logs nothing).
     # Ids and names only: the snippet and extra may hold titles, notes, reasons.
-    fields = [("actor", f"{actor_type}:{actor_name}"), ("subject", f"{subject_type}:{subject_id}"),
-              ("record", record_ref), ("proposal", proposal_ref),
-              *((key, (extra or {}).get(key)) for key in _LOGGED_EXTRA)]
+    fields = [
+        ("actor", f"{actor_type}:{actor_name}"),
+        ("subject", f"{subject_type}:{subject_id}"),
+        ("record", record_ref),
+        ("proposal", proposal_ref),
+        *((key, (extra or {}).get(key)) for key in _LOGGED_EXTRA),
+    ]
     line = " ".join(f"{key}={_log_value(value)}" for key, value in fields if value not in (None, "", [], subject_id))
     transaction.on_commit(lambda: log.info("%s %s", event_type, line))
     return AuditEvent.objects.create(
@@ -146,7 +167,8 @@ def _check_agent_scope(agent: Agent, scope: str) -> None:
         allowed = ", ".join(agent.scopes) or "none"
         raise ScopeNotAllowed(
             f"Agent {agent.name!r} may not write to scope {scope!r}; its scopes: {allowed}.",
-            scope=scope, allowed=list(agent.scopes),
+            scope=scope,
+            allowed=list(agent.scopes),
         )
 
 
@@ -210,9 +232,15 @@ def _require_pending(proposal: Proposal, doing: str) -> None:
 _LOOKS_SAME = "the texts differ only in look-alike or invisible characters"
 
 
-def _check_not_duplicate(checksum: str, *, skeleton: str = "", ignore_proposal: Proposal | None = None,
-                         ignore_record: Record | None = None, proposer: Agent | None = None,
-                         records_only: bool = False) -> None:
+def _check_not_duplicate(
+    checksum: str,
+    *,
+    skeleton: str = "",
+    ignore_proposal: Proposal | None = None,
+    ignore_record: Record | None = None,
+    proposer: Agent | None = None,
+    records_only: bool = False,
+) -> None:
     """Refuse content identical to a live record or a pending proposal, or
     identical once both are folded to their look-alike skeletons
     (confusables.content_key), which a reviewer could not tell apart either.
@@ -243,22 +271,28 @@ def _check_not_duplicate(checksum: str, *, skeleton: str = "", ignore_proposal: 
 
     existing = first_visible(records.filter(approved_checksum=checksum))
     if existing:
-        raise DuplicateContent(f"An identical approved record already exists: {existing.public_id}.",
-                               existing_id=existing.public_id)
+        raise DuplicateContent(
+            f"An identical approved record already exists: {existing.public_id}.", existing_id=existing.public_id
+        )
     waiting = None if records_only else pending.filter(content_checksum=checksum).first()
     if waiting:
-        raise DuplicateContent(f"An identical proposal is already waiting for review: {waiting.public_id}.",
-                               existing_id=waiting.public_id)
+        raise DuplicateContent(
+            f"An identical proposal is already waiting for review: {waiting.public_id}.", existing_id=waiting.public_id
+        )
     if not skeleton:
         return
     existing = first_visible(records.filter(skeleton_checksum=skeleton))
     if existing:
-        raise DuplicateContent(f"An approved record that looks identical already exists: {existing.public_id} "
-                               f"({_LOOKS_SAME}).", existing_id=existing.public_id)
+        raise DuplicateContent(
+            f"An approved record that looks identical already exists: {existing.public_id} ({_LOOKS_SAME}).",
+            existing_id=existing.public_id,
+        )
     waiting = None if records_only else pending.filter(skeleton_checksum=skeleton).first()
     if waiting:
-        raise DuplicateContent(f"A proposal that looks identical is already waiting for review: "
-                               f"{waiting.public_id} ({_LOOKS_SAME}).", existing_id=waiting.public_id)
+        raise DuplicateContent(
+            f"A proposal that looks identical is already waiting for review: {waiting.public_id} ({_LOOKS_SAME}).",
+            existing_id=waiting.public_id,
+        )
 
 
 def _content_of(obj) -> dict:
@@ -266,25 +300,31 @@ def _content_of(obj) -> dict:
 
 
 def _checksum_of(content: dict) -> str:
-    return content_checksum(kind=content["kind"], scope=content["scope"], title=content["title"],
-                            body=content["body"], tags=content["tags"])
+    return content_checksum(
+        kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
+    )
 
 
 def _skeleton_of(content: dict) -> str:
-    return confusables.content_key(kind=content["kind"], scope=content["scope"], title=content["title"],
-                                  body=content["body"], tags=content["tags"])
+    return confusables.content_key(
+        kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
+    )
 
 
 def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
     """The refusal for building on text nobody approved: ``record`` was
     changed outside Vetted (its text no longer matches approved_checksum)."""
     if record.approved_text() is None:
-        way_out = ("no approved copy of its text is kept (it was edited before Vetted kept one), so it cannot be "
-                   f"restored: approve its current text (`review approve-current {record.public_id} --note ...`) "
-                   "or retire it")
+        way_out = (
+            "no approved copy of its text is kept (it was edited before Vetted kept one), so it cannot be "
+            f"restored: approve its current text (`review approve-current {record.public_id} --note ...`) "
+            "or retire it"
+        )
     else:
-        way_out = ("restore the approved text or approve the current text first "
-                   f"(`review restore {record.public_id}` or `review approve-current {record.public_id} --note ...`)")
+        way_out = (
+            "restore the approved text or approve the current text first "
+            f"(`review restore {record.public_id}` or `review approve-current {record.public_id} --note ...`)"
+        )
     return ChecksumMismatch(
         f"Cannot {doing} {record.public_id}: it was changed outside Vetted since it was approved; {way_out}.",
         record=record.public_id,
@@ -309,7 +349,9 @@ def _approved_base(record: Record, doing: str) -> dict:
 
 def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
     return {
-        "source_tool": v.clean_short("source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX),
+        "source_tool": v.clean_short(
+            "source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX
+        ),
         "session": v.clean_short("session", session, v.SESSION_MAX),
     }
 
@@ -320,20 +362,27 @@ def _close_fulfilled(record: Record, *, actor, note: str, accepting: Proposal | 
     proposal whose acceptance did this) is left to its caller."""
     now = timezone.now()
     pending = Proposal.objects.select_for_update().filter(
-        target=record, state=ProposalState.PENDING, action__in=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
+        target=record,
+        state=ProposalState.PENDING,
+        action__in=[ProposalAction.DISPUTE, ProposalAction.RETIRE],
     )
     if accepting is not None:
         pending = pending.exclude(pk=accepting.pk)
     closed = list(pending.values_list("public_id", flat=True))
     if closed:
         Proposal.objects.filter(public_id__in=closed).update(
-            state=ProposalState.ACCEPTED, decided_by=actor, decided_at=now, decision_note=note, updated_at=now,
+            state=ProposalState.ACCEPTED,
+            decided_by=actor,
+            decided_at=now,
+            decision_note=note,
+            updated_at=now,
         )
     return closed
 
 
-def _new_record(content: dict, *, reviewer, proposal: Proposal | None, supersedes: Record | None,
-                reason: str) -> Record:
+def _new_record(
+    content: dict, *, reviewer, proposal: Proposal | None, supersedes: Record | None, reason: str
+) -> Record:
     now = timezone.now()
     record = Record(
         **content,
@@ -364,17 +413,22 @@ def _apply_changes(base: dict, changes: dict | None, *, lock_scope: str | None) 
     changes = dict(changes or {})
     unknown = sorted(set(changes) - set(v.CONTENT_FIELDS))
     if unknown:
-        raise ValidationFailed({name: f"cannot be changed; editable fields: {', '.join(v.CONTENT_FIELDS)}" for name in unknown})
+        raise ValidationFailed(
+            {name: f"cannot be changed; editable fields: {', '.join(v.CONTENT_FIELDS)}" for name in unknown}
+        )
     content = v.clean_content({**base, **changes})
     if lock_scope is not None and content["scope"] != lock_scope:
-        raise ValidationFailed({"scope": f"a revision keeps the record's scope ({lock_scope}); moving a record between scopes is a separate action"})
+        raise ValidationFailed(
+            {
+                "scope": f"a revision keeps the record's scope ({lock_scope}); moving a record between scopes is a separate action"
+            }
+        )
     changed = {}
     for name in changes:
         value = content[name]
         if value != base.get(name):
             changed[name] = value.isoformat() if isinstance(value, date) else value
     return content, changed
-
 
 
 def _end_dispute_if_last(record: Record) -> bool:
@@ -385,4 +439,3 @@ def _end_dispute_if_last(record: Record) -> bool:
         record.save(update_fields=["status", "updated_at"])
         return True
     return False
-

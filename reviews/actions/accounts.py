@@ -28,8 +28,9 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-def create_first_reviewer(*, username: str, password: str, email: str = "", remote_addr: str,
-                          setup_code: str) -> AbstractBaseUser:
+def create_first_reviewer(
+    *, username: str, password: str, email: str = "", remote_addr: str, setup_code: str
+) -> AbstractBaseUser:
     """First-run setup: create the reviewer account. Only while no user exists,
     only from the machine itself (the site binds to 127.0.0.1), and only with
     the one-time code from VETTED_HOME/setup-code (reviews/setup_code.py),
@@ -37,16 +38,20 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
     User = get_user_model()
     with transaction.atomic():
         if not is_loopback(remote_addr):
-            raise InvalidTransition("The first account can only be created from this machine (localhost); "
-                                    "or run `python manage.py createsuperuser`.")
+            raise InvalidTransition(
+                "The first account can only be created from this machine (localhost); "
+                "or run `python manage.py createsuperuser`."
+            )
         if User.objects.exists():
             raise InvalidTransition("The reviewer account already exists; sign in instead.")
         username = (username or "").strip()
         errors: dict[str, str] = {}
         if not setup_codes.matches(setup_code):
-            errors["code"] = (f"{'does not match' if setup_code else 'required'}: the one in {setup_codes.path()} "
-                              "(readable only by the account running Vetted); `manage.py serve` also printed "
-                              "this page's address with it")
+            errors["code"] = (
+                f"{'does not match' if setup_code else 'required'}: the one in {setup_codes.path()} "
+                "(readable only by the account running Vetted); `manage.py serve` also printed "
+                "this page's address with it"
+            )
         if not username or not re.fullmatch(r"[\w.@+-]{1,150}", username):
             errors["username"] = "1-150 characters: letters, digits and @ . + - _"
         email = (email or "").strip()
@@ -63,8 +68,13 @@ def create_first_reviewer(*, username: str, password: str, email: str = "", remo
         if errors:
             raise ValidationFailed(errors)
         user = User.objects.create_superuser(username=username, email=email or "", password=password)
-        _audit("user.created", actor=SystemActor("system:first-run"), subject=user, snippet=username,
-               extra={"superuser": True, "remote_addr": remote_addr})
+        _audit(
+            "user.created",
+            actor=SystemActor("system:first-run"),
+            subject=user,
+            snippet=username,
+            extra={"superuser": True, "remote_addr": remote_addr},
+        )
         transaction.on_commit(setup_codes.discard)
         return user
 
@@ -89,9 +99,13 @@ def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") 
     with transaction.atomic():
         attempts = AccessAttempt.objects.filter(**({"username": username} if username else {"ip_address": address}))
         removed: int = attempts.delete()[0]
-        _audit("login.lockout_cleared", actor=actor, subject=(SubjectType.USER, username or f"address:{address}"),
-               snippet=f"cleared the sign-in lockout of {username or address}",
-               extra={"username": username, "address": address, "attempts_removed": removed})
+        _audit(
+            "login.lockout_cleared",
+            actor=actor,
+            subject=(SubjectType.USER, username or f"address:{address}"),
+            snippet=f"cleared the sign-in lockout of {username or address}",
+            extra={"username": username, "address": address, "attempts_removed": removed},
+        )
     return removed
 
 
@@ -113,8 +127,9 @@ def _locked_user(user: AbstractBaseUser | str) -> AbstractUser:
         raise NotFound(f"No user named {username!r}.") from None
 
 
-def _change_account(account: AbstractBaseUser | str, *, actor: Actor, field: str, value: bool, event_type: str,
-                    refuse_self: str) -> AbstractUser:
+def _change_account(
+    account: AbstractBaseUser | str, *, actor: Actor, field: str, value: bool, event_type: str, refuse_self: str
+) -> AbstractUser:
     with transaction.atomic():
         administrator = _require_administrator(actor)
         user = _locked_user(account)
@@ -122,9 +137,12 @@ def _change_account(account: AbstractBaseUser | str, *, actor: Actor, field: str
         if user.pk == administrator.pk:
             raise InvalidTransition(f"You cannot {refuse_self} your own account ({name!r}); another superuser can.")
         if getattr(user, field) == value:
-            state = {("is_staff", True): "is already a staff account",
-                     ("is_staff", False): "is not a staff account; there is nothing to remove",
-                     ("is_active", True): "is already active", ("is_active", False): "is already inactive"}
+            state = {
+                ("is_staff", True): "is already a staff account",
+                ("is_staff", False): "is not a staff account; there is nothing to remove",
+                ("is_active", True): "is already active",
+                ("is_active", False): "is already inactive",
+            }
             raise InvalidTransition(f"User {name!r} {state[field, value]}.")
         setattr(user, field, value)
         user.save(update_fields=[field])
@@ -137,21 +155,28 @@ def set_account_staff(user: AbstractBaseUser | str, *, actor: Actor, is_staff: b
     take that away. Only a superuser may, and not on their own account (so
     the last one cannot lock everyone out). Writes ``account.staff_granted``
     or ``account.staff_removed``."""
-    return _change_account(user, actor=actor, field="is_staff", value=bool(is_staff),
-                           event_type="account.staff_granted" if is_staff else "account.staff_removed",
-                           refuse_self="change the staff status of")
+    return _change_account(
+        user,
+        actor=actor,
+        field="is_staff",
+        value=bool(is_staff),
+        event_type="account.staff_granted" if is_staff else "account.staff_removed",
+        refuse_self="change the staff status of",
+    )
 
 
 def deactivate_account(user: AbstractBaseUser | str, *, actor: Actor) -> AbstractUser:
     """``user`` can no longer sign in (their sessions stop working on the next
     request) nor decide anything; their history stays. Writes
     ``account.deactivated``."""
-    return _change_account(user, actor=actor, field="is_active", value=False, event_type="account.deactivated",
-                           refuse_self="deactivate")
+    return _change_account(
+        user, actor=actor, field="is_active", value=False, event_type="account.deactivated", refuse_self="deactivate"
+    )
 
 
 def activate_account(user: AbstractBaseUser | str, *, actor: Actor) -> AbstractUser:
     """Undo ``deactivate_account`` (an imported user is created inactive, too).
     Writes ``account.activated``."""
-    return _change_account(user, actor=actor, field="is_active", value=True, event_type="account.activated",
-                           refuse_self="activate")
+    return _change_account(
+        user, actor=actor, field="is_active", value=True, event_type="account.activated", refuse_self="activate"
+    )

@@ -23,7 +23,6 @@ _AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
 log = logging.getLogger(__name__)
 
 
-
 def _token_digest(token: str) -> str:
     # Tokens carry 256 random bits, so a fast hash is enough: there is nothing
     # to brute-force, and lookups by digest stay a single index probe.
@@ -38,7 +37,9 @@ def create_agent(name: str, *, scopes: Iterable[str], actor: Actor, source_tool:
         name = str(name or "").strip().lower()
         errors = {}
         if not _AGENT_NAME_RE.match(name):
-            errors["name"] = "2-64 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+            errors["name"] = (
+                "2-64 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
         elif name == IMPORT_AGENT_NAME:
             errors["name"] = f"{IMPORT_AGENT_NAME!r} is reserved for imports"
         elif Agent.objects.filter(name=name).exists():
@@ -51,7 +52,10 @@ def create_agent(name: str, *, scopes: Iterable[str], actor: Actor, source_tool:
             raise ValidationFailed(errors)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         agent = Agent.objects.create(
-            name=name, scopes=scope_list, token_digest=_token_digest(token), token_prefix=_public_prefix(token),
+            name=name,
+            scopes=scope_list,
+            token_digest=_token_digest(token),
+            token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
             created_by=reviewer.get_username(),
         )
@@ -89,8 +93,13 @@ def rotate_agent_token(agent: Agent | str, *, actor: Actor) -> tuple[Agent, str]
         agent.token_digest = _token_digest(token)
         agent.token_prefix = _public_prefix(token)
         agent.save(update_fields=["token_digest", "token_prefix"])
-        _audit("agent.token_rotated", actor=actor, subject=agent, snippet=agent.name,
-               extra={"old_prefix": old_prefix, "new_prefix": agent.token_prefix})
+        _audit(
+            "agent.token_rotated",
+            actor=actor,
+            subject=agent,
+            snippet=agent.name,
+            extra={"old_prefix": old_prefix, "new_prefix": agent.token_prefix},
+        )
         return agent, token
 
 
@@ -108,23 +117,33 @@ def agent_for_token(token: str, *, address: str = "", via: str = "") -> Agent:
 
     token = (token or "").strip()
     if not token:
-        raise refuse("missing", "Missing agent token: send the header 'Authorization: Bearer vt_...' "
-                                "(create one with `python manage.py create_agent NAME --scopes ...`).")
+        raise refuse(
+            "missing",
+            "Missing agent token: send the header 'Authorization: Bearer vt_...' "
+            "(create one with `python manage.py create_agent NAME --scopes ...`).",
+        )
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         # Not one of ours: perhaps another service's secret, so not even a prefix.
-        raise refuse("malformed", f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.",
-                     f" length={len(token)}")
+        raise refuse(
+            "malformed", f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.", f" length={len(token)}"
+        )
     agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
     if agent is None:
-        raise refuse("unknown", "Unknown agent token: it was never issued here or has been replaced; "
-                                "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).",
-                     # The public prefix (as the agents page shows it) without its "vt_": the log
-                     # scrubber (memory_site/logscrub.py) redacts anything shaped like a token.
-                     " token_start=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)[len(TOKEN_PREFIX):]))
+        raise refuse(
+            "unknown",
+            "Unknown agent token: it was never issued here or has been replaced; "
+            "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).",
+            # The public prefix (as the agents page shows it) without its "vt_": the log
+            # scrubber (memory_site/logscrub.py) redacts anything shaped like a token.
+            " token_start=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)[len(TOKEN_PREFIX) :]),
+        )
     if not agent.is_active:
         when = f" on {agent.revoked_at:%Y-%m-%d}" if agent.revoked_at else ""
-        raise refuse("revoked", f"Agent {agent.name!r} was revoked{when}; its token no longer works. "
-                                "Ask the reviewer for a new agent.", f" agent={agent.name} ({agent.public_id})")
+        raise refuse(
+            "revoked",
+            f"Agent {agent.name!r} was revoked{when}; its token no longer works. Ask the reviewer for a new agent.",
+            f" agent={agent.name} ({agent.public_id})",
+        )
     return agent
 
 
@@ -153,8 +172,14 @@ def import_agent() -> Agent:
     with transaction.atomic():
         agent = Agent.objects.filter(name=IMPORT_AGENT_NAME).first()
         if agent is None:
-            agent = Agent.objects.create(name=IMPORT_AGENT_NAME, scopes=list(SCOPES), source_tool="import",
-                                         created_by="system")
-            _audit("agent.created", actor=SystemActor("system:import"), subject=agent, snippet=agent.name,
-                   extra={"scopes": list(SCOPES), "tokenless": True})
+            agent = Agent.objects.create(
+                name=IMPORT_AGENT_NAME, scopes=list(SCOPES), source_tool="import", created_by="system"
+            )
+            _audit(
+                "agent.created",
+                actor=SystemActor("system:import"),
+                subject=agent,
+                snippet=agent.name,
+                extra={"scopes": list(SCOPES), "tokenless": True},
+            )
         return agent

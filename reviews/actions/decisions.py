@@ -64,7 +64,8 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         note = v.clean_note(note)
         target = _locked_record(proposal.target) if proposal.target_id else None
         makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
-            proposal.action == ProposalAction.DISPUTE and bool(changes))
+            proposal.action == ProposalAction.DISPUTE and bool(changes)
+        )
         if target is not None:
             _require_live(target, f"accept {proposal.public_id} on")
             # Re-checked under the lock: text changed outside Vetted after the
@@ -87,20 +88,30 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             else:
                 content, changed = v.clean_content(base), {}
             if changes and proposal.action != ProposalAction.DISPUTE and not changed:
-                raise ValidationFailed({"changes": "the edited version is identical to the proposal; accept it as proposed"})
+                raise ValidationFailed(
+                    {"changes": "the edited version is identical to the proposal; accept it as proposed"}
+                )
             checksum = _checksum_of(content)
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
-            _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_proposal=proposal,
-                                 ignore_record=target, records_only=True)
-            result = _new_record(content, reviewer=reviewer, proposal=proposal, supersedes=target,
-                                 reason=proposal.reason)
+            _check_not_duplicate(
+                checksum,
+                skeleton=_skeleton_of(content),
+                ignore_proposal=proposal,
+                ignore_record=target,
+                records_only=True,
+            )
+            result = _new_record(
+                content, reviewer=reviewer, proposal=proposal, supersedes=target, reason=proposal.reason
+            )
             after = checksum
             proposal.reviewer_changes = changed
             if target is not None:
                 extra["supersedes"] = target.public_id
                 extra["closed_proposals"] = _close_fulfilled(
-                    target, actor=reviewer, accepting=proposal,
+                    target,
+                    actor=reviewer,
+                    accepting=proposal,
                     note=f"Resolved: {target.public_id} was superseded by {result.public_id}.",
                 )
             if changed:
@@ -113,7 +124,9 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             target.status = RecordStatus.RETIRED
             target.save(update_fields=["status", "updated_at"])
             extra["closed_proposals"] = _close_fulfilled(
-                target, actor=reviewer, accepting=proposal,
+                target,
+                actor=reviewer,
+                accepting=proposal,
                 note=f"Resolved: {target.public_id} was retired ({proposal.public_id}).",
             )
             extra["retired"] = target.public_id
@@ -124,9 +137,17 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         proposal.decision_note = note
         proposal.result_record = result
         proposal.save()
-        _audit("proposal.accepted", actor=reviewer, subject=proposal, record=result, proposal=proposal,
-               before=before, after=after, snippet=note or proposal.title or (target.title if target else ""),
-               extra=extra)
+        _audit(
+            "proposal.accepted",
+            actor=reviewer,
+            subject=proposal,
+            record=result,
+            proposal=proposal,
+            before=before,
+            after=after,
+            snippet=note or proposal.title or (target.title if target else ""),
+            extra=extra,
+        )
         return proposal
 
 
@@ -146,6 +167,13 @@ def reject_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Propo
         extra = {"action": proposal.action}
         if proposal.action == ProposalAction.DISPUTE:
             extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
-        _audit("proposal.rejected", actor=reviewer, subject=proposal, record=proposal.target,
-               proposal=proposal, snippet=note or proposal.title, extra=extra)
+        _audit(
+            "proposal.rejected",
+            actor=reviewer,
+            subject=proposal,
+            record=proposal.target,
+            proposal=proposal,
+            snippet=note or proposal.title,
+            extra=extra,
+        )
         return proposal

@@ -34,10 +34,16 @@ class ImportFailed(VettedError):
         self.result = result
 
 
-def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = None, reviewer=None,
-                   partial: bool = False, reason: str = "Imported from a file",
-                   prior_errors: Iterable[dict] = (),
-                   on_row: Callable[[], None] | None = None) -> ImportResult:
+def import_records(
+    rows: Iterable[tuple[int, dict]],
+    *,
+    agent: Agent | None = None,
+    reviewer=None,
+    partial: bool = False,
+    reason: str = "Imported from a file",
+    prior_errors: Iterable[dict] = (),
+    on_row: Callable[[], None] | None = None,
+) -> ImportResult:
     """Import ``(line_number, fields)`` rows as create proposals (from ``agent``,
     default the tokenless ``import`` agent). With ``reviewer``, each proposal is
     accepted by that person at once. All or nothing unless ``partial``: then
@@ -47,8 +53,20 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
     ``prior_errors`` are problems the caller found before (e.g. unparsable
     lines); they count like row errors and are reported with them, by line.
     """
-    allowed = {"title", "body", "kind", "scope", "tags", "review_by", "metadata", "valid_from", "valid_until",
-               "confidence", "reason", "session"}
+    allowed = {
+        "title",
+        "body",
+        "kind",
+        "scope",
+        "tags",
+        "review_by",
+        "metadata",
+        "valid_from",
+        "valid_until",
+        "confidence",
+        "reason",
+        "session",
+    }
     result = ImportResult(errors=list(prior_errors))
     line_of: dict[str, int] = {}  # id created by this import -> its line
     with transaction.atomic():
@@ -61,13 +79,21 @@ def import_records(rows: Iterable[tuple[int, dict]], *, agent: Agent | None = No
                     raise ValidationFailed({"line": "must be a JSON object"})
                 unknown = sorted(set(fields) - allowed)
                 if unknown:
-                    raise ValidationFailed({name: f"unknown field; allowed: {', '.join(sorted(allowed))}" for name in unknown})
+                    raise ValidationFailed(
+                        {name: f"unknown field; allowed: {', '.join(sorted(allowed))}" for name in unknown}
+                    )
                 data = dict(fields)
                 row_reason = data.pop("reason", None) or reason
                 session = data.pop("session", "")
                 with transaction.atomic():  # a savepoint: a bad row leaves no trace
-                    proposal = propose_create(agent=source, reason=row_reason, source_tool="import",
-                                              session=session, full_duplicate_check=True, **data)
+                    proposal = propose_create(
+                        agent=source,
+                        reason=row_reason,
+                        source_tool="import",
+                        session=session,
+                        full_duplicate_check=True,
+                        **data,
+                    )
                     if reviewer is not None:
                         proposal = accept_proposal(proposal, actor=reviewer, note="Approved at import")
                 created_id = proposal.result_record.public_id if reviewer is not None else proposal.public_id
@@ -121,11 +147,22 @@ def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None
             raise InvalidTransition(
                 f"This instance already holds {Record.objects.count()} record(s) and {Proposal.objects.count()} "
                 "proposal(s); import_json only loads into an empty instance (a fresh VETTED_HOME, or restore a "
-                "backup instead).")
+                "backup instead)."
+            )
         details = snapshot.write_snapshot(data, progress=progress)
-        _audit("snapshot.imported", actor=reviewer, subject=reviewer, snippet=f"vetted-export v{data['version']}",
-               extra={**counts, "scopes": data["scopes"], "exported_at": data["exported_at"],
-                      "audit_id_offset": details["audit_id_offset"],
-                      "users_created_inactive": details["users_created_inactive"],
-                      "agents_created": details["agents_created"], "agents_mapped": details["agents_mapped"]})
+        _audit(
+            "snapshot.imported",
+            actor=reviewer,
+            subject=reviewer,
+            snippet=f"vetted-export v{data['version']}",
+            extra={
+                **counts,
+                "scopes": data["scopes"],
+                "exported_at": data["exported_at"],
+                "audit_id_offset": details["audit_id_offset"],
+                "users_created_inactive": details["users_created_inactive"],
+                "agents_created": details["agents_created"],
+                "agents_mapped": details["agents_mapped"],
+            },
+        )
         return ImportSummary(counts=counts, details=details)

@@ -27,8 +27,9 @@ from ._common import (
 )
 
 
-def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session: str = "",
-                   full_duplicate_check: bool = False, **fields) -> Proposal:
+def propose_create(
+    *, agent: Agent, reason: str, source_tool: str = "", session: str = "", full_duplicate_check: bool = False, **fields
+) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
 
     ``fields``: kind, scope, title, body, tags, review_by, valid_from,
@@ -46,16 +47,36 @@ def propose_create(*, agent: Agent, reason: str, source_tool: str = "", session:
         checksum, skeleton = _checksum_of(content), _skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
         proposal = Proposal.objects.create(
-            action=ProposalAction.CREATE, agent=agent, reason=reason, content_checksum=checksum,
-            skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
+            action=ProposalAction.CREATE,
+            agent=agent,
+            reason=reason,
+            content_checksum=checksum,
+            skeleton_checksum=skeleton,
+            **content,
+            **_provenance(agent, source_tool, session),
         )
-        _audit("proposal.created", actor=agent, subject=proposal, proposal=proposal,
-               after=checksum, snippet=proposal.title, extra={"action": proposal.action, "scope": proposal.scope})
+        _audit(
+            "proposal.created",
+            actor=agent,
+            subject=proposal,
+            proposal=proposal,
+            after=checksum,
+            snippet=proposal.title,
+            extra={"action": proposal.action, "scope": proposal.scope},
+        )
         return proposal
 
 
-def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
-                     session: str = "", full_duplicate_check: bool = False, **changes) -> Proposal:
+def propose_revision(
+    target: Record | str,
+    *,
+    agent: Agent,
+    reason: str,
+    source_tool: str = "",
+    session: str = "",
+    full_duplicate_check: bool = False,
+    **changes,
+) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
 
     Fields not given keep the target's approved values (review_by gets a
@@ -72,22 +93,40 @@ def propose_revision(target: Record | str, *, agent: Agent, reason: str, source_
         content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
         checksum = _checksum_of(content)
         if checksum == record.approved_checksum:
-            raise ValidationFailed({"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"})
+            raise ValidationFailed(
+                {"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"}
+            )
         skeleton = _skeleton_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record,
-                             proposer=None if full_duplicate_check else agent)
-        proposal = Proposal.objects.create(
-            action=ProposalAction.REVISE, target=record, agent=agent, reason=reason,
-            content_checksum=checksum, skeleton_checksum=skeleton, **content, **_provenance(agent, source_tool, session),
+        _check_not_duplicate(
+            checksum, skeleton=skeleton, ignore_record=record, proposer=None if full_duplicate_check else agent
         )
-        _audit("proposal.created", actor=agent, subject=proposal, record=record, proposal=proposal,
-               before=record.approved_checksum, after=checksum, snippet=proposal.title,
-               extra={"action": proposal.action, "changed": sorted(changed)})
+        proposal = Proposal.objects.create(
+            action=ProposalAction.REVISE,
+            target=record,
+            agent=agent,
+            reason=reason,
+            content_checksum=checksum,
+            skeleton_checksum=skeleton,
+            **content,
+            **_provenance(agent, source_tool, session),
+        )
+        _audit(
+            "proposal.created",
+            actor=agent,
+            subject=proposal,
+            record=record,
+            proposal=proposal,
+            before=record.approved_checksum,
+            after=checksum,
+            snippet=proposal.title,
+            extra={"action": proposal.action, "changed": sorted(changed)},
+        )
         return proposal
 
 
-def propose_retirement(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
-                       session: str = "") -> Proposal:
+def propose_retirement(
+    target: Record | str, *, agent: Agent, reason: str, source_tool: str = "", session: str = ""
+) -> Proposal:
     """An agent asks for ``target`` to be retired (it no longer holds)."""
     with transaction.atomic():
         agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
@@ -96,24 +135,37 @@ def propose_retirement(target: Record | str, *, agent: Agent, reason: str, sourc
         reason = v.clean_reason(reason)
         # Only the agent's own pending retirement: another agent's is not this
         # agent's to know of (the reviewer sees both; accepting one closes the other).
-        pending = Proposal.objects.filter(target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING,
-                                          agent=agent).first()
+        pending = Proposal.objects.filter(
+            target=record, action=ProposalAction.RETIRE, state=ProposalState.PENDING, agent=agent
+        ).first()
         if pending:
             raise DuplicateContent(
                 f"A retirement of {record.public_id} is already waiting for review: {pending.public_id}.",
                 existing_id=pending.public_id,
             )
         proposal = Proposal.objects.create(
-            action=ProposalAction.RETIRE, target=record, agent=agent, reason=reason,
+            action=ProposalAction.RETIRE,
+            target=record,
+            agent=agent,
+            reason=reason,
             **_provenance(agent, source_tool, session),
         )
-        _audit("proposal.created", actor=agent, subject=proposal, record=record, proposal=proposal,
-               before=record.approved_checksum, snippet=record.title, extra={"action": proposal.action})
+        _audit(
+            "proposal.created",
+            actor=agent,
+            subject=proposal,
+            record=record,
+            proposal=proposal,
+            before=record.approved_checksum,
+            snippet=record.title,
+            extra={"action": proposal.action},
+        )
         return proposal
 
 
-def dispute_record(target: Record | str, *, agent: Agent, reason: str, source_tool: str = "",
-                   session: str = "") -> Proposal:
+def dispute_record(
+    target: Record | str, *, agent: Agent, reason: str, source_tool: str = "", session: str = ""
+) -> Proposal:
     """An agent says ``target`` is wrong. The record is disputed at once (so it
     is withheld from search) and the dispute waits in the inbox."""
     with transaction.atomic():
@@ -121,8 +173,9 @@ def dispute_record(target: Record | str, *, agent: Agent, reason: str, source_to
         record = _visible_target(agent, target)
         _require_live(record, "dispute")
         reason = v.clean_reason(reason)
-        pending = Proposal.objects.filter(target=record, action=ProposalAction.DISPUTE,
-                                          state=ProposalState.PENDING, agent=agent).first()
+        pending = Proposal.objects.filter(
+            target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING, agent=agent
+        ).first()
         if pending:
             raise DuplicateContent(
                 f"Agent {agent.name!r} already disputes {record.public_id}: {pending.public_id}.",
@@ -130,14 +183,25 @@ def dispute_record(target: Record | str, *, agent: Agent, reason: str, source_to
             )
         _require_dispute_room(agent)
         proposal = Proposal.objects.create(
-            action=ProposalAction.DISPUTE, target=record, agent=agent, reason=reason,
+            action=ProposalAction.DISPUTE,
+            target=record,
+            agent=agent,
+            reason=reason,
             **_provenance(agent, source_tool, session),
         )
         was = record.status
         record.status = RecordStatus.DISPUTED
         record.save(update_fields=["status", "updated_at"])
-        _audit("record.disputed", actor=agent, subject=record, record=record, proposal=proposal,
-               before=record.approved_checksum, snippet=reason, extra={"previous_status": was})
+        _audit(
+            "record.disputed",
+            actor=agent,
+            subject=record,
+            record=record,
+            proposal=proposal,
+            before=record.approved_checksum,
+            snippet=reason,
+            extra={"previous_status": was},
+        )
         return proposal
 
 
@@ -153,7 +217,9 @@ def _require_dispute_room(agent: Agent) -> None:
         raise LimitReached(
             f"Agent {agent.name!r} already has {held} open disputes, the limit (VETTED_OPEN_DISPUTES_PER_AGENT="
             f"{cap}); a reviewer must decide some of them before this agent can dispute another record.",
-            open_disputes=held, limit=cap)
+            open_disputes=held,
+            limit=cap,
+        )
 
 
 def withdraw_proposal(proposal: Proposal | str, *, agent: Agent, note: str = "") -> Proposal:
@@ -172,6 +238,13 @@ def withdraw_proposal(proposal: Proposal | str, *, agent: Agent, note: str = "")
         extra = {"action": proposal.action}
         if proposal.action == ProposalAction.DISPUTE:
             extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
-        _audit("proposal.withdrawn", actor=agent, subject=proposal, record=proposal.target,
-               proposal=proposal, snippet=note, extra=extra)
+        _audit(
+            "proposal.withdrawn",
+            actor=agent,
+            subject=proposal,
+            record=proposal.target,
+            proposal=proposal,
+            snippet=note,
+            extra=extra,
+        )
         return proposal

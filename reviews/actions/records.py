@@ -47,8 +47,15 @@ def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
         extra: dict[str, Any] = {"previous_status": was, "closed_proposals": closed}
         if record.edited_since_approval:
             extra["edited_outside"] = True
-        _audit("record.retired", actor=reviewer, subject=record, record=record, before=record.approved_checksum,
-               snippet=note, extra=extra)
+        _audit(
+            "record.retired",
+            actor=reviewer,
+            subject=record,
+            record=record,
+            before=record.approved_checksum,
+            snippet=note,
+            extra=extra,
+        )
         return record
 
 
@@ -63,12 +70,26 @@ def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any]
         note = v.clean_note(note)
         record = _locked_record(record)
         _require_live(record, "revise")
-        return _supersede(record, reviewer=reviewer, base=_approved_base(record, "revise"), changes=changes,
-                          note=note, identical=f"the revision is identical to {record.public_id}")
+        return _supersede(
+            record,
+            reviewer=reviewer,
+            base=_approved_base(record, "revise"),
+            changes=changes,
+            note=note,
+            identical=f"the revision is identical to {record.public_id}",
+        )
 
 
-def _supersede(record: Record, *, reviewer: AbstractBaseUser, base: dict[str, Any], changes: dict[str, Any],
-               note: str, identical: str, extra: dict[str, Any] | None = None) -> Record:
+def _supersede(
+    record: Record,
+    *,
+    reviewer: AbstractBaseUser,
+    base: dict[str, Any],
+    changes: dict[str, Any],
+    note: str,
+    identical: str,
+    extra: dict[str, Any] | None = None,
+) -> Record:
     """The reviewer's revise path (inside the caller's transaction, ``record``
     locked): ``base`` with ``changes`` becomes a new approved record that
     supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
@@ -77,13 +98,26 @@ def _supersede(record: Record, *, reviewer: AbstractBaseUser, base: dict[str, An
     if checksum == record.approved_checksum:
         raise ValidationFailed({"changes": identical})
     _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_record=record)
-    new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record,
-                      reason=note or f"Revised by {reviewer.get_username()}")
-    closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}.")
-    _audit("record.revised", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
-           after=checksum, snippet=note or new.title,
-           extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed,
-                  **(extra or {})})
+    new = _new_record(
+        content,
+        reviewer=reviewer,
+        proposal=None,
+        supersedes=record,
+        reason=note or f"Revised by {reviewer.get_username()}",
+    )
+    closed = _close_fulfilled(
+        record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}."
+    )
+    _audit(
+        "record.revised",
+        actor=reviewer,
+        subject=new,
+        record=new,
+        before=record.approved_checksum,
+        after=checksum,
+        snippet=note or new.title,
+        extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed, **(extra or {})},
+    )
     return new
 
 
@@ -102,8 +136,10 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
         if record.edited_since_approval:
-            raise ChecksumMismatch(f"{record.public_id} was edited since approval; restore the approved text or "
-                                   "approve the current text first instead of moving text nobody reviewed.")
+            raise ChecksumMismatch(
+                f"{record.public_id} was edited since approval; restore the approved text or "
+                "approve the current text first instead of moving text nobody reviewed."
+            )
         new_scope = v.clean_scope(scope)
         if new_scope == record.scope:
             raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
@@ -112,12 +148,24 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         checksum = _checksum_of(content)
         _check_not_duplicate(checksum, skeleton=_skeleton_of(content))
         new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
-        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} "
-                                                               f"as {new.public_id}.")
-        _audit("record.moved", actor=reviewer, subject=new, record=new, before=record.approved_checksum,
-               after=checksum, snippet=note,
-               extra={"supersedes": record.public_id, "from_scope": record.scope, "to_scope": new_scope,
-                      "closed_proposals": closed})
+        closed = _close_fulfilled(
+            record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} as {new.public_id}."
+        )
+        _audit(
+            "record.moved",
+            actor=reviewer,
+            subject=new,
+            record=new,
+            before=record.approved_checksum,
+            after=checksum,
+            snippet=note,
+            extra={
+                "supersedes": record.public_id,
+                "from_scope": record.scope,
+                "to_scope": new_scope,
+                "closed_proposals": closed,
+            },
+        )
         return new
 
 
@@ -131,18 +179,34 @@ def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Reco
         if record.status != RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is {record.status}, not disputed; nothing to clear.")
         now = timezone.now()
-        disputes = list(Proposal.objects.select_for_update().filter(
-            target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING,
-        ).values_list("public_id", flat=True))
+        disputes = list(
+            Proposal.objects.select_for_update()
+            .filter(
+                target=record,
+                action=ProposalAction.DISPUTE,
+                state=ProposalState.PENDING,
+            )
+            .values_list("public_id", flat=True)
+        )
         Proposal.objects.filter(public_id__in=disputes).update(
-            state=ProposalState.REJECTED, decided_by=reviewer, decided_at=now,
-            decision_note=note or "Dispute cleared: the record stands.", updated_at=now,
+            state=ProposalState.REJECTED,
+            decided_by=reviewer,
+            decided_at=now,
+            decision_note=note or "Dispute cleared: the record stands.",
+            updated_at=now,
         )
         record.status = RecordStatus.APPROVED
         record.save(update_fields=["status", "updated_at"])
-        _audit("record.dispute_cleared", actor=reviewer, subject=record, record=record,
-               before=record.approved_checksum, after=record.approved_checksum, snippet=note,
-               extra={"rejected_disputes": disputes})
+        _audit(
+            "record.dispute_cleared",
+            actor=reviewer,
+            subject=record,
+            record=record,
+            before=record.approved_checksum,
+            after=record.approved_checksum,
+            snippet=note,
+            extra={"rejected_disputes": disputes},
+        )
         return record
 
 
@@ -162,15 +226,24 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
                 f"{record.public_id} was edited since approval (approved {record.approved_checksum[:12]}…, "
                 f"now {current[:12]}…); verifying would approve text nobody reviewed. Restore the approved text, "
                 "approve the current text, or retire it.",
-                approved=record.approved_checksum, current=current,
+                approved=record.approved_checksum,
+                current=current,
             )
         new_review_by = v.clean_review_by(review_by, record.kind) if review_by else v.default_review_by(record.kind)
         old_review_by = record.review_by
         record.verified_at = timezone.now()
         record.review_by = new_review_by
         record.save(update_fields=["verified_at", "review_by", "updated_at"])
-        _audit("record.verified", actor=reviewer, subject=record, record=record, before=current, after=current,
-               snippet=record.title, extra={"review_by": str(new_review_by), "previous_review_by": str(old_review_by)})
+        _audit(
+            "record.verified",
+            actor=reviewer,
+            subject=record,
+            record=record,
+            before=current,
+            after=current,
+            snippet=record.title,
+            extra={"review_by": str(new_review_by), "previous_review_by": str(old_review_by)},
+        )
         return record
 
 
@@ -195,15 +268,23 @@ def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "")
             raise InvalidTransition(
                 f"{record.public_id} has no approved copy of its text (it was edited before Vetted kept one), so it "
                 f"cannot be restored; approve its current text (`review approve-current {record.public_id} "
-                "--note ...`) or retire it.")
+                "--note ...`) or retire it."
+            )
         before = record.current_checksum()
         restored = [name for name in CHECKSUM_FIELDS if getattr(record, name) != approved[name]]
         for name in CHECKSUM_FIELDS:
             setattr(record, name, approved[name])
         record.save(update_fields=[*CHECKSUM_FIELDS, "updated_at"])
-        _audit("record.restored", actor=reviewer, subject=record, record=record, before=before,
-               after=record.current_checksum(), snippet=note or record.title,
-               extra={"restored_fields": restored, "status": record.status})
+        _audit(
+            "record.restored",
+            actor=reviewer,
+            subject=record,
+            record=record,
+            before=before,
+            after=record.current_checksum(),
+            snippet=note or record.title,
+            extra={"restored_fields": restored, "status": record.status},
+        )
         return record
 
 
@@ -221,21 +302,31 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
         record = _locked_record(record)
         _require_live(record, "approve the current text of")
         if not record.edited_since_approval:
-            raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to approve "
-                                    "(verify it instead).")
+            raise InvalidTransition(
+                f"{record.public_id}'s text matches its approval; there is nothing to approve (verify it instead)."
+            )
         approved = record.approved_text()
         if approved is not None and approved["scope"] != record.scope:
             raise InvalidTransition(
                 f"{record.public_id}'s scope was changed outside Vetted ({approved['scope']} to {record.scope}); "
-                "restore the approved text, then move it if it belongs there.")
+                "restore the approved text, then move it if it belongs there."
+            )
         base = _content_of(record)
         base["review_by"] = None
         base.update(approved or {})
         edited = record.current_checksum()
         return _supersede(
-            record, reviewer=reviewer, base=base, changes=record.checksummed_content(), note=note,
-            identical=(f"under the write rules the current text of {record.public_id} is its approved text; "
-                       "restore it instead"),
-            extra={"approved_current_text": True, "edited_checksum": edited,
-                   "approved_copy_kept": approved is not None},
+            record,
+            reviewer=reviewer,
+            base=base,
+            changes=record.checksummed_content(),
+            note=note,
+            identical=(
+                f"under the write rules the current text of {record.public_id} is its approved text; restore it instead"
+            ),
+            extra={
+                "approved_current_text": True,
+                "edited_checksum": edited,
+                "approved_copy_kept": approved is not None,
+            },
         )

@@ -37,19 +37,24 @@ def agents(request):
 @site_login_required
 @require_POST
 def create(request):
-    values = {"name": request.POST.get("name", ""), "scopes": request.POST.getlist("scopes"),
-              "source_tool": request.POST.get("source_tool", "")}
+    values = {
+        "name": request.POST.get("name", ""),
+        "scopes": request.POST.getlist("scopes"),
+        "source_tool": request.POST.get("source_tool", ""),
+    }
     try:
-        agent, token = actions.create_agent(values["name"], scopes=values["scopes"], actor=request.user,
-                                            source_tool=values["source_tool"])
+        agent, token = actions.create_agent(
+            values["name"], scopes=values["scopes"], actor=request.user, source_tool=values["source_tool"]
+        )
     except ValidationFailed as exc:
         return render(request, "reviews/agents.html", _context(errors=exc.fields, values=values), status=400)
     except VettedError as exc:
         return render(request, "reviews/agents.html", _context(errors={"form": exc.message}, values=values), status=400)
     # The token is in this one response only (not stored, not in a redirect):
     # tell the browser and any proxy not to keep the page.
-    snippets = clients.snippets(token, url=request.build_absolute_uri("/").rstrip("/"),
-                                home=Path(settings.VETTED_HOME).resolve())
+    snippets = clients.snippets(
+        token, url=request.build_absolute_uri("/").rstrip("/"), home=Path(settings.VETTED_HOME).resolve()
+    )
     response = render(request, "reviews/agents.html", _context(created=agent, token=token, snippets=snippets))
     response["Cache-Control"] = "no-store"
     return response

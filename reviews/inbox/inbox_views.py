@@ -40,8 +40,11 @@ BULK_MAX = 100
 
 
 def _pending():
-    return (Proposal.objects.filter(state=ProposalState.PENDING)
-            .select_related("agent", "target").order_by("created_at", "id"))
+    return (
+        Proposal.objects.filter(state=ProposalState.PENDING)
+        .select_related("agent", "target")
+        .order_by("created_at", "id")
+    )
 
 
 def _page(after: str) -> tuple[list[Proposal], str]:
@@ -52,7 +55,7 @@ def _page(after: str) -> tuple[list[Proposal], str]:
         anchor = Proposal.objects.filter(pk=int(after)).values_list("created_at", flat=True).first()
         if anchor is not None:
             queryset = queryset.filter(Q(created_at__gt=anchor) | Q(created_at=anchor, pk__gt=int(after)))
-    rows = list(queryset[:PAGE_SIZE + 1])
+    rows = list(queryset[: PAGE_SIZE + 1])
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
     mark_outside_edits(p.target for p in rows)
@@ -76,8 +79,11 @@ def inbox(request):
 
 
 def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
-    proposal = Proposal.objects.select_related("agent", "target", "decided_by", "result_record") \
-        .filter(public_id=proposal_id).first()
+    proposal = (
+        Proposal.objects.select_related("agent", "target", "decided_by", "result_record")
+        .filter(public_id=proposal_id)
+        .first()
+    )
     if proposal is not None:
         mark_outside_edits([proposal.target])
     context = {"p": proposal, "proposal_id": proposal_id, "error": error, **nav_counts()}
@@ -126,7 +132,10 @@ def _form_initial(proposal: Proposal) -> dict:
     if proposal.action == ProposalAction.DISPUTE:
         return approved_form_values(proposal.target)
     return {
-        "title": proposal.title, "body": proposal.body, "kind": proposal.kind, "scope": proposal.scope,
+        "title": proposal.title,
+        "body": proposal.body,
+        "kind": proposal.kind,
+        "scope": proposal.scope,
         "tags": tags_text(proposal.tags),
         "review_by": proposal.review_by.isoformat() if proposal.review_by else "",
     }
@@ -147,10 +156,16 @@ def revise(request, public_id):
     changes = form_changes(request.POST)
     try:
         decided = actions.accept_proposal_with_revision(
-            public_id, actor=request.user, changes=changes, note=request.POST.get("note", ""))
+            public_id, actor=request.user, changes=changes, note=request.POST.get("note", "")
+        )
     except ValidationFailed as exc:
-        return _revise_form(request, proposal, {**_form_initial(proposal), **request.POST.dict()}, exc.fields,
-                            status=200 if request.htmx else 400)
+        return _revise_form(
+            request,
+            proposal,
+            {**_form_initial(proposal), **request.POST.dict()},
+            exc.fields,
+            status=200 if request.htmx else 400,
+        )
     except VettedError as exc:
         return _failed(request, public_id, exc)
     return _decided(request, decided, "Accepted")
@@ -158,9 +173,15 @@ def revise(request, public_id):
 
 def _revise_form(request, proposal, values: dict, errors: dict, status: int = 200):
     mark_outside_edits([proposal.target])
-    context = {"p": proposal, "values": values, "errors": errors, "kinds": _kinds(), "scopes": SCOPES,
-               "scope_locked": proposal.target_id is not None,
-               "action_url": reverse("proposal_revise", args=[proposal.public_id])}
+    context = {
+        "p": proposal,
+        "values": values,
+        "errors": errors,
+        "kinds": _kinds(),
+        "scopes": SCOPES,
+        "scope_locked": proposal.target_id is not None,
+        "action_url": reverse("proposal_revise", args=[proposal.public_id]),
+    }
     if request.htmx:
         return render(request, "reviews/inbox.html#revise-form", context, status=status)
     return render(request, "reviews/proposal_revise.html", {**nav_counts(), **context}, status=status)
@@ -183,18 +204,29 @@ def similar(request, public_id):
     hits, waiting, error = [], [], ""
     if proposal is not None and proposal.title:
         try:
-            response = search(f"{proposal.title}\n{proposal.body[:1000]}", reader=Reader.everything(),
-                              limit=SIMILAR_LIMIT, count_access=False)
+            response = search(
+                f"{proposal.title}\n{proposal.body[:1000]}",
+                reader=Reader.everything(),
+                limit=SIMILAR_LIMIT,
+                count_access=False,
+            )
             hits = response.results
-            waiting = similar_pending(proposal.title, proposal.body, scope=proposal.scope, tags=proposal.tags,
-                                      threshold=settings.VETTED_NEAR_DUPLICATE, limit=SIMILAR_LIMIT,
-                                      exclude_ids=[proposal.public_id])
+            waiting = similar_pending(
+                proposal.title,
+                proposal.body,
+                scope=proposal.scope,
+                tags=proposal.tags,
+                threshold=settings.VETTED_NEAR_DUPLICATE,
+                limit=SIMILAR_LIMIT,
+                exclude_ids=[proposal.public_id],
+            )
         except VettedError as exc:
             error = exc.message
         except IndexModelMismatch as exc:  # a hint must not break the card
             error = f"{exc} (run `python manage.py reindex`)"
-    return render(request, "reviews/inbox.html#similar", {"hits": hits, "waiting": waiting, "error": error,
-                                                          "p": proposal})
+    return render(
+        request, "reviews/inbox.html#similar", {"hits": hits, "waiting": waiting, "error": error, "p": proposal}
+    )
 
 
 @site_login_required

@@ -23,9 +23,9 @@ def _difference(new: str, old: str) -> str:
     """What tells two look-alike titles apart, in the new title's terms."""
     extra = [ch for ch in dict.fromkeys(new) if ch not in old and not ch.isspace()]
     if extra:
-        return "uses " + ", ".join(_char(ch) for ch in extra[:textsafety.LISTED])
+        return "uses " + ", ".join(_char(ch) for ch in extra[: textsafety.LISTED])
     missing = [ch for ch in dict.fromkeys(old) if ch not in new and not ch.isspace()]
-    return "differs in " + ", ".join(_char(ch) for ch in missing[:textsafety.LISTED])
+    return "differs in " + ", ".join(_char(ch) for ch in missing[: textsafety.LISTED])
 
 
 def _char(ch: str) -> str:
@@ -41,8 +41,11 @@ def warnings_for(proposals: Iterable[Proposal]) -> dict[int, list[str]]:
     keys = {p.pk: confusables.title_key(p.title) for p in titled}
     twins: dict[str, list[Record]] = {}
     if keys:
-        rows = (Record.objects.filter(title_skeleton__in=set(keys.values()), status__in=_LIVE)
-                .only("public_id", "title", "title_skeleton").order_by("-approved_at"))
+        rows = (
+            Record.objects.filter(title_skeleton__in=set(keys.values()), status__in=_LIVE)
+            .only("public_id", "title", "title_skeleton")
+            .order_by("-approved_at")
+        )
         for record in rows:
             twins.setdefault(record.title_skeleton, []).append(record)
     found: dict[int, list[str]] = {}
@@ -50,8 +53,9 @@ def warnings_for(proposals: Iterable[Proposal]) -> dict[int, list[str]]:
         warnings = [f"Title: {text}" for text in confusables.mixed_script_warnings(p.title)]
         look_alike = [r for r in twins.get(keys[p.pk], []) if r.title != p.title and r.pk != p.target_id]
         for record in look_alike[:_SHOWN_RECORDS]:
-            warnings.append(f"Title looks like {record.public_id} '{record.title}' but "
-                            f"{_difference(p.title, record.title)}")
+            warnings.append(
+                f"Title looks like {record.public_id} '{record.title}' but {_difference(p.title, record.title)}"
+            )
         if warnings:
             found[p.pk] = warnings
     return found

@@ -42,8 +42,32 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 ALLOWED_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre",
-    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span",
+    "p",
+    "br",
+    "hr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "strong",
+    "em",
+    "del",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "span",
 }
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
 # Only the labels added below; an agent cannot write a class (raw HTML is text).
@@ -149,8 +173,12 @@ def _rewrite_links(state) -> None:
                 if remote:
                     link = Token("link_open", "a", 1)
                     link.attrSet("href", remote[0])
-                    out += [link, _text(f"image: {alt}" if alt else "image"), Token("link_close", "a", -1),
-                            _label(remote[1])]
+                    out += [
+                        link,
+                        _text(f"image: {alt}" if alt else "image"),
+                        Token("link_close", "a", -1),
+                        _label(remote[1]),
+                    ]
                 else:
                     out += [_text(f"[image: {alt}]" if alt else "[image]"), _target(src)]
             else:

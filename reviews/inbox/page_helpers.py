@@ -50,11 +50,14 @@ def dispute_warnings() -> dict[int, str]:
     One grouped query over disputes that are open or recent; no stored state."""
     since = timezone.now() - timedelta(minutes=DISPUTE_WINDOW_MINUTES)
     cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
-    rows = (Proposal.objects.filter(action=ProposalAction.DISPUTE, agent__isnull=False)
-            .filter(Q(state=ProposalState.PENDING) | Q(created_at__gte=since))
-            .values("agent_id", "agent__name")
-            .annotate(recent=Count("pk", filter=Q(created_at__gte=since)),
-                      open=Count("pk", filter=Q(state=ProposalState.PENDING))))
+    rows = (
+        Proposal.objects.filter(action=ProposalAction.DISPUTE, agent__isnull=False)
+        .filter(Q(state=ProposalState.PENDING) | Q(created_at__gte=since))
+        .values("agent_id", "agent__name")
+        .annotate(
+            recent=Count("pk", filter=Q(created_at__gte=since)), open=Count("pk", filter=Q(state=ProposalState.PENDING))
+        )
+    )
     warnings = {}
     for row in rows:
         burst = row["recent"] >= DISPUTE_BURST
@@ -63,8 +66,10 @@ def dispute_warnings() -> dict[int, str]:
             continue
         held = f"{row['open']} of its disputes are open" + (f" (limit {cap})" if cap else "")
         if burst:
-            text = (f"Agent {row['agent__name']} disputed {row['recent']} records in the last "
-                    f"{DISPUTE_WINDOW_MINUTES} minutes; {held}.")
+            text = (
+                f"Agent {row['agent__name']} disputed {row['recent']} records in the last "
+                f"{DISPUTE_WINDOW_MINUTES} minutes; {held}."
+            )
         else:
             text = f"Agent {row['agent__name']} holds many disputes: {held}."
         warnings[row["agent_id"]] = text + " Each one withholds a record from every agent until you decide."
@@ -74,8 +79,9 @@ def dispute_warnings() -> dict[int, str]:
 def back(request, default: str):
     """Redirect a plain form POST to where it came from (``next``), if that is on this site."""
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                           require_https=request.is_secure()):
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         target = default
     return redirect(target)
 
@@ -132,8 +138,14 @@ def approved_form_values(record: Record) -> dict:
     """A revise form's starting values for ``record``: the approved text."""
     mark_outside_edits([record])
     shown = shown_content(record)
-    return {"title": shown["title"], "body": shown["body"], "kind": shown["kind"], "scope": shown["scope"],
-            "tags": tags_text(shown["tags"]), "review_by": ""}
+    return {
+        "title": shown["title"],
+        "body": shown["body"],
+        "kind": shown["kind"],
+        "scope": shown["scope"],
+        "tags": tags_text(shown["tags"]),
+        "review_by": "",
+    }
 
 
 def site_login_required(view):
@@ -153,8 +165,12 @@ def site_login_required(view):
             response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': back_to})}"
             return response
         if request.user.is_authenticated and not (request.user.is_active and request.user.is_staff):
-            return HttpResponse(f"The account {request.user.get_username()!r} is not a reviewer (staff) account; "
-                                "ask an administrator to make it one.", status=403, content_type="text/plain")
+            return HttpResponse(
+                f"The account {request.user.get_username()!r} is not a reviewer (staff) account; "
+                "ask an administrator to make it one.",
+                status=403,
+                content_type="text/plain",
+            )
         return plain(request, *args, **kwargs)
 
     return wrapper

@@ -40,7 +40,8 @@ def _pending_disputes():
     return Prefetch(
         "proposals",
         queryset=Proposal.objects.filter(action=ProposalAction.DISPUTE, state=ProposalState.PENDING)
-        .select_related("agent").order_by("created_at"),
+        .select_related("agent")
+        .order_by("created_at"),
         to_attr="disputes",
     )
 
@@ -49,35 +50,52 @@ def _pending_disputes():
 @require_GET
 def due(request):
     """Approved records past their review date: withheld from agents until verified, revised or retired."""
-    queryset = (Record.objects.overdue()
-                .select_related("proposed_by").order_by("review_by", "id"))
+    queryset = Record.objects.overdue().select_related("proposed_by").order_by("review_by", "id")
     rows = list(queryset[:LIST_LIMIT])
     mark_outside_edits(rows)
-    return render(request, "reviews/worklist.html", {
-        **nav_counts(), "nav": "due", "records": rows, "total": queryset.count(),
-        "heading": "Due for review",
-        "explain": "Past their review date, so agents do not receive them. Verify what still holds; revise or retire the rest.",
-    })
+    return render(
+        request,
+        "reviews/worklist.html",
+        {
+            **nav_counts(),
+            "nav": "due",
+            "records": rows,
+            "total": queryset.count(),
+            "heading": "Due for review",
+            "explain": "Past their review date, so agents do not receive them. Verify what still holds; revise or retire the rest.",
+        },
+    )
 
 
 @site_login_required
 @require_GET
 def disputed(request):
-    queryset = (Record.objects.filter(status=RecordStatus.DISPUTED).select_related("proposed_by")
-                .prefetch_related(_pending_disputes()).order_by("updated_at", "id"))
+    queryset = (
+        Record.objects.filter(status=RecordStatus.DISPUTED)
+        .select_related("proposed_by")
+        .prefetch_related(_pending_disputes())
+        .order_by("updated_at", "id")
+    )
     rows = list(queryset[:LIST_LIMIT])
     mark_outside_edits(rows)
     warnings = dispute_warnings()
     for record in rows:
         for d in record.disputes:  # type: ignore[attr-defined]  # a prefetch (to_attr)
             d.dispute_warning = warnings.get(d.agent_id, "")  # for the template
-    return render(request, "reviews/worklist.html", {
-        **nav_counts(), "nav": "disputed", "records": rows, "total": queryset.count(),
-        "dispute_warnings": warnings,
-        "heading": "Disputed",
-        "explain": "An agent said these are wrong; agents do not receive them until you decide. "
-                   "Clear the dispute if the record stands, revise it, or retire it.",
-    })
+    return render(
+        request,
+        "reviews/worklist.html",
+        {
+            **nav_counts(),
+            "nav": "disputed",
+            "records": rows,
+            "total": queryset.count(),
+            "dispute_warnings": warnings,
+            "heading": "Disputed",
+            "explain": "An agent said these are wrong; agents do not receive them until you decide. "
+            "Clear the dispute if the record stands, revise it, or retire it.",
+        },
+    )
 
 
 @site_login_required
@@ -87,28 +105,47 @@ def edited(request):
     The checksum is computed in Python, so this reads every live row's text
     once (the same pass describe makes: 168 ms at 10,000 records, measured
     there); so it is not counted in the header."""
-    live = (Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED])
-            .select_related("proposed_by").prefetch_related(_pending_disputes()).order_by("updated_at", "id"))
+    live = (
+        Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED])
+        .select_related("proposed_by")
+        .prefetch_related(_pending_disputes())
+        .order_by("updated_at", "id")
+    )
     found = [record for record in live.iterator(chunk_size=500) if record.edited_since_approval]
     rows = found[:LIST_LIMIT]
     mark_outside_edits(rows)
-    return render(request, "reviews/worklist.html", {
-        **nav_counts(), "nav": "edited", "records": rows, "total": len(found),
-        "heading": "Changed outside Vetted",
-        "explain": "Their text no longer matches what a person approved, so agents do not receive them. Restore the "
-                   "approved text, approve the current text (a new approved version), or retire them.",
-    })
+    return render(
+        request,
+        "reviews/worklist.html",
+        {
+            **nav_counts(),
+            "nav": "edited",
+            "records": rows,
+            "total": len(found),
+            "heading": "Changed outside Vetted",
+            "explain": "Their text no longer matches what a person approved, so agents do not receive them. Restore the "
+            "approved text, approve the current text (a new approved version), or retire them.",
+        },
+    )
 
 
 # --------------------------------------------------------------------------- decisions on one record
 
 
 def _record_card(request, public_id: str, *, done: str = "", error: str = "", status: int = 200):
-    record = (Record.objects.filter(public_id=public_id).select_related("proposed_by", "superseded_by")
-              .prefetch_related(_pending_disputes()).first())
+    record = (
+        Record.objects.filter(public_id=public_id)
+        .select_related("proposed_by", "superseded_by")
+        .prefetch_related(_pending_disputes())
+        .first()
+    )
     mark_outside_edits([record])
-    return render(request, "reviews/worklist.html#record-response",
-                  {"r": record, "record_id": public_id, "done": done, "error": error, **nav_counts()}, status=status)
+    return render(
+        request,
+        "reviews/worklist.html#record-response",
+        {"r": record, "record_id": public_id, "done": done, "error": error, **nav_counts()},
+        status=status,
+    )
 
 
 def _after(request, record: Record, done: str):
@@ -195,11 +232,13 @@ def revise(request, public_id):
     if request.method == "GET":
         return _revise_form(request, record, initial, {})
     try:
-        new = actions.revise_record(public_id, actor=request.user, changes=form_changes(request.POST),
-                                    note=request.POST.get("note", ""))
+        new = actions.revise_record(
+            public_id, actor=request.user, changes=form_changes(request.POST), note=request.POST.get("note", "")
+        )
     except ValidationFailed as exc:
-        return _revise_form(request, record, {**initial, **request.POST.dict()}, exc.fields,
-                            status=200 if request.htmx else 400)
+        return _revise_form(
+            request, record, {**initial, **request.POST.dict()}, exc.fields, status=200 if request.htmx else 400
+        )
     except VettedError as exc:
         return _failed(request, public_id, exc)
     done = f"Revised {record.public_id}: {new.public_id} supersedes it."
@@ -210,10 +249,16 @@ def revise(request, public_id):
 
 
 def _revise_form(request, record, values, errors, status=200):
-    context = {"record": record, "values": values, "errors": errors, "kinds": sorted(validation.kinds()),
-               "scopes": SCOPES, "scope_locked": True,
-               "action_url": reverse("record_revise", args=[record.public_id]),
-               "next": request.GET.get("next") or request.POST.get("next", "")}
+    context = {
+        "record": record,
+        "values": values,
+        "errors": errors,
+        "kinds": sorted(validation.kinds()),
+        "scopes": SCOPES,
+        "scope_locked": True,
+        "action_url": reverse("record_revise", args=[record.public_id]),
+        "next": request.GET.get("next") or request.POST.get("next", ""),
+    }
     if request.htmx:
         return render(request, "reviews/worklist.html#record-revise-form", context, status=status)
     return render(request, "reviews/record_revise.html", {**nav_counts(), **context}, status=status)
@@ -233,18 +278,38 @@ def records(request):
     gate agents use. "As an agent sees it" reads with only the chosen scopes."""
     f = _filters_from(request.GET)
     as_agent = request.GET.get("as_agent") == "1"
-    reader_scopes = [s for s in request.GET.getlist("reader_scopes") if s in SCOPES] or (["team"] if as_agent else list(SCOPES))
-    context = {**nav_counts(), "nav": "records", "f": f, "as_agent": as_agent, "reader_scopes": reader_scopes,
-               "kinds": sorted(validation.kinds()), "scopes": SCOPES, "statuses": RecordStatus.values,
-               "modes": MODES}
+    reader_scopes = [s for s in request.GET.getlist("reader_scopes") if s in SCOPES] or (
+        ["team"] if as_agent else list(SCOPES)
+    )
+    context = {
+        **nav_counts(),
+        "nav": "records",
+        "f": f,
+        "as_agent": as_agent,
+        "reader_scopes": reader_scopes,
+        "kinds": sorted(validation.kinds()),
+        "scopes": SCOPES,
+        "statuses": RecordStatus.values,
+        "modes": MODES,
+    }
     if f["q"]:
         reader = Reader.for_scopes(reader_scopes) if as_agent else Reader.everything()
-        filters = Filters(kinds=[f["kind"]] if f["kind"] else [], scopes=[f["scope"]] if f["scope"] else [],
-                          tags_any=[f["tag"]] if f["tag"] else [], agent=f["agent"])
+        filters = Filters(
+            kinds=[f["kind"]] if f["kind"] else [],
+            scopes=[f["scope"]] if f["scope"] else [],
+            tags_any=[f["tag"]] if f["tag"] else [],
+            agent=f["agent"],
+        )
         try:
             # count_access=False: a reviewer looking is not an agent reading.
-            response = search(f["q"], mode=f["mode"] or "hybrid", filters=filters, limit=SEARCH_LIMIT,
-                              reader=reader, count_access=False)
+            response = search(
+                f["q"],
+                mode=f["mode"] or "hybrid",
+                filters=filters,
+                limit=SEARCH_LIMIT,
+                reader=reader,
+                count_access=False,
+            )
         except VettedError as exc:
             context["error"] = exc.message
         except IndexModelMismatch as exc:
@@ -296,19 +361,36 @@ def _not_delivered(f: dict, reader: Reader, exclude: set[int]) -> list[tuple[Rec
 @site_login_required
 @require_GET
 def detail(request, public_id):
-    record = (Record.objects.filter(public_id=public_id)
-              .select_related("proposed_by", "approved_by", "supersedes", "superseded_by").first())
+    record = (
+        Record.objects.filter(public_id=public_id)
+        .select_related("proposed_by", "approved_by", "supersedes", "superseded_by")
+        .first()
+    )
     if record is None:
         raise Http404(f"No record with id {public_id!r}.")
     older, newer = _chain(record)
-    events = AuditEvent.objects.filter(Q(record_ref=record.public_id) | Q(subject_id=record.public_id)).order_by("at", "id")
-    proposals = Proposal.objects.filter(Q(target=record) | Q(result_record=record)).select_related("agent", "decided_by")
+    events = AuditEvent.objects.filter(Q(record_ref=record.public_id) | Q(subject_id=record.public_id)).order_by(
+        "at", "id"
+    )
+    proposals = Proposal.objects.filter(Q(target=record) | Q(result_record=record)).select_related(
+        "agent", "decided_by"
+    )
     mark_outside_edits([record])
-    return render(request, "reviews/record_detail.html", {
-        **nav_counts(), "nav": "records", "r": record, "older": older, "newer": newer,
-        "events": events[:200], "proposals": proposals, "withheld": withhold_reason(record),
-        "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
-    })
+    return render(
+        request,
+        "reviews/record_detail.html",
+        {
+            **nav_counts(),
+            "nav": "records",
+            "r": record,
+            "older": older,
+            "newer": newer,
+            "events": events[:200],
+            "proposals": proposals,
+            "withheld": withhold_reason(record),
+            "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
+        },
+    )
 
 
 def _chain(record: Record) -> tuple[list[Record], list[Record]]:

@@ -31,15 +31,26 @@ def site_settings(request):
     db = Path(str(settings.DATABASES["default"]["NAME"]))
     loaded = embeddings.loaded_embedder()
     report = index.check()  # read-only: lists problems, fixes nothing
-    return render(request, "reviews/settings.html", {
-        **nav_counts(), "nav": "settings", "version": __version__, "report": report,
-        "model_configured": settings.VETTED_MODEL_NAME or settings.VETTED_EMBEDDER,
-        "model_loaded": loaded.name if loaded else "",
-        "db_path": db, "db_size": _size(db), "wal_size": _size(Path(f"{db}-wal")),
-        "home": settings.VETTED_HOME, "kinds": sorted(settings.VETTED_KINDS.items()),
-        "lockouts": lockouts.current(), "lockout_minutes": lockouts.minutes(),
-        "lockout_failures": settings.AXES_FAILURE_LIMIT,
-    })
+    return render(
+        request,
+        "reviews/settings.html",
+        {
+            **nav_counts(),
+            "nav": "settings",
+            "version": __version__,
+            "report": report,
+            "model_configured": settings.VETTED_MODEL_NAME or settings.VETTED_EMBEDDER,
+            "model_loaded": loaded.name if loaded else "",
+            "db_path": db,
+            "db_size": _size(db),
+            "wal_size": _size(Path(f"{db}-wal")),
+            "home": settings.VETTED_HOME,
+            "kinds": sorted(settings.VETTED_KINDS.items()),
+            "lockouts": lockouts.current(),
+            "lockout_minutes": lockouts.minutes(),
+            "lockout_failures": settings.AXES_FAILURE_LIMIT,
+        },
+    )
 
 
 @site_login_required
@@ -47,14 +58,16 @@ def site_settings(request):
 def clear_lockout(request):
     kind, value = request.POST.get("kind", ""), request.POST.get("value", "")
     try:
-        removed = actions.clear_login_lockout(actor=request.user, **{"username" if kind == "username" else "address": value})
+        removed = actions.clear_login_lockout(
+            actor=request.user, **{"username" if kind == "username" else "address": value}
+        )
     except VettedError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Cleared the sign-in lockout of {value} ({removed} failed attempt record(s) removed).")
+        messages.success(
+            request, f"Cleared the sign-in lockout of {value} ({removed} failed attempt record(s) removed)."
+        )
     return redirect("site_settings")
-
-
 
 
 @site_login_required
@@ -66,9 +79,19 @@ def quality_page(request):
     scope = request.GET.get("scope", "")
     scopes = [scope] if scope in SCOPES else None
     report = quality.run(scopes)
-    groups = [(label, [f for f in report.findings if f.kind == kind], report.omitted.get(kind, 0))
-              for kind, label in quality.LABELS.items()]
-    return render(request, "reviews/quality.html", {
-        **nav_counts(), "nav": "quality", "report": report, "groups": [g for g in groups if g[1]],
-        "scope": scope if scopes else "", "scopes": SCOPES,
-    })
+    groups = [
+        (label, [f for f in report.findings if f.kind == kind], report.omitted.get(kind, 0))
+        for kind, label in quality.LABELS.items()
+    ]
+    return render(
+        request,
+        "reviews/quality.html",
+        {
+            **nav_counts(),
+            "nav": "quality",
+            "report": report,
+            "groups": [g for g in groups if g[1]],
+            "scope": scope if scopes else "",
+            "scopes": SCOPES,
+        },
+    )

@@ -20,8 +20,13 @@ def first_run(request):
         setup_code.discard()  # e.g. the account came from createsuperuser
         return redirect("home")
     remote = request.META.get("REMOTE_ADDR", "")
-    context = {"local": actions.is_loopback(remote), "errors": {}, "username": "",
-               "code": request.GET.get("code", "")[:100], "code_path": setup_code.path()}
+    context = {
+        "local": actions.is_loopback(remote),
+        "errors": {},
+        "username": "",
+        "code": request.GET.get("code", "")[:100],
+        "code_path": setup_code.path(),
+    }
     if context["local"]:
         setup_code.ensure()  # so there is a code to find, whoever started the server
     if request.method == "POST":
@@ -32,8 +37,11 @@ def first_run(request):
         else:
             try:
                 user = actions.create_first_reviewer(
-                    username=request.POST.get("username", ""), password=request.POST.get("password", ""),
-                    email=request.POST.get("email", ""), remote_addr=remote, setup_code=context["code"],
+                    username=request.POST.get("username", ""),
+                    password=request.POST.get("password", ""),
+                    email=request.POST.get("email", ""),
+                    remote_addr=remote,
+                    setup_code=context["code"],
                 )
             except ValidationFailed as exc:
                 context["errors"] = exc.fields
@@ -50,6 +58,10 @@ def lockout_response(request, original_response=None, credentials=None):
     """What axes answers a locked-out sign-in with (AXES_LOCKOUT_CALLABLE): 429
     and a page that says why, for how long, and how the reviewer clears it."""
     username = ((credentials or {}).get("username") or request.POST.get("username", ""))[:150]
-    context = {"minutes": lockouts.minutes(), "failures": settings.AXES_FAILURE_LIMIT, "username": username,
-               "command": lockouts.how_to_clear(username=username)}
+    context = {
+        "minutes": lockouts.minutes(),
+        "failures": settings.AXES_FAILURE_LIMIT,
+        "username": username,
+        "command": lockouts.how_to_clear(username=username),
+    }
     return render(request, "registration/locked_out.html", context, status=429)

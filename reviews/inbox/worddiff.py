@@ -98,7 +98,7 @@ def _opcodes(a: list[str], b: list[str], budget: Budget) -> list[tuple[str, int,
     """difflib opcodes for a -> b, the common ends cut off before matching."""
     head, tail = _common_ends(a, b)
     ops = [("equal", 0, head, 0, head)] if head else []
-    middle_a, middle_b = a[head:len(a) - tail], b[head:len(b) - tail]
+    middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
     if middle_a and middle_b:
         # The first search alone costs len(a) + sum over tokens of count_a *
         # count_b: checked with Counters (C speed) before building a matcher.
@@ -129,8 +129,11 @@ def _words(old: str, new: str, budget: Budget, diff: Diff) -> None:
         ops = _opcodes(a, b, budget)
     except OverBudget:
         head, tail = _common_ends(a, b)
-        ops = [("equal", 0, head, 0, head), ("replace", head, len(a) - tail, head, len(b) - tail),
-               ("equal", len(a) - tail, len(a), len(b) - tail, len(b))]
+        ops = [
+            ("equal", 0, head, 0, head),
+            ("replace", head, len(a) - tail, head, len(b) - tail),
+            ("equal", len(a) - tail, len(a), len(b) - tail, len(b)),
+        ]
         diff.whole_blocks += 1
     for op, i1, i2, j1, j2 in ops:
         removed, added = "".join(a[i1:i2]), "".join(b[j1:j2])
@@ -143,7 +146,7 @@ def _words(old: str, new: str, budget: Budget, diff: Diff) -> None:
             found = _TRAILING_SPACE_RE.search(removed)
             space = found.group() if found is not None else ""
             space = space if added.endswith(space) else ""
-            removed, added = removed[:len(removed) - len(space)], added[:len(added) - len(space)]
+            removed, added = removed[: len(removed) - len(space)], added[: len(added) - len(space)]
         if op in ("delete", "replace"):
             diff.pieces.append(("delete", removed))
         if op in ("insert", "replace"):

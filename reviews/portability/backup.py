@@ -180,17 +180,23 @@ def server_running(port: int, home: Path, host: str = "127.0.0.1") -> str | None
     except (OSError, ValueError):
         status = None
     if status is not None:
-        return (f"a server answers {url} (HTTP {status}). Stop it first: press Ctrl-C where "
-                f"`make run` / `python manage.py serve --port {port}` runs, or end that process (a daemon started "
-                f"by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again")
+        return (
+            f"a server answers {url} (HTTP {status}). Stop it first: press Ctrl-C where "
+            f"`make run` / `python manage.py serve --port {port}` runs, or end that process (a daemon started "
+            f"by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again"
+        )
     served = serve_lock_path()
     if _lock_held(served):
-        return (f"a Vetted server has this database open (it holds {served}), whatever port it listens on. "
-                "Stop it first (Ctrl-C where `make run` / `manage.py serve` runs), then run restore again")
+        return (
+            f"a Vetted server has this database open (it holds {served}), whatever port it listens on. "
+            "Stop it first (Ctrl-C where `make run` / `manage.py serve` runs), then run restore again"
+        )
     lock = Path(home) / "daemon.lock"
     if _lock_held(lock):
-        return (f"a stdio bridge holds {lock}: it is starting the daemon right now. Wait for it, stop "
-                "the daemon it started (`manage.py serve`), then run restore again")
+        return (
+            f"a stdio bridge holds {lock}: it is starting the daemon right now. Wait for it, stop "
+            "the daemon it started (`manage.py serve`), then run restore again"
+        )
     return None
 
 
@@ -247,8 +253,10 @@ def check_candidate(path: Path) -> int:
         unknown = sorted(applied - _known_migrations())
         if unknown:
             names = ", ".join(f"{app}.{name}" for app, name in unknown[:10])
-            raise BackupError(f"{path} comes from a newer Vetted: migrations this code does not have: {names}. "
-                              "Update this checkout first.")
+            raise BackupError(
+                f"{path} comes from a newer Vetted: migrations this code does not have: {names}. "
+                "Update this checkout first."
+            )
         return conn.execute("SELECT count(*) FROM reviews_record").fetchone()[0]
     finally:
         conn.close()
@@ -295,8 +303,9 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
             source.close()
         integrity, copied = check_copy(incoming)
         if integrity != "ok" or copied != records:
-            raise BackupError(f"The copy of {candidate} did not check out ({integrity}, {copied} records); "
-                              "nothing was changed.")
+            raise BackupError(
+                f"The copy of {candidate} did not check out ({integrity}, {copied} records); nothing was changed."
+            )
         safety = None
         if db_path.exists():
             folder = default_folder(home)
@@ -306,15 +315,18 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
             integrity, _count = check_copy(safety)
             if integrity != "ok":
                 safety.unlink(missing_ok=True)
-                raise BackupError(f"The safety copy of the current database failed its check ({integrity}); "
-                                  "nothing was changed.")
+                raise BackupError(
+                    f"The safety copy of the current database failed its check ({integrity}); nothing was changed."
+                )
             # Fold the WAL into the old file before it goes away.
             with contextlib.closing(_connect(db_path)) as conn:
                 busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             if busy:
-                raise BackupError(f"Another process is using {db_path} (its write-ahead log could not be folded "
-                                  "in); stop every Vetted process (serve, shells, imports) and run restore again. "
-                                  f"Nothing was replaced; a safety copy is in {safety}.")
+                raise BackupError(
+                    f"Another process is using {db_path} (its write-ahead log could not be folded "
+                    "in); stop every Vetted process (serve, shells, imports) and run restore again. "
+                    f"Nothing was replaced; a safety copy is in {safety}."
+                )
         for sidecar in _sidecars(db_path):
             if sidecar.exists():
                 sidecar.unlink()
@@ -323,5 +335,6 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
         if sidecar.exists():
             sidecar.unlink()
             removed.append(sidecar)
-    return RestoreResult(restored_from=candidate, database=db_path, records=records, safety_copy=safety,
-                         removed=removed)
+    return RestoreResult(
+        restored_from=candidate, database=db_path, records=records, safety_copy=safety, removed=removed
+    )

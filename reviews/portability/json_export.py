@@ -59,8 +59,12 @@ def read_snapshot():
             cursor.execute("COMMIT")
 
 
-def export_snapshot(scopes: Iterable[str] | None = None, *, include_token_digests: bool = False,
-                    progress: Callable[[int], None] | None = None) -> dict:
+def export_snapshot(
+    scopes: Iterable[str] | None = None,
+    *,
+    include_token_digests: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
     """The export document. Read it inside one transaction for a consistent view."""
     scope_list = sorted(set(scopes)) if scopes else list(SCOPES)
     full = set(scope_list) == set(SCOPES)
@@ -115,8 +119,9 @@ def export_snapshot(scopes: Iterable[str] | None = None, *, include_token_digest
                 row[name] = users[p.decided_by_id] if p.decided_by_id else None
             else:
                 row[name] = _json_value(getattr(p, name))
-        if not full and any(m.startswith("rec_") and m not in exported_public
-                            for m in MENTION_RE.findall(repr(list(row.values())))):
+        if not full and any(
+            m.startswith("rec_") and m not in exported_public for m in MENTION_RE.findall(repr(list(row.values())))
+        ):
             # e.g. "Resolved: rec_… was superseded by rec_…" naming a record moved to another space
             continue
         proposals.append(row)

@@ -71,9 +71,19 @@ class _Checker:
             return False
         return True
 
-    def types(self, where: str, row: dict[str, Any], *, strings: Names = (), optional_strings: Names = (),
-              lists: Names = (), dicts: Names = (), dates: Names = (), times: Names = (),
-              required_times: Names = ()) -> None:
+    def types(
+        self,
+        where: str,
+        row: dict[str, Any],
+        *,
+        strings: Names = (),
+        optional_strings: Names = (),
+        lists: Names = (),
+        dicts: Names = (),
+        dates: Names = (),
+        times: Names = (),
+        required_times: Names = (),
+    ) -> None:
         for name in strings:
             if not isinstance(row[name], str):
                 self.add(where, f"{name} must be a string")
@@ -101,7 +111,10 @@ class _Checker:
                     raise ValueError
                 _parse_dt(row[name])
             except ValueError:
-                self.add(where, f"{name} must be an ISO 8601 date-time with offset{'' if name in required_times else ' or null'}, got {row[name]!r}")
+                self.add(
+                    where,
+                    f"{name} must be an ISO 8601 date-time with offset{'' if name in required_times else ' or null'}, got {row[name]!r}",
+                )
 
 
 def validate_snapshot(data: Any) -> dict[str, Any]:
@@ -113,8 +126,12 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
     if data.get("format") != FORMAT:
         raise SnapshotInvalid([f"format is {data.get('format')!r}, expected {FORMAT!r} (a file from `export_json`)"])
     if type(data.get("version")) is not int or data["version"] not in READABLE_VERSIONS:
-        raise SnapshotInvalid([f"version {data.get('version')!r} is not supported; this Vetted reads versions "
-                               f"{', '.join(map(str, READABLE_VERSIONS))}"])
+        raise SnapshotInvalid(
+            [
+                f"version {data.get('version')!r} is not supported; this Vetted reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))}"
+            ]
+        )
     record_fields = RECORD_FIELDS if data["version"] >= 2 else RECORD_FIELDS_V1
     missing = [key for key in TOP_LEVEL if key not in data]
     if missing:
@@ -137,9 +154,15 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             continue
         where = f"agent {row.get('public_id')!r}"
         before = len(c.problems)
-        c.types(where, row, strings=("name", "token_prefix", "source_tool", "created_by"),
-                optional_strings=("token_digest",), lists=("scopes",), times=_AGENT_TIMES,
-                required_times=("created_at",))
+        c.types(
+            where,
+            row,
+            strings=("name", "token_prefix", "source_tool", "created_by"),
+            optional_strings=("token_digest",),
+            lists=("scopes",),
+            times=_AGENT_TIMES,
+            required_times=("created_at",),
+        )
         if len(c.problems) > before:
             continue
         if not isinstance(row["public_id"], str) or not AGENT_RE.match(row["public_id"]):
@@ -162,11 +185,28 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             continue
         where = f"record {row.get('public_id')!r}"
         before = len(c.problems)
-        c.types(where, row, strings=("kind", "scope", "status", "title", "body", "approved_checksum", "approved_by", "source_tool",
-                                     "reason", "session"),
-                optional_strings=("supersedes", "superseded_by", "proposed_by"),
-                lists=("tags",), dicts=("metadata",), dates=_RECORD_DATES, times=_RECORD_TIMES,
-                required_times=("approved_at", "created_at", "updated_at"))
+        c.types(
+            where,
+            row,
+            strings=(
+                "kind",
+                "scope",
+                "status",
+                "title",
+                "body",
+                "approved_checksum",
+                "approved_by",
+                "source_tool",
+                "reason",
+                "session",
+            ),
+            optional_strings=("supersedes", "superseded_by", "proposed_by"),
+            lists=("tags",),
+            dicts=("metadata",),
+            dates=_RECORD_DATES,
+            times=_RECORD_TIMES,
+            required_times=("approved_at", "created_at", "updated_at"),
+        )
         if len(c.problems) > before:
             continue
         if row["review_by"] is None:
@@ -185,17 +225,22 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             c.add(where, f"status {row['status']!r} is not one of {', '.join(RecordStatus.values)}")
         if not HEX64_RE.match(str(row["approved_checksum"])):
             c.add(where, "approved_checksum must be 64 lowercase hex digits")
-        elif row.get("approved_content") is not None and not is_approved_copy(row["approved_content"],
-                                                                               row["approved_checksum"]):
+        elif row.get("approved_content") is not None and not is_approved_copy(
+            row["approved_content"], row["approved_checksum"]
+        ):
             # Restoring would write this text back: it must be what was approved.
-            c.add(where, "approved_content must be null or an object with exactly kind, scope, title, body and "
-                         "tags whose checksum is approved_checksum")
+            c.add(
+                where,
+                "approved_content must be null or an object with exactly kind, scope, title, body and "
+                "tags whose checksum is approved_checksum",
+            )
         if not row["approved_by"]:
             c.add(where, "approved_by must name a user")
         if row["proposed_by"] is not None and row["proposed_by"] not in agent_ids:
             c.add(where, f"proposed_by {row['proposed_by']!r} is not an agent in the file")
-        if row["confidence"] is not None and (isinstance(row["confidence"], bool)
-                                              or not isinstance(row["confidence"], (int, float))):
+        if row["confidence"] is not None and (
+            isinstance(row["confidence"], bool) or not isinstance(row["confidence"], (int, float))
+        ):
             c.add(where, "confidence must be a number or null")
         if isinstance(row["access_count"], bool) or not isinstance(row["access_count"], int) or row["access_count"] < 0:
             c.add(where, "access_count must be a whole number >= 0")
@@ -226,11 +271,30 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             continue
         where = f"proposal {row.get('public_id')!r}"
         before = len(c.problems)
-        c.types(where, row, strings=("action", "state", "kind", "scope", "title", "body", "content_checksum", "reason",
-                                     "proposed_by_user", "source_tool", "session", "decision_note"),
-                optional_strings=("decided_by", "target", "result_record", "agent"), lists=("tags",),
-                dicts=("metadata", "reviewer_changes"),
-                dates=_PROPOSAL_DATES, times=_PROPOSAL_TIMES, required_times=("created_at", "updated_at"))
+        c.types(
+            where,
+            row,
+            strings=(
+                "action",
+                "state",
+                "kind",
+                "scope",
+                "title",
+                "body",
+                "content_checksum",
+                "reason",
+                "proposed_by_user",
+                "source_tool",
+                "session",
+                "decision_note",
+            ),
+            optional_strings=("decided_by", "target", "result_record", "agent"),
+            lists=("tags",),
+            dicts=("metadata", "reviewer_changes"),
+            dates=_PROPOSAL_DATES,
+            times=_PROPOSAL_TIMES,
+            required_times=("created_at", "updated_at"),
+        )
         if len(c.problems) > before:
             continue
         if not isinstance(row["public_id"], str) or not PROPOSAL_RE.match(row["public_id"]):
@@ -247,10 +311,16 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
                 c.add(where, f"{link} points to {row[link]!r}, which is not in the file")
         if row["agent"] is not None and row["agent"] not in agent_ids:
             c.add(where, f"agent {row['agent']!r} is not an agent in the file")
-        if row["action"] in (ProposalAction.REVISE, ProposalAction.RETIRE, ProposalAction.DISPUTE) and row["target"] is None:
+        if (
+            row["action"] in (ProposalAction.REVISE, ProposalAction.RETIRE, ProposalAction.DISPUTE)
+            and row["target"] is None
+        ):
             c.add(where, f"a {row['action']} proposal needs a target record")
-        if row["state"] == ProposalState.ACCEPTED and row["action"] in (ProposalAction.CREATE, ProposalAction.REVISE) \
-                and row["result_record"] is None:
+        if (
+            row["state"] == ProposalState.ACCEPTED
+            and row["action"] in (ProposalAction.CREATE, ProposalAction.REVISE)
+            and row["result_record"] is None
+        ):
             c.add(where, f"an accepted {row['action']} proposal needs its result_record")
 
     audit_ids = set()
@@ -259,9 +329,25 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         if not c.fields(where, row, AUDIT_FIELDS):
             continue
         where = f"audit event {row.get('id')!r}"
-        c.types(where, row, strings=("event_type", "actor_type", "actor", "subject_type", "subject_id",
-                                     "record_ref", "proposal_ref", "checksum_before", "checksum_after", "snippet"),
-                dicts=("extra",), times=("at",), required_times=("at",))
+        c.types(
+            where,
+            row,
+            strings=(
+                "event_type",
+                "actor_type",
+                "actor",
+                "subject_type",
+                "subject_id",
+                "record_ref",
+                "proposal_ref",
+                "checksum_before",
+                "checksum_after",
+                "snippet",
+            ),
+            dicts=("extra",),
+            times=("at",),
+            required_times=("at",),
+        )
         if isinstance(row["id"], bool) or not isinstance(row["id"], int) or row["id"] < 1:
             c.add(where, "id must be a whole number >= 1")
         elif row["id"] in audit_ids:
@@ -270,5 +356,9 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
 
     if c.problems:
         raise SnapshotInvalid(c.problems)
-    return {"records": len(records), "proposals": len(data["proposals"]), "agents": len(data["agents"]),
-            "audit": len(data["audit"])}
+    return {
+        "records": len(records),
+        "proposals": len(data["proposals"]),
+        "agents": len(data["agents"]),
+        "audit": len(data["audit"]),
+    }

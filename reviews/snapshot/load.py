@@ -31,8 +31,11 @@ from .format import (
 def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, Any]:
     """The derived look-alike keys (not exported: computed from the text; for
     a record, from its approved copy when one is kept, as _new_record does)."""
-    keys = {"skeleton_checksum": confusables.content_key(kind=row["kind"], scope=row["scope"], title=row["title"],
-                                                        body=row["body"], tags=row["tags"])}
+    keys = {
+        "skeleton_checksum": confusables.content_key(
+            kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"], tags=row["tags"]
+        )
+    }
     if title:
         keys["title_skeleton"] = confusables.title_key(row["title"])
     return keys
@@ -59,8 +62,14 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
         existing = Agent.objects.filter(public_id=row["public_id"]).first()
         same_name = Agent.objects.filter(name=row["name"]).first()
         if existing is not None and existing.name != row["name"]:
-            raise SnapshotInvalid([(f"agent {row['public_id']!r}: this instance already has that id for agent "
-                                    f"{existing.name!r}, not {row['name']!r}")])
+            raise SnapshotInvalid(
+                [
+                    (
+                        f"agent {row['public_id']!r}: this instance already has that id for agent "
+                        f"{existing.name!r}, not {row['name']!r}"
+                    )
+                ]
+            )
         target = existing or same_name
         if target is not None:
             agent_pk[row["public_id"]] = target.pk
@@ -79,16 +88,21 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
 
     record_pk = {}
     for row in data["records"]:
-        fields = {name: row[name] for name in RECORD_FIELDS_V1
-                  if name not in ("approved_by", "supersedes", "superseded_by", "proposed_by")}
-        fields["approved_content"] = (row["approved_content"] if data["version"] >= 2
-                                      else approved_copy(row, row["approved_checksum"]))
+        fields = {
+            name: row[name]
+            for name in RECORD_FIELDS_V1
+            if name not in ("approved_by", "supersedes", "superseded_by", "proposed_by")
+        }
+        fields["approved_content"] = (
+            row["approved_content"] if data["version"] >= 2 else approved_copy(row, row["approved_checksum"])
+        )
         for name in _RECORD_DATES:
             fields[name] = _parse_date(fields[name])
         for name in _RECORD_TIMES:
             fields[name] = _parse_dt(fields[name])
         record = Record.objects.create(
-            **fields, **_look_alike_keys(fields["approved_content"] or row, title=True),
+            **fields,
+            **_look_alike_keys(fields["approved_content"] or row, title=True),
             approved_by_id=user_pk[row["approved_by"]],
             proposed_by_id=agent_pk[row["proposed_by"]] if row["proposed_by"] else None,
         )
@@ -99,20 +113,26 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
         # Links once every row exists; updated_at again, because auto_now
         # overwrote it on insert (QuerySet.update leaves auto_now alone).
         Record.objects.filter(pk=record_pk[row["public_id"]]).update(
-            supersedes_id=record_pk.get(row["supersedes"]), superseded_by_id=record_pk.get(row["superseded_by"]),
+            supersedes_id=record_pk.get(row["supersedes"]),
+            superseded_by_id=record_pk.get(row["superseded_by"]),
             updated_at=_parse_dt(row["updated_at"]),
         )
 
     for row in data["proposals"]:
-        fields = {name: row[name] for name in PROPOSAL_FIELDS
-                  if name not in ("target", "result_record", "agent", "decided_by")}
+        fields = {
+            name: row[name]
+            for name in PROPOSAL_FIELDS
+            if name not in ("target", "result_record", "agent", "decided_by")
+        }
         for name in _PROPOSAL_DATES:
             fields[name] = _parse_date(fields[name])
         for name in _PROPOSAL_TIMES:
             fields[name] = _parse_dt(fields[name])
         proposal = Proposal.objects.create(
-            **fields, **(_look_alike_keys(row) if row["content_checksum"] else {}),
-            target_id=record_pk.get(row["target"]), result_record_id=record_pk.get(row["result_record"]),
+            **fields,
+            **(_look_alike_keys(row) if row["content_checksum"] else {}),
+            target_id=record_pk.get(row["target"]),
+            result_record_id=record_pk.get(row["result_record"]),
             agent_id=agent_pk[row["agent"]] if row["agent"] else None,
             decided_by_id=user_pk[row["decided_by"]] if row["decided_by"] else None,
         )
@@ -127,8 +147,9 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
     original = [row["id"] for row in data["audit"]]
     offset = 0
     if original:
-        existing_ids = set(AuditEvent.objects.filter(id__gte=min(original), id__lte=max(original))
-                           .values_list("id", flat=True))
+        existing_ids = set(
+            AuditEvent.objects.filter(id__gte=min(original), id__lte=max(original)).values_list("id", flat=True)
+        )
         if existing_ids & set(original):
             last = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
             offset = last - min(original) + 1
@@ -146,9 +167,14 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
     if batch:
         AuditEvent.objects.bulk_create(batch)
 
-    edited = [row["public_id"] for row in data["records"]
-              if Record(kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"],
-                        tags=row["tags"]).current_checksum() != row["approved_checksum"]]
+    edited = [
+        row["public_id"]
+        for row in data["records"]
+        if Record(
+            kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"], tags=row["tags"]
+        ).current_checksum()
+        != row["approved_checksum"]
+    ]
     return {
         "users_created_inactive": created_users,
         "agents_created": created_agents,

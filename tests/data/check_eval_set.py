@@ -321,7 +321,9 @@ def check_queries(queries: list[dict], by_id: dict[str, dict], errors: list[str]
             errors.append(f"only {counts[type_]} {type_} queries; at least {MIN_PER_TYPE} required")
     for rid, rec in by_id.items():
         if is_long(rec) and later_hits[rid] == 0:
-            errors.append(f"record {rid}: long record without a keyword/identifier query answered only in a later section")
+            errors.append(
+                f"record {rid}: long record without a keyword/identifier query answered only in a later section"
+            )
     return counts
 
 
@@ -357,8 +359,8 @@ def main() -> int:
     print(f"corpus:  {args.corpus}")
     print(f"queries: {args.queries}")
     print(f"records: {len(by_id)} (long sectioned bodies: {long_bodies})")
-    print("  kinds:  " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r['kind'] for r in by_id.values()).items())))
-    print("  scopes: " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r['scope'] for r in by_id.values()).items())))
+    print("  kinds:  " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r["kind"] for r in by_id.values()).items())))
+    print("  scopes: " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r["scope"] for r in by_id.values()).items())))
     print(f"queries: {sum(counts.values())} -> " + ", ".join(f"{t}={counts[t]}" for t in QUERY_TYPES))
     print(f"records targeted by at least one query: {len(targeted)}/{len(by_id)}")
     if args.verbose:

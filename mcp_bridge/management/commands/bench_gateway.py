@@ -31,13 +31,20 @@ PROJECT = Path(settings.BASE_DIR)
 
 def _summary(label: str, timings: list[float]) -> dict:
     timings = sorted(timings)
-    return {"path": label, "n": len(timings), "p50": statistics.median(timings),
-            "p95": timings[max(0, int(len(timings) * 0.95) - 1)], "max": timings[-1]}
+    return {
+        "path": label,
+        "n": len(timings),
+        "p50": statistics.median(timings),
+        "p95": timings[max(0, int(len(timings) * 0.95) - 1)],
+        "max": timings[-1],
+    }
 
 
 class Command(BaseCommand):
-    help = ("Benchmark the gateway: warm search p50/p95 over MCP (HTTP), REST and in-process on a synthetic "
-            "corpus, and the stdio bridge's spawn-to-first-answer time. Prints a table.")
+    help = (
+        "Benchmark the gateway: warm search p50/p95 over MCP (HTTP), REST and in-process on a synthetic "
+        "corpus, and the stdio bridge's spawn-to-first-answer time. Prints a table."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--records", type=int, default=10000)
@@ -67,12 +74,23 @@ class Command(BaseCommand):
 
             port = free_port()
             base = f"http://127.0.0.1:{port}"
-            env = {**os.environ, "VETTED_HOME": str(folder), "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
-                   "VETTED_PROPOSALS_PER_MINUTE": "0", "VETTED_READS_PER_MINUTE": "0",
-                   "VETTED_MCP_INITIALIZE_PER_MINUTE": "0", "DJANGO_SETTINGS_MODULE": "memory_site.settings"}
+            env = {
+                **os.environ,
+                "VETTED_HOME": str(folder),
+                "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
+                "VETTED_PROPOSALS_PER_MINUTE": "0",
+                "VETTED_READS_PER_MINUTE": "0",
+                "VETTED_MCP_INITIALIZE_PER_MINUTE": "0",
+                "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+            }
             log = open(folder / "serve.log", "wb")  # noqa: SIM115 - the daemon writes to it; closed below
-            daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
-                                      cwd=PROJECT, env=env, stdout=log, stderr=log)
+            daemon = subprocess.Popen(
+                [sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
+                cwd=PROJECT,
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
             try:
                 try:
                     wait_for_health(base, daemon, log_path=folder / "serve.log")
@@ -86,14 +104,21 @@ class Command(BaseCommand):
                 daemon.wait(timeout=30)
                 log.close()
 
-        rows = [_summary("in-process search()", in_process), _summary("MCP streamable HTTP", mcp),
-                _summary("REST GET /api/v1/search", rest)]
+        rows = [
+            _summary("in-process search()", in_process),
+            _summary("MCP streamable HTTP", mcp),
+            _summary("REST GET /api/v1/search", rest),
+        ]
         self.stdout.write("")
-        self.stdout.write(f"{opts['records']} records, model {embedder.name}, {opts['searches']} hybrid searches "
-                          f"(limit 8) per path, warm daemon; cpu count {os.cpu_count()}")
+        self.stdout.write(
+            f"{opts['records']} records, model {embedder.name}, {opts['searches']} hybrid searches "
+            f"(limit 8) per path, warm daemon; cpu count {os.cpu_count()}"
+        )
         self.stdout.write(f"{'path':<28} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
         for row in rows:
-            self.stdout.write(f"{row['path']:<28} {row['n']:>5} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f}")
+            self.stdout.write(
+                f"{row['path']:<28} {row['n']:>5} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f}"
+            )
         self.stdout.write("")
         self.stdout.write(f"stdio bridge, spawn -> first tool answer ({opts['spawns']} spawns)")
         self.stdout.write(f"{'first call':<28} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
@@ -125,8 +150,9 @@ class Command(BaseCommand):
 
         timings = []
         for q in [queries[0], *queries]:
-            request = urllib.request.Request(f"{base}/api/v1/search?{urlencode({'q': q, 'limit': 8})}",
-                                             headers={"Authorization": f"Bearer {token}"})
+            request = urllib.request.Request(
+                f"{base}/api/v1/search?{urlencode({'q': q, 'limit': 8})}", headers={"Authorization": f"Bearer {token}"}
+            )
             t0 = time.perf_counter()
             with urllib.request.urlopen(request, timeout=60) as response:
                 response.read()
@@ -136,22 +162,44 @@ class Command(BaseCommand):
     def _bridge_spawns(self, base, token, spawns, query):
         """Spawn the bridge like a client does and time the first answer
         (initialize, initialized, then one tools/call) from the spawn."""
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), "VETTED_URL": base,
-               "VETTED_TOKEN": token, "VETTED_AUTOSTART": "0"}
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "VETTED_URL": base,
+            "VETTED_TOKEN": token,
+            "VETTED_AUTOSTART": "0",
+        }
         calls = {"describe": {}, "search": {"query": query}}
         results: dict[str, list[float]] = {f"{name} (spawn to answer)": [] for name in calls}
         for _ in range(spawns):
             for name, arguments in calls.items():
                 messages = [
-                    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "bench", "version": "1"}}},
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": {},
+                            "clientInfo": {"name": "bench", "version": "1"},
+                        },
+                    },
                     {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "tools/call",
+                        "params": {"name": name, "arguments": arguments},
+                    },
                 ]
                 t0 = time.perf_counter()
-                process = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "mcp_stdio"], env=env,
-                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                process = subprocess.Popen(
+                    [sys.executable, str(PROJECT / "manage.py"), "mcp_stdio"],
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
                 assert process.stdin is not None and process.stdout is not None  # PIPE
                 process.stdin.write(json.dumps(messages[0]).encode() + b"\n")
                 process.stdin.flush()

@@ -20,15 +20,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("client", choices=sorted(connect.CLIENTS))
         parser.add_argument("--agent", required=True, help="agent name, e.g. claude-code-laptop (created if missing)")
-        parser.add_argument("--scopes", default="personal,team",
-                            help="scopes for a new agent (default personal,team); ignored for an existing one")
+        parser.add_argument(
+            "--scopes",
+            default="personal,team",
+            help="scopes for a new agent (default personal,team); ignored for an existing one",
+        )
         reuse = parser.add_mutually_exclusive_group()
-        reuse.add_argument("--token", help="an existing agent's token (Vetted keeps only digests, so it cannot "
-                                           "print an old token)")
-        reuse.add_argument("--rotate", action="store_true",
-                           help="give an existing agent a new token (the old one stops working)")
-        parser.add_argument("--http", action="store_true",
-                            help="connect over HTTP to /mcp instead of spawning the stdio bridge")
+        reuse.add_argument(
+            "--token", help="an existing agent's token (Vetted keeps only digests, so it cannot print an old token)"
+        )
+        reuse.add_argument(
+            "--rotate", action="store_true", help="give an existing agent a new token (the old one stops working)"
+        )
+        parser.add_argument(
+            "--http", action="store_true", help="connect over HTTP to /mcp instead of spawning the stdio bridge"
+        )
         parser.add_argument("--url", default="", help="the daemon's base URL (default http://127.0.0.1:8765)")
         parser.add_argument("--write", action="store_true", help="merge into the client's config file")
         parser.add_argument("--config", help="the config file to write (default: the client's usual file)")
@@ -48,8 +54,9 @@ class Command(BaseCommand):
                 raise CommandError(f"Will not write {target}: {exc}") from None
         token = self._token(name, opts, client)
         try:
-            entry = connect.server_entry(client, token=token, url=url, home=Path(settings.VETTED_HOME).resolve(),
-                                         http=opts["http"])
+            entry = connect.server_entry(
+                client, token=token, url=url, home=Path(settings.VETTED_HOME).resolve(), http=opts["http"]
+            )
         except connect.ConnectError as exc:
             raise CommandError(str(exc)) from None
 
@@ -80,8 +87,10 @@ class Command(BaseCommand):
                 reviewer = resolve_reviewer(opts["reviewer"])
                 scopes = [s for s in opts["scopes"].split(",") if s.strip()]
                 agent, token = actions.create_agent(name, scopes=scopes, actor=reviewer, source_tool=client.name)
-                self.stderr.write(f"Created agent {agent.name} ({agent.public_id}) with scopes "
-                                  f"{', '.join(agent.scopes)}; its token is in the block below (shown only now).")
+                self.stderr.write(
+                    f"Created agent {agent.name} ({agent.public_id}) with scopes "
+                    f"{', '.join(agent.scopes)}; its token is in the block below (shown only now)."
+                )
                 return token
             if opts["rotate"]:
                 agent, token = actions.rotate_agent_token(agent, actor=resolve_reviewer(opts["reviewer"]))

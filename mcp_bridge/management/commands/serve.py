@@ -27,9 +27,15 @@ class Command(BaseCommand):
         if not 1 <= port <= 65535:
             raise CommandError(f"--port {port}: use 1-65535.")
         bare_host = host.strip("[]")
-        if bare_host not in settings.ALLOWED_HOSTS and "*" not in settings.ALLOWED_HOSTS and bare_host not in ("0.0.0.0", "::"):
-            self.stderr.write(f"Note: {host} is not in VETTED_ALLOWED_HOSTS ({', '.join(settings.ALLOWED_HOSTS)}); "
-                              "requests naming it will be refused.")
+        if (
+            bare_host not in settings.ALLOWED_HOSTS
+            and "*" not in settings.ALLOWED_HOSTS
+            and bare_host not in ("0.0.0.0", "::")
+        ):
+            self.stderr.write(
+                f"Note: {host} is not in VETTED_ALLOWED_HOSTS ({', '.join(settings.ALLOWED_HOSTS)}); "
+                "requests naming it will be refused."
+            )
         # Load the model now, not on the first search, and catch up on any
         # records changed while the server was down (e.g. by an import).
         embedder = get_embedder()
@@ -41,8 +47,10 @@ class Command(BaseCommand):
             self.stderr.write(f"Index: embedded {stats.records} changed record(s) at startup.")
         report = index.check()
         if not report.ok:
-            self.stderr.write("Index problems (run `python manage.py check_index` for details, "
-                              "`python manage.py reindex` to rebuild):")
+            self.stderr.write(
+                "Index problems (run `python manage.py check_index` for details, "
+                "`python manage.py reindex` to rebuild):"
+            )
             for problem in report.problems:
                 self.stderr.write(f"  {problem}")
         self._hold_serve_lock()
@@ -53,8 +61,16 @@ class Command(BaseCommand):
         # X-Forwarded-For/-Proto are believed only when an operator said a
         # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
         # trust them from any loopback client, e.g. a local agent.
-        uvicorn.run(application, host=host, port=port, log_level="info", lifespan="on",
-                    access_log=True, server_header=False, proxy_headers=settings.VETTED_BEHIND_PROXY)
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level="info",
+            lifespan="on",
+            access_log=True,
+            server_header=False,
+            proxy_headers=settings.VETTED_BEHIND_PROXY,
+        )
         sys.stderr.flush()
 
     def _announce_first_run(self, host: str, port: int) -> None:
@@ -82,4 +98,3 @@ class Command(BaseCommand):
         handle = open(path, "a")  # noqa: SIM115 - held open (and locked) for the life of the process
         fcntl.flock(handle, fcntl.LOCK_SH)
         self._serve_lock = handle  # kept open (and locked) until the process ends
-

@@ -48,10 +48,12 @@ def _read_lines(path: Path) -> list[dict]:
 
 
 class Command(BaseCommand):
-    help = ("Stress the real daemon: N agent processes propose, search, read and dispute over REST and MCP at full "
-            "speed while a reviewer process accepts, revises and rejects through the actions; then check that no "
-            "request failed, every acknowledged write is present exactly once, every decision applied, the audit "
-            "log counts every mutation, and the index is clean. Prints throughput and p50/p95 per operation.")
+    help = (
+        "Stress the real daemon: N agent processes propose, search, read and dispute over REST and MCP at full "
+        "speed while a reviewer process accepts, revises and rejects through the actions; then check that no "
+        "request failed, every acknowledged write is present exactly once, every decision applied, the audit "
+        "log counts every mutation, and the index is clean. Prints throughput and p50/p95 per operation."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--agents", type=int, default=8)
@@ -59,14 +61,27 @@ class Command(BaseCommand):
         parser.add_argument("--mcp-share", type=float, default=0.5, help="share of agent calls made over MCP")
         parser.add_argument("--embedder", choices=["sentence-transformers", "fake"], default=settings.VETTED_EMBEDDER)
         parser.add_argument("--keep", action="store_true", help="keep the data folder and logs; print where")
-        parser.add_argument("--flood", type=int, default=0, metavar="THREADS",
-                            help="one more agent floods search from THREADS concurrent workers in the second half")
-        parser.add_argument("--interval", type=float, default=None,
-                            help="seconds between one agent's calls (default: back to back; 0.25 with --flood, "
-                                 "so the other agents behave like agents and stay under the read limit)")
-        parser.add_argument("--reads-per-minute", type=int, default=None,
-                            help="the daemon's VETTED_READS_PER_MINUTE (default: off, or the configured "
-                                 f"{settings.VETTED_READS_PER_MINUTE} with --flood; 0 = off)")
+        parser.add_argument(
+            "--flood",
+            type=int,
+            default=0,
+            metavar="THREADS",
+            help="one more agent floods search from THREADS concurrent workers in the second half",
+        )
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=None,
+            help="seconds between one agent's calls (default: back to back; 0.25 with --flood, "
+            "so the other agents behave like agents and stay under the read limit)",
+        )
+        parser.add_argument(
+            "--reads-per-minute",
+            type=int,
+            default=None,
+            help="the daemon's VETTED_READS_PER_MINUTE (default: off, or the configured "
+            f"{settings.VETTED_READS_PER_MINUTE} with --flood; 0 = off)",
+        )
 
     def handle(self, *args, **opts):
         if not 1 <= opts["agents"] <= 64 or opts["seconds"] < 1:
@@ -97,23 +112,38 @@ class Command(BaseCommand):
         seeder = actions.import_agent()
         for n in range(SEED_RECORDS):
             proposal = actions.propose_create(
-                agent=seeder, reason="Seed for the stress run.", kind="fact", scope="team" if n % 2 else "personal",
+                agent=seeder,
+                reason="Seed for the stress run.",
+                kind="fact",
+                scope="team" if n % 2 else "personal",
                 title=f"Seed record {n} about the billing ledger",
-                body=f"Seed fact {n}: the ledger service rotates its keys every {n + 2} days and pages on-call.")
+                body=f"Seed fact {n}: the ledger service rotates its keys every {n + 2} days and pages on-call.",
+            )
             actions.accept_proposal(proposal, actor=reviewer)
         return tokens
 
     def _run(self, folder: Path, tokens, opts) -> dict:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(folder),
-               "VETTED_DB_PATH": str(folder / "scratch.sqlite3"), "VETTED_PROPOSALS_PER_MINUTE": "0",
-               "VETTED_READS_PER_MINUTE": str(opts["reads_per_minute"]), "VETTED_EMBEDDER": opts["embedder"]}
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+            "VETTED_HOME": str(folder),
+            "VETTED_DB_PATH": str(folder / "scratch.sqlite3"),
+            "VETTED_PROPOSALS_PER_MINUTE": "0",
+            "VETTED_READS_PER_MINUTE": str(opts["reads_per_minute"]),
+            "VETTED_EMBEDDER": opts["embedder"],
+        }
         flooder = tokens.pop() if opts["flood"] else None
         daemon_log = folder / "serve.log"
         with open(daemon_log, "wb") as log:
-            daemon = subprocess.Popen([sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
-                                      cwd=PROJECT, env=env, stdout=log, stderr=log)
+            daemon = subprocess.Popen(
+                [sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
+                cwd=PROJECT,
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
         try:
             try:
                 wait_for_health(base, daemon, log_path=daemon_log)
@@ -123,16 +153,63 @@ class Command(BaseCommand):
             workers = []
             for n, (name, token) in enumerate(tokens):
                 out = folder / f"agent-{n}.jsonl"
-                workers.append((out, subprocess.Popen(
-                    [sys.executable, "-m", "mcp_bridge.stress", "agent", "--url", base, "--token", token,
-                     "--name", name, "--seconds", seconds, "--out", str(out), "--seed", str(100 + n),
-                     "--mcp-share", str(opts["mcp_share"]), "--interval", str(opts["interval"])], cwd=PROJECT,
-                    env=env, stdout=subprocess.DEVNULL, stderr=open(folder / f"agent-{n}.err", "wb"))))  # noqa: SIM115 - the child's
+                workers.append(
+                    (
+                        out,
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-m",
+                                "mcp_bridge.stress",
+                                "agent",
+                                "--url",
+                                base,
+                                "--token",
+                                token,
+                                "--name",
+                                name,
+                                "--seconds",
+                                seconds,
+                                "--out",
+                                str(out),
+                                "--seed",
+                                str(100 + n),
+                                "--mcp-share",
+                                str(opts["mcp_share"]),
+                                "--interval",
+                                str(opts["interval"]),
+                            ],
+                            cwd=PROJECT,
+                            env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(folder / f"agent-{n}.err", "wb"),
+                        ),
+                    )
+                )  # noqa: SIM115 - the child's
             reviewer_out = folder / "reviewer.jsonl"
-            workers.append((reviewer_out, subprocess.Popen(
-                [sys.executable, "-m", "mcp_bridge.stress", "reviewer", "--reviewer", "stress-reviewer",
-                 "--seconds", seconds, "--out", str(reviewer_out)], cwd=PROJECT, env=env,
-                stdout=subprocess.DEVNULL, stderr=open(folder / "reviewer.err", "wb"))))  # noqa: SIM115 - the child's
+            workers.append(
+                (
+                    reviewer_out,
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "mcp_bridge.stress",
+                            "reviewer",
+                            "--reviewer",
+                            "stress-reviewer",
+                            "--seconds",
+                            seconds,
+                            "--out",
+                            str(reviewer_out),
+                        ],
+                        cwd=PROJECT,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=open(folder / "reviewer.err", "wb"),
+                    ),
+                )
+            )  # noqa: SIM115 - the child's
             started = time.monotonic()
             if flooder is not None:
                 # The first half is the baseline; the flood takes the second.
@@ -141,12 +218,38 @@ class Command(BaseCommand):
                 # Niced: on one machine the flooding *client* would otherwise take
                 # the CPU the daemon needs, and what the read limit controls is
                 # the cost the flood puts on the daemon.
-                workers.append((flood_out, subprocess.Popen(
-                    ["nice", "-n", str(FLOOD_NICE), sys.executable, "-m", "mcp_bridge.stress", "flood", "--url", base,
-                     "--token", flooder[1],
-                     "--name", flooder[0], "--seconds", str(opts["seconds"] / 2), "--threads", str(opts["flood"]),
-                     "--out", str(flood_out)], cwd=PROJECT, env=env,
-                    stdout=subprocess.DEVNULL, stderr=open(folder / "flood.err", "wb"))))  # noqa: SIM115 - the child's
+                workers.append(
+                    (
+                        flood_out,
+                        subprocess.Popen(
+                            [
+                                "nice",
+                                "-n",
+                                str(FLOOD_NICE),
+                                sys.executable,
+                                "-m",
+                                "mcp_bridge.stress",
+                                "flood",
+                                "--url",
+                                base,
+                                "--token",
+                                flooder[1],
+                                "--name",
+                                flooder[0],
+                                "--seconds",
+                                str(opts["seconds"] / 2),
+                                "--threads",
+                                str(opts["flood"]),
+                                "--out",
+                                str(flood_out),
+                            ],
+                            cwd=PROJECT,
+                            env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(folder / "flood.err", "wb"),
+                        ),
+                    )
+                )  # noqa: SIM115 - the child's
             for _out, process in workers:
                 try:
                     process.wait(timeout=opts["seconds"] + 120)
@@ -160,9 +263,14 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 daemon.kill()
         items = [item for out, _p in workers for item in _read_lines(out)]
-        return {"items": items, "elapsed": elapsed, "daemon_log": daemon_log.read_text(errors="replace"),
-                "worker_errors": "".join((folder / f).read_text(errors="replace")[-2000:]
-                                         for f in os.listdir(folder) if f.endswith(".err"))}
+        return {
+            "items": items,
+            "elapsed": elapsed,
+            "daemon_log": daemon_log.read_text(errors="replace"),
+            "worker_errors": "".join(
+                (folder / f).read_text(errors="replace")[-2000:] for f in os.listdir(folder) if f.endswith(".err")
+            ),
+        }
 
     def _report(self, folder, results, baseline_audit, baseline_proposals, opts):
         flood = [i for i in results["items"] if i.get("role") == "flood"]
@@ -172,11 +280,15 @@ class Command(BaseCommand):
             by_op[item["op"]].append(item)
         self.stdout.write("")
         paced = f", one call per {opts['interval']} s per agent" if opts["interval"] else ""
-        self.stdout.write(f"{opts['agents']} agents + 1 reviewer for {results['elapsed']:.0f} s "
-                          f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}{paced}, reads per minute "
-                          f"{opts['reads_per_minute'] or 'unlimited'}); cpu count {os.cpu_count()}")
-        self.stdout.write(f"{'operation':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
-                          f"{'p50 ms':>8} {'p95 ms':>8}")
+        self.stdout.write(
+            f"{opts['agents']} agents + 1 reviewer for {results['elapsed']:.0f} s "
+            f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}{paced}, reads per minute "
+            f"{opts['reads_per_minute'] or 'unlimited'}); cpu count {os.cpu_count()}"
+        )
+        self.stdout.write(
+            f"{'operation':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
+            f"{'p50 ms':>8} {'p95 ms':>8}"
+        )
         for op in sorted(by_op):
             self._row(op, by_op[op], results["elapsed"])
         if opts["flood"]:
@@ -186,34 +298,55 @@ class Command(BaseCommand):
         failed = [i for i in items + flood if i.get("result") == "failed"]
         locked = results["daemon_log"].count("database is locked")
         server_errors = results["daemon_log"].count('" 500 ') + results["daemon_log"].count("Traceback")
-        checks.append(("no failed request (5xx, connection error, exception)", not failed,
-                       f"{len(failed)} failed" + (f"; first: {failed[0]['op']} {failed[0].get('status', '')} "
-                                                    f"{failed[0].get('message')}" if failed else "")))
-        checks.append(("no 'database is locked' and no traceback in the daemon log", locked == 0 and server_errors == 0,
-                       f"locked {locked}, errors {server_errors}"))
+        checks.append(
+            (
+                "no failed request (5xx, connection error, exception)",
+                not failed,
+                f"{len(failed)} failed"
+                + (
+                    f"; first: {failed[0]['op']} {failed[0].get('status', '')} {failed[0].get('message')}"
+                    if failed
+                    else ""
+                ),
+            )
+        )
+        checks.append(
+            (
+                "no 'database is locked' and no traceback in the daemon log",
+                locked == 0 and server_errors == 0,
+                f"locked {locked}, errors {server_errors}",
+            )
+        )
 
         acked = [i["proposal_id"] for i in items if i.get("role") == "agent" and i.get("proposal_id")]
         stored = Proposal.objects.filter(public_id__in=acked).count()
         new = set(Proposal.objects.values_list("public_id", flat=True)) - baseline_proposals
-        checks.append(("every acknowledged proposal stored exactly once",
-                       len(set(acked)) == len(acked) == stored and new == set(acked),
-                       f"{len(acked)} acknowledged, {stored} found, {len(new)} new in the database"))
+        checks.append(
+            (
+                "every acknowledged proposal stored exactly once",
+                len(set(acked)) == len(acked) == stored and new == set(acked),
+                f"{len(acked)} acknowledged, {stored} found, {len(new)} new in the database",
+            )
+        )
 
         decided = [i for i in items if i.get("role") == "reviewer" and i["result"] == "ok"]
         wrong = []
-        states = dict(Proposal.objects.filter(public_id__in=[d["proposal_id"] for d in decided])
-                      .values_list("public_id", "state"))
+        states = dict(
+            Proposal.objects.filter(public_id__in=[d["proposal_id"] for d in decided]).values_list("public_id", "state")
+        )
         for d in decided:
             expected = ProposalState.REJECTED if d["op"] == "reject" else ProposalState.ACCEPTED
             if states.get(d["proposal_id"]) != expected:
                 wrong.append(d["proposal_id"])
-        checks.append(("every acknowledged decision applied", not wrong,
-                       f"{len(decided)} decisions, {len(wrong)} not applied"))
+        checks.append(
+            ("every acknowledged decision applied", not wrong, f"{len(decided)} decisions, {len(wrong)} not applied")
+        )
 
         mutations = len(acked) + len(decided)
         audit = AuditEvent.objects.count() - baseline_audit
-        checks.append(("audit events = acknowledged mutations", audit == mutations,
-                       f"{audit} events, {mutations} mutations"))
+        checks.append(
+            ("audit events = acknowledged mutations", audit == mutations, f"{audit} events, {mutations} mutations")
+        )
 
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA integrity_check")
@@ -233,24 +366,33 @@ class Command(BaseCommand):
         embedder = FakeEmbedder() if opts["embedder"] == "fake" else get_embedder()
         index.sync(embedder)
         report = index.check(embedder)
-        checks.append(("check_index clean (after embedding the last queue)", report.ok,
-                       f"{queued} queued at the end; " + ("; ".join(report.problems) or "no problems")))
+        checks.append(
+            (
+                "check_index clean (after embedding the last queue)",
+                report.ok,
+                f"{queued} queued at the end; " + ("; ".join(report.problems) or "no problems"),
+            )
+        )
 
         self.stdout.write("")
         for label, ok, detail in checks:
             self.stdout.write(f"{'PASS' if ok else 'FAIL'}  {label}: {detail}")
         if not all(ok for _l, ok, _d in checks):
             tail = results["worker_errors"][-1500:]
-            raise CommandError(f"stress checks failed (data folder {folder}; rerun with --keep to inspect)"
-                               + (f"\nworker stderr:\n{tail}" if tail.strip() else ""))
+            raise CommandError(
+                f"stress checks failed (data folder {folder}; rerun with --keep to inspect)"
+                + (f"\nworker stderr:\n{tail}" if tail.strip() else "")
+            )
         self.stdout.write("all checks passed")
 
     def _row(self, label: str, rows: list[dict], elapsed: float) -> None:
         ms = sorted(r["ms"] for r in rows) or [0.0]
         count = {k: sum(1 for r in rows if r["result"] == k) for k in ("ok", "refused", "failed")}
-        self.stdout.write(f"{label:<16} {len(rows):>7} {count['ok']:>7} {count['refused']:>8} {count['failed']:>7} "
-                          f"{len(rows) / elapsed if elapsed else 0:>7.1f} {statistics.median(ms):>8.1f} "
-                          f"{ms[max(0, int(len(ms) * 0.95) - 1)]:>8.1f}")
+        self.stdout.write(
+            f"{label:<16} {len(rows):>7} {count['ok']:>7} {count['refused']:>8} {count['failed']:>7} "
+            f"{len(rows) / elapsed if elapsed else 0:>7.1f} {statistics.median(ms):>8.1f} "
+            f"{ms[max(0, int(len(ms) * 0.95) - 1)]:>8.1f}"
+        )
 
     def _flood_report(self, flood: list[dict], items: list[dict], elapsed: float, opts) -> None:
         """The other agents' searches before the flood and during it, side by side."""
@@ -264,15 +406,17 @@ class Command(BaseCommand):
         before = [i for i in searches if i["at"] < start]
         during = [i for i in searches if start <= i["at"] <= end]
         self.stdout.write("")
-        self.stdout.write(f"flood: one agent, {opts['flood']} concurrent workers searching back to back for "
-                          f"{end - start:.0f} s (client at nice {FLOOD_NICE}); the other {opts['agents']} agents' "
-                          "searches (REST and MCP)")
-        self.stdout.write(f"{'':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
-                          f"{'p50 ms':>8} {'p95 ms':>8}")
+        self.stdout.write(
+            f"flood: one agent, {opts['flood']} concurrent workers searching back to back for "
+            f"{end - start:.0f} s (client at nice {FLOOD_NICE}); the other {opts['agents']} agents' "
+            "searches (REST and MCP)"
+        )
+        self.stdout.write(
+            f"{'':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} {'p50 ms':>8} {'p95 ms':>8}"
+        )
         self._row("others, before", before, start - min((i["at"] for i in searches), default=start))
         self._row("others, during", during, end - start)
         self._row("the flooder", calls, end - start)
         if before and during:
             ratio = statistics.median(i["ms"] for i in during) / statistics.median(i["ms"] for i in before)
             self.stdout.write(f"others' search median during / before the flood: {ratio:.2f}")
-

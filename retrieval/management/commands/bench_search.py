@@ -20,12 +20,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--records", default="1000,10000", help="comma-separated corpus sizes, e.g. 1000,10000,100000")
+        parser.add_argument(
+            "--records", default="1000,10000", help="comma-separated corpus sizes, e.g. 1000,10000,100000"
+        )
         parser.add_argument("--queries", type=int, default=200, help="queries per mode and size")
         parser.add_argument("--modes", default="keyword,semantic,hybrid")
         parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--scopes", default="personal,team,system",
-                            help="the reader's scopes (the synthetic corpus is 90%% team, 10%% personal)")
+        parser.add_argument(
+            "--scopes",
+            default="personal,team,system",
+            help="the reader's scopes (the synthetic corpus is 90%% team, 10%% personal)",
+        )
         parser.add_argument("--keep", action="store_true", help="keep the temporary databases and print where")
 
     def handle(self, *args, **opts):
@@ -41,8 +46,10 @@ class Command(BaseCommand):
         for size in sizes:
             rows.extend(self._run(size, modes, opts, embedder))
         self.stdout.write("")
-        self.stdout.write(f"model: {embedder.name}; {opts['queries']} queries per mode; torch threads: "
-                          f"{_threads()}; cpu count: {os.cpu_count()}")
+        self.stdout.write(
+            f"model: {embedder.name}; {opts['queries']} queries per mode; torch threads: "
+            f"{_threads()}; cpu count: {os.cpu_count()}"
+        )
         header = f"{'records':>8} {'mode':<9} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'build s':>9} {'db MB':>8}"
         self.stdout.write(header)
         for row in rows:
@@ -71,11 +78,18 @@ class Command(BaseCommand):
                     engine.search(q, mode=mode, limit=8, reader=reader, embedder=embedder, count_access=False)
                     timings.append((time.perf_counter() - t0) * 1000)
                 timings.sort()
-                rows.append({
-                    "records": size, "mode": mode, "p50": statistics.median(timings),
-                    "p95": timings[int(len(timings) * 0.95) - 1], "max": timings[-1],
-                    "build": build_s, "db_mb": db_mb, "insert": insert_s,
-                })
+                rows.append(
+                    {
+                        "records": size,
+                        "mode": mode,
+                        "p50": statistics.median(timings),
+                        "p95": timings[int(len(timings) * 0.95) - 1],
+                        "max": timings[-1],
+                        "build": build_s,
+                        "db_mb": db_mb,
+                        "insert": insert_s,
+                    }
+                )
             return rows
 
 

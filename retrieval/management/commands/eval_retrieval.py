@@ -17,7 +17,7 @@ from reviews import actions
 class Command(BaseCommand):
     help = (
         "Measure ranking quality: load CORPUS.jsonl (import format plus 'id') into a temporary database as "
-        "approved records, run every query of QUERIES.jsonl ({\"target\", \"type\", \"query\"}) in each mode, "
+        'approved records, run every query of QUERIES.jsonl ({"target", "type", "query"}) in each mode, '
         "and print hit@1, hit@8 and MRR per mode and query type."
     )
 
@@ -54,8 +54,9 @@ class Command(BaseCommand):
             for q in tqdm(queries, desc="queries", file=sys.stderr, disable=None):
                 target = id_map[q["target"]]
                 for mode in modes:
-                    response = engine.search(q["query"], mode=mode, limit=8, reader=reader, embedder=embedder,
-                                             count_access=False)
+                    response = engine.search(
+                        q["query"], mode=mode, limit=8, reader=reader, embedder=embedder, count_access=False
+                    )
                     ids = [hit.record.public_id for hit in response.results]
                     rank = ids.index(target) + 1 if target in ids else None
                     ranks[(mode, q["type"])].append(rank)
@@ -70,7 +71,9 @@ class Command(BaseCommand):
         if opts["misses"]:
             reverse = {v: k for k, v in id_map.items()}
             for q, rank, top in misses:
-                self.stdout.write(f"miss [{q['type']}] rank={rank} target={q['target']} got={[reverse.get(i) for i in top]}: {q['query']}")
+                self.stdout.write(
+                    f"miss [{q['type']}] rank={rank} target={q['target']} got={[reverse.get(i) for i in top]}: {q['query']}"
+                )
 
     def _print(self, table, modes):
         types = sorted({t for (_m, t) in [(row["mode"], row["type"]) for row in table]} - {"all"}) + ["all"]
@@ -86,12 +89,16 @@ def _table(ranks, modes):
     table = []
     for (mode, qtype), values in sorted(ranks.items()):
         n = len(values)
-        table.append({
-            "mode": mode, "type": qtype, "n": n,
-            "hit@1": sum(1 for r in values if r == 1) / n,
-            "hit@8": sum(1 for r in values if r is not None) / n,
-            "mrr": statistics.fmean(1 / r if r else 0 for r in values),
-        })
+        table.append(
+            {
+                "mode": mode,
+                "type": qtype,
+                "n": n,
+                "hit@1": sum(1 for r in values if r == 1) / n,
+                "hit@8": sum(1 for r in values if r is not None) / n,
+                "mrr": statistics.fmean(1 / r if r else 0 for r in values),
+            }
+        )
     return table
 
 

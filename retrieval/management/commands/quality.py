@@ -7,17 +7,27 @@ from reviews.models import SCOPES
 
 
 class Command(BaseCommand):
-    help = ("Report what looks wrong in the memory (possible contradictions, broken supersession, stale "
-            "proposals, overdue or edited records, index drift) with the next step for each. Changes nothing.")
+    help = (
+        "Report what looks wrong in the memory (possible contradictions, broken supersession, stale "
+        "proposals, overdue or edited records, index drift) with the next step for each. Changes nothing."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--scope", action="append", choices=list(SCOPES),
-                            help="only this scope (repeat for several; default: all)")
+        parser.add_argument(
+            "--scope", action="append", choices=list(SCOPES), help="only this scope (repeat for several; default: all)"
+        )
         parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
-        parser.add_argument("--limit", type=int, default=100,
-                            help="list at most this many possible contradictions, most similar first (0: all)")
-        parser.add_argument("--threshold", type=float, help="similarity for possible contradictions "
-                                                            "(default VETTED_CONTRADICTION_SIMILARITY)")
+        parser.add_argument(
+            "--limit",
+            type=int,
+            default=100,
+            help="list at most this many possible contradictions, most similar first (0: all)",
+        )
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            help="similarity for possible contradictions (default VETTED_CONTRADICTION_SIMILARITY)",
+        )
 
     def handle(self, *args, **opts):
         threshold = opts["threshold"]
@@ -29,15 +39,19 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
             return
-        self.stdout.write(f"Checked {report.checked_records} current record(s) in {', '.join(report.scopes)}: "
-                          f"{len(report.findings)} finding(s).")
+        self.stdout.write(
+            f"Checked {report.checked_records} current record(s) in {', '.join(report.scopes)}: "
+            f"{len(report.findings)} finding(s)."
+        )
         for kind, label in quality.LABELS.items():
             found = [f for f in report.findings if f.kind == kind]
             if not found:
                 continue
             more = report.omitted.get(kind, 0)
-            self.stdout.write(f"\n{label} ({len(found) + more}" + (f"; the {len(found)} most similar listed, "
-                                                                    "--limit 0 lists all)" if more else ")"))
+            self.stdout.write(
+                f"\n{label} ({len(found) + more}"
+                + (f"; the {len(found)} most similar listed, --limit 0 lists all)" if more else ")")
+            )
             for finding in found:
                 ids = " ".join(finding.records + finding.proposals)
                 self.stdout.write(f"  - {ids}{' ' if ids else ''}[{finding.scope or 'all'}] {finding.why}")

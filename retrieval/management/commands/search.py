@@ -29,7 +29,9 @@ class Command(BaseCommand):
         try:
             if opts["queries"]:
                 return self._many(opts, reader, filters)
-            response = engine.search(opts["query"], mode=opts["mode"], limit=opts["limit"], filters=filters, reader=reader)
+            response = engine.search(
+                opts["query"], mode=opts["mode"], limit=opts["limit"], filters=filters, reader=reader
+            )
         except IndexModelMismatch as exc:
             raise CommandError(str(exc)) from None
         except VettedError as exc:
@@ -37,7 +39,9 @@ class Command(BaseCommand):
         finally:
             engine.access_counter.flush()
         if opts["json"]:
-            self.stdout.write(json.dumps({**response.as_dict(), "took_ms": round(response.took_ms, 2)}, ensure_ascii=False))
+            self.stdout.write(
+                json.dumps({**response.as_dict(), "took_ms": round(response.took_ms, 2)}, ensure_ascii=False)
+            )
             return
         self._table(response)
 
@@ -62,8 +66,11 @@ class Command(BaseCommand):
                     if not isinstance(item, dict):
                         raise ValueError("must be a JSON object")
                     response = engine.search(
-                        item.get("query"), mode=item.get("mode", opts["mode"]),
-                        limit=item.get("limit", opts["limit"]), filters=filters, reader=reader,
+                        item.get("query"),
+                        mode=item.get("mode", opts["mode"]),
+                        limit=item.get("limit", opts["limit"]),
+                        filters=filters,
+                        reader=reader,
                     )
                     out = {"line": number, **response.as_dict(), "took_ms": round(response.took_ms, 2)}
                 except (ValueError, VettedError) as exc:

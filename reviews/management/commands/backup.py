@@ -24,21 +24,38 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path", nargs="?", help="backup file or folder (default: VETTED_HOME/backups/)")
-        parser.add_argument("--keep", type=int, default=10,
-                            help="keep this many vetted-*.sqlite3 backups in the folder, newest first (default 10)")
+        parser.add_argument(
+            "--keep",
+            type=int,
+            default=10,
+            help="keep this many vetted-*.sqlite3 backups in the folder, newest first (default 10)",
+        )
         parser.add_argument("--json", action="store_true", help="print the result as one JSON line")
 
     def handle(self, *args, **opts):
         try:
-            result = backup.backup_database(Path(str(settings.DATABASES["default"]["NAME"])), home=settings.VETTED_HOME,
-                                            dest=opts["path"], keep=opts["keep"])
+            result = backup.backup_database(
+                Path(str(settings.DATABASES["default"]["NAME"])),
+                home=settings.VETTED_HOME,
+                dest=opts["path"],
+                keep=opts["keep"],
+            )
         except backup.BackupError as exc:
             raise CommandError(str(exc)) from None
         for path in result.pruned:
             self.stderr.write(f"Removed old backup {path} (keeping {opts['keep']}).")
         if opts["json"]:
-            self.stdout.write(dumps({"path": str(result.path), "size": result.size, "records": result.records,
-                                     "pruned": [str(p) for p in result.pruned]}))
+            self.stdout.write(
+                dumps(
+                    {
+                        "path": str(result.path),
+                        "size": result.size,
+                        "records": result.records,
+                        "pruned": [str(p) for p in result.pruned],
+                    }
+                )
+            )
         else:
-            self.stdout.write(f"Backed up {result.records} record(s) to {result.path} "
-                              f"({human_size(result.size)}); integrity ok.")
+            self.stdout.write(
+                f"Backed up {result.records} record(s) to {result.path} ({human_size(result.size)}); integrity ok."
+            )

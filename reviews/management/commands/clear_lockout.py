@@ -6,8 +6,10 @@ from reviews.errors import VettedError
 
 
 class Command(BaseCommand):
-    help = ("List sign-in lockouts, or clear the one of a username or an address "
-            "(audited, like the Clear button on the Settings page).")
+    help = (
+        "List sign-in lockouts, or clear the one of a username or an address "
+        "(audited, like the Clear button on the Settings page)."
+    )
 
     def add_arguments(self, parser):
         which = parser.add_mutually_exclusive_group(required=True)
@@ -20,16 +22,21 @@ class Command(BaseCommand):
         if opts["list"]:
             found = lockouts.current()
             for lockout in found:
-                self.stdout.write(f"{lockout.kind} {lockout.value}: {lockout.failures} failed attempts, "
-                                  f"locked until {lockout.until:%Y-%m-%d %H:%M:%S %Z}")
+                self.stdout.write(
+                    f"{lockout.kind} {lockout.value}: {lockout.failures} failed attempts, "
+                    f"locked until {lockout.until:%Y-%m-%d %H:%M:%S %Z}"
+                )
             if not found:
                 self.stdout.write("No username or address is locked out.")
             return
         reviewer = resolve_reviewer(opts["reviewer"])
         try:
-            removed = actions.clear_login_lockout(actor=reviewer, username=opts["username"] or "",
-                                                  address=opts["address"] or "")
+            removed = actions.clear_login_lockout(
+                actor=reviewer, username=opts["username"] or "", address=opts["address"] or ""
+            )
         except VettedError as exc:
             raise CommandError(exc.message) from None
-        self.stdout.write(f"Cleared the sign-in lockout of {opts['username'] or opts['address']} "
-                          f"({removed} failed attempt record(s) removed).")
+        self.stdout.write(
+            f"Cleared the sign-in lockout of {opts['username'] or opts['address']} "
+            f"({removed} failed attempt record(s) removed)."
+        )

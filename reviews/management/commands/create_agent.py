@@ -18,7 +18,9 @@ class Command(BaseCommand):
         reviewer = resolve_reviewer(opts["reviewer"])
         scopes = [s for s in opts["scopes"].split(",") if s.strip()]
         try:
-            agent, token = actions.create_agent(opts["name"], scopes=scopes, actor=reviewer, source_tool=opts["source_tool"])
+            agent, token = actions.create_agent(
+                opts["name"], scopes=scopes, actor=reviewer, source_tool=opts["source_tool"]
+            )
         except VettedError as exc:
             raise CommandError(exc.message) from None
         self.stderr.write(f"Created agent {agent.name} ({agent.public_id}) with scopes {', '.join(agent.scopes)}.")

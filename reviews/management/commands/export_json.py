@@ -21,11 +21,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="where to write the JSON document (refuses to overwrite), or - for stdout")
-        parser.add_argument("--scope", action="append", choices=SCOPES, dest="scopes",
-                            help="export only this space; repeat for several (default: all)")
-        parser.add_argument("--include-token-digests", action="store_true",
-                            help="keep agents' token digests, so their tokens keep working after import "
-                                 "(treat the file like a password file)")
+        parser.add_argument(
+            "--scope",
+            action="append",
+            choices=SCOPES,
+            dest="scopes",
+            help="export only this space; repeat for several (default: all)",
+        )
+        parser.add_argument(
+            "--include-token-digests",
+            action="store_true",
+            help="keep agents' token digests, so their tokens keep working after import "
+            "(treat the file like a password file)",
+        )
 
     def handle(self, *args, **opts):
         path = opts["file"]
@@ -36,8 +44,9 @@ class Command(BaseCommand):
         total = Record.objects.count() + Proposal.objects.count() + AuditEvent.objects.count()
         progress = tqdm(total=total, unit="row", file=sys.stderr, disable=None, desc="export")
         with json_export.read_snapshot():  # one consistent view; writers are not blocked
-            document = json_export.export_snapshot(opts["scopes"], include_token_digests=opts["include_token_digests"],
-                                                   progress=progress.update)
+            document = json_export.export_snapshot(
+                opts["scopes"], include_token_digests=opts["include_token_digests"], progress=progress.update
+            )
         progress.close()
         text = json.dumps(document, ensure_ascii=False, indent=1)
         if path == "-":
@@ -48,16 +57,27 @@ class Command(BaseCommand):
             write_atomic(Path(path).resolve(), text + "\n", mode=0o600)
         counts = json_export.export_counts(document)
         notes = document["notes"]
-        summary = {"file": path, "scopes": document["scopes"], **counts,
-                   "token_digests": opts["include_token_digests"], **notes}
+        summary = {
+            "file": path,
+            "scopes": document["scopes"],
+            **counts,
+            "token_digests": opts["include_token_digests"],
+            **notes,
+        }
         self.stderr.write(
             f"Exported {counts['records']} record(s), {counts['proposals']} proposal(s), {counts['agents']} agent(s) "
             f"and {counts['audit']} audit event(s) ({', '.join(document['scopes'])})."
             + ("" if opts["include_token_digests"] else " Token digests left out: agents need new tokens after import.")
-            + (f" {notes['audit_events_left_out']} event(s) mentioning other spaces left out."
-               if notes["audit_events_left_out"] else "")
-            + (f" {notes['cut_supersession_links']} supersession link(s) to other spaces cut."
-               if notes["cut_supersession_links"] else "")
+            + (
+                f" {notes['audit_events_left_out']} event(s) mentioning other spaces left out."
+                if notes["audit_events_left_out"]
+                else ""
+            )
+            + (
+                f" {notes['cut_supersession_links']} supersession link(s) to other spaces cut."
+                if notes["cut_supersession_links"]
+                else ""
+            )
         )
         if path != "-":
             self.stdout.write(dumps(summary))

@@ -20,10 +20,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("directory", help="the folder to write (created if missing)")
         parser.add_argument("--scope", required=True, choices=SCOPES, help="the one space to export")
-        parser.add_argument("--include-history", action="store_true",
-                            help="also superseded, retired and disputed versions, under history/")
-        parser.add_argument("--force", action="store_true",
-                            help="overwrite or remove exported files even if they were edited since the export")
+        parser.add_argument(
+            "--include-history",
+            action="store_true",
+            help="also superseded, retired and disputed versions, under history/",
+        )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="overwrite or remove exported files even if they were edited since the export",
+        )
 
     def handle(self, *args, **opts):
         statuses = [RecordStatus.APPROVED, *(markdown_io.HISTORY_STATUSES if opts["include_history"] else ())]
@@ -31,8 +37,11 @@ class Command(BaseCommand):
         progress = tqdm(total=total, unit="record", file=sys.stderr, disable=None, desc="export")
         try:
             result = markdown_io.export_markdown(
-                opts["directory"], scope=opts["scope"], include_history=opts["include_history"],
-                force=opts["force"], on_record=progress.update,
+                opts["directory"],
+                scope=opts["scope"],
+                include_history=opts["include_history"],
+                force=opts["force"],
+                on_record=progress.update,
             )
         except (markdown_io.MarkdownError, VettedError) as exc:
             raise CommandError(getattr(exc, "message", str(exc))) from None

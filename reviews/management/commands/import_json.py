@@ -26,9 +26,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         if not get_user_model().objects.filter(is_active=True).exists() and not opts["reviewer"]:
-            raise CommandError("No reviewer account exists yet. Create yours first (`python manage.py "
-                               "createsuperuser`, with the username you had, to keep your history linked), "
-                               "then run import_json again.")
+            raise CommandError(
+                "No reviewer account exists yet. Create yours first (`python manage.py "
+                "createsuperuser`, with the username you had, to keep your history linked), "
+                "then run import_json again."
+            )
         reviewer = resolve_reviewer(opts["reviewer"])
         data = self._read(opts["file"])
         total = sum(len(data.get(k) or []) for k in ("records", "proposals", "audit")) if isinstance(data, dict) else 0
@@ -41,10 +43,12 @@ class Command(BaseCommand):
                 self.stderr.write(f"  {problem}")
             if len(exc.problems) > 50:
                 self.stderr.write(f"  ... and {len(exc.problems) - 50} more")
-            shown = "; ".join(exc.problems[:5]) + (f"; and {len(exc.problems) - 5} more (listed above)"
-                                                    if len(exc.problems) > 5 else "")
-            raise CommandError(f"{opts['file']} cannot be imported ({len(exc.problems)} problem(s)): {shown}. "
-                               "Nothing was written.") from None
+            shown = "; ".join(exc.problems[:5]) + (
+                f"; and {len(exc.problems) - 5} more (listed above)" if len(exc.problems) > 5 else ""
+            )
+            raise CommandError(
+                f"{opts['file']} cannot be imported ({len(exc.problems)} problem(s)): {shown}. Nothing was written."
+            ) from None
         except VettedError as exc:
             progress.close()
             raise CommandError(f"{exc.message} Nothing was written.") from None
@@ -52,20 +56,26 @@ class Command(BaseCommand):
         d = summary.details
         notes = []
         if d["agents_without_token"]:
-            notes.append(f"agents without a working token (the file has no token digests): "
-                         f"{', '.join(d['agents_without_token'])}; give each a new one with "
-                         "`python manage.py connect CLIENT --agent NAME --rotate`")
+            notes.append(
+                f"agents without a working token (the file has no token digests): "
+                f"{', '.join(d['agents_without_token'])}; give each a new one with "
+                "`python manage.py connect CLIENT --agent NAME --rotate`"
+            )
         if d["users_created_inactive"]:
             notes.append(f"users created inactive, without a password: {', '.join(d['users_created_inactive'])}")
         if d["edited_since_approval"]:
-            notes.append(f"{len(d['edited_since_approval'])} record(s) were already edited since approval "
-                         "(kept as they are; search withholds them)")
+            notes.append(
+                f"{len(d['edited_since_approval'])} record(s) were already edited since approval "
+                "(kept as they are; search withholds them)"
+            )
         if d["audit_id_offset"]:
             notes.append(f"audit event ids shifted by {d['audit_id_offset']} (this instance already had events)")
         synced = self._sync(opts["no_sync"], notes)
         c = summary.counts
-        self.stderr.write(f"Imported {c['records']} record(s), {c['proposals']} proposal(s), {c['agents']} agent(s) "
-                          f"and {c['audit']} audit event(s).")
+        self.stderr.write(
+            f"Imported {c['records']} record(s), {c['proposals']} proposal(s), {c['agents']} agent(s) "
+            f"and {c['audit']} audit event(s)."
+        )
         for note in notes:
             self.stderr.write(f"Note: {note}.")
         self.stdout.write(dumps({**summary.as_dict(), "vectors_synced": synced}))
@@ -100,5 +110,6 @@ class Command(BaseCommand):
         except UnicodeDecodeError as exc:
             raise CommandError(f"{path} is not UTF-8 text (byte {exc.start}); nothing was written.") from None
         except json.JSONDecodeError as exc:
-            raise CommandError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
-                               "nothing was written.") from None
+            raise CommandError(
+                f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; nothing was written."
+            ) from None

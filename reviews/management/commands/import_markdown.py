@@ -21,11 +21,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("source", help="a folder of .md files (searched recursively) or one .md file")
-        parser.add_argument("--scope", choices=SCOPES,
-                            help="the space to import into (default: each file's own scope, else the export "
-                                 "manifest's, else personal); files saying another scope are errors")
-        parser.add_argument("--kind", help="kind for files that do not name one (default: fact for notes, "
-                                           "procedure for instruction files)")
+        parser.add_argument(
+            "--scope",
+            choices=SCOPES,
+            help="the space to import into (default: each file's own scope, else the export "
+            "manifest's, else personal); files saying another scope are errors",
+        )
+        parser.add_argument(
+            "--kind",
+            help="kind for files that do not name one (default: fact for notes, procedure for instruction files)",
+        )
         parser.add_argument("--approve", action="store_true", help="approve everything as the reviewer running this")
         parser.add_argument("--reviewer", help="with --approve: who approves (default: the only superuser)")
         parser.add_argument("--strict", action="store_true", help="import nothing if any file has an error")
@@ -45,8 +50,12 @@ class Command(BaseCommand):
         progress = tqdm(total=len(files), unit="file", file=sys.stderr, disable=None, desc="import")
         try:
             outcome = markdown_io.import_markdown(
-                opts["source"], scope=opts["scope"], kind=opts["kind"], reviewer=reviewer,
-                strict=opts["strict"], on_file=progress.update,
+                opts["source"],
+                scope=opts["scope"],
+                kind=opts["kind"],
+                reviewer=reviewer,
+                strict=opts["strict"],
+                on_file=progress.update,
             )
         except markdown_io.StrictImportFailed as exc:
             progress.close()
@@ -62,8 +71,9 @@ class Command(BaseCommand):
         self.stdout.write(outcome.human())
         self.stdout.write(dumps(outcome.summary()))
         if outcome.errors:
-            raise CommandError(f"{len(outcome.errors)} file(s) had errors (listed above); the rest were imported.",
-                               returncode=1)
+            raise CommandError(
+                f"{len(outcome.errors)} file(s) had errors (listed above); the rest were imported.", returncode=1
+            )
 
     def _report(self, outcome):
         for err in outcome.errors:

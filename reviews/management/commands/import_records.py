@@ -44,8 +44,13 @@ class Command(BaseCommand):
         progress = tqdm(total=len(rows), unit="line", file=sys.stderr, disable=None, desc="import")
         try:
             result = actions.import_records(
-                rows, agent=agent, reviewer=reviewer, partial=opts["partial"], prior_errors=errors,
-                reason=f"Imported from {Path(opts['file']).name}", on_row=progress.update,
+                rows,
+                agent=agent,
+                reviewer=reviewer,
+                partial=opts["partial"],
+                prior_errors=errors,
+                reason=f"Imported from {Path(opts['file']).name}",
+                on_row=progress.update,
             )
         except actions.ImportFailed as exc:
             progress.close()

@@ -33,10 +33,13 @@ class Command(BaseCommand):
             raise CommandError(f"{exc} Nothing was changed.") from None
         if not opts["yes"]:
             if not sys.stdin.isatty():
-                raise CommandError(f"This replaces {db_path} with {opts['path']} ({records} records); "
-                                   "pass --yes to confirm.")
-            answer = input(f"Replace {db_path} with {opts['path']} ({records} records)? "
-                           "A safety copy of the current database is kept. [y/N] ")
+                raise CommandError(
+                    f"This replaces {db_path} with {opts['path']} ({records} records); pass --yes to confirm."
+                )
+            answer = input(
+                f"Replace {db_path} with {opts['path']} ({records} records)? "
+                "A safety copy of the current database is kept. [y/N] "
+            )
             if answer.strip().lower() not in ("y", "yes"):
                 raise CommandError("Not restored.")
         connections.close_all()
@@ -51,6 +54,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Restored {result.records} record(s) from {result.restored_from} into {result.database}.")
         missing = backup.pending_migrations(result.database)
         if missing:
-            self.stdout.write(f"The backup predates {len(missing)} migration(s) of this code: run "
-                              "`python manage.py migrate` (or `make run`, which does).")
+            self.stdout.write(
+                f"The backup predates {len(missing)} migration(s) of this code: run "
+                "`python manage.py migrate` (or `make run`, which does)."
+            )
         self.stdout.write("Start the server again (`make run`); it checks the search index at startup.")

@@ -10,8 +10,10 @@ from reviews.models import SCOPES, Proposal, ProposalState
 
 
 class Command(BaseCommand):
-    help = ("The terminal reviewer: list proposals and decide them, retire, verify, clear disputes, move, "
-            "settle records changed outside Vetted (restore, approve-current); change accounts.")
+    help = (
+        "The terminal reviewer: list proposals and decide them, retire, verify, clear disputes, move, "
+        "settle records changed outside Vetted (restore, approve-current); change accounts."
+    )
 
     def add_arguments(self, parser):
         reviewer_help = "who decides (default: $VETTED_REVIEWER or the only superuser)"
@@ -50,33 +52,39 @@ class Command(BaseCommand):
         p.add_argument("record_id")
         p.add_argument("--note", default="")
 
-        p = sub.add_parser("move", parents=[common], help="move a record to another space (scope); the moved "
-                                                           "version supersedes it")
+        p = sub.add_parser(
+            "move", parents=[common], help="move a record to another space (scope); the moved version supersedes it"
+        )
         p.add_argument("record_id")
         p.add_argument("--scope", required=True, choices=list(SCOPES))
         p.add_argument("--note", required=True, help="why it belongs there")
 
-        p = sub.add_parser("restore", parents=[common], help="put back the approved text of a record changed "
-                                                              "outside Vetted")
+        p = sub.add_parser(
+            "restore", parents=[common], help="put back the approved text of a record changed outside Vetted"
+        )
         p.add_argument("record_id")
         p.add_argument("--note", default="")
 
-        p = sub.add_parser("approve-current", parents=[common], help="approve the text a record changed outside "
-                                                                      "Vetted holds now: a new approved version "
-                                                                      "supersedes it")
+        p = sub.add_parser(
+            "approve-current",
+            parents=[common],
+            help="approve the text a record changed outside Vetted holds now: a new approved version supersedes it",
+        )
         p.add_argument("record_id")
         p.add_argument("--note", required=True, help="why the current text is right")
 
-        p = sub.add_parser("account", parents=[common], help="change a user account (superusers only; audited): "
-                                                              "staff status, deactivate, activate")
+        p = sub.add_parser(
+            "account",
+            parents=[common],
+            help="change a user account (superusers only; audited): staff status, deactivate, activate",
+        )
         account = p.add_subparsers(dest="account_command", required=True, metavar="CHANGE")
         staff = account.add_parser("staff", parents=[common], help="make USERNAME a reviewer (staff) or not")
         staff.add_argument("username")
         on_off = staff.add_mutually_exclusive_group(required=True)
         on_off.add_argument("--on", dest="is_staff", action="store_true", help="may sign in to the site and decide")
         on_off.add_argument("--off", dest="is_staff", action="store_false", help="may no longer")
-        for name, text in (("deactivate", "USERNAME can no longer sign in or decide"),
-                           ("activate", "undo deactivate")):
+        for name, text in (("deactivate", "USERNAME can no longer sign in or decide"), ("activate", "undo deactivate")):
             account.add_parser(name, parents=[common], help=text).add_argument("username")
 
     def handle(self, *args, **opts):
@@ -103,8 +111,14 @@ class Command(BaseCommand):
                 self.stdout.write(f"Verified {r.public_id}; next review by {r.review_by}.")
             elif command == "clear-dispute":
                 r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
-                still = (" Agents still do not receive it: its text was changed outside Vetted "
-                         f"(review restore {r.public_id}, or review approve-current).") if r.edited_since_approval else ""
+                still = (
+                    (
+                        " Agents still do not receive it: its text was changed outside Vetted "
+                        f"(review restore {r.public_id}, or review approve-current)."
+                    )
+                    if r.edited_since_approval
+                    else ""
+                )
                 self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.{still}")
             elif command == "account":
                 self._account(opts, reviewer)
@@ -152,8 +166,9 @@ class Command(BaseCommand):
             title = textsafety.mark_plain(p.title or (on.title if on is not None else ""))
             scope = p.scope or (on.scope if on is not None else "")
             age = _age(now - p.created_at)
-            self.stdout.write(f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{scope}] {title}  "
-                              f"({p.proposer_label}, {age})")
+            self.stdout.write(
+                f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{scope}] {title}  ({p.proposer_label}, {age})"
+            )
 
     def _show(self, public_id):
         p = Proposal.objects.select_related("agent", "target").filter(public_id=public_id).first()
@@ -172,11 +187,17 @@ def _age(delta) -> str:
 
 def _as_dict(p: Proposal, full: bool = False) -> dict:
     data = {
-        "id": p.public_id, "state": p.state, "action": p.action,
+        "id": p.public_id,
+        "state": p.state,
+        "action": p.action,
         "target": p.target.public_id if p.target is not None else None,
-        "kind": p.kind, "scope": p.scope or (p.target.scope if p.target is not None else ""),
-        "title": p.title or (p.target.title if p.target is not None else ""), "tags": p.tags,
-        "agent": p.proposer_label, "reason": p.reason, "created_at": p.created_at.isoformat(),
+        "kind": p.kind,
+        "scope": p.scope or (p.target.scope if p.target is not None else ""),
+        "title": p.title or (p.target.title if p.target is not None else ""),
+        "tags": p.tags,
+        "agent": p.proposer_label,
+        "reason": p.reason,
+        "created_at": p.created_at.isoformat(),
         "decided_at": p.decided_at.isoformat() if p.decided_at else None,
         "decision_note": p.decision_note,
         "result_record": p.result_record.public_id if p.result_record is not None else None,

@@ -75,17 +75,23 @@ def render_record(record: Record) -> str:
 @dataclass
 class ExportResult:
     scope: str
-    written: list[str] = field(default_factory=list)     # new or changed files
+    written: list[str] = field(default_factory=list)  # new or changed files
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)    # records not exported, with why
+    skipped: list[dict] = field(default_factory=list)  # records not exported, with why
     records: int = 0
     history: int = 0
 
     def summary(self) -> dict:
-        return {"scope": self.scope, "records": self.records, "history": self.history,
-                "written": len(self.written), "unchanged": len(self.unchanged), "removed": self.removed,
-                "skipped": self.skipped}
+        return {
+            "scope": self.scope,
+            "records": self.records,
+            "history": self.history,
+            "written": len(self.written),
+            "unchanged": len(self.unchanged),
+            "removed": self.removed,
+            "skipped": self.skipped,
+        }
 
 
 def _iter_markdown(root: Path) -> Iterable[Path]:
@@ -116,15 +122,21 @@ def _unimported_edit(path: Path) -> bool:
     any state or a record): someone edited it and has not imported it yet."""
     try:
         front, body = split_front_matter(path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n"))
-        checksum = content_checksum(kind=str(front["kind"]), scope=str(front["scope"]),
-                                    title=v.clean_title(str(front["title"])), body=v.clean_body(body),
-                                    tags=v.clean_tags(_tag_list(front.get("tags"))))
+        checksum = content_checksum(
+            kind=str(front["kind"]),
+            scope=str(front["scope"]),
+            title=v.clean_title(str(front["title"])),
+            body=v.clean_body(body),
+            tags=v.clean_tags(_tag_list(front.get("tags"))),
+        )
     except (OSError, UnicodeDecodeError, MarkdownError, KeyError, ValidationFailed, TypeError):
         return True
     if checksum == front.get("checksum"):
         return False
-    return not (Proposal.objects.filter(content_checksum=checksum).exists()
-                or Record.objects.filter(approved_checksum=checksum).exists())
+    return not (
+        Proposal.objects.filter(content_checksum=checksum).exists()
+        or Record.objects.filter(approved_checksum=checksum).exists()
+    )
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -132,8 +144,14 @@ def _write_atomic(path: Path, data: bytes) -> None:
     write_atomic(path, data)  # notes get the usual mode
 
 
-def export_markdown(directory: Path | str, *, scope: str, include_history: bool = False, force: bool = False,
-                    on_record: Callable[[], None] | None = None) -> ExportResult:
+def export_markdown(
+    directory: Path | str,
+    *,
+    scope: str,
+    include_history: bool = False,
+    force: bool = False,
+    on_record: Callable[[], None] | None = None,
+) -> ExportResult:
     """Write the approved records of ``scope`` (and with ``include_history``
     their superseded, retired and disputed versions, under ``history/``) to
     ``directory``; remove files this export wrote before whose records no
@@ -154,8 +172,10 @@ def export_markdown(directory: Path | str, *, scope: str, include_history: bool 
             raise MarkdownError(f"{manifest_path} is not a Vetted export manifest; use another folder.") from None
         if not isinstance(manifest, dict) or manifest.get("scope") != scope:
             other = manifest.get("scope") if isinstance(manifest, dict) else "?"
-            raise MarkdownError(f"Refusing to export {scope} records into {root}: it holds a {other} export "
-                                f"({MANIFEST_NAME}). Use another folder.")
+            raise MarkdownError(
+                f"Refusing to export {scope} records into {root}: it holds a {other} export "
+                f"({MANIFEST_NAME}). Use another folder."
+            )
 
     existing: dict[str, dict] = {}  # relative path -> front matter, for files carrying a Vetted id
     foreign: list[str] = []
@@ -171,14 +191,18 @@ def export_markdown(directory: Path | str, *, scope: str, include_history: bool 
             existing[rel] = front
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise MarkdownError(f"Refusing to export {scope} records into {root}: it holds files of another scope: "
-                            f"{shown}. Use another folder.")
+        raise MarkdownError(
+            f"Refusing to export {scope} records into {root}: it holds files of another scope: "
+            f"{shown}. Use another folder."
+        )
 
     result = ExportResult(scope=scope)
     statuses = [RecordStatus.APPROVED, *(HISTORY_STATUSES if include_history else ())]
-    records = (Record.objects.filter(scope=scope, status__in=statuses)
-               .select_related("approved_by", "proposed_by", "supersedes", "superseded_by")
-               .order_by("public_id"))
+    records = (
+        Record.objects.filter(scope=scope, status__in=statuses)
+        .select_related("approved_by", "proposed_by", "supersedes", "superseded_by")
+        .order_by("public_id")
+    )
     planned: dict[str, bytes] = {}
     for record in records:
         if record.scope != scope:  # belt and braces: the query already says so
@@ -197,17 +221,18 @@ def export_markdown(directory: Path | str, *, scope: str, include_history: bool 
 
     # Files this exporter manages: the top level and history/. Vetted files
     # the user moved elsewhere are left alone.
-    managed = {rel for rel in existing
-               if "/" not in rel or (rel.startswith(f"{HISTORY_DIR}/") and rel.count("/") == 1)}
+    managed = {rel for rel in existing if "/" not in rel or (rel.startswith(f"{HISTORY_DIR}/") and rel.count("/") == 1)}
     to_remove = sorted(managed - set(planned))
     to_overwrite = [rel for rel, data in planned.items() if rel in managed and (root / rel).read_bytes() != data]
     if not force:
         edited = [rel for rel in sorted({*to_remove, *to_overwrite}) if _unimported_edit(root / rel)]
         if edited:
             shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
-            raise MarkdownError(f"{len(edited)} exported file(s) were edited since the last export, the edits are not "
-                                f"in Vetted yet, and they would be overwritten or removed: {shown}. Import them first (import_markdown), or pass "
-                                "--force to discard the edits.")
+            raise MarkdownError(
+                f"{len(edited)} exported file(s) were edited since the last export, the edits are not "
+                f"in Vetted yet, and they would be overwritten or removed: {shown}. Import them first (import_markdown), or pass "
+                "--force to discard the edits."
+            )
 
     for rel in sorted(planned):
         path = root / rel

@@ -24,31 +24,41 @@ from .parse import Item, is_instruction_file, parse_instructions, parse_note, re
 
 @dataclass
 class ImportOutcome:
-    new: list[str] = field(default_factory=list)          # create proposals (or records with a reviewer)
-    revisions: list[str] = field(default_factory=list)    # revise proposals (or new versions)
-    unchanged: list[str] = field(default_factory=list)    # file labels
+    new: list[str] = field(default_factory=list)  # create proposals (or records with a reviewer)
+    revisions: list[str] = field(default_factory=list)  # revise proposals (or new versions)
+    unchanged: list[str] = field(default_factory=list)  # file labels
     duplicates: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
     approved: bool = False
 
     def summary(self) -> dict:
-        return {"new": len(self.new), "revisions": len(self.revisions), "approved": self.approved,
-                "unchanged": len(self.unchanged), "duplicates": self.duplicates, "skipped": self.skipped,
-                "errors": self.errors, "ids": [*self.new, *self.revisions]}
+        return {
+            "new": len(self.new),
+            "revisions": len(self.revisions),
+            "approved": self.approved,
+            "unchanged": len(self.unchanged),
+            "duplicates": self.duplicates,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "ids": [*self.new, *self.revisions],
+        }
 
     def human(self) -> str:
         where = "approved" if self.approved else "waiting for review"
-        return (f"{len(self.new)} new and {len(self.revisions)} revision(s) {where}; {len(self.unchanged)} unchanged; "
-                f"{len(self.duplicates)} duplicate(s); {len(self.skipped)} skipped; {len(self.errors)} error(s).")
+        return (
+            f"{len(self.new)} new and {len(self.revisions)} revision(s) {where}; {len(self.unchanged)} unchanged; "
+            f"{len(self.duplicates)} duplicate(s); {len(self.skipped)} skipped; {len(self.errors)} error(s)."
+        )
 
 
 class StrictImportFailed(VettedError):
     code = "import_failed"
 
     def __init__(self, outcome: ImportOutcome):
-        super().__init__(f"{len(outcome.errors)} file(s) had errors; nothing was imported (--strict).",
-                         errors=outcome.errors)
+        super().__init__(
+            f"{len(outcome.errors)} file(s) had errors; nothing was imported (--strict).", errors=outcome.errors
+        )
         self.outcome = outcome
 
 
@@ -75,8 +85,15 @@ def manifest_scope(base: Path) -> str | None:
     return scope if scope in ("personal", "team", "system") else None
 
 
-def import_markdown(source: Path | str, *, scope: str | None = None, kind: str | None = None, reviewer=None,
-                    strict: bool = False, on_file: Callable[[], None] | None = None) -> ImportOutcome:
+def import_markdown(
+    source: Path | str,
+    *,
+    scope: str | None = None,
+    kind: str | None = None,
+    reviewer=None,
+    strict: bool = False,
+    on_file: Callable[[], None] | None = None,
+) -> ImportOutcome:
     """Import a folder (or one file) of Markdown as proposals from the ``import``
     agent; with ``reviewer``, each is accepted by that person at once.
 
@@ -126,8 +143,9 @@ def import_markdown(source: Path | str, *, scope: str | None = None, kind: str |
             for item in items:
                 try:
                     with transaction.atomic():  # a savepoint: a bad item leaves no trace
-                        _import_item(item, outcome, scope=scope, default_scope=default_scope,
-                                     agent=agent, reviewer=reviewer)
+                        _import_item(
+                            item, outcome, scope=scope, default_scope=default_scope, agent=agent, reviewer=reviewer
+                        )
                     continue
                 except DuplicateContent as exc:
                     outcome.duplicates.append({"file": item.label, "existing_id": exc.existing_id})
@@ -158,8 +176,9 @@ def import_markdown(source: Path | str, *, scope: str | None = None, kind: str |
 def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, default_scope: str, agent, reviewer):
     item_scope = item.scope or default_scope
     if item.scope and scope and item.scope != scope:
-        raise MarkdownError(f"its front matter says scope {item.scope!r}, not {scope!r}; "
-                            "moving records between spaces is `review move`")
+        raise MarkdownError(
+            f"its front matter says scope {item.scope!r}, not {scope!r}; moving records between spaces is `review move`"
+        )
     if item.record_id:
         record = Record.objects.filter(public_id=item.record_id).select_related("superseded_by").first()
         if record is not None:
@@ -167,12 +186,22 @@ def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, defau
         # An id this server does not know (another server's export): a new note.
     if item.piece and len(item.body.strip()) < v.BODY_MIN:
         raise TooShort(f"too short to stand alone ({len(item.body.strip())} characters; at least {v.BODY_MIN})")
-    fields: dict[str, Any] = {"kind": item.kind, "scope": item_scope, "title": item.title, "body": item.body,
-                              "tags": item.tags}
+    fields: dict[str, Any] = {
+        "kind": item.kind,
+        "scope": item_scope,
+        "title": item.title,
+        "body": item.body,
+        "tags": item.tags,
+    }
     for name, value in item.extra.items():
         fields[name] = value
-    proposal = actions.propose_create(agent=agent(), reason=f"Imported from Markdown: {item.label}"[:v.REASON_MAX],
-                                      source_tool="import", full_duplicate_check=True, **fields)
+    proposal = actions.propose_create(
+        agent=agent(),
+        reason=f"Imported from Markdown: {item.label}"[: v.REASON_MAX],
+        source_tool="import",
+        full_duplicate_check=True,
+        **fields,
+    )
     outcome.new.append(_maybe_accept(proposal, reviewer))
 
 
@@ -189,13 +218,19 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
         raise MarkdownError(f"{record.public_id} is not a {scope} record; skipped")
     # The text as written first: an old version approved under looser rules
     # is still "unchanged" even if it would not pass today's write rules.
-    as_written = content_checksum(kind=str(item.kind), scope=scope, title=str(item.title).strip(),
-                                  body=item.body.strip(), tags=[str(t) for t in item.tags])
+    as_written = content_checksum(
+        kind=str(item.kind),
+        scope=scope,
+        title=str(item.title).strip(),
+        body=item.body.strip(),
+        tags=[str(t) for t in item.tags],
+    )
     if as_written == record.approved_checksum:
         outcome.unchanged.append(item.label)
         return
-    content = v.clean_content({"kind": item.kind, "scope": scope, "title": item.title, "body": item.body,
-                               "tags": item.tags})
+    content = v.clean_content(
+        {"kind": item.kind, "scope": scope, "title": item.title, "body": item.body, "tags": item.tags}
+    )
     checksum = content_checksum(**{k: content[k] for k in ("kind", "scope", "title", "body", "tags")})
     if checksum == record.approved_checksum:
         outcome.unchanged.append(item.label)  # the text of that version: nothing to do
@@ -214,9 +249,17 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
         return
     reason = f"Edited outside Vetted in {item.label}"
     if current is not record:
-        reason += (f", starting from {record.public_id}, which has since been superseded by "
-                   f"{current.public_id}: compare with the current text")
+        reason += (
+            f", starting from {record.public_id}, which has since been superseded by "
+            f"{current.public_id}: compare with the current text"
+        )
     changes = {name: content[name] for name in ("kind", "title", "body", "tags")}
-    proposal = actions.propose_revision(current, agent=agent(), reason=reason[:v.REASON_MAX],
-                                        source_tool="import", full_duplicate_check=True, **changes)
+    proposal = actions.propose_revision(
+        current,
+        agent=agent(),
+        reason=reason[: v.REASON_MAX],
+        source_tool="import",
+        full_duplicate_check=True,
+        **changes,
+    )
     outcome.revisions.append(_maybe_accept(proposal, reviewer))

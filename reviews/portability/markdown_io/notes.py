@@ -49,8 +49,9 @@ _Dumper.add_representer(str, _str_representer)
 
 def dump_front_matter(data: dict) -> str:
     """YAML for ``data`` in its insertion order (the order is part of the format)."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
-                     width=1_000_000)
+    return yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000
+    )
 
 
 def split_front_matter(text: str) -> tuple[dict, str]:
@@ -62,7 +63,7 @@ def split_front_matter(text: str) -> tuple[dict, str]:
     for index in range(1, len(lines)):
         if lines[index].rstrip() in ("---", "..."):
             raw = "\n".join(lines[1:index])
-            body = "\n".join(lines[index + 1:])
+            body = "\n".join(lines[index + 1 :])
             try:
                 data = yaml.safe_load(raw) if raw.strip() else {}
             except yaml.YAMLError as exc:
@@ -91,7 +92,7 @@ def slugify(title: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
     if len(slug) > SLUG_MAX:
         cut = slug[:SLUG_MAX]
-        slug = cut.rsplit("-", 1)[0] if "-" in cut[SLUG_MAX // 2:] else cut
+        slug = cut.rsplit("-", 1)[0] if "-" in cut[SLUG_MAX // 2 :] else cut
         slug = slug.strip("-")
     return slug or "record"
 

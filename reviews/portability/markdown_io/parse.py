@@ -33,14 +33,14 @@ _INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
 class Item:
     """One proposal's worth of content taken from a file."""
 
-    label: str                # file name, or "CLAUDE.md item 3" for a piece of one
+    label: str  # file name, or "CLAUDE.md item 3" for a piece of one
     title: str
     body: str
     tags: list
     kind: str
     scope: str | None
-    record_id: str | None = None   # a Vetted id in the front matter (an exported file)
-    piece: bool = False            # one bullet or section of an instruction file
+    record_id: str | None = None  # a Vetted id in the front matter (an exported file)
+    piece: bool = False  # one bullet or section of an instruction file
     extra: dict = field(default_factory=dict)  # review_by, valid_from, valid_until for new notes
 
 
@@ -61,16 +61,21 @@ def inline_tags(body: str) -> list[str]:
     for _, line in _outside_code(body.split("\n")):
         for match in _INLINE_TAG_RE.finditer(_INLINE_CODE_RE.sub("", line)):
             tag = match.group(1).rstrip(".:/+-").lower()
-            if tag and not tag.isdigit() and len(tag) <= v.TAG_MAX_LEN and re.match(r"^[a-z0-9][a-z0-9._/:+-]*$", tag) \
-                    and tag not in found:
+            if (
+                tag
+                and not tag.isdigit()
+                and len(tag) <= v.TAG_MAX_LEN
+                and re.match(r"^[a-z0-9][a-z0-9._/:+-]*$", tag)
+                and tag not in found
+            ):
                 found.append(tag)
     return found
 
 
 def _plain(text: str) -> str:
     """A heading or bullet as a plain one-line title: no emphasis, links or code marks."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)          # [text](url)
-    text = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text)     # [[wiki|text]]
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](url)
+    text = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text)  # [[wiki|text]]
     text = re.sub(r"(\*\*|__|\*|_|`|~~)", "", text)
     text = re.sub(r"(?<![\w/#&])#[A-Za-z0-9_][\w/.:+-]*", "", text)  # inline tags
     return re.sub(r"\s+", " ", text).strip(" -:")
@@ -119,8 +124,15 @@ def parse_note(label: str, stem: str, text: str, *, default_kind: str | None) ->
         # An exported file: the front matter is authoritative and the body is
         # taken as is (no title or tags guessed from it).
         title = str(front.get("title") or "")
-        return Item(label=label, title=title, body=body, tags=tags, kind=_kind_of(front, default_kind or DEFAULT_NOTE_KIND),
-                    scope=_scope_of(front), record_id=record_id)
+        return Item(
+            label=label,
+            title=title,
+            body=body,
+            tags=tags,
+            kind=_kind_of(front, default_kind or DEFAULT_NOTE_KIND),
+            scope=_scope_of(front),
+            record_id=record_id,
+        )
     lines = body.split("\n")
     first = next(((i, line) for i, line in enumerate(lines) if line.strip()), None)
     title = str(front.get("title") or "").strip()
@@ -136,12 +148,19 @@ def parse_note(label: str, stem: str, text: str, *, default_kind: str | None) ->
         title = stem.replace("_", " ").strip()
     # A leading "# Title" that repeats the title is the title, not body text.
     if first and h1 and first[0] == h1[0] and _plain(h1[1]) == _plain(title):
-        body = "\n".join(lines[first[0] + 1:])
+        body = "\n".join(lines[first[0] + 1 :])
     for tag in inline_tags(body):
         if tag not in [t.lower() for t in tags]:
             tags.append(tag)
-    return Item(label=label, title=title, body=body, tags=tags, kind=_kind_of(front, default_kind or DEFAULT_NOTE_KIND),
-                scope=_scope_of(front), extra=_dates_of(front))
+    return Item(
+        label=label,
+        title=title,
+        body=body,
+        tags=tags,
+        kind=_kind_of(front, default_kind or DEFAULT_NOTE_KIND),
+        scope=_scope_of(front),
+        extra=_dates_of(front),
+    )
 
 
 def parse_instructions(label: str, text: str, *, default_kind: str | None) -> list[Item]:
@@ -175,8 +194,17 @@ def parse_instructions(label: str, text: str, *, default_kind: str | None) -> li
         for tag in inline_tags(text):
             if tag not in tags:
                 tags.append(tag)
-        items.append(Item(label=f"{label} item {number}", title=title, body=text.strip("\n"), tags=tags,
-                          kind=kind, scope=scope, piece=True))
+        items.append(
+            Item(
+                label=f"{label} item {number}",
+                title=title,
+                body=text.strip("\n"),
+                tags=tags,
+                kind=kind,
+                scope=scope,
+                piece=True,
+            )
+        )
 
     for heading, section_lines in sections:
         bullets: list[list[str]] = []
@@ -193,8 +221,12 @@ def parse_instructions(label: str, text: str, *, default_kind: str | None) -> li
             if match:
                 current = [match.group(1)]
                 bullets.append(current)
-            elif current is not None and (fenced or line[:1].isspace() or not line.strip()
-                                          or (current[-1].strip() and not line.startswith(("#", ">", "|")))):
+            elif current is not None and (
+                fenced
+                or line[:1].isspace()
+                or not line.strip()
+                or (current[-1].strip() and not line.startswith(("#", ">", "|")))
+            ):
                 current.append(line)
             else:
                 current = None

@@ -33,18 +33,26 @@ HOSTILE_PAGE = 25  # one inbox page of them
 
 
 class Command(BaseCommand):
-    help = ("Seed N pending proposals in a temporary database and time the inbox page "
-            "(median/p95 server time over R renders, and queries per page).")
+    help = (
+        "Seed N pending proposals in a temporary database and time the inbox page "
+        "(median/p95 server time over R renders, and queries per page)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--proposals", type=int, default=500, help="pending proposals to seed (default 500)")
         parser.add_argument("--renders", type=int, default=50, help="renders per page measured (default 50)")
         parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--similar", action="store_true",
-                            help="also time the lazy 'similar records' request of create cards (loads the embedding model)")
-        parser.add_argument("--hostile", action="store_true",
-                            help=f"first seed {HOSTILE_PAGE} worst-case revisions (a ~1000-character record revised into "
-                                 f"{BODY_MAX} characters of the same words reordered) and time one such card")
+        parser.add_argument(
+            "--similar",
+            action="store_true",
+            help="also time the lazy 'similar records' request of create cards (loads the embedding model)",
+        )
+        parser.add_argument(
+            "--hostile",
+            action="store_true",
+            help=f"first seed {HOSTILE_PAGE} worst-case revisions (a ~1000-character record revised into "
+            f"{BODY_MAX} characters of the same words reordered) and time one such card",
+        )
 
     def handle(self, *args, **opts):
         total, renders = opts["proposals"], opts["renders"]
@@ -73,23 +81,36 @@ class Command(BaseCommand):
             ]
             if hostile:
                 pages[0] = (f"inbox ({HOSTILE_PAGE} hostile)", home, {})
-                pages.insert(0, ("hostile revise card", reverse("proposal_card", args=[hostile[0]]),
-                                 {"HTTP_HX_REQUEST": "true"}))
+                pages.insert(
+                    0, ("hostile revise card", reverse("proposal_card", args=[hostile[0]]), {"HTTP_HX_REQUEST": "true"})
+                )
             if opts["similar"]:
                 from retrieval import index
                 from retrieval.embeddings import get_embedder
+
                 index.sync(get_embedder())  # embed the seeded records first: not part of a request
                 creates = Proposal.objects.filter(state=ProposalState.PENDING, action="create").order_by("created_at")
                 for proposal in creates[:3]:
-                    pages.append((f"similar {proposal.public_id[-4:]}", reverse("proposal_similar", args=[proposal.public_id]),
-                                  {"HTTP_HX_REQUEST": "true"}))
+                    pages.append(
+                        (
+                            f"similar {proposal.public_id[-4:]}",
+                            reverse("proposal_similar", args=[proposal.public_id]),
+                            {"HTTP_HX_REQUEST": "true"},
+                        )
+                    )
             rows = [self._measure(client, label, url, headers, renders) for label, url, headers in pages]
-        self.stdout.write(f"seeded {pending} pending proposals in a temporary database in {seeded_in:.1f} s; "
-                          f"{renders} renders per page (first render discarded)")
-        self.stdout.write(f"{'page':<22} {'median ms':>10} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'cards':>6} {'KB':>6}")
+        self.stdout.write(
+            f"seeded {pending} pending proposals in a temporary database in {seeded_in:.1f} s; "
+            f"{renders} renders per page (first render discarded)"
+        )
+        self.stdout.write(
+            f"{'page':<22} {'median ms':>10} {'p95 ms':>8} {'max ms':>8} {'queries':>8} {'cards':>6} {'KB':>6}"
+        )
         for r in rows:
-            self.stdout.write(f"{r['label']:<22} {r['median']:>10.1f} {r['p95']:>8.1f} {r['max']:>8.1f} "
-                              f"{r['queries']:>8} {r['cards']:>6} {r['kb']:>6.0f}")
+            self.stdout.write(
+                f"{r['label']:<22} {r['median']:>10.1f} {r['p95']:>8.1f} {r['max']:>8.1f} "
+                f"{r['queries']:>8} {r['cards']:>6} {r['kb']:>6.0f}"
+            )
 
     def _seed_hostile(self) -> list[str]:
         """Revise proposals whose word diff is the worst case for a longest-match
@@ -100,13 +121,21 @@ class Command(BaseCommand):
         ids = []
         for n in range(HOSTILE_PAGE):
             old = _repeat(f"Record {n}: ", "ab cd ef gh ", 1_000)
-            proposal = actions.propose_create(agent=agent, reason="Benchmark seed record", kind="fact", scope="team",
-                                              title=f"Hostile record {n}", body=old, tags=[])
+            proposal = actions.propose_create(
+                agent=agent,
+                reason="Benchmark seed record",
+                kind="fact",
+                scope="team",
+                title=f"Hostile record {n}",
+                body=old,
+                tags=[],
+            )
             record = actions.accept_proposal(proposal, actor=reviewer).result_record
             assert record is not None
             new = _repeat(f"Revision {n}: ", "cd ab gh ef ij ", BODY_MAX)
-            ids.append(actions.propose_revision(record, agent=agent, reason="Benchmark: hostile revision",
-                                                body=new).public_id)
+            ids.append(
+                actions.propose_revision(record, agent=agent, reason="Benchmark: hostile revision", body=new).public_id
+            )
         return ids
 
     def _seed(self, rng, total: int) -> int:
@@ -127,14 +156,20 @@ class Command(BaseCommand):
             choice = rng.random()
             target = next(targets, None) if choice < 0.1 else None
             if target is not None and choice < 0.05:
-                actions.propose_revision(target, agent=agent, reason="Benchmark: the limits changed",
-                                         body=target.body + f" Updated limits: {rng.randrange(2, 900)} requests per second.")
+                actions.propose_revision(
+                    target,
+                    agent=agent,
+                    reason="Benchmark: the limits changed",
+                    body=target.body + f" Updated limits: {rng.randrange(2, 900)} requests per second.",
+                )
             elif target is not None and choice < 0.08:
                 actions.propose_retirement(target, agent=agent, reason="Benchmark: the service was shut down")
             elif target is not None:
                 actions.dispute_record(target, agent=agent, reason="Benchmark: the owner changed last month")
             else:
-                fields = {k: v for k, v in make_record(rng, n).items() if k in ("kind", "scope", "title", "body", "tags")}
+                fields = {
+                    k: v for k, v in make_record(rng, n).items() if k in ("kind", "scope", "title", "body", "tags")
+                }
                 actions.propose_create(agent=agent, reason="Benchmark: seen in a design document", **fields)
         return Proposal.objects.filter(state=ProposalState.PENDING).count()
 
@@ -158,9 +193,15 @@ class Command(BaseCommand):
             times.append((time.perf_counter() - started) * 1000)
         times.sort()
         p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
-        return {"label": label, "median": statistics.median(times), "p95": p95, "max": times[-1],
-                "queries": len(queries), "cards": response.content.decode().count("data-card tabindex"),
-                "kb": len(response.content) / 1024}
+        return {
+            "label": label,
+            "median": statistics.median(times),
+            "p95": p95,
+            "max": times[-1],
+            "queries": len(queries),
+            "cards": response.content.decode().count("data-card tabindex"),
+            "kb": len(response.content) / 1024,
+        }
 
 
 def _repeat(head: str, unit: str, size: int) -> str:
