@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -174,3 +174,14 @@ def site_login_required(view):
         return plain(request, *args, **kwargs)
 
     return wrapper
+
+
+def pending_disputes() -> Prefetch:
+    """Prefetch of a record's pending disputes (oldest first, with their agent) as ``record.disputes``."""
+    return Prefetch(
+        "proposals",
+        queryset=Proposal.objects.filter(action=ProposalAction.DISPUTE, state=ProposalState.PENDING)
+        .select_related("agent")
+        .order_by("created_at"),
+        to_attr="disputes",
+    )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import agent_views, inbox_views, record_views, status_views, views
+from . import agent_views, inbox_views, record_views, status_views, views, worklist_views
 
 urlpatterns = [
     # The inbox is the home page (the overview's counts sit at its top).
@@ -12,9 +12,9 @@ urlpatterns = [
     path("proposals/<str:public_id>/reject", inbox_views.reject, name="proposal_reject"),
     path("proposals/<str:public_id>/revise", inbox_views.revise, name="proposal_revise"),
     path("proposals/<str:public_id>/similar", inbox_views.similar, name="proposal_similar"),
-    path("due/", record_views.due, name="due"),
-    path("disputed/", record_views.disputed, name="disputed"),
-    path("edited/", record_views.edited, name="edited"),
+    path("due/", worklist_views.due, name="due"),
+    path("disputed/", worklist_views.disputed, name="disputed"),
+    path("edited/", worklist_views.edited, name="edited"),
     path("records/", record_views.records, name="records"),
     path("records/<str:public_id>/", record_views.detail, name="record_detail"),
     path("records/<str:public_id>/verify", record_views.verify, name="record_verify"),

@@ -10,7 +10,6 @@ what keeps them apart)."""
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -22,7 +21,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from mcp_bridge import stress_report
 from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health
+from mcp_bridge.stress_report import FLOOD_NICE
 from retrieval import index
 from retrieval.embeddings import FakeEmbedder, get_embedder
 from retrieval.scratch import scratch_database
@@ -32,7 +33,6 @@ from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordSt
 PROJECT = Path(settings.BASE_DIR)
 PASSWORD = "stress-password-1234"
 SEED_RECORDS = 30
-FLOOD_NICE = 10
 
 
 def _read_lines(path: Path) -> list[dict]:
@@ -182,10 +182,10 @@ class Command(BaseCommand):
                             cwd=PROJECT,
                             env=env,
                             stdout=subprocess.DEVNULL,
-                            stderr=open(folder / f"agent-{n}.err", "wb"),
+                            stderr=open(folder / f"agent-{n}.err", "wb"),  # noqa: SIM115 - the child process writes it
                         ),
                     )
-                )  # noqa: SIM115 - the child's
+                )
             reviewer_out = folder / "reviewer.jsonl"
             workers.append(
                 (
@@ -206,10 +206,10 @@ class Command(BaseCommand):
                         cwd=PROJECT,
                         env=env,
                         stdout=subprocess.DEVNULL,
-                        stderr=open(folder / "reviewer.err", "wb"),
+                        stderr=open(folder / "reviewer.err", "wb"),  # noqa: SIM115 - the child process writes it
                     ),
                 )
-            )  # noqa: SIM115 - the child's
+            )
             started = time.monotonic()
             if flooder is not None:
                 # The first half is the baseline; the flood takes the second.
@@ -246,10 +246,10 @@ class Command(BaseCommand):
                             cwd=PROJECT,
                             env=env,
                             stdout=subprocess.DEVNULL,
-                            stderr=open(folder / "flood.err", "wb"),
+                            stderr=open(folder / "flood.err", "wb"),  # noqa: SIM115 - the child process writes it
                         ),
                     )
-                )  # noqa: SIM115 - the child's
+                )
             for _out, process in workers:
                 try:
                     process.wait(timeout=opts["seconds"] + 120)
@@ -290,9 +290,9 @@ class Command(BaseCommand):
             f"{'p50 ms':>8} {'p95 ms':>8}"
         )
         for op in sorted(by_op):
-            self._row(op, by_op[op], results["elapsed"])
+            stress_report.row(self.stdout.write, op, by_op[op], results["elapsed"])
         if opts["flood"]:
-            self._flood_report(flood, items, results["elapsed"], opts)
+            stress_report.flood_report(self.stdout.write, flood, items, results["elapsed"], opts)
 
         checks = []
         failed = [i for i in items + flood if i.get("result") == "failed"]
@@ -384,39 +384,3 @@ class Command(BaseCommand):
                 + (f"\nworker stderr:\n{tail}" if tail.strip() else "")
             )
         self.stdout.write("all checks passed")
-
-    def _row(self, label: str, rows: list[dict], elapsed: float) -> None:
-        ms = sorted(r["ms"] for r in rows) or [0.0]
-        count = {k: sum(1 for r in rows if r["result"] == k) for k in ("ok", "refused", "failed")}
-        self.stdout.write(
-            f"{label:<16} {len(rows):>7} {count['ok']:>7} {count['refused']:>8} {count['failed']:>7} "
-            f"{len(rows) / elapsed if elapsed else 0:>7.1f} {statistics.median(ms):>8.1f} "
-            f"{ms[max(0, int(len(ms) * 0.95) - 1)]:>8.1f}"
-        )
-
-    def _flood_report(self, flood: list[dict], items: list[dict], elapsed: float, opts) -> None:
-        """The other agents' searches before the flood and during it, side by side."""
-        start = next((i["started"] for i in flood if "started" in i), None)
-        calls = [i for i in flood if i.get("op") == "search_flood"]
-        if start is None or not calls:
-            self.stdout.write("\nflood: the flooding agent logged nothing (see flood.err with --keep)")
-            return
-        end = max(i["at"] for i in calls)
-        searches = [i for i in items if i.get("role") == "agent" and i["op"].startswith("search_")]
-        before = [i for i in searches if i["at"] < start]
-        during = [i for i in searches if start <= i["at"] <= end]
-        self.stdout.write("")
-        self.stdout.write(
-            f"flood: one agent, {opts['flood']} concurrent workers searching back to back for "
-            f"{end - start:.0f} s (client at nice {FLOOD_NICE}); the other {opts['agents']} agents' "
-            "searches (REST and MCP)"
-        )
-        self.stdout.write(
-            f"{'':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} {'p50 ms':>8} {'p95 ms':>8}"
-        )
-        self._row("others, before", before, start - min((i["at"] for i in searches), default=start))
-        self._row("others, during", during, end - start)
-        self._row("the flooder", calls, end - start)
-        if before and during:
-            ratio = statistics.median(i["ms"] for i in during) / statistics.median(i["ms"] for i in before)
-            self.stdout.write(f"others' search median during / before the flood: {ratio:.2f}")

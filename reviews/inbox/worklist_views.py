@@ -1,0 +1,95 @@
+"""The worklists: records due for review, disputed, and changed outside Vetted."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from reviews.models import Record, RecordStatus
+
+from .page_helpers import dispute_warnings, mark_outside_edits, nav_counts, pending_disputes, site_login_required
+
+LIST_LIMIT = 100
+
+
+@site_login_required
+@require_GET
+def due(request):
+    """Approved records past their review date: withheld from agents until verified, revised or retired."""
+    queryset = Record.objects.overdue().select_related("proposed_by").order_by("review_by", "id")
+    rows = list(queryset[:LIST_LIMIT])
+    mark_outside_edits(rows)
+    return render(
+        request,
+        "reviews/worklist.html",
+        {
+            **nav_counts(),
+            "nav": "due",
+            "records": rows,
+            "total": queryset.count(),
+            "heading": "Due for review",
+            "explain": "Past their review date, so agents do not receive them. Verify what still holds; revise or retire the rest.",
+        },
+    )
+
+
+@site_login_required
+@require_GET
+def disputed(request):
+    queryset = (
+        Record.objects.filter(status=RecordStatus.DISPUTED)
+        .select_related("proposed_by")
+        .prefetch_related(pending_disputes())
+        .order_by("updated_at", "id")
+    )
+    rows = list(queryset[:LIST_LIMIT])
+    mark_outside_edits(rows)
+    warnings = dispute_warnings()
+    for record in rows:
+        for d in record.disputes:  # type: ignore[attr-defined]  # a prefetch (to_attr)
+            d.dispute_warning = warnings.get(d.agent_id, "")  # for the template
+    return render(
+        request,
+        "reviews/worklist.html",
+        {
+            **nav_counts(),
+            "nav": "disputed",
+            "records": rows,
+            "total": queryset.count(),
+            "dispute_warnings": warnings,
+            "heading": "Disputed",
+            "explain": "An agent said these are wrong; agents do not receive them until you decide. "
+            "Clear the dispute if the record stands, revise it, or retire it.",
+        },
+    )
+
+
+@site_login_required
+@require_GET
+def edited(request):
+    """Live records whose text was changed outside Vetted (withheld from agents).
+    The checksum is computed in Python, so this reads every live row's text
+    once (the same pass describe makes: 168 ms at 10,000 records, measured
+    there); so it is not counted in the header."""
+    live = (
+        Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED])
+        .select_related("proposed_by")
+        .prefetch_related(pending_disputes())
+        .order_by("updated_at", "id")
+    )
+    found = [record for record in live.iterator(chunk_size=500) if record.edited_since_approval]
+    rows = found[:LIST_LIMIT]
+    mark_outside_edits(rows)
+    return render(
+        request,
+        "reviews/worklist.html",
+        {
+            **nav_counts(),
+            "nav": "edited",
+            "records": rows,
+            "total": len(found),
+            "heading": "Changed outside Vetted",
+            "explain": "Their text no longer matches what a person approved, so agents do not receive them. Restore the "
+            "approved text, approve the current text (a new approved version), or retire them.",
+        },
+    )
