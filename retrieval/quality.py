@@ -301,9 +301,10 @@ def contradictions(
                                 scope=scope,
                                 similarity=round(similarity, 3),
                                 records=[a.public_id, b.public_id],
-                                why=f"'{_title(a)}' and '{_title(b)}' are about the same thing (similarity {similarity:.2f}) "
-                                f"but {'; '.join(reasons)}",
-                                suggestion="Read both: retire the one that no longer holds, or revise one so they agree.",
+                                why=f"'{_title(a)}' and '{_title(b)}' are about the same thing "
+                                f"(similarity {similarity:.2f}) but {'; '.join(reasons)}",
+                                suggestion="Read both: retire the one that no longer holds, "
+                                "or revise one so they agree.",
                             )
                         )
     findings.sort(key=lambda f: -(f.similarity or 0))
@@ -395,9 +396,9 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
                 kind=kind,
                 scope=scope,
                 proposals=[proposal.public_id],
-                records=[proposal.target.public_id] if proposal.target_id else [],
-                why=f"{proposal.action} proposal {title} from {proposal.agent.name if proposal.agent_id else 'a person'} "
-                f"has waited {days} days",
+                records=[proposal.target.public_id] if proposal.target is not None else [],
+                why=f"{proposal.action} proposal {title} from "
+                f"{proposal.agent.name if proposal.agent is not None else 'a person'} has waited {days} days",
                 suggestion="Decide it in the inbox: accept, revise or reject.",
             )
         )

@@ -181,8 +181,10 @@ TRIGGERS = {
     # the document between or within partitions. Only text and scope changes
     # are vector work: a state change keeps the chunks (index.reconcile
     # updates vec0's state column itself, as vec0 may not exist yet).
-    "retrieval_doc_au": f"""CREATE TRIGGER IF NOT EXISTS retrieval_doc_au AFTER UPDATE OF scope, state, title, body, tags
-        ON {DOCS} WHEN old.scope IS NOT new.scope OR old.state IS NOT new.state OR old.title IS NOT new.title
+    "retrieval_doc_au": f"""CREATE TRIGGER IF NOT EXISTS retrieval_doc_au
+        AFTER UPDATE OF scope, state, title, body, tags ON {
+        DOCS
+    } WHEN old.scope IS NOT new.scope OR old.state IS NOT new.state OR old.title IS NOT new.title
         OR old.body IS NOT new.body OR old.tags IS NOT new.tags BEGIN
         {_keyword_delete("old")} {_keyword_insert("new")}
         {

@@ -99,12 +99,14 @@ def make_record(rng: random.Random, n: int) -> dict:
     person, verb, when, why = rng.choice(PEOPLE), rng.choice(VERBS), rng.choice(TIMES), rng.choice(REASONS)
     ident = _identifier(rng, service, component)
     kind = rng.choice(KINDS)
-    title = f"{service.title()} {component} {rng.choice(['runbook', 'note', 'decision', 'setup', 'limits', 'owner', 'policy'])} {n}"
+    what = rng.choice(["runbook", "note", "decision", "setup", "limits", "owner", "policy"])
+    title = f"{service.title()} {component} {what} {n}"
     sentences = [
         f"The {service} {component} {verb} {when} using {tool}, {why}.",
         f"{person} owns it; the reference is {ident}.",
         f"Ask in #{service}-team before changing the {tool} settings of the {component}.",
-        f"Record {n}: the {component} talks to {rng.choice(SERVICES)} over {rng.choice(['HTTP', 'gRPC', 'Kafka', 'SQS'])}.",
+        f"Record {n}: the {component} talks to {rng.choice(SERVICES)} "
+        f"over {rng.choice(['HTTP', 'gRPC', 'Kafka', 'SQS'])}.",
         f"Limits: {rng.randrange(2, 500)} requests per second, {rng.randrange(1, 64)} GB of memory.",
     ]
     rng.shuffle(sentences)

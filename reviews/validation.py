@@ -168,7 +168,8 @@ def clean_tags(value: object) -> list[str]:
         if not _TAG_RE.match(tag):
             raise ValidationFailed(
                 {
-                    "tags": f"{tag!r} is not allowed; use lowercase letters, digits and . _ / : + - (starting with a letter or digit)"
+                    "tags": f"{tag!r} is not allowed; use lowercase letters, digits and . _ / : + - "
+                    "(starting with a letter or digit)"
                 }
             )
         if tag not in tags:

@@ -131,11 +131,10 @@ def test_a_refused_agents_next_reads_are_answered_before_django(agent_tokens, re
     async def go():
         transport = httpx2.ASGITransport(app=app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-            get = lambda t: http.get(
-                "/api/v1/search",
-                params={"q": "billing"},  # noqa: E731
-                headers={"Authorization": f"Bearer {t}"},
-            )
+
+            def get(t):
+                return http.get("/api/v1/search", params={"q": "billing"}, headers={"Authorization": f"Bearer {t}"})
+
             answers = [await get(token) for _ in range(3)]
             await asyncio.to_thread(actions.revoke_agent, "claude-code", actor=reviewer)
             answers.append(await get(token))

@@ -75,7 +75,8 @@ def seeded(reviewer, agent, make_record):
     """Three proposals to decide: two creates and a revision of an approved record."""
     record = make_record(
         title="Deploy checklist",
-        body="1. Run the **migrations**.\n2. Deploy `acme/billing-api` from main.\n3. Watch the error rate for ten minutes.",
+        body="1. Run the **migrations**.\n2. Deploy `acme/billing-api` from main.\n"
+        "3. Watch the error rate for ten minutes.",
     )
     first = actions.propose_create(
         agent=agent,
@@ -137,11 +138,16 @@ def assert_fits(page, size):
         return
     small = page.evaluate("""() => {
         const out = [];
-        for (const el of document.querySelectorAll('button, a.button, summary, select, textarea, label.check, header nav a, input:not([type=hidden]):not([type=checkbox])')) {
+        const targets = 'button, a.button, summary, select, textarea, label.check, header nav a, '
+            + 'input:not([type=hidden]):not([type=checkbox])';
+        for (const el of document.querySelectorAll(targets)) {
             const r = el.getBoundingClientRect();
             const style = getComputedStyle(el);
             if (r.width === 0 || r.height === 0 || style.visibility === 'hidden') continue;
-            if (r.height < 44 || r.width < 44) out.push(`${el.tagName}.${el.className} "${(el.textContent || el.name || '').trim().slice(0, 30)}" ${Math.round(r.width)}x${Math.round(r.height)}`);
+            const label = (el.textContent || el.name || '').trim().slice(0, 30);
+            if (r.height < 44 || r.width < 44) {
+                out.push(`${el.tagName}.${el.className} "${label}" ${Math.round(r.width)}x${Math.round(r.height)}`);
+            }
         }
         return out;
     }""")
@@ -307,7 +313,8 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
         title="Wide content",
         body=(
             "A long command and a long link must not push the page sideways:\n\n"
-            "```\nkubectl --namespace=billing-production-eu-west-1 rollout restart deployment/billing-api-worker-queue-consumer-v2 --context=prod\n```\n\n"
+            "```\nkubectl --namespace=billing-production-eu-west-1 rollout restart "
+            "deployment/billing-api-worker-queue-consumer-v2 --context=prod\n```\n\n"
             "https://example.com/" + "a" * 150 + " and | a | table |\n|---|---|\n| " + "wide-cell-" * 20 + " | x |"
         ),
     )

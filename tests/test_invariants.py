@@ -489,7 +489,8 @@ class ActionsMachine(RuleBasedStateMachine):
         for record in Record.objects.all():
             matches = record.current_checksum() == record.approved_checksum
             assert matches == (record.pk not in self.tampered), (
-                f"{record.public_id} ({record.status}): checksum matches={matches}, tampered={record.pk in self.tampered}"
+                f"{record.public_id} ({record.status}): checksum matches={matches}, "
+                f"tampered={record.pk in self.tampered}"
             )
 
     @invariant()

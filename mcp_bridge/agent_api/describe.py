@@ -63,7 +63,9 @@ def describe(agent: Agent) -> dict:
                 f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
                 "reuse the tags listed above where they fit"
             ),
-            "reason": f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)",
+            "reason": (
+                f"required, at least {v.REASON_MIN} characters: why this is worth keeping (the reviewer reads it)"
+            ),
             "text": (
                 "every field is refused if it holds a character the reviewer cannot see: controls, bidi "
                 "controls, zero-width and other format characters, TAG characters, fillers, variation "

@@ -88,7 +88,9 @@ def proposal_shape(proposal: Proposal) -> dict:
             + (" (the reviewer edited it before accepting)" if data["reviewer_changed"] else "")
             + "."
         ),
-        ProposalState.REJECTED: "Rejected; read decision_note for why, and do not propose the same thing again unchanged.",
+        ProposalState.REJECTED: (
+            "Rejected; read decision_note for why, and do not propose the same thing again unchanged."
+        ),
         ProposalState.WITHDRAWN: "Withdrawn by the agent.",
     }.get(proposal.state, "")
     return data

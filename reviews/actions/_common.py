@@ -320,7 +320,8 @@ def _apply_changes(base: dict, changes: dict | None, *, lock_scope: str | None) 
     if lock_scope is not None and content["scope"] != lock_scope:
         raise ValidationFailed(
             {
-                "scope": f"a revision keeps the record's scope ({lock_scope}); moving a record between scopes is a separate action"
+                "scope": f"a revision keeps the record's scope ({lock_scope}); "
+                "moving a record between scopes is a separate action"
             }
         )
     changed = {}

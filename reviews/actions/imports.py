@@ -117,7 +117,7 @@ def import_records(
     return result
 
 
-# --------------------------------------------------------------------------- snapshot import (export_json / import_json)
+# ----------------------------------------------------------- snapshot import (export_json / import_json)
 
 
 @dataclass

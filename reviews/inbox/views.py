@@ -1,4 +1,5 @@
-"""The account pages: first run, and the sign-in lockout page. (The home page is the inbox: reviews/inbox/inbox_views.py.)
+"""The account pages: first run, and the sign-in lockout page. (The home page
+is the inbox: reviews/inbox/inbox_views.py.)
 
 Views are thin: check access, call one action, render or redirect.
 """

@@ -28,7 +28,10 @@ def due(request):
             "records": rows,
             "total": queryset.count(),
             "heading": "Due for review",
-            "explain": "Past their review date, so agents do not receive them. Verify what still holds; revise or retire the rest.",
+            "explain": (
+                "Past their review date, so agents do not receive them. Verify what still holds; "
+                "revise or retire the rest."
+            ),
         },
     )
 
@@ -89,7 +92,9 @@ def edited(request):
             "records": rows,
             "total": len(found),
             "heading": "Changed outside Vetted",
-            "explain": "Their text no longer matches what a person approved, so agents do not receive them. Restore the "
-            "approved text, approve the current text (a new approved version), or retire them.",
+            "explain": (
+                "Their text no longer matches what a person approved, so agents do not receive them. Restore the "
+                "approved text, approve the current text (a new approved version), or retire them."
+            ),
         },
     )

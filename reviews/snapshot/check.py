@@ -113,7 +113,8 @@ class _Checker:
             except ValueError:
                 self.add(
                     where,
-                    f"{name} must be an ISO 8601 date-time with offset{'' if name in required_times else ' or null'}, got {row[name]!r}",
+                    f"{name} must be an ISO 8601 date-time with offset"
+                    f"{'' if name in required_times else ' or null'}, got {row[name]!r}",
                 )
 
 

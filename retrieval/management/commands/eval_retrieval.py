@@ -72,7 +72,8 @@ class Command(BaseCommand):
             reverse = {v: k for k, v in id_map.items()}
             for q, rank, top in misses:
                 self.stdout.write(
-                    f"miss [{q['type']}] rank={rank} target={q['target']} got={[reverse.get(i) for i in top]}: {q['query']}"
+                    f"miss [{q['type']}] rank={rank} target={q['target']} "
+                    f"got={[reverse.get(i) for i in top]}: {q['query']}"
                 )
 
     def _print(self, table, modes):

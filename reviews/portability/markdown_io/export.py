@@ -230,7 +230,8 @@ def export_markdown(
             shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
             raise MarkdownError(
                 f"{len(edited)} exported file(s) were edited since the last export, the edits are not "
-                f"in Vetted yet, and they would be overwritten or removed: {shown}. Import them first (import_markdown), or pass "
+                f"in Vetted yet, and they would be overwritten or removed: {shown}. Import them first "
+                "(import_markdown), or pass "
                 "--force to discard the edits."
             )
 
