@@ -348,4 +348,5 @@ def reindex(embedder: Embedder, *, progress: Callable[[int], None] | None = None
 
 
 # Checking both indexes against the records lives in checks.py.
-from .checks import IndexReport, check  # noqa: E402,F401
+from .checks import IndexReport as IndexReport  # noqa: E402 (checks imports this module)
+from .checks import check as check  # noqa: E402

@@ -29,6 +29,7 @@ import asyncio
 import json
 import re
 from datetime import timedelta
+from typing import Any
 
 import httpx2
 import pytest
@@ -59,9 +60,9 @@ QUERIES = [
     "ledger reconciliation nightly",
     "zebra quantum walrus",
 ]
-FILTERS = [{}, {"kind": "procedure"}, {"scope": "team"}, {"tags": ["billing"]}, {"limit": 2}]
+FILTERS: list[dict[str, Any]] = [{}, {"kind": "procedure"}, {"scope": "team"}, {"tags": ["billing"]}, {"limit": 2}]
 
-VISIBLE = [
+VISIBLE: list[dict[str, Any]] = [
     {
         "kind": "procedure",
         "title": "Billing service deploys",
@@ -109,7 +110,7 @@ VISIBLE = [
         ),
     },
 ]
-OWN_PENDING = {
+OWN_PENDING: dict[str, Any] = {
     "kind": "decision",
     "title": "Refund approvals need two people",
     "tags": ["billing"],
@@ -117,25 +118,25 @@ OWN_PENDING = {
 }
 # What the battery proposes (each one a near or exact copy of something the
 # agent may or may not see, depending on the world).
-NEAR_OTHERS = {
+NEAR_OTHERS: dict[str, Any] = {
     "kind": "fact",
     "title": "Payment retries on failure",
     "tags": ["billing"],
     "body": "Failed card payments are retried three times over two days before the invoice is cancelled.",
 }
-EXACT_OTHERS = {
+EXACT_OTHERS: dict[str, Any] = {
     "kind": "fact",
     "title": "Chargeback handling",
     "tags": ["billing"],
     "body": "Chargebacks are answered within seven days with the signed delivery receipt attached.",
 }
-OVERDUE_COPY = {
+OVERDUE_COPY: dict[str, Any] = {
     "kind": "fact",
     "title": "Billing contact",
     "tags": ["billing"],
     "body": "The billing contact for vendor questions is the finance desk on the second floor.",
 }
-PERSONAL_LOOKALIKE = {
+PERSONAL_LOOKALIKE: dict[str, Any] = {
     "kind": "fact",
     "title": "Billing dentist invoice",
     "tags": ["billing"],

@@ -684,7 +684,7 @@ def test_document_frequencies_survive_a_reset_by_another_thread(make_record):
             self.cursor.execute(sql, params)
             if "MATCH" in sql:
                 with freq._lock:
-                    freq._key, freq._counts = -1, {}
+                    freq._parts.clear()  # the cache as another thread leaves it
 
         def fetchone(self):
             return self.cursor.fetchone()

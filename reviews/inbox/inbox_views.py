@@ -69,7 +69,7 @@ def inbox(request):
     warnings = dispute_warnings()
     for p in proposals:
         if p.action == ProposalAction.DISPUTE:
-            p.dispute_warning = warnings.get(p.agent_id, "")
+            p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
     lookalikes.annotate(proposals)
     context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
     if request.htmx and request.GET.get("after"):
@@ -93,7 +93,8 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
 def _decided(request, proposal: Proposal, verb: str):
     if request.htmx:
         return _card(request, proposal.public_id)
-    result = f" → {proposal.result_record.public_id}" if proposal.result_record_id and verb == "Accepted" else ""
+    made = proposal.result_record
+    result = f" → {made.public_id}" if made is not None and verb == "Accepted" else ""
     messages.success(request, f"{verb} {proposal.public_id}{result}.")
     return back(request, reverse("home"))
 
@@ -129,7 +130,7 @@ def _form_initial(proposal: Proposal) -> dict:
     """What the revise form starts from: the proposed text, or for a dispute
     the disputed record's approved text (accepting a dispute with changes
     corrects it; text changed outside Vetted is shown as a diff, never as the base)."""
-    if proposal.action == ProposalAction.DISPUTE:
+    if proposal.action == ProposalAction.DISPUTE and proposal.target is not None:  # a dispute has a target
         return approved_form_values(proposal.target)
     return {
         "title": proposal.title,
