@@ -5,7 +5,9 @@ State only changes through reviews.actions; nothing here writes on its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -86,7 +88,7 @@ LIVE_STATUSES = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
 WITHHOLD_REASONS = ("retired", "superseded", "disputed", "edited", "expired", "not_yet_valid", "overdue")
 
 
-class RecordQuerySet(models.QuerySet):
+class RecordQuerySet(models.QuerySet["Record"]):
     """The one definition of which records are live, overdue and deliverable.
 
     ``current(today)`` is every condition of "deliverable" that SQL can check;
@@ -97,19 +99,19 @@ class RecordQuerySet(models.QuerySet):
     they agree).
     """
 
-    def live(self):
+    def live(self) -> RecordQuerySet:
         """Still the current version of their content: approved or disputed."""
         return self.filter(status__in=LIVE_STATUSES)
 
-    def in_scopes(self, scopes):
+    def in_scopes(self, scopes: Iterable[str]) -> RecordQuerySet:
         return self.filter(scope__in=list(scopes))
 
-    def overdue(self, today: date | None = None):
+    def overdue(self, today: date | None = None) -> RecordQuerySet:
         """Approved but past their review date: waiting for a reviewer to verify them."""
         today = today or timezone.localdate()
         return self.filter(status=RecordStatus.APPROVED, review_by__lt=today)
 
-    def current(self, today: date | None = None):
+    def current(self, today: date | None = None) -> RecordQuerySet:
         """Approved, not past the review date, inside any validity window."""
         today = today or timezone.localdate()
         return self.filter(
@@ -119,7 +121,7 @@ class RecordQuerySet(models.QuerySet):
             review_by__gte=today,
         )
 
-    def deliverable(self, scopes, today: date | None = None):
+    def deliverable(self, scopes: Iterable[str], today: date | None = None) -> RecordQuerySet:
         """Candidates an agent with ``scopes`` may receive today; each must
         still pass ``withhold_reason() is None`` (the checksum)."""
         return self.current(today).in_scopes(scopes)
@@ -179,7 +181,7 @@ class Record(models.Model):
     def __str__(self) -> str:
         return f"{self.public_id} {self.title}"
 
-    def checksummed_content(self) -> dict:
+    def checksummed_content(self) -> dict[str, Any]:
         """The current values of the fields the checksum covers."""
         return {name: getattr(self, name) for name in CHECKSUM_FIELDS}
 
@@ -191,7 +193,7 @@ class Record(models.Model):
         """The one definition: the current text is not the text a person approved."""
         return self.current_checksum() != self.approved_checksum
 
-    def approved_version(self) -> dict | None:
+    def approved_version(self) -> dict[str, Any] | None:
         """The record as a person approved it, for anything shown as the
         record: its current checksummed fields while they match the checksum,
         else the kept copy (None when none is kept)."""
@@ -199,13 +201,13 @@ class Record(models.Model):
             return self.checksummed_content()
         return self.approved_text()
 
-    def approved_text(self) -> dict | None:
+    def approved_text(self) -> dict[str, Any] | None:
         """The content as approved (CHECKSUM_FIELDS), or None when no intact
         copy is kept. A copy that does not match ``approved_checksum`` counts
         as none: nothing may be restored or built on unless it is provably
         what was approved."""
         copy = self.approved_content
-        return dict(copy) if is_approved_copy(copy, self.approved_checksum) else None
+        return dict(copy) if copy is not None and is_approved_copy(copy, self.approved_checksum) else None
 
     def is_overdue(self, today: date | None = None) -> bool:
         return self.review_by < (today or timezone.localdate())
@@ -296,7 +298,7 @@ class Proposal(models.Model):
 
     @property
     def proposer_label(self) -> str:
-        if self.agent_id:
+        if self.agent is not None:
             return self.agent.name
         return f"user:{self.proposed_by_user}" if self.proposed_by_user else "unknown"
 

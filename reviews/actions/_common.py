@@ -7,8 +7,10 @@ Private to the ``reviews.actions`` package: other code calls the actions."""
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from .. import confusables
@@ -28,6 +30,7 @@ from ..models import (
     ProposalAction,
     ProposalState,
     Record,
+    RecordQuerySet,
     RecordStatus,
 )
 from ._audit import Actor as Actor
@@ -37,8 +40,9 @@ from ._audit import _audit as _audit
 # --------------------------------------------------------------------------- helpers
 
 
-def _require_reviewer(actor) -> AbstractBaseUser:
-    if isinstance(actor, (Agent, SystemActor)) or not getattr(actor, "is_authenticated", False):
+def _require_reviewer(actor: object) -> User:
+    """``actor`` as a person who may decide: an active staff account."""
+    if not isinstance(actor, get_user_model()) or not actor.is_authenticated:
         raise InvalidTransition(
             "Only a reviewer (a signed-in person) can decide; agents and system components may only propose."
         )
@@ -122,7 +126,7 @@ def _require_live(record: Record, doing: str) -> None:
 
 def _require_pending(proposal: Proposal, doing: str) -> None:
     if proposal.state != ProposalState.PENDING:
-        who = f" by {proposal.decided_by.get_username()}" if proposal.decided_by_id else ""
+        who = f" by {proposal.decided_by.get_username()}" if proposal.decided_by is not None else ""
         raise InvalidTransition(
             f"Cannot {doing} {proposal.public_id}: it was already {proposal.state}{who}.",
             state=proposal.state,
@@ -164,7 +168,7 @@ def _check_not_duplicate(
     if ignore_proposal is not None:
         pending = pending.exclude(pk=ignore_proposal.pk)
 
-    def first_visible(candidates):
+    def first_visible(candidates: RecordQuerySet) -> Record | None:
         if proposer is None:
             return candidates.first()
         return next((r for r in candidates.deliverable(proposer.scopes) if r.withhold_reason() is None), None)
@@ -195,17 +199,17 @@ def _check_not_duplicate(
         )
 
 
-def _content_of(obj) -> dict:
+def _content_of(obj: Record | Proposal) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in v.CONTENT_FIELDS}
 
 
-def _checksum_of(content: dict) -> str:
+def _checksum_of(content: dict[str, Any]) -> str:
     return content_checksum(
         kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
     )
 
 
-def _skeleton_of(content: dict) -> str:
+def _skeleton_of(content: dict[str, Any]) -> str:
     return confusables.content_key(
         kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
     )
@@ -231,7 +235,7 @@ def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
     )
 
 
-def _approved_base(record: Record, doing: str) -> dict:
+def _approved_base(record: Record, doing: str) -> dict[str, Any]:
     """What a change of ``record`` starts from: its content fields, with the
     approved kind, scope, title, body and tags, never text changed outside
     Vetted (else a tag-only revision would carry that text into a new approved
@@ -247,7 +251,7 @@ def _approved_base(record: Record, doing: str) -> dict:
     return base
 
 
-def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
+def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict[str, Any]:
     return {
         "source_tool": v.clean_short(
             "source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX
@@ -256,7 +260,7 @@ def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict:
     }
 
 
-def _close_fulfilled(record: Record, *, actor, note: str, accepting: Proposal | None = None) -> list[str]:
+def _close_fulfilled(record: Record, *, actor: User, note: str, accepting: Proposal | None = None) -> list[str]:
     """Mark the pending disputes and retirements of ``record`` accepted: once
     it is retired or superseded they are fulfilled. ``accepting`` (the
     proposal whose acceptance did this) is left to its caller."""
@@ -281,7 +285,7 @@ def _close_fulfilled(record: Record, *, actor, note: str, accepting: Proposal | 
 
 
 def _new_record(
-    content: dict, *, reviewer, proposal: Proposal | None, supersedes: Record | None, reason: str
+    content: dict[str, Any], *, reviewer: User, proposal: Proposal | None, supersedes: Record | None, reason: str
 ) -> Record:
     now = timezone.now()
     record = Record(
@@ -308,7 +312,9 @@ def _new_record(
     return record
 
 
-def _apply_changes(base: dict, changes: dict | None, *, lock_scope: str | None) -> tuple[dict, dict]:
+def _apply_changes(
+    base: dict[str, Any], changes: dict[str, Any] | None, *, lock_scope: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Validate ``base`` with the reviewer's ``changes`` applied; return (content, changed fields)."""
     changes = dict(changes or {})
     unknown = sorted(set(changes) - set(v.CONTENT_FIELDS))
@@ -330,6 +336,16 @@ def _apply_changes(base: dict, changes: dict | None, *, lock_scope: str | None) 
         if value != base.get(name):
             changed[name] = value.isoformat() if isinstance(value, date) else value
     return content, changed
+
+
+def _close_extra(proposal: Proposal) -> dict[str, Any]:
+    """The audit ``extra`` of a proposal closed without being applied (rejected
+    or withdrawn): its action and, for a dispute, whether closing it ended
+    its record's dispute (the last pending one makes the record approved again)."""
+    extra: dict[str, Any] = {"action": proposal.action}
+    if proposal.action == ProposalAction.DISPUTE and proposal.target is not None:
+        extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
+    return extra
 
 
 def _end_dispute_if_last(record: Record) -> bool:

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
 from .. import validation as v
-from ..errors import ValidationFailed
-from ..models import Proposal, ProposalAction, ProposalState, RecordStatus
+from ..errors import InvalidTransition, ValidationFailed
+from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
+    Actor,
     _apply_changes,
     _approved_base,
     _audit,
     _check_not_duplicate,
     _checksum_of,
+    _close_extra,
     _close_fulfilled,
     _content_of,
-    _end_dispute_if_last,
     _locked_proposal,
     _locked_record,
     _new_record,
@@ -28,7 +31,7 @@ from ._common import (
 )
 
 
-def accept_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Proposal:
+def accept_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -> Proposal:
     """A reviewer accepts a pending proposal as proposed.
 
     create  -> a new approved record;
@@ -46,7 +49,9 @@ def accept_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Propo
     return _accept(proposal, actor=actor, note=note, changes=None)
 
 
-def accept_proposal_with_revision(proposal: Proposal | str, *, actor, changes: dict, note: str = "") -> Proposal:
+def accept_proposal_with_revision(
+    proposal: Proposal | str, *, actor: Actor, changes: dict[str, Any], note: str = ""
+) -> Proposal:
     """A reviewer accepts an edited version. ``changes`` maps content fields to
     the approved values; the proposal keeps the proposed text and records the
     changed fields in ``reviewer_changes``. For a dispute, the changes apply
@@ -56,13 +61,13 @@ def accept_proposal_with_revision(proposal: Proposal | str, *, actor, changes: d
     return _accept(proposal, actor=actor, note=note, changes=changes)
 
 
-def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
+def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[str, Any] | None) -> Proposal:
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
         _require_pending(proposal, "accept")
         note = v.clean_note(note)
-        target = _locked_record(proposal.target) if proposal.target_id else None
+        target = _locked_record(proposal.target) if proposal.target is not None else None
         makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
             proposal.action == ProposalAction.DISPUTE and bool(changes)
         )
@@ -72,14 +77,14 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             # card was shown must not become the base of a new approved record.
             if makes_text and target.edited_since_approval:
                 raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
-        extra: dict = {"action": proposal.action}
+        extra: dict[str, Any] = {"action": proposal.action}
         before = target.approved_checksum if target else ""
         after = ""
         result = target
 
         if makes_text:
             if proposal.action == ProposalAction.DISPUTE:
-                base = _approved_base(target, f"correct {proposal.public_id} on")
+                base = _approved_base(_named(target, proposal), f"correct {proposal.public_id} on")
             else:
                 base = _content_of(proposal)
             lock_scope = target.scope if target is not None else None
@@ -117,6 +122,7 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
             if changed:
                 extra["reviewer_changed"] = sorted(changed)
         elif proposal.action in (ProposalAction.RETIRE, ProposalAction.DISPUTE):
+            target = _named(target, proposal)
             if changes:
                 raise ValidationFailed({"changes": "a retirement has no text to edit; accept or reject it"})
             if target.edited_since_approval:
@@ -151,7 +157,14 @@ def _accept(proposal, *, actor, note: str, changes: dict | None) -> Proposal:
         return proposal
 
 
-def reject_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Proposal:
+def _named(target: Record | None, proposal: Proposal) -> Record:
+    """The record a revise, retire or dispute names (always set for those)."""
+    if target is None:
+        raise InvalidTransition(f"{proposal.public_id} names no record.")
+    return target
+
+
+def reject_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -> Proposal:
     """A reviewer rejects a pending proposal; the note is shown to the agent.
     Rejecting the last pending dispute of a record clears the dispute."""
     with transaction.atomic():
@@ -164,9 +177,7 @@ def reject_proposal(proposal: Proposal | str, *, actor, note: str = "") -> Propo
         proposal.decided_at = timezone.now()
         proposal.decision_note = note
         proposal.save()
-        extra = {"action": proposal.action}
-        if proposal.action == ProposalAction.DISPUTE:
-            extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
+        extra = _close_extra(proposal)
         _audit(
             "proposal.rejected",
             actor=reviewer,

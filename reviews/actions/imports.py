@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import transaction
 
 from .. import snapshot
 from ..errors import DuplicateContent, InvalidTransition, ValidationFailed, VettedError
 from ..models import Agent, Proposal, Record
-from ._common import _audit, _require_reviewer
+from ._common import Actor, _audit, _require_reviewer
 from .agents import import_agent
 from .decisions import accept_proposal
 from .proposals import propose_create
@@ -20,9 +21,9 @@ from .proposals import propose_create
 @dataclass
 class ImportResult:
     created: list[str] = field(default_factory=list)
-    errors: list[dict] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"created": len(self.created), "errors": self.errors, "ids": self.created}
 
 
@@ -35,13 +36,13 @@ class ImportFailed(VettedError):
 
 
 def import_records(
-    rows: Iterable[tuple[int, dict]],
+    rows: Iterable[tuple[int, dict[str, Any]]],
     *,
     agent: Agent | None = None,
-    reviewer=None,
+    reviewer: Actor | None = None,
     partial: bool = False,
     reason: str = "Imported from a file",
-    prior_errors: Iterable[dict] = (),
+    prior_errors: Iterable[dict[str, Any]] = (),
     on_row: Callable[[], None] | None = None,
 ) -> ImportResult:
     """Import ``(line_number, fields)`` rows as create proposals (from ``agent``,
@@ -96,7 +97,8 @@ def import_records(
                     )
                     if reviewer is not None:
                         proposal = accept_proposal(proposal, actor=reviewer, note="Approved at import")
-                created_id = proposal.result_record.public_id if reviewer is not None else proposal.public_id
+                made = proposal.result_record
+                created_id = made.public_id if made is not None else proposal.public_id
                 line_of[created_id] = line
                 result.created.append(created_id)
             except DuplicateContent as exc:
@@ -122,14 +124,16 @@ def import_records(
 
 @dataclass
 class ImportSummary:
-    counts: dict
-    details: dict
+    counts: dict[str, Any]
+    details: dict[str, Any]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**self.counts, **self.details}
 
 
-def import_snapshot(data: dict, *, actor, progress: Callable[[int], None] | None = None) -> ImportSummary:
+def import_snapshot(
+    data: dict[str, Any], *, actor: Actor, progress: Callable[[int], None] | None = None
+) -> ImportSummary:
     """Load a ``vetted-export`` document (see reviews/snapshot/) into an
     instance that has no records and no proposals yet, all or nothing.
 

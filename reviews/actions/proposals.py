@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -16,7 +18,7 @@ from ._common import (
     _check_agent_scope,
     _check_not_duplicate,
     _checksum_of,
-    _end_dispute_if_last,
+    _close_extra,
     _locked_proposal,
     _provenance,
     _require_active_agent,
@@ -28,7 +30,13 @@ from ._common import (
 
 
 def propose_create(
-    *, agent: Agent, reason: str, source_tool: str = "", session: str = "", full_duplicate_check: bool = False, **fields
+    *,
+    agent: Agent,
+    reason: str,
+    source_tool: str = "",
+    session: str = "",
+    full_duplicate_check: bool = False,
+    **fields: Any,
 ) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
 
@@ -75,7 +83,7 @@ def propose_revision(
     source_tool: str = "",
     session: str = "",
     full_duplicate_check: bool = False,
-    **changes,
+    **changes: Any,
 ) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
 
@@ -235,9 +243,7 @@ def withdraw_proposal(proposal: Proposal | str, *, agent: Agent, note: str = "")
         proposal.decided_at = timezone.now()
         proposal.decision_note = note
         proposal.save()
-        extra = {"action": proposal.action}
-        if proposal.action == ProposalAction.DISPUTE:
-            extra["dispute_cleared"] = _end_dispute_if_last(proposal.target)
+        extra = _close_extra(proposal)
         _audit(
             "proposal.withdrawn",
             actor=agent,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -83,7 +83,7 @@ def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any]
 def _supersede(
     record: Record,
     *,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     base: dict[str, Any],
     changes: dict[str, Any],
     note: str,

@@ -294,7 +294,7 @@ def detail(request, public_id):
             "events": events[:200],
             "proposals": proposals,
             "withheld": withhold_reason(record),
-            "checksum_ok": record.outside_edit is None,  # set by mark_outside_edits
+            "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
         },
     )
 

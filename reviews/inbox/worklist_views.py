@@ -49,7 +49,7 @@ def disputed(request):
     mark_outside_edits(rows)
     warnings = dispute_warnings()
     for record in rows:
-        for d in record.disputes:  # a prefetch (to_attr)
+        for d in record.disputes:  # type: ignore[attr-defined]  # a prefetch (to_attr)
             d.dispute_warning = warnings.get(d.agent_id, "")  # for the template
     return render(
         request,
