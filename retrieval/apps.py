@@ -1,12 +1,18 @@
+from __future__ import annotations
+
 import logging
+from typing import TYPE_CHECKING
 
 from django.apps import AppConfig
 from django.db.models.signals import post_delete, post_migrate, post_save
 
+if TYPE_CHECKING:
+    from reviews.models import Record
+
 log = logging.getLogger(__name__)
 
 
-def _ensure_triggers(sender, using, **kwargs):
+def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
     """Re-create the index triggers after every migrate: a Django table
     rebuild of reviews_record drops them (see retrieval/schema.py)."""
     from django.db import connections
@@ -22,7 +28,7 @@ def _ensure_triggers(sender, using, **kwargs):
             cursor.execute(sql)
 
 
-def _embed_after_commit():
+def _embed_after_commit() -> None:
     """After a record changed and committed: embed its approved content now if
     the model is loaded (the daemon), so readers' searches find the vectors
     current and never pay for others' changes."""
@@ -36,7 +42,7 @@ def _embed_after_commit():
         log.exception("could not bring the search vectors up to date after a write")
 
 
-def _record_changed(sender, instance, **kwargs):
+def _record_changed(sender: object, instance: Record, **kwargs: object) -> None:
     """A record was saved or deleted (through the ORM): file its approved
     content in the same transaction, so the index is never behind a write
     that went through the actions. Queryset updates and raw SQL send no
@@ -53,7 +59,7 @@ class RetrievalConfig(AppConfig):
     name = "retrieval"
     verbose_name = "Retrieval"
 
-    def ready(self):
+    def ready(self) -> None:
         from reviews.models import Record
 
         post_migrate.connect(_ensure_triggers, sender=self, dispatch_uid="retrieval.triggers")

@@ -9,17 +9,20 @@ done (and the time taken) depends only on the spaces it may read.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+
 import numpy as np
 from django.conf import settings
+from django.db.backends.utils import CursorWrapper
 
 from . import fts, schema, vectors
-from .index import KNN_MAX
+from .index import KNN_MAX as KNN_MAX
 from .query import contains_identifier
 from .scoring import Candidate, DocFreq, keyword_evidence
 
 
 def nearest_chunks(
-    cursor,
+    cursor: CursorWrapper,
     query_vector: np.ndarray,
     k: int,
     scope: str,
@@ -48,7 +51,9 @@ def nearest_chunks(
     return best, len(rows)
 
 
-def vectors_for(cursor, scope: str, record_ids: list[int], query_vector: np.ndarray) -> dict[int, tuple[float, int]]:
+def vectors_for(
+    cursor: CursorWrapper, scope: str, record_ids: list[int], query_vector: np.ndarray
+) -> dict[int, tuple[float, int]]:
     """Best-chunk similarity for records of one space the KNN did not return (keyword-only hits)."""
     if not record_ids:
         return {}
@@ -66,7 +71,9 @@ def vectors_for(cursor, scope: str, record_ids: list[int], query_vector: np.ndar
     return best
 
 
-def _verified_identifiers(cursor, found: dict[int, set[str]], identifiers: list[str]) -> dict[int, float]:
+def _verified_identifiers(
+    cursor: CursorWrapper, found: dict[int, set[str]], identifiers: list[str]
+) -> dict[int, float]:
     """Trigram MATCH finds substrings; keep identifiers that stand as whole
     tokens in the approved text."""
     shares = {}
@@ -79,16 +86,16 @@ def _verified_identifiers(cursor, found: dict[int, set[str]], identifiers: list[
 
 
 def gather(
-    cursor,
+    cursor: CursorWrapper,
     mode: str,
     terms: list[str],
     identifiers: list[str],
-    query_vector,
+    query_vector: np.ndarray | None,
     k: int,
-    scopes,
+    scopes: Iterable[str],
     state: str,
     docfreq: DocFreq,
-    reader_scopes,
+    reader_scopes: Collection[str],
 ) -> tuple[dict[int, Candidate], bool]:
     """Candidates from each ranker (at most ``k`` each, per space) among the
     documents of ``scopes`` in ``state``, scored with the statistics of
@@ -112,12 +119,14 @@ def gather(
                 c = candidates.setdefault(rowid, Candidate(scope))
                 c.identifiers, c.keyword_hit = share, True
         if mode in ("semantic", "hybrid"):
+            assert query_vector is not None  # search embeds the query for every mode but keyword
             nearest, considered = nearest_chunks(cursor, query_vector, k, scope, state)
             more |= considered >= min(k, KNN_MAX)
             for rowid, (similarity, chunk_id) in nearest.items():
                 c = candidates.setdefault(rowid, Candidate(scope))
                 c.vector, c.chunk_id = similarity, chunk_id
         if mode == "hybrid":
+            assert query_vector is not None
             missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]
             for rowid, (similarity, chunk_id) in vectors_for(cursor, scope, missing, query_vector).items():
                 candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id

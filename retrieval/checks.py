@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 
 from reviews.checksum import content_checksum
 
@@ -88,7 +89,7 @@ def check(embedder: Embedder | None = None) -> IndexReport:
     return report
 
 
-def _check_documents(cursor, report: IndexReport) -> None:
+def _check_documents(cursor: CursorWrapper, report: IndexReport) -> None:
     """Every record whose text matches its checksum has exactly that text
     indexed; an edited one keeps at most its approved text; none other."""
     cursor.execute(
@@ -134,7 +135,7 @@ def _check_documents(cursor, report: IndexReport) -> None:
         report.problems.append(f"{orphans} indexed document(s) belong to no record")
 
 
-def _check_vectors(cursor, report: IndexReport, model_name: str) -> None:
+def _check_vectors(cursor: CursorWrapper, report: IndexReport, model_name: str) -> None:
     cursor.execute(f"SELECT count(*) FROM {schema.CHUNKS}")
     report.chunks = cursor.fetchone()[0]
     cursor.execute(f"SELECT count(*) FROM {schema.VEC}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 from django.core.management.base import CommandError
 
 from memory_site.cli import iso_date
@@ -12,7 +15,7 @@ from .gate import Reader
 from .search import MODES, Filters
 
 
-def add_search_arguments(parser) -> None:
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="hybrid", choices=MODES)
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument(
@@ -32,7 +35,7 @@ def add_search_arguments(parser) -> None:
     parser.add_argument("--min-confidence", type=float)
 
 
-def reader_from(opts) -> Reader:
+def reader_from(opts: dict[str, Any]) -> Reader:
     scopes = [s.strip().lower() for part in opts["scope"] for s in part.split(",") if s.strip()]
     bad = [s for s in scopes if s not in SCOPES]
     if bad:
@@ -40,7 +43,7 @@ def reader_from(opts) -> Reader:
     return Reader.for_scopes(scopes) if scopes else Reader.everything()
 
 
-def filters_from(opts) -> Filters:
+def filters_from(opts: dict[str, Any]) -> Filters:
     allowed = kinds()
     bad = [k for k in opts["kind"] if k not in allowed]
     if bad:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -31,7 +32,7 @@ class Filters:
     verified_before: date | None = None
     min_confidence: float | None = None
 
-    def matches(self, record: Record, approved: tuple | None = None) -> bool:
+    def matches(self, record: Record, approved: tuple[Any, ...] | None = None) -> bool:
         """Whether ``record`` passes. ``approved`` (title, body, tags, kind,
         scope as approved) decides kind, scope and tags: a withheld record
         is counted by what was approved, never by text nobody reviewed."""
@@ -75,7 +76,7 @@ class Hit:
     chunk: str = ""  # the best chunk's text, filled in for delivered long bodies
     successor_of: str = ""  # set when surfaced in place of a superseded record
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         r = self.record
         long_body = len(r.body) > BODY_CHUNK_OVER and self.chunk
         data = {

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
+from datetime import date
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from reviews.models import SCOPES, Record
@@ -35,12 +38,12 @@ BATCH = 500
 writer_lock = threading.RLock()
 
 
-def vec_exists(cursor) -> bool:
+def vec_exists(cursor: CursorWrapper) -> bool:
     cursor.execute("SELECT 1 FROM sqlite_master WHERE name = %s", [schema.VEC])
     return cursor.fetchone() is not None
 
 
-def set_vector_state(cursor, states: dict[int, str]) -> None:
+def set_vector_state(cursor: CursorWrapper, states: dict[int, str]) -> None:
     """Follow document states in vec0's ``held`` column (the triggers cannot:
     vec0 is created later, by the indexer)."""
     if not states or not vec_exists(cursor):
@@ -53,7 +56,7 @@ def set_vector_state(cursor, states: dict[int, str]) -> None:
         )
 
 
-def _needed(sweep_scopes, today) -> bool:
+def _needed(sweep_scopes: Iterable[str], today: date) -> bool:
     cursor = connection.cursor()
     with cursor:
         cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {schema.QUEUE})")
@@ -66,7 +69,7 @@ def _needed(sweep_scopes, today) -> bool:
     return any(swept.get(f"swept_on:{scope}") != today.isoformat() for scope in sweep_scopes)
 
 
-def reconcile(sweep_scopes=(), today=None) -> int:
+def reconcile(sweep_scopes: Iterable[str] = (), today: date | None = None) -> int:
     """Bring retrieval_doc in line with the records; sweep ``sweep_scopes``
     for date changes if not done today. Returns how many documents changed.
     Costs one SELECT when there is nothing to do."""
@@ -92,7 +95,7 @@ def reconcile(sweep_scopes=(), today=None) -> int:
     return changed
 
 
-def reconcile_now(record_ids: list[int], today=None) -> int:
+def reconcile_now(record_ids: list[int], today: date | None = None) -> int:
     """Reconcile these records inside the caller's transaction (a write that
     holds the database's write lock already, so nobody can interleave; the
     process lock is not taken, as a reconcile waiting for that write would
@@ -105,7 +108,7 @@ def reconcile_now(record_ids: list[int], today=None) -> int:
     return changed
 
 
-def _reconcile(cursor, ids: list[int], today) -> int:
+def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
     records = Record.objects.in_bulk(ids)
     current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
     marks = ",".join(["%s"] * len(ids))
@@ -167,7 +170,7 @@ def _reconcile(cursor, ids: list[int], today) -> int:
     return changed
 
 
-def _sweep(scope: str, today) -> int:
+def _sweep(scope: str, today: date) -> int:
     """Re-decide the state of every document in ``scope`` for ``today``."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"swept_on:{scope}"])
@@ -204,10 +207,10 @@ def approved_scope(record: Record) -> str | None:
     it"."""
     approved = record.approved_version()
     if approved is not None:
-        return approved["scope"]
+        return str(approved["scope"])
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT scope, checksum FROM {schema.DOCS} WHERE id = %s", [record.pk])
         row = cursor.fetchone()
     if row is not None and row[1] == record.approved_checksum:
-        return row[0]
+        return str(row[0])
     return None

@@ -32,7 +32,8 @@ class Embedder:
         raise NotImplementedError
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -53,7 +54,7 @@ class SentenceTransformerEmbedder(Embedder):
         try:  # keep the weight-loading progress bar off stderr
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # transformers is untyped
         except Exception:  # noqa: BLE001 - cosmetic only
             pass
         self._torch = torch
@@ -63,7 +64,10 @@ class SentenceTransformerEmbedder(Embedder):
         self._batch_threads = max(self._query_threads, os.cpu_count() or 1)
         torch.set_num_threads(self._query_threads)
         self._model = SentenceTransformer(str(model_path), device="cpu")
-        self.dimension = int(self._model.get_embedding_dimension())
+        dimension = self._model.get_embedding_dimension()
+        if dimension is None:
+            raise ImproperlyConfigured(f"VETTED_MODEL_PATH={model_path}: the model states no embedding dimension.")
+        self.dimension = int(dimension)
         self.name = name
         self._lock = threading.Lock()
 

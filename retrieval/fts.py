@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import math
 
+from django.db.backends.utils import CursorWrapper
+
 from . import schema
 from .query import fts_or_query, fts_string
 
@@ -30,7 +32,7 @@ from .query import fts_or_query, fts_string
 _WEIGHTS = "10.0, 1.0, 5.0"
 
 
-def keyword_candidates(cursor, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
+def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
     """The ``k`` best BM25 matches of any of ``terms`` in one partition {rowid: bm25}."""
     if not terms:
         return {}
@@ -42,7 +44,7 @@ def keyword_candidates(cursor, scope: str, state: str, terms: list[str], k: int)
     return {rowid: score for rowid, score in cursor.fetchall()}
 
 
-def identifier_candidates(cursor, scope: str, state: str, identifier: str, k: int) -> list[int]:
+def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int) -> list[int]:
     """Up to ``k`` documents of one partition containing ``identifier`` as a
     substring (whole-token checking is the caller's, on the approved text)."""
     table = schema.ident(scope, state)
@@ -50,17 +52,17 @@ def identifier_candidates(cursor, scope: str, state: str, identifier: str, k: in
     return [rowid for (rowid,) in cursor.fetchall()]
 
 
-def document_count(cursor, scope: str, state: str = schema.LIVE) -> int:
+def document_count(cursor: CursorWrapper, scope: str, state: str = schema.LIVE) -> int:
     """Documents in one partition (the N of its idf)."""
     cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, state])
-    return cursor.fetchone()[0]
+    return int(cursor.fetchone()[0])
 
 
-def document_frequency(cursor, scope: str, state: str, term: str) -> int:
+def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
     """Documents of one partition that contain ``term`` (stemmed as indexed)."""
     table = schema.fts(scope, state)
     cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [fts_string(term)])
-    return cursor.fetchone()[0]
+    return int(cursor.fetchone()[0])
 
 
 def bm25_idf(total: int, containing: int) -> float:
@@ -71,7 +73,7 @@ def bm25_idf(total: int, containing: int) -> float:
 
 
 def term_scores(
-    cursor, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+    cursor: CursorWrapper, scope: str, state: str, terms: list[str], candidate_ids: list[int]
 ) -> dict[int, dict[str, float]]:
     """For each of ``candidate_ids`` (documents of this partition), each of
     ``terms`` it contains with that term's own BM25 contribution in this
@@ -97,7 +99,7 @@ def term_scores(
     return found
 
 
-def approved_texts(cursor, ids: list[int]) -> dict[int, tuple[str, str, list[str], str, str]]:
+def approved_texts(cursor: CursorWrapper, ids: list[int]) -> dict[int, tuple[str, str, list[str], str, str]]:
     """{id: (title, body, tags, kind, scope)} as approved (never the current row)."""
     if not ids:
         return {}

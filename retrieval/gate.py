@@ -12,6 +12,7 @@ neither hides it from its readers nor shows it to others.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
@@ -39,7 +40,7 @@ class Reader:
         return cls(frozenset(agent.scopes), agent)
 
     @classmethod
-    def for_scopes(cls, scopes) -> Reader:
+    def for_scopes(cls, scopes: Iterable[str]) -> Reader:
         return cls(frozenset(scopes))
 
     def can_read(self, record: Record) -> bool:

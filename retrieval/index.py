@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 
 from reviews.models import SCOPES
 
@@ -61,7 +62,7 @@ def read_meta() -> dict[str, str]:
         return dict(cursor.fetchall())
 
 
-def _write_meta(cursor, **values) -> None:
+def _write_meta(cursor: CursorWrapper, **values: object) -> None:
     for key, value in values.items():
         cursor.execute(
             f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
@@ -70,7 +71,7 @@ def _write_meta(cursor, **values) -> None:
         )
 
 
-def vec_table_exists(cursor) -> bool:
+def vec_table_exists(cursor: CursorWrapper) -> bool:
     return docs.vec_exists(cursor)
 
 
@@ -83,7 +84,7 @@ def ensure_ready(embedder: Embedder) -> None:
     meta = read_meta()
     model, dimension = meta.get("model_name"), meta.get("dimension")
     if model is not None:
-        if model != embedder.name or int(dimension) != embedder.dimension:
+        if model != embedder.name or int(dimension or 0) != embedder.dimension:
             raise IndexModelMismatch(
                 f"The search index was built with the embedding model {model!r} ({dimension} dimensions), "
                 f"but the configured model is {embedder.name!r} ({embedder.dimension} dimensions). "
@@ -97,7 +98,7 @@ def ensure_ready(embedder: Embedder) -> None:
 VEC_COLUMNS = "scope text partition key, held integer, embedding float[{dimension}] distance_metric=cosine"
 
 
-def _create_vec_table(cursor, embedder: Embedder) -> None:
+def _create_vec_table(cursor: CursorWrapper, embedder: Embedder) -> None:
     cursor.execute(f"DROP TABLE IF EXISTS {schema.VEC}")
     cursor.execute(
         f"CREATE VIRTUAL TABLE {schema.VEC} USING vec0({VEC_COLUMNS.format(dimension=int(embedder.dimension))})"
@@ -196,7 +197,7 @@ class SyncStats:
 def pending_count() -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {schema.DIRTY}")
-        return cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
 
 
 def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> SyncStats:
@@ -248,18 +249,20 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                 existing.setdefault(record_id, {})[seq] = (chunk_id, digest, scope)
 
         # Plan outside any transaction: which chunks need a new vector.
-        plans = []
+        # (record id, queue generation, scope, [(seq, text, digest, index into to_embed or None)]);
+        # scope and the list are None for a record with no approved content.
+        plans: list[tuple[int, int, str | None, list[tuple[int, str, str, int | None]] | None]] = []
         to_embed: list[str] = []
         for record_id, gen, title, body, tags, scope in rows:
             if title is None:  # no approved content (any more)
                 plans.append((record_id, gen, None, None))
                 continue
             texts = chunk_texts(title, body, json.loads(tags) if isinstance(tags, str) else tags)
-            planned = []
+            planned: list[tuple[int, str, str, int | None]] = []
             for seq, text in enumerate(texts):
                 digest = text_hash(embedder.name, text)
-                old = existing.get(record_id, {}).get(seq)
-                if old and old[1] == digest and old[2] == scope:
+                stored = existing.get(record_id, {}).get(seq)
+                if stored and stored[1] == digest and stored[2] == scope:
                     planned.append((seq, text, digest, None))  # keep the stored vector
                 else:
                     planned.append((seq, text, digest, len(to_embed)))
@@ -270,7 +273,7 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
         with transaction.atomic(), connection.cursor() as cursor:
             touched: set[str] = set()
             reload: set[str] = set()
-            for record_id, gen, scope, planned in plans:
+            for record_id, gen, scope, plan in plans:
                 cursor.execute(f"SELECT gen FROM {schema.DIRTY} WHERE record_id = %s", [record_id])
                 current = cursor.fetchone()
                 if current is None or current[0] != gen:
@@ -283,19 +286,22 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                 cursor.execute(f"SELECT state FROM {schema.DOCS} WHERE id = %s", [record_id])
                 state = cursor.fetchone()
                 held = int(state is None or state[0] == schema.HELD)
-                old = existing.get(record_id, {})
-                keep = len(planned) if planned else 0
-                for seq, (chunk_id, _digest, old_scope) in old.items():
+                old_chunks = existing.get(record_id, {})
+                keep = len(plan) if plan else 0
+                for seq, (chunk_id, _digest, old_scope) in old_chunks.items():
                     if seq >= keep:
                         cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [chunk_id])
                         cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [chunk_id])
                         stats.removed += 1
                         reload.add(old_scope)
-                for seq, text, digest, vector_index in planned or []:
+                for seq, text, digest, vector_index in plan or []:
                     if vector_index is None:
                         stats.reused += 1
                         continue
-                    previous = old.get(seq)
+                    # A planned chunk belongs to a record with approved content (so a scope),
+                    # and a chunk to embed means the batch was embedded.
+                    assert scope is not None and new_vectors is not None
+                    previous = old_chunks.get(seq)
                     if previous:
                         cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [previous[0]])
                         cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [previous[0]])

@@ -26,8 +26,10 @@ text nobody approved). Index drift spans every space and is the reviewer's.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -101,7 +103,7 @@ class Finding:
     scope: str = ""
     similarity: float | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         if self.similarity is None:
             data.pop("similarity")
@@ -122,7 +124,7 @@ class Report:
             counts[finding.kind] = counts.get(finding.kind, 0) + 1
         return counts
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         counts = self.counts()
         for kind, more in self.omitted.items():
             counts[kind] = counts.get(kind, 0) + more
@@ -183,11 +185,11 @@ class _Features:
     check take 17 s on 10k records)."""
 
     lower: str
-    words: frozenset
-    negations: tuple
-    numbers: frozenset
-    versions: frozenset
-    names: frozenset
+    words: frozenset[str]
+    negations: tuple[str, ...]
+    numbers: frozenset[str]
+    versions: frozenset[str]
+    names: frozenset[str]
 
 
 def _features(text: str) -> _Features:
@@ -257,7 +259,8 @@ def _record_vectors(records: list[Record], embedder: Embedder) -> np.ndarray:
     matrix = np.stack([by_id[r.pk] for r in records]) if records else np.zeros((0, embedder.dimension), np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    unit: np.ndarray = matrix / norms
+    return unit
 
 
 def contradictions(
@@ -319,7 +322,7 @@ def _by_id(record: Record) -> str:
     return record.public_id
 
 
-def supersession_problems(scopes: list[str], name=_titled) -> list[Finding]:
+def supersession_problems(scopes: list[str], name: Callable[[Record], str] = _titled) -> list[Finding]:
     findings = []
     superseded = Record.objects.filter(status=RecordStatus.SUPERSEDED, scope__in=scopes).select_related("superseded_by")
     for record in superseded:
@@ -351,7 +354,8 @@ def supersession_problems(scopes: list[str], name=_titled) -> list[Finding]:
     for start in list(links):
         if start not in public:
             continue
-        path, node = [], start
+        path: list[int] = []
+        node = start
         while node in links and node not in path and len(path) <= len(links):
             path.append(node)
             node = links[node]
@@ -382,15 +386,16 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
     if agent is not None:
         old = old.filter(agent=agent)
     for proposal in old:
-        scope = proposal.target.scope if proposal.target_id else proposal.scope
+        target = proposal.target
+        scope = target.scope if target is not None else proposal.scope
         if scope not in scopes:
             continue
         days = (timezone.now() - proposal.created_at).days
         kind = "stale_retirement" if proposal.action == ProposalAction.RETIRE else "stale_proposal"
         # A retirement or dispute has no title of its own: the agent sees its
         # target by id (it may be withheld from the agent by now).
-        title = proposal.title or (_title(proposal.target) if proposal.target_id and agent is None else "")
-        title = f"'{title}'" if title else (proposal.target.public_id if proposal.target_id else proposal.public_id)
+        title = proposal.title or (_title(target) if target is not None and agent is None else "")
+        title = f"'{title}'" if title else (target.public_id if target is not None else proposal.public_id)
         findings.append(
             Finding(
                 kind=kind,
@@ -405,7 +410,7 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
     return findings
 
 
-def record_state_problems(records: list[Record], name=_titled) -> list[Finding]:
+def record_state_problems(records: list[Record], name: Callable[[Record], str] = _titled) -> list[Finding]:
     today = timezone.localdate()
     findings = []
     for record in records:
@@ -456,7 +461,7 @@ def index_drift(*, detailed: bool) -> list[Finding]:
 
 
 def run(
-    scopes=None,
+    scopes: Iterable[str] | None = None,
     *,
     embedder: Embedder | None = None,
     full_index_report: bool = True,

@@ -56,7 +56,7 @@ def query_terms(query: str) -> list[str]:
 
 
 def query_identifiers(query: str) -> list[str]:
-    found = []
+    found: list[str] = []
     short_query = len(query.split()) <= 3
     for match in _IDENT_RE.findall(query):
         token = match.strip(".:/")
@@ -87,7 +87,7 @@ def contains_identifier(text: str, ident: str) -> bool:
     return re.search(pattern, text.lower()) is not None
 
 
-def whole_number(value) -> int | None:
+def whole_number(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -99,18 +99,18 @@ def whole_number(value) -> int | None:
     return None
 
 
-def validate(query, mode, limit) -> tuple[str, str, int]:
+def validate(query: object, mode: object, limit: object) -> tuple[str, str, int]:
     """(query, mode, limit) cleaned, or ValidationFailed naming every bad one."""
-    errors = {}
+    errors: dict[str, str] = {}
     # NUL and other control characters carry no meaning in a query.
     clean = re.sub(r"[\x00-\x1f\x7f]", " ", query).strip()[:QUERY_MAX_CHARS] if isinstance(query, str) else ""
     if not clean:
         errors["query"] = "required: the words to search for"
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         errors["mode"] = f"got {mode!r}; allowed: {', '.join(MODES)}"
-    number = whole_number(limit)
-    if number is None or not 1 <= number <= LIMIT_MAX:
+    number = whole_number(limit) or 0
+    if not 1 <= number <= LIMIT_MAX:
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIMIT_MAX}"
-    if errors:
+    if errors or not isinstance(mode, str):
         raise ValidationFailed(errors)
     return clean, mode, number

@@ -35,6 +35,8 @@ Django rebuilds a table (create, copy, drop, rename) for many ALTERs on
 SQLite, which drops its triggers; post_migrate re-creates them (apps.py).
 """
 
+from django.db.backends.utils import CursorWrapper
+
 from reviews.models import SCOPES
 
 RECORD_TABLE = "reviews_record"
@@ -219,7 +221,7 @@ DROP_KEYWORD = (
 DROP = DROP_KEYWORD + [f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, VEC, CHUNKS, DIRTY, META)]
 
 
-def create_all(cursor) -> None:
+def create_all(cursor: CursorWrapper) -> None:
     for sql in TABLES:
         cursor.execute(sql)
     for sql in TRIGGERS.values():

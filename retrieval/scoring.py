@@ -38,9 +38,12 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 
 from . import fts, schema
 
@@ -72,11 +75,12 @@ class DocFreq:
     """Per-partition document counts of words, cached per space until that
     space changes (its ``docs:<scope>`` token)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._parts: dict[tuple[str, str], tuple[tuple, int, dict[str, int]]] = {}
+        # (scope, state) -> (cache key, documents, {word: documents with it})
+        self._parts: dict[tuple[str, str], tuple[tuple[str, str | None], int, dict[str, int]]] = {}
 
-    def counts(self, cursor, scope: str, state: str, words: list[str]) -> tuple[int, dict[str, int]]:
+    def counts(self, cursor: CursorWrapper, scope: str, state: str, words: list[str]) -> tuple[int, dict[str, int]]:
         """(documents in the partition, {word: documents containing it})."""
         cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"docs:{scope}"])
         row = cursor.fetchone()
@@ -101,7 +105,7 @@ class DocFreq:
             counts.update(known)
         return total, known
 
-    def idf(self, cursor, scope: str, words: list[str]) -> dict[str, float]:
+    def idf(self, cursor: CursorWrapper, scope: str, words: list[str]) -> dict[str, float]:
         """The coverage idf of ``words`` among the deliverable documents of one space."""
         return _coverage_idf(*self.counts(cursor, scope, schema.LIVE, words), words)
 
@@ -112,7 +116,12 @@ def _coverage_idf(total: int, known: dict[str, int], words: list[str]) -> dict[s
 
 
 def keyword_evidence(
-    cursor, terms: list[str], candidates: dict[int, Candidate], state: str, docfreq: DocFreq, reader_scopes
+    cursor: CursorWrapper,
+    terms: list[str],
+    candidates: dict[int, Candidate],
+    state: str,
+    docfreq: DocFreq,
+    reader_scopes: Iterable[str],
 ) -> None:
     """Fill in each candidate's coverage and (for BM25-pool candidates) its
     BM25 score, both with the statistics of the deliverable documents of the
@@ -121,7 +130,7 @@ def keyword_evidence(
     spaces, and depend on nothing it cannot read."""
     if not terms or not candidates:
         return
-    total, known = 0, dict.fromkeys(terms, 0)
+    total, known = 0, dict[str, Any].fromkeys(terms, 0)
     for scope in reader_scopes:
         n, counts = docfreq.counts(cursor, scope, schema.LIVE, terms)
         total += n
@@ -147,7 +156,7 @@ def score(mode: str, c: Candidate) -> float:
     if mode == "keyword":
         # Exact identifiers first, then BM25.
         return c.identifiers * 1000.0 + c.bm25
-    return (c.vector or 0.0) + KEYWORD_WEIGHT * c.coverage**KEYWORD_POWER + IDENT_WEIGHT * c.identifiers
+    return float((c.vector or 0.0) + KEYWORD_WEIGHT * c.coverage**KEYWORD_POWER + IDENT_WEIGHT * c.identifiers)
 
 
 def rank(mode: str, candidates: dict[int, Candidate]) -> list[tuple[int, float]]:

@@ -10,14 +10,16 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connections
 
 
 @contextlib.contextmanager
-def scratch_database(keep: bool = False):
+def scratch_database(keep: bool = False) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="vetted-scratch-"))
     conn = connections["default"]
     conn.close()
@@ -33,7 +35,7 @@ def scratch_database(keep: bool = False):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def scratch_reviewer():
+def scratch_reviewer() -> User:
     from django.contrib.auth import get_user_model
 
     user_model = get_user_model()

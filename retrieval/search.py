@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 
@@ -94,7 +95,7 @@ class SearchResponse:
     withheld: dict[str, int]
     took_ms: float = 0.0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "mode": self.mode,
@@ -124,8 +125,8 @@ def search(
     """
     query, mode, limit = validate(query, mode, limit)
     filters = filters or Filters()
-    if mode != "keyword":
-        embedder = embedder or get_embedder()  # loaded once per process, not timed
+    # Keyword search needs no vectors; the others load the model once per process (not timed).
+    embedder = None if mode == "keyword" else embedder or get_embedder()
     started = time.perf_counter()
     readable = [s for s in SCOPES if s in reader.scopes]
     scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
@@ -133,7 +134,7 @@ def search(
     terms = query_terms(query)
     identifiers = query_identifiers(query)
     query_vector = None
-    if mode != "keyword":
+    if embedder is not None:
         index.sync(embedder)  # usually a no-op: one SELECT on each empty queue
         query_vector = embedder.embed_one(query)
 

@@ -14,7 +14,9 @@ nearest chunks are drawn from the deliverable documents of those scopes only
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.db import connection
@@ -35,7 +37,7 @@ class Similar:
     record: Record
     similarity: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.record.public_id,
             "title": self.record.title,
@@ -49,11 +51,11 @@ def similar_records(
     title: str,
     body: str,
     *,
-    scopes,
+    scopes: Iterable[str],
     tags: list[str] | None = None,
     threshold: float = 0.0,
     limit: int = 5,
-    exclude_ids=(),
+    exclude_ids: Iterable[str] = (),
     embedder: Embedder | None = None,
 ) -> list[Similar]:
     """Deliverable records in ``scopes`` whose best chunk pair with this text
@@ -85,7 +87,7 @@ class SimilarPending:
     proposal: Proposal
     similarity: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.proposal.public_id,
             "title": self.proposal.title,
@@ -102,7 +104,7 @@ class _PendingVectors:
     index, and embedding all of them on every proposal would cost seconds.
     Entries of proposals no longer pending are dropped as they are seen."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._vectors: dict[tuple[int, str, str], np.ndarray] = {}
 
@@ -117,7 +119,7 @@ class _PendingVectors:
                     texts.append(text)
                     owners.append(proposal.pk)
             vectors = embedder.embed(texts)
-            grouped: dict[int, list] = {}
+            grouped: dict[int, list[np.ndarray]] = {}
             for owner, vector in zip(owners, vectors, strict=True):
                 grouped.setdefault(owner, []).append(vector)
             with self._lock:
@@ -143,7 +145,7 @@ def similar_pending(
     limit: int = 5,
     exclude_checksum: str | None = None,
     agent: Agent | None = None,
-    exclude_ids=(),
+    exclude_ids: Iterable[str] = (),
     embedder: Embedder | None = None,
 ) -> list[SimilarPending]:
     """Pending create/revise proposals in ``scope`` whose best chunk pair with
@@ -151,13 +153,15 @@ def similar_pending(
     With ``agent``, only that agent's own proposals: an agent may be told
     about its own pending proposals, never about another agent's."""
     embedder = embedder or get_embedder()
-    pending = Proposal.objects.filter(
+    candidates = Proposal.objects.filter(
         state=ProposalState.PENDING, scope=scope, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
     )
     if agent is not None:
-        pending = pending.filter(agent=agent)
+        candidates = candidates.filter(agent=agent)
     pending = list(
-        pending.exclude(content_checksum=exclude_checksum or "").exclude(public_id__in=list(exclude_ids)).order_by("pk")
+        candidates.exclude(content_checksum=exclude_checksum or "")
+        .exclude(public_id__in=list(exclude_ids))
+        .order_by("pk")
     )
     if not pending:
         return []

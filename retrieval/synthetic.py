@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
+
+from .embeddings import Embedder
 
 SERVICES = [
     "billing",
@@ -94,7 +97,7 @@ def _identifier(rng: random.Random, service: str, component: str) -> str:
     return f"{service}-{component}-{rng.randrange(1, 99):02d}.internal"
 
 
-def make_record(rng: random.Random, n: int) -> dict:
+def make_record(rng: random.Random, n: int) -> dict[str, Any]:
     service, component, tool = rng.choice(SERVICES), rng.choice(COMPONENTS), rng.choice(TOOLS)
     person, verb, when, why = rng.choice(PEOPLE), rng.choice(VERBS), rng.choice(TIMES), rng.choice(REASONS)
     ident = _identifier(rng, service, component)
@@ -134,7 +137,7 @@ def make_record(rng: random.Random, n: int) -> dict:
     }
 
 
-def make_queries(rng: random.Random, records: list[dict], count: int) -> list[str]:
+def make_queries(rng: random.Random, records: list[dict[str, Any]], count: int) -> list[str]:
     queries = []
     for _ in range(count):
         r = rng.choice(records)
@@ -148,7 +151,7 @@ def make_queries(rng: random.Random, records: list[dict], count: int) -> list[st
     return queries
 
 
-def populate_corpus(size: int, rng: random.Random, embedder) -> tuple[list[dict], float, float]:
+def populate_corpus(size: int, rng: random.Random, embedder: Embedder) -> tuple[list[dict[str, Any]], float, float]:
     """Fill the current (scratch) database with ``size`` approved synthetic
     records and embed them. Returns the specs, insert seconds and total build
     seconds. Rows go in by bulk insert (a throwaway corpus; the SQL triggers

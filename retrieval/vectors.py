@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 
 from . import schema
 
 
-def renew_tokens(cursor, scopes, *, base: bool) -> None:
+def renew_tokens(cursor: CursorWrapper, scopes: Iterable[str], *, base: bool) -> None:
     """Mark the vectors of ``scopes`` changed (call inside the transaction that changed them)."""
     names = ["vectors_token", "vectors_base"] if base else ["vectors_token"]
     for scope in scopes:
@@ -69,11 +71,11 @@ class _Snapshot:
 
 
 class VectorCache:
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._snaps: dict[str, _Snapshot] = {}
 
-    def current(self, cursor, scope: str, dimension: int) -> _Snapshot:
+    def current(self, cursor: CursorWrapper, scope: str, dimension: int) -> _Snapshot:
         keys = [f"vectors_base:{scope}", f"vectors_token:{scope}", f"docs:{scope}"]
         cursor.execute(f"SELECT key, value FROM {schema.META} WHERE key IN (%s, %s, %s)", keys)
         tokens = dict(cursor.fetchall())
@@ -94,7 +96,9 @@ class VectorCache:
             self._snaps[scope] = snap
             return snap
 
-    def _rows(self, cursor, scope: str, after_id: int, dimension: int):
+    def _rows(
+        self, cursor: CursorWrapper, scope: str, after_id: int, dimension: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cursor.execute(
             f"SELECT id, record_id, embedding FROM {schema.CHUNKS} WHERE scope = %s AND id > %s "
             "AND embedding IS NOT NULL ORDER BY id",
@@ -110,12 +114,21 @@ class VectorCache:
         )
         return chunk_ids, record_ids, matrix
 
-    def _held(self, cursor, scope: str, record_ids: np.ndarray) -> np.ndarray:
+    def _held(self, cursor: CursorWrapper, scope: str, record_ids: np.ndarray) -> np.ndarray:
         cursor.execute(f"SELECT id FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, schema.HELD])
         held = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
         return np.isin(record_ids, held)
 
-    def _load(self, cursor, database, scope, base, token, docs, dimension) -> _Snapshot:
+    def _load(
+        self,
+        cursor: CursorWrapper,
+        database: str,
+        scope: str,
+        base: str | None,
+        token: str | None,
+        docs: str | None,
+        dimension: int,
+    ) -> _Snapshot:
         chunk_ids, record_ids, matrix = self._rows(cursor, scope, 0, dimension)
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
         held = self._held(cursor, scope, record_ids)
@@ -123,7 +136,7 @@ class VectorCache:
             database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix, held, np.nonzero(held)[0]
         )
 
-    def _append(self, cursor, snap: _Snapshot, token, docs) -> _Snapshot:
+    def _append(self, cursor: CursorWrapper, snap: _Snapshot, token: str | None, docs: str | None) -> _Snapshot:
         chunk_ids, record_ids, matrix = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
         if len(chunk_ids):
             chunk_ids = np.concatenate([snap.chunk_ids, chunk_ids])

@@ -66,7 +66,7 @@ class Command(BaseCommand):
                     if not isinstance(item, dict):
                         raise ValueError("must be a JSON object")
                     response = engine.search(
-                        item.get("query"),
+                        item.get("query") or "",  # a missing query is refused by name, like an empty one
                         mode=item.get("mode", opts["mode"]),
                         limit=item.get("limit", opts["limit"]),
                         filters=filters,
