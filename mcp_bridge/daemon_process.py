@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -18,6 +19,31 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_serve(
+    project: Path, env: dict[str, str], port: int, log_path: Path, *, append: bool = False
+) -> subprocess.Popen:
+    """`manage.py serve --port PORT` in ``project`` with ``env``, its output
+    in ``log_path`` (appended to with ``append``, as a restart does). Returns
+    at once; call wait_for_health before using it."""
+    with open(log_path, "ab" if append else "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, str(Path(project) / "manage.py"), "serve", "--port", str(port)],
+            cwd=project,
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+
+
+def stress_argv(role: str, **options: object) -> list[str]:
+    """The command line of one `python -m mcp_bridge.stress ROLE` load
+    process: each keyword becomes ``--name-with-dashes VALUE``."""
+    argv = [sys.executable, "-m", "mcp_bridge.stress", role]
+    for name, value in options.items():
+        argv += ["--" + name.replace("_", "-"), str(value)]
+    return argv
 
 
 def wait_for_health(base: str, process: subprocess.Popen, timeout: float = 180, log_path: Path | None = None) -> None:

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health  # noqa: F401 (re-exported for tests)
+from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, wait_for_health  # noqa: F401 (re-exported for tests)
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -53,10 +52,7 @@ def running_daemon(tmp_dir: Path, *, port: int | None = None, **env_overrides: s
         **env_overrides,
     }
     log_path = tmp_dir / f"serve-{port}.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env, stdout=log, stderr=log
-        )
+    process = start_serve(PROJECT, env, port, log_path)
     daemon = Daemon(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for_health(daemon.base, process)

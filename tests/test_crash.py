@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_bridge.daemon_process import start_serve, stress_argv
 from tests.gateway_support import PROJECT, free_port, http, wait_for_health
 
 pytestmark = pytest.mark.slow
@@ -37,10 +38,7 @@ def manage(env, *args, extra_env=None):
 
 
 def start_daemon(env, port, log_path):
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env, stdout=log, stderr=log
-        )
+    process = start_serve(PROJECT, env, port, log_path, append=True)
     wait_for_health(f"http://127.0.0.1:{port}", process)
     return process
 
@@ -93,24 +91,9 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
     for n in range(2):
         workers.append(
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "mcp_bridge.stress",
-                    "agent",
-                    "--url",
-                    base,
-                    "--token",
-                    token,
-                    "--name",
-                    f"a{n}",
-                    "--seconds",
-                    "60",
-                    "--out",
-                    str(folder / f"agent-{n}.jsonl"),
-                    "--seed",
-                    str(n),
-                ],
+                stress_argv(
+                    "agent", url=base, token=token, name=f"a{n}", seconds=60, out=folder / f"agent-{n}.jsonl", seed=n
+                ),
                 cwd=PROJECT,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -119,24 +102,15 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
         )
     workers.append(
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcp_bridge.stress",
+            stress_argv(
                 "reviewer",
-                "--reviewer",
-                "rita",
-                "--seconds",
-                "60",
-                "--out",
-                str(folder / "reviewer.jsonl"),
-                "--via",
-                "site",
-                "--url",
-                base,
-                "--password",
-                PASSWORD,
-            ],
+                reviewer="rita",
+                seconds=60,
+                out=folder / "reviewer.jsonl",
+                via="site",
+                url=base,
+                password=PASSWORD,
+            ),
             cwd=PROJECT,
             env=env,
             stdout=subprocess.DEVNULL,

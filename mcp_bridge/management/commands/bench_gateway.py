@@ -18,7 +18,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health
+from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, wait_for_health
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
@@ -83,14 +83,7 @@ class Command(BaseCommand):
                 "VETTED_MCP_INITIALIZE_PER_MINUTE": "0",
                 "DJANGO_SETTINGS_MODULE": "memory_site.settings",
             }
-            log = open(folder / "serve.log", "wb")  # noqa: SIM115 - the daemon writes to it; closed below
-            daemon = subprocess.Popen(
-                [sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
-                cwd=PROJECT,
-                env=env,
-                stdout=log,
-                stderr=log,
-            )
+            daemon = start_serve(PROJECT, env, port, folder / "serve.log")
             try:
                 try:
                     wait_for_health(base, daemon, log_path=folder / "serve.log")
@@ -102,7 +95,6 @@ class Command(BaseCommand):
             finally:
                 daemon.terminate()
                 daemon.wait(timeout=30)
-                log.close()
 
         rows = [
             _summary("in-process search()", in_process),

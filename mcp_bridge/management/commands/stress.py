@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -22,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from mcp_bridge import stress_report
-from mcp_bridge.daemon_process import DaemonFailed, free_port, wait_for_health
+from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, stress_argv, wait_for_health
 from mcp_bridge.stress_report import FLOOD_NICE
 from retrieval import index
 from retrieval.embeddings import FakeEmbedder, get_embedder
@@ -136,14 +135,7 @@ class Command(BaseCommand):
         }
         flooder = tokens.pop() if opts["flood"] else None
         daemon_log = folder / "serve.log"
-        with open(daemon_log, "wb") as log:
-            daemon = subprocess.Popen(
-                [sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
-                cwd=PROJECT,
-                env=env,
-                stdout=log,
-                stderr=log,
-            )
+        daemon = start_serve(PROJECT, env, port, daemon_log)
         try:
             try:
                 wait_for_health(base, daemon, log_path=daemon_log)
@@ -157,28 +149,17 @@ class Command(BaseCommand):
                     (
                         out,
                         subprocess.Popen(
-                            [
-                                sys.executable,
-                                "-m",
-                                "mcp_bridge.stress",
+                            stress_argv(
                                 "agent",
-                                "--url",
-                                base,
-                                "--token",
-                                token,
-                                "--name",
-                                name,
-                                "--seconds",
-                                seconds,
-                                "--out",
-                                str(out),
-                                "--seed",
-                                str(100 + n),
-                                "--mcp-share",
-                                str(opts["mcp_share"]),
-                                "--interval",
-                                str(opts["interval"]),
-                            ],
+                                url=base,
+                                token=token,
+                                name=name,
+                                seconds=seconds,
+                                out=out,
+                                seed=100 + n,
+                                mcp_share=opts["mcp_share"],
+                                interval=opts["interval"],
+                            ),
                             cwd=PROJECT,
                             env=env,
                             stdout=subprocess.DEVNULL,
@@ -191,18 +172,7 @@ class Command(BaseCommand):
                 (
                     reviewer_out,
                     subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "mcp_bridge.stress",
-                            "reviewer",
-                            "--reviewer",
-                            "stress-reviewer",
-                            "--seconds",
-                            seconds,
-                            "--out",
-                            str(reviewer_out),
-                        ],
+                        stress_argv("reviewer", reviewer="stress-reviewer", seconds=seconds, out=reviewer_out),
                         cwd=PROJECT,
                         env=env,
                         stdout=subprocess.DEVNULL,
@@ -226,22 +196,15 @@ class Command(BaseCommand):
                                 "nice",
                                 "-n",
                                 str(FLOOD_NICE),
-                                sys.executable,
-                                "-m",
-                                "mcp_bridge.stress",
-                                "flood",
-                                "--url",
-                                base,
-                                "--token",
-                                flooder[1],
-                                "--name",
-                                flooder[0],
-                                "--seconds",
-                                str(opts["seconds"] / 2),
-                                "--threads",
-                                str(opts["flood"]),
-                                "--out",
-                                str(flood_out),
+                                *stress_argv(
+                                    "flood",
+                                    url=base,
+                                    token=flooder[1],
+                                    name=flooder[0],
+                                    seconds=opts["seconds"] / 2,
+                                    threads=opts["flood"],
+                                    out=flood_out,
+                                ),
                             ],
                             cwd=PROJECT,
                             env=env,
