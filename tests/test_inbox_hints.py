@@ -384,7 +384,7 @@ def test_an_agent_retiring_many_records_is_named_at_the_top_of_the_inbox(signed_
         actions.propose_retirement(record, agent=team_agent, reason="No longer true")
     html = signed_in.get("/").content.decode()
     warnings = re.search(r'id="dispute-warnings".*?</div>', html, re.S)
-    assert warnings and "team-bot" in warnings.group(0) and "retire 3 records" in warnings.group(0)
+    assert warnings and "team-bot" in warnings.group(0) and "proposed to retire 3 records" in warnings.group(0)
 
 
 def test_a_few_retirements_raise_no_warning(signed_in, team_agent, make_record):
