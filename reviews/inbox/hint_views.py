@@ -2,7 +2,7 @@
 possible contradictions) and the two decisions it offers on a close match:
 merge the create into a revision of a record, or reject it as a duplicate.
 
-The hint is loaded lazily by each card (hx-trigger="revealed"): one
+The hint is loaded lazily by each card (hx-trigger="intersect once"): one
 embedding per card would make the inbox itself slow. Both decisions are
 plain form POSTs that also work with htmx (the changed card comes back).
 """
