@@ -165,7 +165,9 @@ def similar_pending(
         .exclude(public_id__in=list(exclude_ids))
         .order_by("pk")
     )
-    hits = [h for h in pending_similarities(title, body, pending, tags=tags, embedder=embedder) if h.similarity >= threshold]
+    hits = [
+        h for h in pending_similarities(title, body, pending, tags=tags, embedder=embedder) if h.similarity >= threshold
+    ]
     return hits[:limit]
 
 

@@ -7,6 +7,7 @@ agent retiring or disputing many records at once."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
-PG15 = {
+PG15: dict[str, Any] = {
     "title": "Postgres 15 is used in production",
     "body": "The billing cluster runs Postgres 15 in production; upgrades go through the platform team.",
     "tags": ["postgres", "production"],
@@ -32,7 +33,7 @@ PG16_REVISE = {
     "title": "Postgres 16 is used in production",
     "body": "The billing cluster runs Postgres 16 in production; upgrades go through the platform team.",
 }
-PG16_CREATE = {
+PG16_CREATE: dict[str, Any] = {
     "title": "Postgres 16 is now used in production",
     "body": "The billing cluster now runs Postgres 16 in production; upgrades go through the platform team.",
     "tags": ["postgres", "production"],
@@ -76,7 +77,7 @@ def test_a_create_shows_the_approved_record_it_contradicts_and_the_pending_revis
     assert "Possible contradiction" in record
     assert "different numbers: 16 vs 15" in record  # this proposal vs the record
     revise = item(html, postgres["create"], postgres["revise"].public_id)
-    assert "team-bot" in revise and f"of <a href" in revise and postgres["approved"].public_id in revise
+    assert "team-bot" in revise and "of <a href" in revise and postgres["approved"].public_id in revise
     assert "Possible contradiction" not in revise  # it says the same thing
     assert "1 possible contradiction" in html
 
@@ -175,7 +176,7 @@ def test_merge_turns_the_create_into_a_revise_of_the_record_keeping_text_and_rea
     assert event.extra["was_action"] == "create" and event.extra["supersedes"] == approved.public_id
     # The card now shows the revision's diff against the record.
     html = response.content.decode()
-    assert f"Replaces <a href" in html and approved.public_id in html and "<ins>" in html
+    assert "Replaces <a href" in html and approved.public_id in html and "<ins>" in html
     # Accepting it supersedes the record.
     accepted = actions.accept_proposal(merged, actor=reviewer)
     assert accepted.result_record.supersedes_id == approved.pk
@@ -379,7 +380,9 @@ def test_restoring_from_the_queue_updates_the_nav_count(signed_in, make_record):
 
 
 def test_an_agent_retiring_many_records_is_named_at_the_top_of_the_inbox(signed_in, team_agent, make_record):
-    records = [make_record(title=f"Billing fact number {n}", body=f"Billing fact {n} holds for the team.") for n in range(3)]
+    records = [
+        make_record(title=f"Billing fact number {n}", body=f"Billing fact {n} holds for the team.") for n in range(3)
+    ]
     for record in records:
         actions.propose_retirement(record, agent=team_agent, reason="No longer true")
     html = signed_in.get("/").content.decode()

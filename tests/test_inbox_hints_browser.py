@@ -6,6 +6,8 @@ Screenshots land in tests/artifacts/."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 
@@ -17,7 +19,7 @@ from tests.conftest import content
 pytestmark = ib.pytestmark
 browser = ib.browser  # the module-scoped Chromium fixture
 
-PG15 = {
+PG15: dict[str, Any] = {
     "title": "Postgres 15 is used in production",
     "body": "The billing cluster runs Postgres 15 in production; upgrades go through the platform team.",
     "tags": ["postgres", "production"],

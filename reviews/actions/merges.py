@@ -138,7 +138,9 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
         note = v.clean_note(note)
         duplicate_of = str(duplicate_of or "").strip()[:40]
         said = _duplicate_note(proposal, duplicate_of)
-        return _reject(proposal, reviewer, v.clean_note(f"{said} Reviewer's note: {note}" if note else said), duplicate_of)
+        return _reject(
+            proposal, reviewer, v.clean_note(f"{said} Reviewer's note: {note}" if note else said), duplicate_of
+        )
 
 
 def _duplicate_note(proposal: Proposal, duplicate_of: str) -> str:
@@ -164,7 +166,9 @@ def _duplicate_note(proposal: Proposal, duplicate_of: str) -> str:
             "reject with a note instead, or as a duplicate of the record it produced."
         )
     if agent is None or other.agent_id == agent.pk:
-        return f"Rejected as a duplicate of your proposal {other.public_id} '{other.title}', which is still under review."
+        return (
+            f"Rejected as a duplicate of your proposal {other.public_id} '{other.title}', which is still under review."
+        )
     return UNNAMED_DUPLICATE
 
 
@@ -172,4 +176,3 @@ def _agent_may_receive(agent: Agent, record: Record) -> bool:
     """The gate's rule for one record: in the agent's scopes and deliverable now."""
     candidates = Record.objects.filter(pk=record.pk).deliverable(agent.scopes)
     return any(r.withhold_reason() is None for r in candidates)
-

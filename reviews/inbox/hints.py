@@ -102,7 +102,11 @@ def for_proposal(proposal: Proposal) -> Hints:
         exclude_ids=[own_target] if own_target else [],
     )
     records = [
-        Match(h.similarity, record=h.record, differs=contradiction_reasons(text, _text(h.record.title, h.record.body), h.similarity))
+        Match(
+            h.similarity,
+            record=h.record,
+            differs=contradiction_reasons(text, _text(h.record.title, h.record.body), h.similarity),
+        )
         for h in found
     ]
     # Contradictions first (they are what a glance must not miss), then the closest.

@@ -6,8 +6,10 @@ reviews.actions, and render or redirect. Nothing here changes state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from functools import wraps
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
@@ -76,7 +78,7 @@ def dispute_warnings() -> dict[int, str]:
     return warnings
 
 
-def _burst_warning(row: dict, cap: int) -> str:
+def _burst_warning(row: Mapping[str, Any], cap: int) -> str:
     burst = row["recent"] >= DISPUTE_BURST
     name = row["agent__name"]
     if row["action"] == ProposalAction.RETIRE:
