@@ -394,3 +394,20 @@ def test_a_few_retirements_raise_no_warning(signed_in, team_agent, make_record):
     record = make_record(title="Billing fact number 1", body="Billing fact 1 holds for the team.")
     actions.propose_retirement(record, agent=team_agent, reason="No longer true")
     assert 'id="dispute-warnings"' not in signed_in.get("/").content.decode()
+
+
+# --------------------------------------------------------------------------- with the real model
+
+
+@pytest.mark.model
+def test_the_postgres_case_with_the_real_model(postgres):
+    from retrieval.embeddings import SentenceTransformerEmbedder, default_model_path
+    from reviews.inbox import hints
+
+    model = SentenceTransformerEmbedder(default_model_path(), "all-MiniLM-L6-v2", threads=0)
+    found = hints.for_proposal(postgres["create"], embedder=model)
+    record = next(m for m in found.records if m.record == postgres["approved"])
+    assert record.contradiction and "different numbers: 16 vs 15" in record.differs
+    assert record.close
+    revise = next(m for m in found.pending if m.proposal == postgres["revise"])
+    assert revise.same_target and not revise.contradiction and revise.similarity >= 0.85

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from retrieval.embeddings import Embedder
 from retrieval.quality import contradiction_reasons
 from retrieval.similar import pending_similarities, similar_pending, similar_records
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState, Record
@@ -84,7 +85,7 @@ def _text(title: str, body: str) -> str:
     return f"{title}\n{body}"
 
 
-def for_proposal(proposal: Proposal) -> Hints:
+def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
     """The hints for a pending create or revise (empty for anything else).
     Raises what the index raises (VettedError, IndexModelMismatch): the view
     shows it in place of the hint."""
@@ -100,6 +101,7 @@ def for_proposal(proposal: Proposal) -> Hints:
         threshold=FLOOR,
         limit=3 * RECORDS_SHOWN,
         exclude_ids=[own_target] if own_target else [],
+        embedder=embedder,
     )
     records = [
         Match(
@@ -123,6 +125,7 @@ def for_proposal(proposal: Proposal) -> Hints:
             threshold=settings.VETTED_CONTRADICTION_SIMILARITY,
             limit=PENDING_SHOWN,
             exclude_ids=[proposal.public_id],
+            embedder=embedder,
         )
     }
     # Pending revises of this proposal's record, or of a record shown above,
@@ -135,7 +138,7 @@ def for_proposal(proposal: Proposal) -> Hints:
     )
     same_target = {p.pk for p in rivals}
     missing = [p for p in rivals if p.pk not in waiting]
-    for hit in pending_similarities(proposal.title, proposal.body, missing, tags=proposal.tags):
+    for hit in pending_similarities(proposal.title, proposal.body, missing, tags=proposal.tags, embedder=embedder):
         waiting[hit.proposal.pk] = hit
     pending = [
         Match(
