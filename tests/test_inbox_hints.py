@@ -388,6 +388,7 @@ def test_an_agent_retiring_many_records_is_named_at_the_top_of_the_inbox(signed_
     html = signed_in.get("/").content.decode()
     warnings = re.search(r'id="dispute-warnings".*?</div>', html, re.S)
     assert warnings and "team-bot" in warnings.group(0) and "proposed to retire 3 records" in warnings.group(0)
+    assert "See the disputed records" not in warnings.group(0)  # a retirement burst is not about disputes
 
 
 def test_a_few_retirements_raise_no_warning(signed_in, team_agent, make_record):
