@@ -231,6 +231,15 @@ def differences(a: str | _Features, b: str | _Features) -> list[str]:
     return reasons
 
 
+def contradiction_reasons(a: str, b: str, similarity: float, threshold: float | None = None) -> list[str]:
+    """The check's rule for one pair of texts (e.g. a proposal and a record,
+    for the inbox's hint): what differs between them if they are at least
+    ``threshold`` similar (default VETTED_CONTRADICTION_SIMILARITY), else
+    nothing. Empty means "not a possible contradiction"."""
+    limit = settings.VETTED_CONTRADICTION_SIMILARITY if threshold is None else threshold
+    return differences(a, b) if similarity >= limit else []
+
+
 # --------------------------------------------------------------------------- checks
 
 

@@ -139,7 +139,7 @@ def similar_pending(
     title: str,
     body: str,
     *,
-    scope: str,
+    scope: str | Iterable[str],
     tags: list[str] | None = None,
     threshold: float = 0.0,
     limit: int = 5,
@@ -150,11 +150,13 @@ def similar_pending(
 ) -> list[SimilarPending]:
     """Pending create/revise proposals in ``scope`` whose best chunk pair with
     this text has cosine similarity >= ``threshold``, most similar first.
+    ``scope``: one scope, or several (the reviewer's hint looks in all).
     With ``agent``, only that agent's own proposals: an agent may be told
     about its own pending proposals, never about another agent's."""
     embedder = embedder or get_embedder()
+    scopes = [scope] if isinstance(scope, str) else list(scope)
     candidates = Proposal.objects.filter(
-        state=ProposalState.PENDING, scope=scope, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
+        state=ProposalState.PENDING, scope__in=scopes, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
     )
     if agent is not None:
         candidates = candidates.filter(agent=agent)
@@ -163,14 +165,22 @@ def similar_pending(
         .exclude(public_id__in=list(exclude_ids))
         .order_by("pk")
     )
-    if not pending:
-        return []
-    new = np.asarray(embedder.embed(index.chunk_texts(title, body, tags)), dtype=np.float32)
-    stored = pending_vectors.for_proposals(pending, embedder)
-    hits = []
-    for proposal in pending:
-        similarity = float((stored[proposal.pk] @ new.T).max())
-        if similarity >= threshold:
-            hits.append(SimilarPending(proposal, similarity))
-    hits.sort(key=lambda h: (-h.similarity, h.proposal.public_id))
+    hits = [
+        h for h in pending_similarities(title, body, pending, tags=tags, embedder=embedder) if h.similarity >= threshold
+    ]
     return hits[:limit]
+
+
+def pending_similarities(
+    title: str, body: str, proposals: list[Proposal], *, tags: list[str] | None = None, embedder: Embedder | None = None
+) -> list[SimilarPending]:
+    """How similar this text is to each of ``proposals`` (pending creates or
+    revises the caller chose), most similar first: the best chunk pair's cosine."""
+    if not proposals:
+        return []
+    embedder = embedder or get_embedder()
+    new = np.asarray(embedder.embed(index.chunk_texts(title, body, tags)), dtype=np.float32)
+    stored = pending_vectors.for_proposals(proposals, embedder)
+    hits = [SimilarPending(p, float((stored[p.pk] @ new.T).max())) for p in proposals]
+    hits.sort(key=lambda h: (-h.similarity, h.proposal.public_id))
+    return hits

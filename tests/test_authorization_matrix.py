@@ -78,6 +78,9 @@ SITE_ACTIONS = [
     ("clear dispute", "/records/{r_disputed}/clear-dispute", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("restore", "/records/{r_restore}/restore",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("approve current", "/records/{r_approve}/approve-current", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # Hints (inbox-hints): merge a create into a revision, reject as a duplicate.
+    ("merge", "/proposals/{p_merge}/merge",              (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    ("reject duplicate", "/proposals/{p_dup}/reject-duplicate", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("create agent", "/agents/create",                   (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
@@ -230,6 +233,9 @@ def build_targets(reviewer, tag: str) -> dict:
         "p_reject": pending("reject").public_id,
         "p_revise": pending("revise").public_id,
         "p_bulk": pending("bulk").public_id,
+        "p_merge": pending("merge").public_id,
+        "r_merge": approved("merge").public_id,
+        "p_dup": pending("dup").public_id,
         "r_view": view.public_id,
         "r_pk": view.pk,
         "r_verify": approved("verify").public_id,
@@ -262,6 +268,8 @@ def forms(t: dict) -> dict:
         "clear dispute": {"note": "Checked: it still holds."},
         "restore": {"note": "Edited in the database by mistake."},
         "approve current": {"note": "Checked: the new text is right."},
+        "merge": {"target": t["r_merge"]},
+        "reject duplicate": {"duplicate_of": t["r_view"]},
         "create agent": {"name": t["new_agent"], "scopes": ["team"]},
         "login page": {"username": "", "password": ""},
         "withdrawal (claude-code's)": {"note": ["not", "text"]},
@@ -299,6 +307,7 @@ def decided_as_expected(t: dict) -> list[str]:
         ("p_reject", ProposalState.REJECTED),
         ("p_revise", ProposalState.ACCEPTED),
         ("p_bulk", ProposalState.ACCEPTED),
+        ("p_dup", ProposalState.REJECTED),
     ):
         if state[t[key]] != want:
             problems.append(f"{key}: {state[t[key]]} (wanted {want})")
@@ -310,6 +319,8 @@ def decided_as_expected(t: dict) -> list[str]:
     ):
         if status[t[key]] != record_want:
             problems.append(f"{key}: {status[t[key]]} (wanted {record_want})")
+    if Proposal.objects.get(public_id=t["p_merge"]).target_id != Record.objects.get(public_id=t["r_merge"]).pk:
+        problems.append("p_merge was not merged into r_merge")
     if Record.objects.get(public_id=t["r_restore"]).edited_since_approval:
         problems.append("r_restore was not restored")
     if Record.objects.get(public_id=t["r_verify"]).verified_at is None:

@@ -19,7 +19,8 @@ active staff users may decide anything; agents may only propose, dispute and
 withdraw their own proposals.
 
 The package holds one module per family: ``proposals`` (agents propose),
-``decisions`` (a reviewer decides a proposal), ``records`` (a reviewer acts
+``decisions`` (a reviewer decides a proposal), ``merges`` (a create merged into a
+revision, or rejected as a duplicate), ``records`` (a reviewer acts
 on a record), ``agents`` (agents and tokens), ``accounts`` (reviewer
 accounts: first run, staff status, active or not), ``imports`` (files and snapshots); ``_common`` holds what they
 share. Everything public is re-exported here.
@@ -48,6 +49,7 @@ from .agents import (
 )
 from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
+from .merges import UNNAMED_DUPLICATE, merge_into_revision, reject_as_duplicate
 from .proposals import dispute_record, propose_create, propose_retirement, propose_revision, withdraw_proposal
 from .records import (
     approve_current_text,
@@ -63,6 +65,7 @@ __all__ = [
     "IMPORT_AGENT_NAME",
     "SEEN_EVERY_SECONDS",
     "TOKEN_PREFIX",
+    "UNNAMED_DUPLICATE",
     "Actor",
     "Agent",
     "ImportFailed",
@@ -86,11 +89,13 @@ __all__ = [
     "import_records",
     "import_snapshot",
     "is_loopback",
+    "merge_into_revision",
     "move_record",
     "note_agent_seen",
     "propose_create",
     "propose_retirement",
     "propose_revision",
+    "reject_as_duplicate",
     "reject_proposal",
     "restore_approved_text",
     "retire_record",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -171,20 +172,27 @@ def reject_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
         _require_pending(proposal, "reject")
-        note = v.clean_note(note)
-        proposal.state = ProposalState.REJECTED
-        proposal.decided_by = reviewer
-        proposal.decided_at = timezone.now()
-        proposal.decision_note = note
-        proposal.save()
-        extra = _close_extra(proposal)
-        _audit(
-            "proposal.rejected",
-            actor=reviewer,
-            subject=proposal,
-            record=proposal.target,
-            proposal=proposal,
-            snippet=note or proposal.title,
-            extra=extra,
-        )
-        return proposal
+        return _reject(proposal, reviewer, v.clean_note(note))
+
+
+def _reject(proposal: Proposal, reviewer: User, note: str, duplicate_of: str = "") -> Proposal:
+    """Reject the locked, pending ``proposal`` (the caller holds the
+    transaction and has checked the reviewer and the note)."""
+    proposal.state = ProposalState.REJECTED
+    proposal.decided_by = reviewer
+    proposal.decided_at = timezone.now()
+    proposal.decision_note = note
+    proposal.save()
+    extra = _close_extra(proposal)
+    if duplicate_of:
+        extra["duplicate_of"] = duplicate_of
+    _audit(
+        "proposal.rejected",
+        actor=reviewer,
+        subject=proposal,
+        record=proposal.target,
+        proposal=proposal,
+        snippet=note or proposal.title,
+        extra=extra,
+    )
+    return proposal

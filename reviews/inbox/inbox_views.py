@@ -7,17 +7,12 @@ without it the browser is redirected back with a message.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from retrieval.gate import Reader
-from retrieval.index import IndexModelMismatch
-from retrieval.search import search
-from retrieval.similar import similar_pending
 from reviews import actions, validation
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
@@ -35,7 +30,6 @@ from .page_helpers import (
 )
 
 PAGE_SIZE = 25
-SIMILAR_LIMIT = 3
 BULK_MAX = 100
 
 
@@ -190,44 +184,6 @@ def _revise_form(request, proposal, values: dict, errors: dict, status: int = 20
 
 def _kinds() -> list[str]:
     return sorted(validation.kinds())
-
-
-@site_login_required
-@require_GET
-def similar(request, public_id):
-    """The approved records most like a create proposal, and the pending
-    proposals (of any agent) that say nearly or exactly the same, so
-    duplicates are caught by eye: agents are never told about each other's
-    proposals, so the cluster is the reviewer's to see. Loaded lazily by each
-    card (hx-trigger="revealed"): one embedding per card would make the inbox
-    itself slow."""
-    proposal = Proposal.objects.filter(public_id=public_id).first()
-    hits, waiting, error = [], [], ""
-    if proposal is not None and proposal.title:
-        try:
-            response = search(
-                f"{proposal.title}\n{proposal.body[:1000]}",
-                reader=Reader.everything(),
-                limit=SIMILAR_LIMIT,
-                count_access=False,
-            )
-            hits = response.results
-            waiting = similar_pending(
-                proposal.title,
-                proposal.body,
-                scope=proposal.scope,
-                tags=proposal.tags,
-                threshold=settings.VETTED_NEAR_DUPLICATE,
-                limit=SIMILAR_LIMIT,
-                exclude_ids=[proposal.public_id],
-            )
-        except VettedError as exc:
-            error = exc.message
-        except IndexModelMismatch as exc:  # a hint must not break the card
-            error = f"{exc} (run `python manage.py reindex`)"
-    return render(
-        request, "reviews/inbox.html#similar", {"hits": hits, "waiting": waiting, "error": error, "p": proposal}
-    )
 
 
 @site_login_required

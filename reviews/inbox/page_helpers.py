@@ -6,8 +6,10 @@ reviews.actions, and render or redirect. Nothing here changes state.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from functools import wraps
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
@@ -22,11 +24,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from reviews.checksum import CHECKSUM_FIELDS
 from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
+from .outside_edits import edited_count
+
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
 
 
 def nav_counts() -> dict:
-    """The numbers in the header and on the inbox: five cheap COUNT queries."""
+    """The numbers in the header and on the inbox: five cheap COUNT queries and the
+    changed-outside count (one query over the live rows' text, see outside_edits)."""
     live = Record.objects.filter(status=RecordStatus.APPROVED)
     return {
         "pending_count": Proposal.objects.filter(state=ProposalState.PENDING).count(),
@@ -34,46 +39,65 @@ def nav_counts() -> dict:
         "overdue_count": Record.objects.overdue().count(),
         "disputed_count": Record.objects.filter(status=RecordStatus.DISPUTED).count(),
         "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
+        # Changed outside Vetted (inbox-hints): a checksum per record, remembered per row (outside_edits).
+        "edited_count": edited_count(),
         "today": timezone.localdate(),
     }
 
 
-# An agent that disputes this many records within the window (or holds half
-# its cap of open disputes) is named in a warning on the inbox and the
-# disputed page: each dispute withholds a record from every agent.
+# An agent that disputes, or proposes to retire, this many records within
+# the window (or holds half its cap of open disputes) is named in a warning
+# on the inbox and the disputed page: each dispute withholds a record from
+# every agent, and a burst of retirements can empty a memory if accepted by habit.
 DISPUTE_BURST = 3
 DISPUTE_WINDOW_MINUTES = 10
+_BURST_WORDS = {ProposalAction.DISPUTE: "disputed", ProposalAction.RETIRE: "proposed to retire"}
 
 
 def dispute_warnings() -> dict[int, str]:
-    """Agents disputing many records at once: agent pk -> the warning to show.
-    One grouped query over disputes that are open or recent; no stored state."""
+    """Agents disputing or retiring many records at once: agent pk -> the
+    warning to show. One grouped query over disputes and retirements that
+    are open or recent; no stored state. One rule for both actions (a burst
+    in the window), plus, for disputes, holding half the per-agent cap."""
     since = timezone.now() - timedelta(minutes=DISPUTE_WINDOW_MINUTES)
     cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
     rows = (
-        Proposal.objects.filter(action=ProposalAction.DISPUTE, agent__isnull=False)
+        Proposal.objects.filter(action__in=list(_BURST_WORDS), agent__isnull=False)
         .filter(Q(state=ProposalState.PENDING) | Q(created_at__gte=since))
-        .values("agent_id", "agent__name")
+        .values("agent_id", "agent__name", "action")
         .annotate(
             recent=Count("pk", filter=Q(created_at__gte=since)), open=Count("pk", filter=Q(state=ProposalState.PENDING))
         )
+        .order_by("agent_id", "action")
     )
-    warnings = {}
+    warnings: dict[int, str] = {}
     for row in rows:
-        burst = row["recent"] >= DISPUTE_BURST
-        hoarding = bool(cap) and row["open"] >= max(2, (cap + 1) // 2)
-        if not (burst or hoarding):
-            continue
-        held = f"{row['open']} of its disputes are open" + (f" (limit {cap})" if cap else "")
-        if burst:
-            text = (
-                f"Agent {row['agent__name']} disputed {row['recent']} records in the last "
-                f"{DISPUTE_WINDOW_MINUTES} minutes; {held}."
-            )
-        else:
-            text = f"Agent {row['agent__name']} holds many disputes: {held}."
-        warnings[row["agent_id"]] = text + " Each one withholds a record from every agent until you decide."
+        text = _burst_warning(row, cap)
+        if text:
+            warnings[row["agent_id"]] = f"{warnings[row['agent_id']]} {text}" if row["agent_id"] in warnings else text
     return warnings
+
+
+def _burst_warning(row: Mapping[str, Any], cap: int) -> str:
+    burst = row["recent"] >= DISPUTE_BURST
+    name = row["agent__name"]
+    if row["action"] == ProposalAction.RETIRE:
+        if not burst:
+            return ""
+        return (
+            f"Agent {name} proposed to retire {row['recent']} records in the last {DISPUTE_WINDOW_MINUTES} minutes "
+            f"({row['open']} of its retirements are open). Read each before accepting: a retired record "
+            "reaches no agent."
+        )
+    hoarding = bool(cap) and row["open"] >= max(2, (cap + 1) // 2)
+    if not (burst or hoarding):
+        return ""
+    held = f"{row['open']} of its disputes are open" + (f" (limit {cap})" if cap else "")
+    if burst:
+        text = f"Agent {name} disputed {row['recent']} records in the last {DISPUTE_WINDOW_MINUTES} minutes; {held}."
+    else:
+        text = f"Agent {name} holds many disputes: {held}."
+    return text + " Each one withholds a record from every agent until you decide."
 
 
 def back(request, default: str):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import agent_views, inbox_views, record_views, status_views, views, worklist_views
+from . import agent_views, hint_views, inbox_views, record_views, status_views, views, worklist_views
 
 urlpatterns = [
     # The inbox is the home page (the overview's counts sit at its top).
@@ -11,7 +11,10 @@ urlpatterns = [
     path("proposals/<str:public_id>/accept", inbox_views.accept, name="proposal_accept"),
     path("proposals/<str:public_id>/reject", inbox_views.reject, name="proposal_reject"),
     path("proposals/<str:public_id>/revise", inbox_views.revise, name="proposal_revise"),
-    path("proposals/<str:public_id>/similar", inbox_views.similar, name="proposal_similar"),
+    # Hints: similar records and proposals, possible contradictions, merge / reject as duplicate.
+    path("proposals/<str:public_id>/similar", hint_views.similar, name="proposal_similar"),
+    path("proposals/<str:public_id>/merge", hint_views.merge, name="proposal_merge"),
+    path("proposals/<str:public_id>/reject-duplicate", hint_views.reject_duplicate, name="proposal_reject_duplicate"),
     path("due/", worklist_views.due, name="due"),
     path("disputed/", worklist_views.disputed, name="disputed"),
     path("edited/", worklist_views.edited, name="edited"),

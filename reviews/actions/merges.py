@@ -1,0 +1,178 @@
+"""A reviewer folds a create into what already exists: merge it into a
+revision of an approved record, or reject it as a duplicate of a record or
+of a proposal already under review."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from .. import validation as v
+from ..errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
+from ..models import Agent, Proposal, ProposalAction, ProposalState, Record
+from ._common import (
+    Actor,
+    _apply_changes,
+    _approved_base,
+    _audit,
+    _check_not_duplicate,
+    _checksum_of,
+    _locked_proposal,
+    _locked_record,
+    _require_live,
+    _require_pending,
+    _require_reviewer,
+    _skeleton_of,
+)
+from .decisions import _reject
+
+# What the merged revision takes from the create: everything it proposed
+# except the scope (a revision keeps its record's scope).
+_MERGED_FIELDS = tuple(name for name in v.CONTENT_FIELDS if name != "scope")
+
+
+def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor: Actor) -> Proposal:
+    """Turn a pending create into a pending revise of the approved record
+    ``target``, keeping the agent's text, reason and provenance (the same
+    proposal row, so the agent's proposal id stays valid). Nothing is
+    approved: the revision waits in the inbox, diffed against ``target``.
+
+    Refused (writing nothing) unless the proposal is a pending create, the
+    target is live (approved or disputed, not retired or superseded) and the
+    proposing agent may use the target's scope, current and approved (the
+    rule by which an agent may revise a record at all). The revision takes
+    the target's scope; the rest is checked as a revision is
+    (propose_revision): identical to the target, or identical to another
+    live record, is refused. Audited as ``proposal.merged`` with the
+    checksums before and after and the scopes."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        proposal = _locked_proposal(proposal)
+        _require_pending(proposal, "merge")
+        if proposal.action != ProposalAction.CREATE:
+            raise InvalidTransition(
+                f"Cannot merge {proposal.public_id}: only a create can be merged into a revision "
+                f"(it is a {proposal.action})."
+            )
+        record = _locked_record(target)
+        _require_live(record, f"merge {proposal.public_id} into")
+        base = _approved_base(record, f"merge {proposal.public_id} into")
+        if proposal.agent is not None:
+            _check_merge_scope(proposal.agent, record, str(base["scope"]))
+        content, _changed = _apply_changes(
+            base, {name: getattr(proposal, name) for name in _MERGED_FIELDS}, lock_scope=str(base["scope"])
+        )
+        checksum = _checksum_of(content)
+        if checksum == record.approved_checksum:
+            raise ValidationFailed(
+                {"target": f"{proposal.public_id} says exactly what {record.public_id} says; reject it as a duplicate"}
+            )
+        _check_not_duplicate(
+            checksum, skeleton=_skeleton_of(content), ignore_proposal=proposal, ignore_record=record, records_only=True
+        )
+        before, was_scope = proposal.content_checksum, proposal.scope
+        for name, value in content.items():
+            setattr(proposal, name, value)
+        proposal.action = ProposalAction.REVISE
+        proposal.target = record
+        proposal.content_checksum = checksum
+        proposal.skeleton_checksum = _skeleton_of(content)
+        proposal.save()
+        _audit(
+            "proposal.merged",
+            actor=reviewer,
+            subject=proposal,
+            record=record,
+            proposal=proposal,
+            before=before,
+            after=checksum,
+            snippet=proposal.title,
+            extra={
+                "action": ProposalAction.REVISE,
+                "was_action": ProposalAction.CREATE,
+                "supersedes": record.public_id,
+                "from_scope": was_scope,
+                "to_scope": proposal.scope,
+            },
+        )
+        return proposal
+
+
+def _check_merge_scope(agent: Agent, record: Record, approved_scope: str) -> None:
+    """The agent must be one that could have proposed this revision itself:
+    a record it may not use must not become its proposal's target (the agent
+    would learn of it through proposal_status)."""
+    scopes = {record.scope, approved_scope}
+    if not all(agent.can_use_scope(scope) for scope in scopes):
+        raise ScopeNotAllowed(
+            f"Cannot merge into {record.public_id}: it is in scope {approved_scope!r}, which agent {agent.name!r} "
+            f"may not use (its scopes: {', '.join(agent.scopes) or 'none'}); reject the proposal instead.",
+            scope=approved_scope,
+            allowed=list(agent.scopes),
+        )
+
+
+# The note when the duplicate is nothing the agent may be told of: a record
+# outside its spaces or withheld from it, or another agent's proposal. One
+# wording for all of them, so the note does not tell which it was.
+UNNAMED_DUPLICATE = "Rejected as a duplicate: this is already known or already under review."
+
+
+def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: Actor, note: str = "") -> Proposal:
+    """Reject a pending create or revise as a duplicate of ``duplicate_of``,
+    a live record or another pending proposal (by public id), with a note
+    for the agent that names the duplicate only if that agent may be told of
+    it: a record it may receive right now (in its scopes and deliverable,
+    the gate's rule) or its own pending proposal. Anything else is
+    UNNAMED_DUPLICATE. The reviewer's ``note``, if any, follows. Audited as
+    ``proposal.rejected`` with ``duplicate_of`` in its extra (reviewers'
+    eyes only)."""
+    with transaction.atomic():
+        reviewer = _require_reviewer(actor)
+        proposal = _locked_proposal(proposal)
+        _require_pending(proposal, "reject")
+        if proposal.action not in (ProposalAction.CREATE, ProposalAction.REVISE):
+            raise InvalidTransition(
+                f"Cannot reject {proposal.public_id} as a duplicate: only a create or a revise has text to "
+                f"duplicate (it is a {proposal.action}); reject it with a note."
+            )
+        note = v.clean_note(note)
+        duplicate_of = str(duplicate_of or "").strip()[:40]
+        said = _duplicate_note(proposal, duplicate_of)
+        return _reject(
+            proposal, reviewer, v.clean_note(f"{said} Reviewer's note: {note}" if note else said), duplicate_of
+        )
+
+
+def _duplicate_note(proposal: Proposal, duplicate_of: str) -> str:
+    agent = proposal.agent
+    record = Record.objects.filter(public_id=duplicate_of).first()
+    if record is not None:
+        _require_live(record, f"reject {proposal.public_id} as a duplicate of")
+        if record.pk == (proposal.target_id or 0):
+            raise ValidationFailed({"duplicate_of": f"{record.public_id} is the record this proposal revises"})
+        if agent is None or _agent_may_receive(agent, record):
+            title = (record.approved_version() or {}).get("title", "")
+            return (
+                f"Rejected as a duplicate of {record.public_id} '{title}', which is already approved: "
+                "read it instead of proposing it again."
+            )
+        return UNNAMED_DUPLICATE
+    other = Proposal.objects.filter(public_id=duplicate_of).exclude(pk=proposal.pk).first()
+    if other is None:
+        raise NotFound(f"No record or other proposal with id {duplicate_of!r}.")
+    if other.state != ProposalState.PENDING:
+        raise InvalidTransition(
+            f"{other.public_id} is no longer under review ({other.state}); "
+            "reject with a note instead, or as a duplicate of the record it produced."
+        )
+    if agent is None or other.agent_id == agent.pk:
+        return (
+            f"Rejected as a duplicate of your proposal {other.public_id} '{other.title}', which is still under review."
+        )
+    return UNNAMED_DUPLICATE
+
+
+def _agent_may_receive(agent: Agent, record: Record) -> bool:
+    """The gate's rule for one record: in the agent's scopes and deliverable now."""
+    candidates = Record.objects.filter(pk=record.pk).deliverable(agent.scopes)
+    return any(r.withhold_reason() is None for r in candidates)
