@@ -32,8 +32,10 @@ from .accounts import (
     clear_login_lockout,
     create_first_reviewer,
     deactivate_account,
+    inbox_view_of,
     is_loopback,
     set_account_staff,
+    set_inbox_view,
 )
 from .agents import (
     IMPORT_AGENT_NAME,
@@ -85,6 +87,7 @@ __all__ = [
     "import_agent",
     "import_records",
     "import_snapshot",
+    "inbox_view_of",
     "is_loopback",
     "move_record",
     "note_agent_seen",
@@ -98,6 +101,7 @@ __all__ = [
     "revoke_agent",
     "rotate_agent_token",
     "set_account_staff",
+    "set_inbox_view",
     "verify_record",
     "withdraw_proposal",
 ]
