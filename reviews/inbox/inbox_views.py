@@ -66,6 +66,8 @@ def inbox(request):
         "nav": "inbox",
         "view": view,
         "expand": int(expand) if expand.isdigit() else 0,
+        # Kept open after a change made in it (htmx names the form that sent the request).
+        "filters_open": request.headers.get("HX-Trigger") == "triage-filters",
         **triage_views.filter_context(f, errors),
     }
     if errors:
