@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -21,7 +22,7 @@ from tests.test_inbox_browser import assert_fits, browser, open_page, pytestmark
 def triage_seed(agent, team_agent, make_record):
     """30 creates (24 from claude-code, 6 decisions from team-bot), a
     retirement and two disputes: more than one page (25)."""
-    made = {"creates": [], "disputes": []}
+    made: dict[str, Any] = {"creates": [], "disputes": []}
     for n in range(24):
         made["creates"].append(
             actions.propose_create(

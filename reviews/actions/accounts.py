@@ -208,5 +208,8 @@ def set_inbox_view(actor: Actor, view: str) -> str:
 
 def inbox_view_of(user: object) -> str:
     """The inbox view ``user`` chose (``cards`` until they choose). A read, kept beside its writer."""
-    stored = ReviewerPreference.objects.filter(user_id=getattr(user, "pk", None)).values_list("inbox_view", flat=True)
-    return stored.first() or InboxView.CARDS
+    pk = getattr(user, "pk", None)
+    if pk is None:
+        return InboxView.CARDS
+    stored = ReviewerPreference.objects.filter(user_id=pk).values_list("inbox_view", flat=True).first()
+    return stored or InboxView.CARDS

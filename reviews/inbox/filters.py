@@ -147,9 +147,9 @@ def matching(f: InboxFilter, queryset: QuerySet[Proposal] | None = None) -> Quer
     if f.agent:
         queryset = queryset.filter(_agent_q(f.agent))
     if f.kind:
-        queryset = queryset.filter(eff_kind=f.kind)
+        queryset = queryset.filter(Q(eff_kind=f.kind))  # annotated in _effective
     if f.scope:
-        queryset = queryset.filter(eff_scope=f.scope)
+        queryset = queryset.filter(Q(eff_scope=f.scope))
     if f.tag:
         queryset = queryset.filter(_tag_q(f.tag))
     if f.q:
