@@ -164,6 +164,13 @@ def test_compact_view_fits_many_proposals_and_accepts_in_one_tap(browser, live_s
         assert_fits(page, size)
         visible = fully_visible_lines(page)
         assert visible >= 6, f"only {visible} proposals inside the first {size} screen"
+        # For the report: how much of the first screen the head (site header to the first line) takes.
+        head = page.evaluate("document.querySelector('#cards [data-card]').getBoundingClientRect().top")
+        tiles = page.evaluate("document.querySelector('#triage-filters').getBoundingClientRect().top")
+        print(
+            f"{size}: {visible} proposals fully inside the first screen; above the first: {head:.0f} px, "
+            f"of which site header, heading and counts {tiles:.0f} px"
+        )
         shot(page, f"{size}-inbox-compact")
         # Remembered: the plain inbox address shows the compact list again.
         page.goto(live_server.url + "/")
@@ -231,5 +238,26 @@ def test_j_past_the_25th_card_loads_more(browser, live_server, triage_seed, size
         page.wait_for_selector(f"#proposal-{order[25]}.current")
         page.keyboard.press("j")
         page.wait_for_selector(f"#proposal-{order[26]}.current")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_reject_all_that_match_through_the_ui(browser, live_server, triage_seed, size):  # noqa: F811
+    context, page = open_page(browser, live_server, size)
+    try:
+        page.goto(f"{live_server.url}/?agent=team-bot&action=create")
+        assert page.inner_text("#match-count").startswith("6")
+        page.get_by_role("link", name="Reject all…").click()
+        page.wait_for_selector("#bulk-confirm")
+        assert "Reject 6 proposals?" in page.inner_text("#bulk-confirm")
+        assert_fits(page, size)
+        page.click("#bulk-all-confirm")
+        page.wait_for_selector(".msg")
+        assert "agent=team-bot" in page.url  # back where the reviewer was
+        team = [p.pk for p in triage_seed["creates"][24:]]
+        assert set(Proposal.objects.filter(pk__in=team).values_list("state", flat=True)) == {ProposalState.REJECTED}
+        others = [p.pk for p in triage_seed["creates"][:24]] + [d.pk for d in triage_seed["disputes"]]
+        assert set(Proposal.objects.filter(pk__in=others).values_list("state", flat=True)) == {ProposalState.PENDING}
     finally:
         context.close()

@@ -62,13 +62,14 @@ def inbox(request):
     if view_error:
         errors.append(view_error)
     expand = request.GET.get("expand", "")
+    more = bool(request.htmx and request.GET.get("after"))
     context = {
         "nav": "inbox",
         "view": view,
         "expand": int(expand) if expand.isdigit() else 0,
         # Kept open after a change made in it (htmx names the form that sent the request).
         "filters_open": request.headers.get("HX-Trigger") == "triage-filters",
-        **triage_views.filter_context(f, errors),
+        **triage_views.filter_context(f, errors, with_counts=not more),
     }
     if errors:
         # Never a list that silently means something else: the errors, the
@@ -82,7 +83,7 @@ def inbox(request):
             p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
     lookalikes.annotate(proposals)
     context.update(proposals=proposals, next_cursor=next_cursor, dispute_warnings=warnings)
-    if request.htmx and request.GET.get("after"):
+    if more:
         # "Load more": only the next cards and the new button.
         return render(request, "reviews/inbox.html#page", context)
     return render(request, "reviews/inbox.html", {**nav_counts(), **context})

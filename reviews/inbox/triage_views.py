@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET
 
-from reviews import actions, validation
-from reviews.models import SCOPES, InboxView, Proposal, ProposalAction
+from reviews import actions
+from reviews.models import InboxView, Proposal, ProposalAction
 
 from . import filters as inbox_filters
 from .page_helpers import nav_counts, site_login_required
@@ -39,19 +39,18 @@ def age(proposal: Proposal) -> str:
     return timesince(proposal.created_at, depth=1)
 
 
-def filter_context(f: inbox_filters.InboxFilter, errors: list[str]) -> dict:
+def filter_context(f: inbox_filters.InboxFilter, errors: list[str], *, with_counts: bool = True) -> dict:
     """What the filter bar shows: the choices with their counts (of pending
-    proposals matching the other active filters) and the number matching."""
+    proposals matching the other active filters) and the number matching.
+    ``with_counts=False`` for "Load more", which shows no filter bar."""
     context: dict = {
         "f": f,
         "f_query": f.query(),
         "filter_errors": errors,
         "sorts": inbox_filters.SORTS,
         "sort_label": inbox_filters.SORTS.get(f.sort, ""),
-        "all_kinds": sorted(validation.kinds()),
-        "all_scopes": SCOPES,
     }
-    if errors:
+    if errors or not with_counts:
         return context
     facets = inbox_filters.counts(f)
     context["facets"] = facets
