@@ -355,3 +355,10 @@ def test_setting_the_view_refuses_an_unknown_value():
 
     with pytest.raises(ValidationFailed):
         actions.set_inbox_view(None, "grid")
+
+
+def test_htmx_filtering_pushes_the_short_address_and_shows_errors_in_place(signed_in, mixed):
+    response = signed_in.get("/?action=create&agent=&kind=&q=&sort=disputes", **HX)
+    assert response["HX-Push-Url"] == "/?action=create"
+    bad = signed_in.get("/?action=nope", **HX)
+    assert bad.status_code == 200 and "is not one of" in bad.content.decode()

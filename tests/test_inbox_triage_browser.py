@@ -59,7 +59,7 @@ def listed(page) -> list[int]:
 
 
 def wait_url(page, fragment):
-    page.wait_for_function("f => decodeURIComponent(location.search).includes(f)", arg=fragment)
+    page.wait_for_function("f => decodeURIComponent(location.search.replace(/\\+/g, ' ')).includes(f)", arg=fragment)
 
 
 def settle(page):

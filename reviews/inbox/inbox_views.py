@@ -75,7 +75,9 @@ def inbox(request):
         # Never a list that silently means something else: the errors, the
         # filter bar to fix them, and no cards (nor "select all").
         context.update(proposals=[], next_cursor="", dispute_warnings={})
-        return render(request, "reviews/inbox.html", {**nav_counts(), **context}, status=400)
+        # 400 for a plain request; htmx swaps only 2xx answers, so it gets 200 (the page says what is wrong).
+        status = 200 if request.htmx else 400
+        return render(request, "reviews/inbox.html", {**nav_counts(), **context}, status=status)
     proposals, next_cursor = _page(f, request.GET.get("after", ""))
     warnings = dispute_warnings()
     for p in proposals:
@@ -86,7 +88,11 @@ def inbox(request):
     if more:
         # "Load more": only the next cards and the new button.
         return render(request, "reviews/inbox.html#page", context)
-    return render(request, "reviews/inbox.html", {**nav_counts(), **context})
+    response = render(request, "reviews/inbox.html", {**nav_counts(), **context})
+    if request.htmx:
+        # The filter form sends every field, empty or not: push the short, canonical address.
+        response["HX-Push-Url"] = reverse("home") + (f"?{f.query()}" if f.query() else "")
+    return response
 
 
 def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
