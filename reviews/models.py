@@ -342,3 +342,19 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.event_type} {self.subject_id} by {self.actor}"
+
+
+class InboxView(models.TextChoices):
+    CARDS = "cards", "Cards"
+    COMPACT = "compact", "Compact list"
+
+
+class ReviewerPreference(models.Model):
+    """How one reviewer likes the inbox (``?view=compact|cards`` sets it)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_preference")
+    inbox_view = models.CharField(max_length=16, choices=InboxView.choices, default=InboxView.CARDS)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.inbox_view}"

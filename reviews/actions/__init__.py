@@ -33,8 +33,10 @@ from .accounts import (
     clear_login_lockout,
     create_first_reviewer,
     deactivate_account,
+    inbox_view_of,
     is_loopback,
     set_account_staff,
+    set_inbox_view,
 )
 from .agents import (
     IMPORT_AGENT_NAME,
@@ -88,6 +90,7 @@ __all__ = [
     "import_agent",
     "import_records",
     "import_snapshot",
+    "inbox_view_of",
     "is_loopback",
     "merge_into_revision",
     "move_record",
@@ -103,6 +106,7 @@ __all__ = [
     "revoke_agent",
     "rotate_agent_token",
     "set_account_staff",
+    "set_inbox_view",
     "verify_record",
     "withdraw_proposal",
 ]

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from .. import setup_code as setup_codes
 from ..errors import InvalidTransition, NotFound, ValidationFailed
-from ..models import SubjectType
+from ..models import InboxView, ReviewerPreference, SubjectType
 from ._common import Actor, SystemActor, _audit, _require_reviewer
 
 
@@ -180,3 +180,36 @@ def activate_account(user: AbstractBaseUser | str, *, actor: Actor) -> AbstractU
     return _change_account(
         user, actor=actor, field="is_active", value=True, event_type="account.activated", refuse_self="activate"
     )
+
+
+def set_inbox_view(actor: Actor, view: str) -> str:
+    """Remember how ``actor`` (a reviewer) likes the inbox: ``cards`` or
+    ``compact``. A preference, not memory, but still a write: audited as
+    ``account.inbox_view`` when it changes (setting the same value writes
+    nothing). Returns the view now stored."""
+    if view not in InboxView.values:
+        raise ValidationFailed({"view": f"{view!r} is not one of: {', '.join(InboxView.values)}"})
+    with transaction.atomic():
+        user = _require_reviewer(actor)
+        preference, _created = ReviewerPreference.objects.select_for_update().get_or_create(user=user)
+        if preference.inbox_view != view:
+            before = preference.inbox_view
+            preference.inbox_view = view
+            preference.save(update_fields=["inbox_view", "updated_at"])
+            _audit(
+                "account.inbox_view",
+                actor=user,
+                subject=user,
+                snippet=f"inbox view {before} → {view}",
+                extra={"view": view, "was": before},
+            )
+    return view
+
+
+def inbox_view_of(user: object) -> str:
+    """The inbox view ``user`` chose (``cards`` until they choose). A read, kept beside its writer."""
+    pk = getattr(user, "pk", None)
+    if pk is None:
+        return InboxView.CARDS
+    stored = ReviewerPreference.objects.filter(user_id=pk).values_list("inbox_view", flat=True).first()
+    return stored or InboxView.CARDS

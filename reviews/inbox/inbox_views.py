@@ -1,4 +1,5 @@
-"""The review inbox: pending proposals, oldest first, decided in place.
+"""The review inbox: pending proposals (disputes first, then oldest; see
+filters.py for the filters and sorts), decided in place.
 
 Every POST works with and without htmx: with the HX-Request header the
 changed card comes back as a partial (plus the header count, out of band);
@@ -8,7 +9,6 @@ without it the browser is redirected back with a message.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,7 +17,8 @@ from reviews import actions, validation
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 
-from . import lookalikes
+from . import filters as inbox_filters
+from . import lookalikes, triage_views
 from .page_helpers import (
     approved_form_values,
     back,
@@ -30,46 +31,62 @@ from .page_helpers import (
 )
 
 PAGE_SIZE = 25
-BULK_MAX = 100
+BULK_MAX = triage_views.BULK_MAX
 
 
-def _pending():
-    return (
-        Proposal.objects.filter(state=ProposalState.PENDING)
-        .select_related("agent", "target")
-        .order_by("created_at", "id")
-    )
-
-
-def _page(after: str) -> tuple[list[Proposal], str]:
-    """One page of pending proposals after the cursor (a proposal's pk), and the next cursor.
-    A cursor rather than an offset: deciding cards must not shift the next page."""
-    queryset = _pending()
-    if after.isdigit():
-        anchor = Proposal.objects.filter(pk=int(after)).values_list("created_at", flat=True).first()
-        if anchor is not None:
-            queryset = queryset.filter(Q(created_at__gt=anchor) | Q(created_at=anchor, pk__gt=int(after)))
+def _page(f: inbox_filters.InboxFilter, after: str) -> tuple[list[Proposal], str]:
+    """One page of pending proposals matching ``f`` after the cursor (a
+    proposal's pk), in ``f``'s order, and the next cursor. A cursor rather
+    than an offset: deciding cards must not shift the next page."""
+    queryset = inbox_filters.after(f, inbox_filters.ordered(f, inbox_filters.matching(f)), after)
     rows = list(queryset[: PAGE_SIZE + 1])
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
     mark_outside_edits(p.target for p in rows)
+    for p in rows:
+        p.age = triage_views.age(p)  # type: ignore[attr-defined]  # for the compact line
     return rows, (str(rows[-1].pk) if more and rows else "")
 
 
 @site_login_required
 @require_GET
 def inbox(request):
-    proposals, next_cursor = _page(request.GET.get("after", ""))
+    f, errors = inbox_filters.parse(request.GET)
+    view, view_error = triage_views.chosen_view(request)
+    if view_error:
+        errors.append(view_error)
+    expand = request.GET.get("expand", "")
+    more = bool(request.htmx and request.GET.get("after"))
+    context = {
+        "nav": "inbox",
+        "view": view,
+        "expand": int(expand) if expand.isdigit() else 0,
+        # Kept open after a change made in it (htmx names the form that sent the request).
+        "filters_open": request.headers.get("HX-Trigger") == "triage-filters",
+        **triage_views.filter_context(f, errors, with_counts=not more),
+    }
+    if errors:
+        # Never a list that silently means something else: the errors, the
+        # filter bar to fix them, and no cards (nor "select all").
+        context.update(proposals=[], next_cursor="", dispute_warnings={})
+        # 400 for a plain request; htmx swaps only 2xx answers, so it gets 200 (the page says what is wrong).
+        status = 200 if request.htmx else 400
+        return render(request, "reviews/inbox.html", {**nav_counts(), **context}, status=status)
+    proposals, next_cursor = _page(f, request.GET.get("after", ""))
     warnings = dispute_warnings()
     for p in proposals:
         if p.action == ProposalAction.DISPUTE:
             p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
     lookalikes.annotate(proposals)
-    context = {"proposals": proposals, "next_cursor": next_cursor, "nav": "inbox", "dispute_warnings": warnings}
-    if request.htmx and request.GET.get("after"):
+    context.update(proposals=proposals, next_cursor=next_cursor, dispute_warnings=warnings)
+    if more:
         # "Load more": only the next cards and the new button.
         return render(request, "reviews/inbox.html#page", context)
-    return render(request, "reviews/inbox.html", {**nav_counts(), **context})
+    response = render(request, "reviews/inbox.html", {**nav_counts(), **context})
+    if request.htmx:
+        # The filter form sends every field, empty or not: push the short, canonical address.
+        response["HX-Push-Url"] = reverse("home") + (f"?{f.query()}" if f.query() else "")
+    return response
 
 
 def _card(request, proposal_id: str, *, error: str = "", status: int = 200):

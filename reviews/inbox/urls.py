@@ -1,12 +1,13 @@
 from django.urls import path
 
-from . import agent_views, hint_views, inbox_views, record_views, status_views, views, worklist_views
+from . import agent_views, hint_views, inbox_views, record_views, status_views, triage_views, views, worklist_views
 
 urlpatterns = [
     # The inbox is the home page (the overview's counts sit at its top).
     path("", inbox_views.inbox, name="home"),
     path("setup/", views.first_run, name="first_run"),
     path("proposals/bulk", inbox_views.bulk, name="proposal_bulk"),
+    path("proposals/bulk-all", triage_views.bulk_all, name="proposal_bulk_all"),
     path("proposals/<str:public_id>/", inbox_views.card, name="proposal_card"),
     path("proposals/<str:public_id>/accept", inbox_views.accept, name="proposal_accept"),
     path("proposals/<str:public_id>/reject", inbox_views.reject, name="proposal_reject"),

@@ -121,3 +121,51 @@
     showError("Vetted answered with an error (" + event.detail.xhr.status + "). Reload the page to see what stands.");
   });
 })();
+
+// ---- Triage (issue 13 §2, inbox-triage): `j` on the last loaded card loads
+// the next page ("Load more") and then moves on to its first card; `o` opens
+// a line of the compact list into its full card (the line's own link).
+(function () {
+  "use strict";
+  var waiting = false;
+
+  function typing(event) {
+    var tag = (event.target.tagName || "").toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable;
+  }
+
+  function pending() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-card]:not(.decided)"));
+  }
+
+  // Capture phase: runs before the j/k handler above, so "past the last
+  // card" is judged where the reviewer was, not where j already moved them.
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event)) return;
+    var current = document.querySelector("[data-card].current");
+    if (event.key === "o" && current) {
+      var open = current.querySelector('[data-key="o"]');
+      if (open) { event.preventDefault(); open.click(); }
+      return;
+    }
+    if (event.key !== "j" || waiting) return;
+    var list = pending();
+    var more = document.getElementById("load-more");
+    if (!more || !list.length || (current && list.indexOf(current) !== list.length - 1)) return;
+    if (!current) return;
+    waiting = true;
+    more.click();
+  }, true);
+
+  // The next page's cards arrive one htmx:load each; on the first, press j
+  // again so the focus moves on to it.
+  document.addEventListener("htmx:load", function (event) {
+    if (!waiting || !event.target.matches || !event.target.matches("[data-card]")) return;
+    waiting = false;
+    setTimeout(function () {
+      document.body.dispatchEvent(new KeyboardEvent("keydown", { key: "j", bubbles: true }));
+    }, 0);
+  });
+  document.addEventListener("htmx:responseError", function () { waiting = false; });
+  document.addEventListener("htmx:sendError", function () { waiting = false; });
+})();

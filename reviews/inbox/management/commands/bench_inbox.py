@@ -75,9 +75,17 @@ class Command(BaseCommand):
             if found is None:
                 raise CommandError("the inbox page has no 'Load more' link")
             cursor = found.group(1)
+            filtered = f"{home}?action=create&q=requests"
+            found = re.search(r"after=(\d+)", client.get(filtered).content.decode())
+            filtered_cursor = found.group(1) if found else ""
             pages = [
                 ("inbox (first page)", home, {}),
                 ("load more (htmx)", f"{home}?after={cursor}", {"HTTP_HX_REQUEST": "true"}),
+                # Triage (issue 13 §2): a filter with counts and words, the same paged; the compact list last
+                # (?view= stores the reviewer's choice).
+                ("filtered (create, q)", filtered, {}),
+                ("filtered, load more", f"{filtered}&after={filtered_cursor}", {"HTTP_HX_REQUEST": "true"}),
+                ("compact list", f"{home}?view=compact", {}),
             ]
             if hostile:
                 pages[0] = (f"inbox ({HOSTILE_PAGE} hostile)", home, {})

@@ -1,0 +1,217 @@
+"""The inbox's filters, sort and cursor, read from query parameters once.
+
+``?action=&agent=&kind=&scope=&tag=&q=&sort=&after=``: the listing, the
+counts beside each filter value, "select all that match" and "Load more"
+all go through ``parse`` and ``matching`` here, so they can never disagree
+about which proposals a filter means. Retire and dispute proposals carry no
+content of their own: their kind, scope, tags and title are their target
+record's. ``scope`` keeps its name when spaces replace scopes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, fields, replace
+from urllib.parse import urlencode
+
+from django.db.models import Case, CharField, Count, F, IntegerField, Q, QuerySet, Value, When
+
+from reviews import validation
+from reviews.errors import ValidationFailed
+from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState
+
+SORTS = {"disputes": "disputes first, then oldest", "oldest": "oldest first", "newest": "newest first"}
+DEFAULT_SORT = "disputes"
+Q_MAX = 200
+Q_WORDS_MAX = 8
+TARGETED = (ProposalAction.RETIRE, ProposalAction.DISPUTE)
+FACETS = ("action", "agent", "kind", "scope", "tag")
+USER_PREFIX = "user:"  # proposals from an import or a reviewer: agent=user:NAME
+
+
+@dataclass(frozen=True)
+class InboxFilter:
+    action: str = ""
+    agent: str = ""
+    kind: str = ""
+    scope: str = ""
+    tag: str = ""
+    q: str = ""
+    sort: str = DEFAULT_SORT
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, name) for name in (*FACETS, "q"))
+
+    def without(self, name: str) -> InboxFilter:
+        return replace(self, **{name: "" if name != "sort" else DEFAULT_SORT})
+
+    def params(self, **overrides: str) -> dict[str, str]:
+        """The non-default parameters (for links and hidden fields), with ``overrides``."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)} | overrides
+        return {k: v for k, v in values.items() if v and not (k == "sort" and v == DEFAULT_SORT)}
+
+    def query(self, **overrides: str) -> str:
+        return urlencode(self.params(**overrides))
+
+    def described(self) -> str:
+        """For a confirm and a message: ``action=create, agent=claude-code``."""
+        shown = self.params()
+        shown.pop("sort", None)
+        return ", ".join(f"{k}={v}" for k, v in shown.items()) or "no filter"
+
+
+def parse(params) -> tuple[InboxFilter, list[str]]:
+    """The filter in ``params`` and a list of errors (each saying what is
+    allowed). With errors the filter is not to be used: the caller shows them
+    instead of a list that silently means something else."""
+    raw = {name: (params.get(name) or "").strip() for name in (*FACETS, "q", "sort")}
+    errors = []
+    if raw["action"] and raw["action"] not in ProposalAction.values:
+        errors.append(f"action={raw['action']!r} is not one of: {', '.join(ProposalAction.values)}.")
+    kinds = sorted(validation.kinds())
+    if raw["kind"] and raw["kind"] not in kinds:
+        errors.append(f"kind={raw['kind']!r} is not one of: {', '.join(kinds)}.")
+    if raw["scope"] and raw["scope"] not in SCOPES:
+        errors.append(f"scope={raw['scope']!r} is not one of: {', '.join(SCOPES)}.")
+    if raw["tag"]:
+        try:
+            cleaned = validation.clean_tags([raw["tag"]])
+        except ValidationFailed as exc:
+            errors.append(f"tag: {exc.fields.get('tags', 'not a tag')}.")
+        else:
+            raw["tag"] = cleaned[0] if cleaned else ""
+    if (
+        raw["agent"]
+        and not raw["agent"].startswith(USER_PREFIX)
+        and not Agent.objects.filter(name=raw["agent"]).exists()
+    ):
+        errors.append(f"agent={raw['agent'][:64]!r}: no agent has that name (agents are listed on the Agents page).")
+    if len(raw["q"]) > Q_MAX:
+        errors.append(f"q is {len(raw['q'])} characters long; at most {Q_MAX} allowed.")
+    if not raw["sort"]:
+        raw["sort"] = DEFAULT_SORT
+    elif raw["sort"] not in SORTS:
+        errors.append(f"sort={raw['sort']!r} is not one of: {', '.join(SORTS)}.")
+    return InboxFilter(**raw), errors
+
+
+def _effective(queryset: QuerySet[Proposal]) -> QuerySet[Proposal]:
+    """Each proposal's kind and scope as the inbox shows them (a retire's or a dispute's are its target's)."""
+
+    def of_target(name: str) -> Case:
+        return Case(When(action__in=TARGETED, then=F(f"target__{name}")), default=F(name), output_field=CharField())
+
+    return queryset.annotate(eff_kind=of_target("kind"), eff_scope=of_target("scope"))
+
+
+def pending() -> QuerySet[Proposal]:
+    return _effective(Proposal.objects.filter(state=ProposalState.PENDING).select_related("agent", "target"))
+
+
+def _tag_q(tag: str) -> Q:
+    # Tags are a JSON list restricted to [a-z0-9._/:+-] (parse cleaned it),
+    # so the quoted tag is an exact element match in the stored JSON text;
+    # icontains escapes LIKE's % and _.
+    quoted = f'"{tag}"'
+    return Q(action__in=TARGETED, target__tags__icontains=quoted) | (
+        ~Q(action__in=TARGETED) & Q(tags__icontains=quoted)
+    )
+
+
+def _agent_q(agent: str) -> Q:
+    if agent.startswith(USER_PREFIX):
+        return Q(agent__isnull=True, proposed_by_user=agent.removeprefix(USER_PREFIX))
+    return Q(agent__name=agent)
+
+
+def _text_q(text: str) -> Q:
+    """Every word somewhere in the title, body, reason or the target's title.
+    Django's icontains escapes % and _, so a word is matched literally."""
+    match = Q()
+    for word in text.split()[:Q_WORDS_MAX]:
+        match &= (
+            Q(title__icontains=word)
+            | Q(body__icontains=word)
+            | Q(reason__icontains=word)
+            | Q(target__title__icontains=word)
+        )
+    return match
+
+
+def matching(f: InboxFilter, queryset: QuerySet[Proposal] | None = None) -> QuerySet[Proposal]:
+    """Pending proposals matching ``f`` (unordered)."""
+    queryset = pending() if queryset is None else queryset
+    if f.action:
+        queryset = queryset.filter(action=f.action)
+    if f.agent:
+        queryset = queryset.filter(_agent_q(f.agent))
+    if f.kind:
+        queryset = queryset.filter(Q(eff_kind=f.kind))  # annotated in _effective
+    if f.scope:
+        queryset = queryset.filter(Q(eff_scope=f.scope))
+    if f.tag:
+        queryset = queryset.filter(_tag_q(f.tag))
+    if f.q:
+        queryset = queryset.filter(_text_q(f.q))
+    return queryset
+
+
+def ordered(f: InboxFilter, queryset: QuerySet[Proposal]) -> QuerySet[Proposal]:
+    if f.sort == "newest":
+        return queryset.order_by("-created_at", "-id")
+    if f.sort == "oldest":
+        return queryset.order_by("created_at", "id")
+    urgent = Case(When(action=ProposalAction.DISPUTE, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return queryset.annotate(urgent=urgent).order_by("urgent", "created_at", "id")
+
+
+def after(f: InboxFilter, queryset: QuerySet[Proposal], cursor: str) -> QuerySet[Proposal]:
+    """Rows after the cursor (a proposal's pk) in ``f``'s order. The anchor is
+    looked up in any state, so deciding it (or cards before it) does not
+    shift the next page."""
+    if not cursor.isdigit():
+        return queryset
+    anchor = Proposal.objects.filter(pk=int(cursor)).values("created_at", "action").first()
+    if anchor is None:
+        return queryset
+    at, pk = anchor["created_at"], int(cursor)
+    if f.sort == "newest":
+        return queryset.filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
+    later = Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk)
+    if f.sort == "oldest":
+        return queryset.filter(later)
+    if anchor["action"] == ProposalAction.DISPUTE:
+        return queryset.filter((Q(action=ProposalAction.DISPUTE) & later) | ~Q(action=ProposalAction.DISPUTE))
+    return queryset.filter(~Q(action=ProposalAction.DISPUTE) & later)
+
+
+def counts(f: InboxFilter) -> dict[str, list[tuple[str, int]]]:
+    """For each filter, its values with the number of pending proposals that
+    would match if it were chosen, keeping the *other* active filters (so the
+    numbers say what a click will show). Values with none are left out, except
+    the one chosen. Six small grouped queries."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for facet in FACETS:
+        rows = matching(f.without(facet)).order_by()
+        tally: Counter[str] = Counter()
+        if facet == "action":
+            tally.update({r["action"]: r["n"] for r in rows.values("action").annotate(n=Count("pk"))})
+        elif facet == "agent":
+            for r in rows.values("agent__name", "proposed_by_user").annotate(n=Count("pk")):
+                name = r["agent__name"] or f"{USER_PREFIX}{r['proposed_by_user'] or 'unknown'}"
+                tally[name] += r["n"]
+        elif facet in ("kind", "scope"):
+            column = f"eff_{facet}"
+            tally.update({r[column]: r["n"] for r in rows.values(column).annotate(n=Count("pk")) if r[column]})
+        else:
+            for action, own, theirs in rows.values_list("action", "tags", "target__tags"):
+                tally.update(set((theirs if action in TARGETED else own) or []))
+        chosen = getattr(f, facet)
+        if chosen and chosen not in tally:
+            tally[chosen] = 0
+        order = ProposalAction.values if facet == "action" else sorted(tally)
+        if facet == "tag":  # many tags: the commonest first
+            order = sorted(tally, key=lambda t: (-tally[t], t))
+        out[facet] = [(value, tally[value]) for value in order if value in tally]
+    return out
