@@ -342,3 +342,7 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.event_type} {self.subject_id} by {self.actor}"
+
+
+# OAuth clients, grants, codes and tokens live in their own module (registered here).
+from .oauth_models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken  # noqa: E402, F401
