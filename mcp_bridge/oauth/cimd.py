@@ -107,7 +107,7 @@ class _CheckedBackend(SyncBackend):
         for address in addresses:  # every answer must be acceptable, not only the first
             refusal = _address_refusal(address, self.policy)
             if refusal:
-                raise DocumentRefused(f"{host} resolves to {refusal}")
+                raise DocumentRefused(f"{host} resolves to a refused address ({refusal})")
         last_error: OSError | None = None
         for info in infos:
             family, kind, proto, _name, sockaddr = info
