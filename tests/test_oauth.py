@@ -27,8 +27,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_bridge.oauth import cimd
-from reviews import actions
-from reviews.models import AuditEvent, OAuthClient, OAuthGrant, OAuthToken
+from reviews.models import AuditEvent
+from reviews.oauth_models import OAuthClient, OAuthGrant, OAuthToken
 
 BASE = "http://127.0.0.1:8765"  # VETTED_PUBLIC_URL's default, which the tests keep
 REDIRECT = "http://127.0.0.1:33418/callback"

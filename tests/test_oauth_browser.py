@@ -30,8 +30,10 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
-from reviews.models import AuditEvent, OAuthGrant
+from reviews.models import AuditEvent
+from reviews.oauth_models import OAuthGrant
 from tests.gateway_support import free_port, running_daemon
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -161,7 +163,7 @@ async def _browser():
 def _metadata(redirect_uri: str) -> OAuthClientMetadata:
     return OAuthClientMetadata(
         client_name="SDK Test Client",
-        redirect_uris=[redirect_uri],
+        redirect_uris=[AnyUrl(redirect_uri)],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="none",
@@ -185,7 +187,7 @@ def test_the_sdk_client_signs_in_through_the_consent_page_and_works_until_revoke
                 redirect_handler=reviewer.sign_in_and_consent,
                 callback_handler=reviewer.callback,
             )
-            out = {}
+            out: dict = {}
             async with httpx2.AsyncClient(auth=auth, timeout=60) as http:
                 async with Client(streamable_http_client(daemon.mcp_url, http_client=http)) as client:
                     out["tools"] = [t.name for t in (await client.list_tools()).tools]
@@ -238,7 +240,13 @@ def test_the_sdk_client_signs_in_through_the_consent_page_and_works_until_revoke
     grant = OAuthGrant.objects.get()
     assert grant.agent.name == "remote-claude" and grant.revoked_at is not None
     events = set(AuditEvent.objects.values_list("event_type", flat=True))
-    assert {"agent.created", "oauth.granted", "oauth.tokens_issued", "oauth.tokens_refreshed", "oauth.revoked"} <= events
+    assert {
+        "agent.created",
+        "oauth.granted",
+        "oauth.tokens_issued",
+        "oauth.tokens_refreshed",
+        "oauth.revoked",
+    } <= events
 
 
 def _pkce():
@@ -276,7 +284,7 @@ def test_the_browser_sees_each_refusal(daemon):
 
     async def go():
         playwright, browser = await _browser()
-        results = {}
+        results: dict = {}
         try:
             page = await (await browser.new_context(**PHONE)).new_page()
             page.set_default_timeout(15_000)
@@ -285,7 +293,8 @@ def test_the_browser_sees_each_refusal(daemon):
             await reviewer.install()
             async with httpx2.AsyncClient(timeout=30) as raw:
                 registered = await raw.post(
-                    daemon.base + "/register", json={"client_name": "Hand Client", "redirect_uris": [reviewer.redirect_uri]}
+                    daemon.base + "/register",
+                    json={"client_name": "Hand Client", "redirect_uris": [reviewer.redirect_uri]},
                 )
                 client_id = registered.json()["client_id"]
                 verifier, challenge = _pkce()

@@ -28,9 +28,9 @@ from mcp.server.auth.settings import ClientRegistrationOptions
 from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route, request_response
 
 from reviews.actions import oauth
@@ -149,7 +149,7 @@ def _public_client_revocation(app):
 
 def build_oauth_app() -> Starlette:
     provider = VettedAuthorizationProvider()
-    authenticator = ClientAuthenticator(provider)  # type: ignore[arg-type]  # a structural Protocol
+    authenticator = ClientAuthenticator(provider)
     metadata = _metadata()
     routes = [
         Route(
@@ -159,18 +159,18 @@ def build_oauth_app() -> Starlette:
         ),
         Route(
             "/authorize",
-            _authorize_endpoint(provider, AuthorizationHandler(provider)),  # type: ignore[arg-type]
+            _authorize_endpoint(provider, AuthorizationHandler(provider)),
             methods=["GET", "POST"],
         ),
         Route(
             "/token",
-            cors_middleware(TokenHandler(provider, authenticator).handle, ["POST", "OPTIONS"]),  # type: ignore[arg-type]
+            cors_middleware(TokenHandler(provider, authenticator).handle, ["POST", "OPTIONS"]),
             methods=["POST", "OPTIONS"],
         ),
         Route(
             "/revoke",
             CORSMiddleware(
-                _public_client_revocation(request_response(RevocationHandler(provider, authenticator).handle)),  # type: ignore[arg-type]
+                _public_client_revocation(request_response(RevocationHandler(provider, authenticator).handle)),
                 allow_origins="*",
                 allow_methods=["POST", "OPTIONS"],
                 allow_headers=[MCP_PROTOCOL_VERSION_HEADER],
@@ -179,7 +179,7 @@ def build_oauth_app() -> Starlette:
         ),
     ]
     if settings.VETTED_OAUTH_DCR:
-        registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES))  # type: ignore[arg-type]
+        registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES))
         routes.append(
             Route("/register", cors_middleware(registration.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
         )

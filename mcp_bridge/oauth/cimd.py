@@ -98,12 +98,12 @@ class _CheckedBackend(SyncBackend):
     def __init__(self, policy: Policy):
         self.policy = policy
 
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except socket.gaierror:
             raise DocumentRefused(f"the host {host!r} does not resolve") from None
-        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         for address in addresses:  # every answer must be acceptable, not only the first
             refusal = _address_refusal(address, self.policy)
             if refusal:
@@ -119,7 +119,7 @@ class _CheckedBackend(SyncBackend):
                 sock.close()
                 last_error = exc
                 continue
-            peer = sock.getpeername()[0]
+            peer = str(sock.getpeername()[0])
             refusal = _address_refusal(peer, self.policy)
             if refusal:
                 sock.close()

@@ -32,8 +32,8 @@ from pydantic import AnyUrl
 
 from reviews.actions import oauth
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, OAuthClient
-from reviews.oauth_models import ClientRegistration, OAuthCode, TokenKind
+from reviews.models import SCOPES
+from reviews.oauth_models import ClientRegistration, OAuthClient, OAuthCode, TokenKind
 from reviews.oauth_models import OAuthToken as TokenRow
 
 from .cimd import DocumentRefused, Policy, client_from_document, fetch_document, redirect_uri_problem

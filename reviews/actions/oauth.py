@@ -251,7 +251,11 @@ def grant_oauth_consent(
 def oauth_code(client_id: str, code: str) -> OAuthCode | None:
     """The live code for this client, or None. A code presented again after it
     was used revokes its grant (RFC 6749 §4.1.2: the code leaked), then None."""
-    row = OAuthCode.objects.select_related("grant", "grant__client", "grant__agent").filter(digest=_token_digest(code or "")).first()
+    row = (
+        OAuthCode.objects.select_related("grant", "grant__client", "grant__agent")
+        .filter(digest=_token_digest(code or ""))
+        .first()
+    )
     if row is None or row.grant.client.client_id != client_id:
         return None
     if row.used_at is not None:

@@ -14,7 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 from memory_site import clients
 from reviews import actions
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, Agent, OAuthGrant, ProposalState
+from reviews.models import SCOPES, Agent, ProposalState
+from reviews.oauth_models import OAuthGrant
 
 from .page_helpers import back, nav_counts, site_login_required
 

@@ -21,7 +21,8 @@ from django.views.decorators.http import require_http_methods
 
 from reviews.actions import IMPORT_AGENT_NAME, oauth
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, Agent, OAuthClient
+from reviews.models import SCOPES, Agent
+from reviews.oauth_models import OAuthClient
 
 from .page_helpers import nav_counts, site_login_required
 
@@ -36,7 +37,7 @@ class _ClientRedirect(HttpResponseRedirect):
         self["Cache-Control"] = "no-store"
 
 
-def _answer(request_data: dict, **params: str) -> _ClientRedirect:
+def _answer(request_data: dict, **params: str | None) -> _ClientRedirect:
     """Back to the client: its redirect URI with the answer added to its own query."""
     params = {**params, "state": request_data.get("state"), "iss": settings.VETTED_PUBLIC_URL}
     parts = urlsplit(request_data["redirect_uri"])
