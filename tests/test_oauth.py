@@ -528,3 +528,12 @@ def test_a_refused_document_is_reported_at_authorize(gw, docs):
     _verifier, challenge = pkce()
     response = authorize(gw, url, challenge)
     assert response.status_code == 400 and "client_id must be exactly its own URL" in response.text
+
+
+def test_a_token_for_the_rest_api_works_there_and_not_on_mcp(gw, site):
+    client_id = register(gw)
+    verifier, challenge = pkce()
+    answer = allow(site, consent_url(gw, client_id, challenge, resource=BASE + "/api/v1"))
+    token = exchange(gw, client_id, answer["code"], verifier, resource=BASE + "/api/v1").json()["access_token"]
+    assert gw.request("GET", "/api/v1/records", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    assert gw.request("POST", "/mcp", headers={"Authorization": f"Bearer {token}"}, json={}).status_code == 401
