@@ -537,3 +537,17 @@ def test_a_token_for_the_rest_api_works_there_and_not_on_mcp(gw, site):
     token = exchange(gw, client_id, answer["code"], verifier, resource=BASE + "/api/v1").json()["access_token"]
     assert gw.request("GET", "/api/v1/records", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     assert gw.request("POST", "/mcp", headers={"Authorization": f"Bearer {token}"}, json={}).status_code == 401
+
+
+def test_a_metadata_document_that_goes_away_keeps_refresh_working_but_not_new_sign_ins(gw, site, docs):
+    base, routes = docs
+    url = base + "/oauth/gone.json"
+    routes["/oauth/gone.json"] = (200, {}, document(url))
+    verifier, challenge = pkce()
+    answer = allow(site, consent_url(gw, url, challenge))
+    tokens = exchange(gw, url, answer["code"], verifier).json()
+    routes.clear()
+    OAuthClient.objects.update(fetched_at=None)  # the cache ran out
+    data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": url}
+    assert gw.request("POST", "/token", data=data).status_code == 200
+    assert authorize(gw, url, challenge).status_code == 400

@@ -126,6 +126,12 @@ class VettedAuthorizationProvider:
                 return await self.metadata_client(client_id)
             except DocumentRefused as exc:
                 log.info("oauth client metadata document refused: %s (%s)", exc, client_id[:200])
+                # A token or revocation request keeps working on the last good copy
+                # while the document cannot be fetched again; /authorize never gets
+                # here with a refused document (app.py answers it with the reason).
+                row = await _client_row(client_id)
+                if row is not None and row.registration == ClientRegistration.METADATA_DOCUMENT:
+                    return _info(row)
                 return None
         row = await _client_row(client_id)
         if row is None or row.registration != ClientRegistration.DYNAMIC:
