@@ -26,6 +26,7 @@ from django.conf import settings  # noqa: E402
 from mcp_bridge.mcp.guard import check_origin, limit_body, refuse_limited_reads, require_agent_token  # noqa: E402
 from mcp_bridge.mcp.server import build_server, transport_security  # noqa: E402
 from mcp_bridge.mcp.sessions import streamable_http_app  # noqa: E402
+from mcp_bridge.oauth import app as oauth_endpoints  # noqa: E402
 
 MCP_PATH = "/mcp"
 
@@ -43,6 +44,7 @@ def build_application():
     )
     mcp_app = limit_body(require_agent_token(check_origin(mcp_starlette)))
     api_app = limit_body(refuse_limited_reads(django_app))
+    oauth_app = limit_body(oauth_endpoints.build_oauth_app())  # OAuth 2.1 metadata and endpoints (mcp_bridge/oauth)
 
     async def application(scope, receive, send):
         if scope["type"] == "lifespan":
@@ -50,6 +52,8 @@ def build_application():
         path = scope.get("path", "")
         if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
             return await mcp_app(scope, receive, send)
+        if oauth_endpoints.handles(path):
+            return await oauth_app(scope, receive, send)
         if path.startswith("/api/"):
             return await api_app(scope, receive, send)
         return await django_app(scope, receive, send)

@@ -122,3 +122,22 @@ def env_kinds(name: str, default: dict[str, int]) -> dict[str, int]:
             raise ImproperlyConfigured(f"{name}: {item!r}: days must be between 1 and 3650.")
         kinds[kind] = period
     return kinds
+
+
+def env_base_url(name: str, default: str) -> str:
+    """A base URL: http(s), a host (and port), no path, query or fragment; the
+    trailing slash is dropped (an OAuth issuer is compared as a string)."""
+    from urllib.parse import urlsplit
+
+    value = (_raw(name) or default).rstrip("/")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a base URL; write the scheme and host (and port), no path, "
+            "e.g. https://vetted.example.com"
+        )
+    return value

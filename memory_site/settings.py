@@ -17,7 +17,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
+from .defaults import DEFAULT_URL
+from .env import env_base_url, env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
 from .files import write_atomic
 from .logscrub import install as install_log_scrubbing
 
@@ -340,3 +341,12 @@ if VETTED_HTTPS:
         # Preloading commits the whole registrable domain to HTTPS in every
         # browser, for months; it is opt-in, so its reminder is not a warning.
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+# --- OAuth 2.1 for remote agents (mcp_bridge/oauth, reviews/actions/oauth.py) ---
+# The public base URL is the OAuth issuer and names the protected resources
+# (<base>/mcp and <base>/api/v1): behind a TLS proxy, set it to the https URL
+# people and clients use. No trailing slash, no path.
+VETTED_PUBLIC_URL = env_base_url("VETTED_PUBLIC_URL", DEFAULT_URL)
+VETTED_OAUTH_ACCESS_TOKEN_SECONDS = env_int("VETTED_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60, maximum=86_400)
+VETTED_OAUTH_REFRESH_TOKEN_DAYS = env_int("VETTED_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1, maximum=365)
+VETTED_OAUTH_DCR = env_bool("VETTED_OAUTH_DCR", True)

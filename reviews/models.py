@@ -358,3 +358,7 @@ class ReviewerPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.inbox_view}"
+
+
+# OAuth clients, grants, codes and tokens live in their own module (registered here).
+from .oauth_models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken  # noqa: E402, F401

@@ -12,6 +12,8 @@ from reviews import actions
 from reviews.errors import Unauthorized
 from reviews.models import Agent
 
+from ..oauth.app import challenge
+
 
 class AgentTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
@@ -24,6 +26,7 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
                 token.strip() if scheme.lower() == "bearer" else "",
                 via="rest",
                 address=request.META.get("REMOTE_ADDR", ""),
+                audiences=actions.oauth.audiences_for(actions.oauth.api_resource()),
             )
         except Unauthorized as exc:
             raise exceptions.AuthenticationFailed(exc.message) from None
@@ -31,7 +34,8 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
         return AgentPrincipal(agent), agent
 
     def authenticate_header(self, request):
-        return 'Bearer realm="vetted"'
+        # Names the resource metadata (RFC 9728 §5.1), where OAuth clients start.
+        return challenge(actions.oauth.API_PATH)
 
 
 class AgentPrincipal:

@@ -34,7 +34,10 @@ from reviews.models import Agent
 
 from ..agent_api import initialize_limiter, read_limiter
 from ..api.errors import http_error
+from ..oauth.app import challenge as oauth_challenge
 from .sessions import agent_user, opens_session
+
+MCP_PATH = "/mcp"
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 
@@ -121,7 +124,8 @@ def _bearer(scope) -> str:
 
 @sync_to_async
 def _agent_for(token: str, address: str) -> Agent:
-    return actions.agent_for_token(token, via="mcp", address=address)
+    audiences = actions.oauth.audiences_for(actions.oauth.mcp_resource())
+    return actions.agent_for_token(token, via="mcp", address=address, audiences=audiences)
 
 
 def require_agent_token(app):
@@ -135,8 +139,10 @@ def require_agent_token(app):
             client = scope.get("client") or ("", 0)
             agent = await _agent_for(_bearer(scope), str(client[0]))
         except Unauthorized as exc:
-            description = exc.message.replace('"', "'")
-            challenge = f'Bearer realm="vetted", error="invalid_token", error_description="{description}"'
+            # RFC 9728 §5.1: the challenge names the resource metadata, where an
+            # OAuth client starts; a request without a token gets no error code (RFC 6750 §3.1).
+            sent = bool(_bearer(scope))
+            challenge = oauth_challenge(MCP_PATH, "invalid_token" if sent else "", exc.message)
             return await _send_json(
                 send,
                 401,

@@ -53,7 +53,8 @@ def _agent(ctx: Context) -> Agent:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer":
         token = ""
-    agent = actions.agent_for_token(token, via="mcp-tool")
+    audiences = actions.oauth.audiences_for(actions.oauth.mcp_resource())
+    agent = actions.agent_for_token(token, via="mcp-tool", audiences=audiences)
     actions.note_agent_seen(agent)
     return agent
 

@@ -110,3 +110,6 @@ __all__ = [
     "verify_record",
     "withdraw_proposal",
 ]
+
+# OAuth 2.1 grants for remote agents (used by mcp_bridge/oauth and the consent page).
+from . import oauth as oauth  # noqa: E402

@@ -6,7 +6,7 @@ import hashlib
 import logging
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,6 +14,7 @@ from django.utils import timezone
 from .. import validation as v
 from ..errors import InvalidTransition, Unauthorized, ValidationFailed
 from ..models import SCOPES, Agent
+from ..oauth_models import OAuthGrant, OAuthToken, TokenKind
 from ._common import Actor, SystemActor, _audit, _locked_agent, _require_reviewer
 
 IMPORT_AGENT_NAME = "import"
@@ -29,9 +30,12 @@ def _token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def create_agent(name: str, *, scopes: Iterable[str], actor: Actor, source_tool: str = "") -> tuple[Agent, str]:
+def create_agent(
+    name: str, *, scopes: Iterable[str], actor: Actor, source_tool: str = "", with_token: bool = True
+) -> tuple[Agent, str]:
     """Create an agent and return it with its raw token, which is not stored
-    and cannot be shown again (only its SHA-256 digest is kept)."""
+    and cannot be shown again (only its SHA-256 digest is kept). An agent made
+    at an OAuth consent has no static token (``with_token=False``, returns "")."""
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         name = str(name or "").strip().lower()
@@ -50,21 +54,25 @@ def create_agent(name: str, *, scopes: Iterable[str], actor: Actor, source_tool:
             errors["scopes"] = f"got {', '.join(bad) or 'none'}; choose one or more of: {', '.join(SCOPES)}"
         if errors:
             raise ValidationFailed(errors)
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32) if with_token else ""
         agent = Agent.objects.create(
             name=name,
             scopes=scope_list,
-            token_digest=_token_digest(token),
+            token_digest=_token_digest(token) if token else None,
             token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
             created_by=reviewer.get_username(),
         )
-        _audit("agent.created", actor=actor, subject=agent, snippet=name, extra={"scopes": scope_list})
+        extra: dict[str, object] = {"scopes": scope_list}
+        if not with_token:
+            extra["oauth"] = True
+        _audit("agent.created", actor=actor, subject=agent, snippet=name, extra=extra)
         return agent, token
 
 
 def revoke_agent(agent: Agent | str, *, actor: Actor) -> Agent:
-    """Revoke an agent: its token stops working at once. Its proposals stay."""
+    """Revoke an agent: its token and its OAuth grants (with their tokens)
+    stop working at once. Its proposals stay."""
     with transaction.atomic():
         _require_reviewer(actor)
         agent = _locked_agent(agent)
@@ -73,7 +81,14 @@ def revoke_agent(agent: Agent | str, *, actor: Actor) -> Agent:
         agent.is_active = False
         agent.revoked_at = timezone.now()
         agent.save(update_fields=["is_active", "revoked_at"])
-        _audit("agent.revoked", actor=actor, subject=agent, snippet=agent.name)
+        grants = _revoke_grants(agent)
+        _audit(
+            "agent.revoked",
+            actor=actor,
+            subject=agent,
+            snippet=agent.name,
+            extra={"oauth_grants": grants} if grants else None,
+        )
         return agent
 
 
@@ -103,9 +118,25 @@ def rotate_agent_token(agent: Agent | str, *, actor: Actor) -> tuple[Agent, str]
         return agent, token
 
 
-def agent_for_token(token: str, *, address: str = "", via: str = "") -> Agent:
+def _revoke_grants(agent: Agent) -> list[str]:
+    now = timezone.now()
+    grants = list(OAuthGrant.objects.select_for_update().filter(agent=agent, revoked_at=None))
+    OAuthGrant.objects.filter(pk__in=[g.pk for g in grants]).update(revoked_at=now)
+    OAuthToken.objects.filter(grant__in=grants, revoked_at=None).update(revoked_at=now)
+    return [g.public_id for g in grants]
+
+
+OAUTH_ACCESS_PREFIX = TOKEN_PREFIX + "at_"
+
+
+def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: Collection[str] = ()) -> Agent:
     """The active agent a bearer token belongs to; raises Unauthorized with a
     message that says what is wrong and how to fix it. Reads only.
+
+    A static agent token works everywhere. An OAuth access token works only
+    at an endpoint whose ``audiences`` include the resource it was issued for
+    (RFC 8707; no audience given: refused), and the agent it returns carries
+    the grant's scopes (never more than the agent's own), in memory only.
 
     A refusal is logged with which check failed, ``via`` (the interface) and
     ``address`` (the client's), and at most the token's public prefix (the
@@ -127,6 +158,8 @@ def agent_for_token(token: str, *, address: str = "", via: str = "") -> Agent:
         raise refuse(
             "malformed", f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.", f" length={len(token)}"
         )
+    if token.startswith(OAUTH_ACCESS_PREFIX):
+        return _agent_for_oauth(token, audiences, refuse)
     agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
     if agent is None:
         raise refuse(
@@ -144,6 +177,36 @@ def agent_for_token(token: str, *, address: str = "", via: str = "") -> Agent:
             f"Agent {agent.name!r} was revoked{when}; its token no longer works. Ask the reviewer for a new agent.",
             f" agent={agent.name} ({agent.public_id})",
         )
+    return agent
+
+
+def _agent_for_oauth(token: str, audiences: Collection[str], refuse: Callable[..., Unauthorized]) -> Agent:
+    row = (
+        OAuthToken.objects.select_related("grant", "grant__agent")
+        .filter(digest=_token_digest(token), kind=TokenKind.ACCESS)
+        .first()
+    )
+    again = " Sign in again (your client starts the OAuth flow on this 401)."
+    if row is None:
+        raise refuse("oauth-unknown", "Unknown OAuth access token: it was never issued here." + again)
+    grant = row.grant
+    if row.revoked_at is not None or grant.revoked_at is not None:
+        raise refuse("oauth-revoked", "This OAuth access token was revoked." + again, f" grant={grant.public_id}")
+    if row.expires_at < timezone.now():
+        raise refuse("oauth-expired", "This OAuth access token has expired; refresh it." + again)
+    if grant.resource not in audiences:
+        raise refuse(
+            "oauth-audience",
+            f"This OAuth access token was issued for {grant.resource[:200]!r}, not for this endpoint "
+            f"({', '.join(sorted(audiences)) or 'none'}).",
+            f" grant={grant.public_id}",
+        )
+    agent = grant.agent
+    if not agent.is_active:
+        raise refuse("revoked", f"Agent {agent.name!r} was revoked; its OAuth grants no longer work.")
+    # The grant may narrow the agent's scopes: this instance is never saved.
+    agent.scopes = [s for s in agent.scopes if s in grant.scopes]
+    agent.oauth_grant = grant  # type: ignore[attr-defined]  # for note_agent_seen
     return agent
 
 
@@ -165,6 +228,9 @@ def note_agent_seen(agent: Agent) -> None:
         return
     Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
     agent.last_seen_at = now
+    grant = getattr(agent, "oauth_grant", None)
+    if grant is not None:
+        OAuthGrant.objects.filter(pk=grant.pk).update(last_used_at=now)
 
 
 def import_agent() -> Agent:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib import messages
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -15,6 +15,7 @@ from memory_site import clients
 from reviews import actions
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, Agent, ProposalState
+from reviews.oauth_models import OAuthGrant
 
 from .page_helpers import back, nav_counts, site_login_required
 
@@ -25,6 +26,8 @@ def _context(**extra) -> dict:
         rejected=Count("proposals", filter=Q(proposals__state=ProposalState.REJECTED)),
         pending=Count("proposals", filter=Q(proposals__state=ProposalState.PENDING)),
     ).order_by("-is_active", "name")
+    # OAuth grants (remote clients acting as the agent), newest first, with their client.
+    agents = agents.prefetch_related(Prefetch("oauth_grants", queryset=OAuthGrant.objects.select_related("client")))
     return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": SCOPES, "errors": {}, "values": {}, **extra}
 
 
@@ -69,4 +72,17 @@ def revoke(request, name):
         messages.error(request, exc.message)
     else:
         messages.success(request, f"Revoked {agent.name}: its token no longer works.")
+    return back(request, reverse("agents"))
+
+
+@site_login_required
+@require_POST
+def revoke_grant(request, public_id):
+    """Revoke one OAuth grant (the client's tokens stop working at once); the agent stays."""
+    try:
+        grant = actions.oauth.revoke_oauth_grant(public_id, actor=request.user)
+    except VettedError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Revoked {grant.client}'s sign-in as {grant.agent.name}: its tokens no longer work.")
     return back(request, reverse("agents"))

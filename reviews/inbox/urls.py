@@ -1,6 +1,16 @@
 from django.urls import path
 
-from . import agent_views, hint_views, inbox_views, record_views, status_views, triage_views, views, worklist_views
+from . import (
+    agent_views,
+    hint_views,
+    inbox_views,
+    oauth_views,
+    record_views,
+    status_views,
+    triage_views,
+    views,
+    worklist_views,
+)
 
 urlpatterns = [
     # The inbox is the home page (the overview's counts sit at its top).
@@ -30,6 +40,8 @@ urlpatterns = [
     path("agents/", agent_views.agents, name="agents"),
     path("agents/create", agent_views.create, name="agent_create"),
     path("agents/<str:name>/revoke", agent_views.revoke, name="agent_revoke"),
+    path("agents/grants/<str:public_id>/revoke", agent_views.revoke_grant, name="oauth_grant_revoke"),
+    path("oauth/consent", oauth_views.consent, name="oauth_consent"),
     path("quality/", status_views.quality_page, name="quality"),
     path("settings/", status_views.site_settings, name="site_settings"),
     path("settings/lockouts/clear", status_views.clear_lockout, name="lockout_clear"),

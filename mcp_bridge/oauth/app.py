@@ -1,0 +1,195 @@
+"""The OAuth endpoints as one ASGI app (memory_site/asgi.py routes them here):
+
+- ``/.well-known/oauth-authorization-server`` (RFC 8414), ``/authorize``,
+  ``/token``, ``/register`` (RFC 7591, if VETTED_OAUTH_DCR) and ``/revoke``
+  (RFC 7009): the MCP SDK's handlers over VettedAuthorizationProvider;
+- ``/.well-known/oauth-protected-resource`` (RFC 9728) for the whole server,
+  and its path forms ``…/mcp`` and ``…/api/v1`` for each endpoint.
+
+The issuer is VETTED_PUBLIC_URL. Clients are public (token endpoint auth
+"none", PKCE S256); a client_id that is an https URL is read from its
+metadata document (cimd.py) instead of being registered.
+"""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import parse_qs
+
+from django.conf import settings
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.middleware.client_auth import ClientAuthenticator
+from mcp.server.auth.routes import cors_middleware
+from mcp.server.auth.settings import ClientRegistrationOptions
+from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route, request_response
+
+from reviews.actions import oauth
+from reviews.models import SCOPES
+
+from .cimd import DocumentRefused
+from .provider import VettedAuthorizationProvider, is_url_client_id
+
+WELL_KNOWN_AS = "/.well-known/oauth-authorization-server"
+WELL_KNOWN_PR = "/.well-known/oauth-protected-resource"
+PATHS = ("/authorize", "/token", "/register", "/revoke")
+
+
+def resource_metadata_url(endpoint_path: str) -> str:
+    """Where an endpoint's RFC 9728 metadata is (for WWW-Authenticate)."""
+    return settings.VETTED_PUBLIC_URL + WELL_KNOWN_PR + endpoint_path
+
+
+def challenge(endpoint_path: str, error: str = "", description: str = "") -> str:
+    """The WWW-Authenticate value of a 401 from /mcp or /api: Bearer, with the
+    resource metadata URL a client starts its OAuth discovery from."""
+    parts = ['Bearer realm="vetted"', f'resource_metadata="{resource_metadata_url(endpoint_path)}"']
+    if error:
+        parts.append(f'error="{error}"')
+    if description:
+        parts.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "/")))
+    return ", ".join(parts)
+
+
+def handles(path: str) -> bool:
+    return path in (*PATHS, WELL_KNOWN_AS, WELL_KNOWN_PR) or path.startswith(WELL_KNOWN_PR + "/")
+
+
+def _metadata() -> OAuthMetadata:
+    base = settings.VETTED_PUBLIC_URL
+    return OAuthMetadata.model_validate(
+        {
+            "issuer": base,
+            "authorization_endpoint": base + "/authorize",
+            "token_endpoint": base + "/token",
+            "registration_endpoint": base + "/register" if settings.VETTED_OAUTH_DCR else None,
+            "revocation_endpoint": base + "/revoke",
+            "scopes_supported": SCOPES,
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_methods_supported": ["none"],
+            "revocation_endpoint_auth_methods_supported": ["none"],
+            "code_challenge_methods_supported": ["S256"],
+            "client_id_metadata_document_supported": True,
+            "authorization_response_iss_parameter_supported": True,
+            "service_documentation": base + "/api/v1/docs",
+        }
+    )
+
+
+def _resource_metadata(resource: str) -> ProtectedResourceMetadata:
+    return ProtectedResourceMetadata.model_validate(
+        {
+            "resource": resource,
+            "authorization_servers": [settings.VETTED_PUBLIC_URL],
+            "scopes_supported": SCOPES,
+            "resource_name": "Vetted memory",
+            "bearer_methods_supported": ["header"],
+        }
+    )
+
+
+def _authorize_endpoint(provider: VettedAuthorizationProvider, sdk_handler: AuthorizationHandler):
+    """The SDK's /authorize, after fetching a URL client_id's metadata document
+    here so that a refused document is reported with its reason (the SDK would
+    only say the client was not found)."""
+
+    async def endpoint(request: Request) -> Response:
+        params = request.query_params if request.method == "GET" else await request.form()
+        client_id = params.get("client_id")
+        if isinstance(client_id, str) and is_url_client_id(client_id):
+            try:
+                await provider.metadata_client(client_id)
+            except DocumentRefused as exc:
+                text = html.escape(f"Cannot sign in this client: its metadata document at {client_id[:200]} {exc}.")
+                return HTMLResponse(f"<!doctype html><title>Sign-in refused</title><p>{text}</p>", status_code=400)
+        return await sdk_handler.handle(request)
+
+    return endpoint
+
+
+def _public_client_revocation(app):
+    """The SDK's RevocationRequest requires a client_secret field, which a
+    public client (all of Vetted's) has no reason to send (RFC 7009 §2.1):
+    add an empty one to a form that lacks it, so the SDK's handler (and its
+    client authentication, method "none") takes the request."""
+
+    async def wrapped(scope, receive, send):
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        if "client_secret" not in parse_qs(body.decode("latin-1")):
+            body += b"&client_secret=" if body else b"client_secret="
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return wrapped
+
+
+def build_oauth_app() -> Starlette:
+    provider = VettedAuthorizationProvider()
+    authenticator = ClientAuthenticator(provider)
+    metadata = _metadata()
+    routes = [
+        Route(
+            WELL_KNOWN_AS,
+            cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"]),
+            methods=["GET", "OPTIONS"],
+        ),
+        Route(
+            "/authorize",
+            _authorize_endpoint(provider, AuthorizationHandler(provider)),
+            methods=["GET", "POST"],
+        ),
+        Route(
+            "/token",
+            cors_middleware(TokenHandler(provider, authenticator).handle, ["POST", "OPTIONS"]),
+            methods=["POST", "OPTIONS"],
+        ),
+        Route(
+            "/revoke",
+            CORSMiddleware(
+                _public_client_revocation(request_response(RevocationHandler(provider, authenticator).handle)),
+                allow_origins="*",
+                allow_methods=["POST", "OPTIONS"],
+                allow_headers=[MCP_PROTOCOL_VERSION_HEADER],
+            ),
+            methods=["POST", "OPTIONS"],
+        ),
+    ]
+    if settings.VETTED_OAUTH_DCR:
+        registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES))
+        routes.append(
+            Route("/register", cors_middleware(registration.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+        )
+    for path, resource in (
+        ("", settings.VETTED_PUBLIC_URL),
+        (oauth.MCP_PATH, oauth.mcp_resource()),
+        (oauth.API_PATH, oauth.api_resource()),
+    ):
+        handler = ProtectedResourceMetadataHandler(_resource_metadata(resource))
+        routes.append(
+            Route(WELL_KNOWN_PR + path, cors_middleware(handler.handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])
+        )
+    return Starlette(routes=routes)
