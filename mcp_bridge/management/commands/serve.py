@@ -54,6 +54,12 @@ class Command(BaseCommand):
             for problem in report.problems:
                 self.stderr.write(f"  {problem}")
         self._hold_serve_lock()
+        # Hashed, compressed static files: collected when missing or older
+        # than the sources (a few seconds, once per change).
+        from memory_site.static_files import ensure_collected
+
+        if ensure_collected():
+            self.stderr.write(f"Static files collected into {settings.STATIC_ROOT}.")
         self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
         self._announce_first_run(host, port)
         from memory_site.asgi import application
