@@ -31,7 +31,7 @@ from whitenoise.storage import CompressedManifestStaticFilesStorage
 BEST_QUALITY_UP_TO = 128 * 1024
 
 
-class _Compressor(Compressor):  # type: ignore[misc]  # whitenoise has no type hints
+class _Compressor(Compressor):
     @staticmethod
     def compress_brotli(data: bytes) -> bytes:
         import brotli
@@ -39,7 +39,7 @@ class _Compressor(Compressor):  # type: ignore[misc]  # whitenoise has no type h
         return bytes(brotli.compress(data, quality=11 if len(data) <= BEST_QUALITY_UP_TO else 9))
 
 
-class VettedStaticStorage(CompressedManifestStaticFilesStorage):  # type: ignore[misc]
+class VettedStaticStorage(CompressedManifestStaticFilesStorage):
     """WhiteNoise's manifest storage, compressing only the hashed names (the
     ones pages link to; the plain-named copies stay for the few references no
     template can hash, such as the icon inside manifest.webmanifest) and
@@ -68,15 +68,31 @@ def is_current() -> bool:
     return all(source.stat().st_mtime <= collected_at for source in _sources())
 
 
+class StaticFilesStale(Exception):
+    """The collected copy is out of date and this process cannot rewrite it."""
+
+
 def ensure_collected() -> bool:
     """Run collectstatic unless the collected copy is current; True if it ran.
 
     Under a lock beside STATIC_ROOT: two servers starting at once (the test
-    suite starts several) must not write the same files together.
+    suite starts several) must not write the same files together. A server
+    whose checkout is read-only (the systemd unit) needs a current copy made
+    beforehand (`make static`), and is told so.
     """
+    if is_current():
+        return False
     root = Path(settings.STATIC_ROOT)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with open(root.parent / f".{root.name}.lock", "a") as lock:
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(root.parent / f".{root.name}.lock", "a")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise StaticFilesStale(
+            f"The static files in {root} are missing or older than their sources, and cannot be written "
+            f"({exc.strerror}). Run `make static` (or `python manage.py collectstatic --noinput`) as the "
+            "checkout's owner, or point VETTED_STATIC_ROOT at a writable folder."
+        ) from None
+    with lock:
         try:
             import fcntl
         except ImportError:  # not POSIX: one server at a time, then

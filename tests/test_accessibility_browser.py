@@ -276,7 +276,9 @@ UNDER_THE_BAR = """() => {
         const x = r.left + Math.min(r.width / 2, 20), y = r.top + r.height / 2;
         const top = document.elementFromPoint(x, y);
         if (!top || !(el === top || el.contains(top) || top.contains(el) && top.tagName === 'LABEL')) {
-            hidden.push(`${el.tagName} "${(el.textContent || el.name || '').trim().slice(0, 30)}" under ${top && top.id ? '#' + top.id : top && top.tagName}`);
+            const label = (el.textContent || el.name || '').trim().slice(0, 30);
+            const over = top && top.id ? '#' + top.id : top && top.tagName;
+            hidden.push(`${el.tagName} "${label}" under ${over}`);
         }
     }
     return hidden;
