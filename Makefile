@@ -8,9 +8,9 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8765
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast check install migrate clean
+.PHONY: run test test-fast check install migrate static clean
 
-run: install migrate
+run: install migrate static
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: install
@@ -47,5 +47,10 @@ $(STAMP): pyproject.toml
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
+# Hashed, compressed static files into staticfiles/ (serve also does this
+# by itself when they are missing or older than the sources).
+static: install
+	$(BIN)/python manage.py collectstatic --noinput -v0
+
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) *.egg-info staticfiles

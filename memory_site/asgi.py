@@ -1,5 +1,6 @@
-"""The one ASGI application `manage.py serve` runs: the Django site (with its
-static files), the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
+"""The one ASGI application `manage.py serve` runs: the Django site (its
+static files served by WhiteNoise's middleware, memory_site/static_files.py),
+the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
 
 /mcp goes to the MCP SDK's Starlette app (with a per-agent session cap,
 mcp_bridge/mcp/sessions.py) behind three guards (body size; agent token and new
@@ -14,12 +15,13 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
-# Static files (CSS, vendored JS, the admin's) are served by the app itself:
-# Vetted is a local, single-process server with no web server in front.
-django_app = ASGIStaticFilesHandler(get_asgi_application())
+# Static files (CSS, vendored JS, the admin's) are served by the app itself
+# (Vetted is a single process, often with no web server in front): by
+# WhiteNoise's middleware, under hashed names with a one-year cache and
+# compressed, which Django's finders (ASGIStaticFilesHandler) cannot do.
+django_app = get_asgi_application()
 
 from django.conf import settings  # noqa: E402
 

@@ -77,7 +77,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Outermost but one: it sees every page as it is finally sent.
+    # Static files (inbox-a11y): answered here, before sessions or auth run.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outermost but for those two: it sees every page as it is finally sent.
     "reviews.inbox.middleware.VisibleTextMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -171,7 +173,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VETTED_HOME / "static"
+# ---- Static files (inbox-a11y): collected into STATIC_ROOT under hashed names
+# with gzip and brotli copies, served by WhiteNoise with a one-year immutable
+# cache (memory_site/static_files.py). Derived from the code, not data: one
+# copy per checkout (git-ignored), shared by every VETTED_HOME.
+STATIC_ROOT = env_path("VETTED_STATIC_ROOT", BASE_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "memory_site.static_files.VettedStaticStorage"},
+}
+# ---- end static files
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -73,7 +74,34 @@ def test_ordinary_markdown_renders():
 
 def test_code_blocks_and_tables_render():
     html = str(render("```\nmake run\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |"))
-    assert "<pre><code>make run" in html and "<table>" in html and "<td>1</td>" in html
+    assert "<code>make run" in html and "<td>1</td>" in html
+    # They scroll sideways, so a keyboard can focus them, and they have a name.
+    assert start_tag(html, "pre") == {"tabindex": "0", "role": "group", "aria-label": "Code block"}
+    assert start_tag(html, "table") == {"tabindex": "0", "aria-label": "Table"}
+
+
+def start_tag(html: str, tag: str) -> dict[str, str]:
+    """The attributes of the first <tag> (nh3 writes them in no fixed order)."""
+    match = re.search(rf"<{tag}((?: [a-z-]+=\"[^\"]*\")*)>", html)
+    assert match, f"no <{tag}> in {html}"
+    return dict(re.findall(r' ([a-z-]+)="([^"]*)"', match.group(1)))
+
+
+def test_an_agent_cannot_set_attributes_on_code_blocks_even_through_the_sanitiser():
+    # Raw HTML is text already; this is nh3's layer on its own: our values
+    # replace the input's, the rest is dropped.
+    import nh3
+
+    from reviews.inbox import markdown
+
+    html = nh3.clean(
+        '<pre tabindex="-1" aria-label="Approve me" onfocus="x()"><code>y</code></pre>',
+        tags=markdown.ALLOWED_TAGS,
+        attributes=markdown.ALLOWED_ATTRIBUTES,
+        set_tag_attribute_values=markdown.SCROLLABLE_ATTRIBUTES,
+    )
+    assert start_tag(html, "pre") == {"tabindex": "0", "role": "group", "aria-label": "Code block"}
+    assert "x()" not in html and "Approve" not in html
 
 
 def test_mailto_links_are_kept():

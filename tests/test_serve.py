@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,14 +22,14 @@ PROJECT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def fetch(url):
+def fetch(url, headers=None):
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
             return None
 
     opener = urllib.request.build_opener(NoRedirect)
     try:
-        with opener.open(url, timeout=5) as response:
+        with opener.open(urllib.request.Request(url, headers=headers or {}), timeout=5) as response:
             return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
@@ -89,6 +90,32 @@ def test_site_and_static_files_are_served(daemon):
     status, headers, _ = fetch(base + "/static/vetted/site.css")
     assert status == 200 and headers["content-type"].startswith("text/css")
     assert fetch(base + "/static/admin/css/base.css")[0] == 200
+
+
+def test_pages_link_hashed_static_files_served_compressed_with_a_year_of_cache(daemon):
+    base, _ = daemon
+    status, _, body = fetch(base + "/setup/")  # no account yet: the first-run page
+    assert status == 200
+    links = re.findall(r'(?:href|src)="(/static/vetted/[^"]+)"', body.decode())
+    names = {Path(link).name for link in links}
+    # site.css, htmx.min.js, keys.js, the web manifest and the icon, each under a content hash.
+    assert len(names) == 5 and all(re.search(r"\.[0-9a-f]{12}\.", name) for name in names), names
+    for link in links:
+        plain_status, _, plain = fetch(base + link)
+        assert plain_status == 200
+        for encoding in ("br", "gzip"):
+            status, headers, packed = fetch(base + link, {"Accept-Encoding": encoding})
+            assert status == 200
+            # WhiteNoise's "forever" is ten years; a year is what was asked for.
+            max_age = int(re.search(r"max-age=(\d+)", headers["cache-control"]).group(1))
+            assert max_age >= 31536000 and "immutable" in headers["cache-control"]
+            if link.endswith((".css", ".js")):
+                assert headers["content-encoding"] == encoding, link
+                assert len(packed) < len(plain) / 2
+    # A name that is not hashed (the icon named inside the web manifest) is
+    # served too, but cached only briefly: it can change under the same name.
+    status, headers, _ = fetch(base + "/static/vetted/icon.svg")
+    assert status == 200 and "immutable" not in headers["cache-control"]
 
 
 def test_a_foreign_host_header_is_refused(daemon):

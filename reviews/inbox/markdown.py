@@ -72,6 +72,14 @@ ALLOWED_TAGS = {
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
 # Only the labels added below; an agent cannot write a class (raw HTML is text).
 ALLOWED_CLASSES = {"span": {"external", "link-target"}}
+# Code blocks and tables scroll sideways (site.css) rather than widen the
+# page: a keyboard user must be able to focus them to scroll, and a screen
+# reader needs a name for what took the focus. nh3 sets these values on every
+# such element, replacing whatever the input had.
+SCROLLABLE_ATTRIBUTES = {
+    "pre": {"tabindex": "0", "role": "group", "aria-label": "Code block"},
+    "table": {"tabindex": "0", "aria-label": "Table"},
+}
 URL_SCHEMES = {"http", "https", "mailto"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_RE = re.compile(r"[a-z0-9.-]+|[0-9a-f:.]*:[0-9a-f:.]*")  # a DNS name or IPv4, or an IPv6 literal
@@ -194,6 +202,7 @@ def render(text: str) -> SafeString:
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
         allowed_classes=ALLOWED_CLASSES,
+        set_tag_attribute_values=SCROLLABLE_ATTRIBUTES,
         url_schemes=URL_SCHEMES,
         url_relative="deny",
         link_rel="noopener noreferrer nofollow",

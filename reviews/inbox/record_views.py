@@ -5,12 +5,14 @@ approved text, approve the current text). The worklists are in worklist_views.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -46,12 +48,31 @@ def _record_card(request, public_id: str, *, done: str = "", error: str = "", st
         .first()
     )
     mark_outside_edits([record])
+    counts = nav_counts()
     return render(
         request,
         "reviews/worklist.html#record-response",
-        {"r": record, "record_id": public_id, "done": done, "error": error, **nav_counts()},
+        {"r": record, "record_id": public_id, "done": done, "error": error, **counts, **_worklist(request, counts)},
         status=status,
     )
+
+
+# The worklists whose total is a header count: a decision made there updates
+# the page's total and tab title too (the "changed outside" list is not
+# counted per request: it reads every live record's text).
+_COUNTED_WORKLISTS = {"due": ("Due for review", "overdue_count"), "disputed": ("Disputed", "disputed_count")}
+
+
+def _worklist(request, counts: dict) -> dict:
+    path = request.htmx.current_url_abs_path if request.htmx else None
+    try:
+        name = resolve(urlsplit(path).path).url_name if path else None
+    except Resolver404:
+        return {}
+    if name not in _COUNTED_WORKLISTS:
+        return {}
+    heading, key = _COUNTED_WORKLISTS[name]
+    return {"heading": heading, "total": counts[key]}
 
 
 def _after(request, record: Record, done: str):

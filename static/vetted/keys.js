@@ -70,6 +70,17 @@
     if (handled) event.preventDefault();
   });
 
+  // inbox-a11y: a card that takes the focus another way (the skip link, Tab)
+  // becomes the current one, so the next key acts on it.
+  document.addEventListener("focusin", function (event) {
+    var card = event.target.matches && event.target.matches("[data-card]:not(.decided)") ? event.target : null;
+    if (card && card !== current) {
+      if (current) current.classList.remove("current");
+      current = card;
+      card.classList.add("current");
+    }
+  });
+
   document.addEventListener("click", function (event) {
     if (event.target.closest("[data-help]")) toggleHelp();
     var card = event.target.closest("[data-card]");
@@ -168,4 +179,31 @@
   });
   document.addEventListener("htmx:responseError", function () { waiting = false; });
   document.addEventListener("htmx:sendError", function () { waiting = false; });
+})();
+
+// ---- inbox-a11y: Ctrl+Enter (Cmd+Enter) sends an edit form from any of its
+// fields, a textarea included (where Enter is a new line); and the bulk bar's
+// height, measured into --bulkbar-height, so the page keeps that much room
+// below its last card and focus never lands under the bar (site.css).
+(function () {
+  "use strict";
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey) || event.altKey) return;
+    var form = event.target.form || (event.target.closest && event.target.closest("form"));
+    if (!form || !form.querySelector("textarea")) return;
+    event.preventDefault();
+    // requestSubmit runs validation and fires "submit", which htmx handles.
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  });
+
+  function watchBulkBar() {
+    var bar = document.getElementById("bulk");
+    if (!bar || !window.ResizeObserver) return;
+    new ResizeObserver(function () {
+      var height = bar.getBoundingClientRect().height;
+      if (height) document.documentElement.style.setProperty("--bulkbar-height", Math.ceil(height) + "px");
+    }).observe(bar);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watchBulkBar);
+  else watchBulkBar();
 })();

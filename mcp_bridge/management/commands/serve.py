@@ -54,6 +54,15 @@ class Command(BaseCommand):
             for problem in report.problems:
                 self.stderr.write(f"  {problem}")
         self._hold_serve_lock()
+        # Hashed, compressed static files: collected when missing or older
+        # than the sources (a few seconds, once per change).
+        from memory_site.static_files import StaticFilesStale, ensure_collected
+
+        try:
+            if ensure_collected():
+                self.stderr.write(f"Static files collected into {settings.STATIC_ROOT}.")
+        except StaticFilesStale as exc:
+            raise CommandError(str(exc)) from None
         self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
         self._announce_first_run(host, port)
         from memory_site.asgi import application

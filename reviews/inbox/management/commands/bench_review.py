@@ -1,0 +1,211 @@
+"""Benchmark a reviewer at phone size: seed a realistic mix of proposals in a
+scratch database, serve it, and drive Chromium (390x844) through the inbox,
+deciding every card by tap or by key as its plan says (reviews/inbox/bench_review.py).
+
+Prints taps and keys per decision by plan, server time per decision and per
+page (median, p95: measured around Django's handler in the server thread),
+HTML/CSS/JS bytes of the first inbox page (as sent, and uncompressed), the
+proposals visible in the first screen, and the wall time for all decisions.
+Never touches the real database.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--no-first-run"]
+PHONE: dict[str, Any] = {
+    "viewport": {"width": 390, "height": 844},
+    "is_mobile": True,
+    "has_touch": True,
+    "device_scale_factor": 3,
+    "reduced_motion": "reduce",
+}
+PASSWORD = "bench-review-password-1"
+
+
+def _p95(values: list[float]) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))] if values else 0.0
+
+
+class Timed:
+    """Wraps the live server's WSGI handler: (method, path, ms) of every request."""
+
+    def __init__(self, app):
+        self.app, self.log = app, []
+
+    def __call__(self, environ, start_response):
+        started = time.perf_counter()
+        try:
+            return list(self.app(environ, start_response))
+        finally:
+            self.log.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], (time.perf_counter() - started) * 1000))
+
+
+class Command(BaseCommand):
+    help = "Seed N pending proposals in a scratch database and review them all in Chromium at phone size."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--proposals", type=int, default=100, help="pending proposals to seed and decide")
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args, **opts):
+        total = opts["proposals"]
+        if total < 5:
+            raise CommandError("--proposals must be at least 5")
+        if not CHROMIUM.exists():
+            raise CommandError(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+        from django.test.testcases import LiveServerThread
+
+        from memory_site.static_files import ensure_collected
+        from retrieval.scratch import scratch_database, scratch_reviewer
+
+        from ...bench_review import seed
+
+        ensure_collected()  # the server sends the hashed, compressed files, as `serve` does
+        # Sync Playwright runs an event loop in this thread; the ORM calls here
+        # never overlap with it.
+        os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
+        with scratch_database():
+            reviewer = scratch_reviewer()
+            reviewer.set_password(PASSWORD)
+            reviewer.save()
+            plan = seed(random.Random(opts["seed"]), total, reviewer)
+            timed: list[Timed] = []
+
+            def handler(app):
+                timed.append(Timed(app))
+                return timed[0]
+
+            # The "static handler" slot wraps Django's handler; ours times it
+            # (static files are WhiteNoise's, inside, as under `serve`).
+            server = LiveServerThread("localhost", handler, port=0)  # type: ignore[arg-type]
+            server.daemon = True
+            server.start()
+            server.is_ready.wait()
+            if server.error:
+                raise CommandError(f"the live server did not start: {server.error}")
+            try:
+                report = self._review(f"http://localhost:{server.port}", plan, timed[0])
+            finally:
+                server.terminate()
+        self._print(report, total)
+
+    def _review(self, base: str, plan: dict[str, str], timed: Timed) -> dict:
+        from playwright.sync_api import sync_playwright
+
+        from ...bench_review import PLANS
+
+        counts: dict[str, list[int]] = defaultdict(list)
+        decisions: list[float] = []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+            context = browser.new_context(**PHONE)
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.goto(base + "/accounts/login/")
+            page.fill("input[name=username]", "bench")
+            page.fill("input[name=password]", PASSWORD)
+            page.click("button[type=submit]")
+            page.wait_for_selector("#pending-count")
+            sizes = self._first_page_bytes(context, base)
+            first_screen = page.evaluate(
+                "[...document.querySelectorAll('[data-card]')]"
+                ".filter(c => c.getBoundingClientRect().top < innerHeight).length"
+            )
+            started = time.perf_counter()
+            done = 0
+            while done < len(plan):
+                page.goto(base + "/")
+                page.wait_for_load_state("load")
+                page.wait_for_function("window.htmx !== undefined")
+                ids = page.eval_on_selector_all("[data-card]:not(.decided)", "cards => cards.map(c => c.id)")
+                if not ids:
+                    raise CommandError(f"{len(plan) - done} proposals left but no card on the inbox")
+                for card_id in ids:
+                    public_id = page.get_attribute(f"#{card_id} input[name=ids]", "value") or ""
+                    how = plan[public_id]
+                    card = page.locator(f"#{card_id}")
+                    card.scroll_into_view_if_needed()
+                    # The keys act on the current card: a click on its head makes it current (not counted).
+                    card.locator(".card-head .meta").click()
+                    taps = keys = 0
+                    for step in PLANS[how]:
+                        if step.tap:
+                            card.locator(step.tap).first.tap()
+                            taps += 1
+                        elif step.key:
+                            page.keyboard.press(step.key)
+                            keys += 1
+                        elif step.type:
+                            page.keyboard.type(step.type)
+                        if step.wait:
+                            page.locator(f"#{card_id} {step.wait}").first.wait_for(state="visible")
+                    page.wait_for_selector(f"#{card_id}.decided")
+                    counts[how].append(taps + keys)
+                    done += 1
+            wall = time.perf_counter() - started
+            browser.close()
+        for method, path, ms in timed.log:
+            if method == "POST" and path.startswith("/proposals/"):
+                decisions.append(ms)
+        pages: dict[str, list[float]] = defaultdict(list)
+        for method, path, ms in timed.log:
+            if method == "GET" and not path.startswith("/static/"):
+                pages["similar (htmx)" if path.endswith("/similar") else path if path == "/" else "other"].append(ms)
+        return {
+            "counts": counts,
+            "decisions": decisions,
+            "pages": pages,
+            "sizes": sizes,
+            "first_screen": first_screen,
+            "wall": wall,
+        }
+
+    def _first_page_bytes(self, context, base: str) -> dict[str, list[int]]:
+        """Bytes of the inbox page and its files in a fresh tab with an empty
+        cache: [as sent, uncompressed] per type."""
+        # A context of its own (signed in, empty cache): every file is fetched.
+        fresh = context.browser.new_context(**PHONE, storage_state=context.storage_state())
+        page = fresh.new_page()
+        sizes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        responses = []
+        page.on("response", lambda response: responses.append(response))
+        page.goto(base + "/")
+        page.wait_for_load_state("networkidle")
+        for response in responses:
+            kind = {"document": "HTML", "stylesheet": "CSS", "script": "JS"}.get(response.request.resource_type)
+            if kind is None:
+                continue
+            sent = response.request.sizes()["responseBodySize"]
+            sizes[kind][0] += sent
+            sizes[kind][1] += len(response.body())
+        fresh.close()
+        return dict(sizes)
+
+    def _print(self, r: dict, total: int) -> None:
+        out = self.stdout.write
+        out(f"bench_review: {total} proposals decided at 390x844 in {r['wall']:.1f} s of wall time")
+        out(f"{'plan':<30} {'decisions':>9} {'taps+keys':>10}")
+        for how, values in sorted(r["counts"].items()):
+            out(f"{how:<30} {len(values):>9} {statistics.median(values):>10.0f}")
+        out(f"{'server time (ms)':<30} {'requests':>9} {'median':>10} {'p95':>8}")
+        rows = [("decision (POST)", r["decisions"])] + sorted(r["pages"].items())
+        for label, values in rows:
+            if values:
+                out(f"{label:<30} {len(values):>9} {statistics.median(values):>10.1f} {_p95(values):>8.1f}")
+        out(f"{'first inbox page, bytes':<30} {'as sent':>9} {'plain':>10}")
+        for kind in ("HTML", "CSS", "JS"):
+            sent, plain = r["sizes"].get(kind, [0, 0])
+            out(f"{kind:<30} {sent:>9} {plain:>10}")
+        out(f"proposals visible in the first screen: {r['first_screen']}")
