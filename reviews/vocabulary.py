@@ -44,10 +44,9 @@ KEY_HELP = {
 }
 
 # What happened, as messages, the toast and the Recent decisions page say it.
+PAST = {KEEP: "Kept", CORRECT: "Corrected", RETIRE: "Retired"}
 DONE = {
-    KEEP: "Kept record",
-    CORRECT: "Corrected record",
-    RETIRE: "Retired record",
+    **{decision: f"{PAST[decision]} record" for decision in DECISIONS},
     "accepted": "Accepted",
     "rejected": "Rejected",
     "revised": "Revised record",
