@@ -136,7 +136,7 @@ def test_a_plain_post_decision_lands_at_the_next_card_with_an_undo_toast(signed_
     assert response["Location"] == f"/?kind=fact#proposal-{second.pk}"
     page = signed_in.get("/?kind=fact").content.decode()
     assert 'id="undo-toast"' in page and f"Rejected: {first.title}." in page
-    assert f'<input type="hidden" name="next" value="/?kind=fact">' in page
+    assert '<input type="hidden" name="next" value="/?kind=fact">' in page
 
 
 def test_bulk_undo_undoes_each_decision(signed_in, create_proposal):
