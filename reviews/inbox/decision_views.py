@@ -36,7 +36,9 @@ RECENT_LIMIT = 50
 
 
 def proposal_title(p: Proposal) -> str:
-    return p.title or (p.target.title if p.target is not None else p.public_id)
+    """The title a message names: what was approved (an edited accept may retitle), else what was proposed."""
+    made = p.result_record if p.state == ProposalState.ACCEPTED and p.result_record_id else None
+    return (made.title if made is not None else "") or p.title or (p.target.title if p.target else p.public_id)
 
 
 def proposal_done(p: Proposal) -> str:

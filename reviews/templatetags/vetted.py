@@ -54,3 +54,9 @@ def undo_toasts(context):
         if made is not None:
             found.append(made)
     return found
+
+
+@register.simple_tag
+def proposal_done(proposal):
+    """What deciding a proposal did, in the shared vocabulary ("Kept record", "Retired record", …)."""
+    return decision_views.proposal_done(proposal)
