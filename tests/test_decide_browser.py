@@ -141,7 +141,7 @@ def test_undo_without_javascript(browser, live_server, seeded, size):
         assert Proposal.objects.get(pk=first.pk).state == ProposalState.PENDING
         # Recent decisions shows it undone.
         page.goto(f"{live_server.url}/decisions/")
-        assert "Undone." in page.inner_text("table.decisions")
+        assert "Undone." in page.inner_text("ol.decisions")
         assert_fits(page, size)
         shot(page, f"{size}-decide-recent", full=True)
     finally:
