@@ -221,7 +221,7 @@ class Command(BaseCommand):
 
 def _named(p: Proposal) -> str:
     """For a dispute or retirement, what happened to the record, in the shared vocabulary."""
-    if p.action not in ("dispute", "retire"):
+    if p.action not in ("dispute", "retire") or p.target is None:
         return ""
     edited = p.result_record_id not in (None, p.target_id)
     return f" {vocabulary.DONE[vocabulary.proposal_outcome(p.action, p.state, edited=edited)]} {p.target.public_id}."
