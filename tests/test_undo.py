@@ -44,6 +44,7 @@ def assert_restored(before, *, produced=None):
     if produced is not None:
         made = records.pop(produced.public_id)
         assert made["status"] == RecordStatus.RETIRED
+        assert made["supersedes_id"] is None  # out of the version chain it joined
     assert records == before[1]
 
 

@@ -146,7 +146,11 @@ def undo_decision(decision: Proposal | AuditEvent | str | int, *, actor: Actor) 
         if plan.produced is not None:
             made = plan.produced
             made.status = RecordStatus.RETIRED
-            made.save(update_fields=["status", "updated_at"])
+            # Out of the version chain: the record it replaced is current again,
+            # and a later revision of that one must be its only successor (the
+            # link stays in the audit events of the decision and of the undo).
+            made.supersedes = None
+            made.save(update_fields=["status", "supersedes", "updated_at"])
             extra.update(retired=made.public_id, retired_reason=UNDONE_REASON, reads_before_undo=made.access_count)
         for record, status in plan.restore.values():
             record.status = status
