@@ -36,7 +36,10 @@
     if (!target) {
       // inbox-decide: a or r by habit on a dispute or retirement card does nothing; say which keys decide it.
       if ((key === "a" || key === "r") && current.querySelector("[data-decision]")) {
-        showHint("On a dispute or retirement: s keep record, e correct record, t retire record (then confirm).");
+        var here = Array.prototype.map.call(current.querySelectorAll("[data-key]"), function (el) {
+          return el.getAttribute("data-key") + " " + el.textContent.trim();
+        });
+        showHint("Keys on this card: " + here.join(", ") + " (retiring asks you to confirm).");
       }
       return;
     }
