@@ -141,7 +141,9 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         record = _locked_record(record)
         _require_live(record, "move")
         if record.status == RecordStatus.DISPUTED:
-            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+            raise InvalidTransition(
+                f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
+            )
         if record.edited_since_approval:
             raise ChecksumMismatch(
                 f"{record.public_id} was edited since approval; restore the approved text or "
@@ -227,7 +229,9 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
         record = _locked_record(record)
         _require_live(record, "verify")
         if record.status == RecordStatus.DISPUTED:
-            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+            raise InvalidTransition(
+                f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
+            )
         current = record.current_checksum()
         if record.edited_since_approval:
             raise ChecksumMismatch(
