@@ -146,3 +146,19 @@ def test_undo_without_javascript(browser, live_server, seeded, size):
         shot(page, f"{size}-decide-recent", full=True)
     finally:
         context.close()
+
+
+def test_the_toast_goes_once_undo_would_be_refused(browser, live_server, seeded, settings):
+    settings.VETTED_UNDO_SECONDS = 2
+    context, page = open_page(browser, live_server, "phone")
+    first = seeded["first"]
+    try:
+        card(page, first).get_by_role("button", name="Accept").click()
+        wait_decided(page, first, "Accepted")
+        page.wait_for_selector("#undo-toast", state="visible")
+        page.wait_for_selector("#undo-toast", state="hidden", timeout=6_000)
+        page.keyboard.press("u")  # nothing to press any more
+        page.wait_for_timeout(300)
+        assert Proposal.objects.get(pk=first.pk).state == ProposalState.ACCEPTED
+    finally:
+        context.close()

@@ -59,17 +59,18 @@
     if (button) button.click();
   }
 
-  // Hide the Undo button once the server would refuse it (data-expires, epoch ms).
+  // data-expires (epoch ms): when the server would refuse the toast's Undo.
   function watchToast() {
     var toast = document.getElementById("undo-toast");
     if (!toast || toast.dataset.watched) return;
     toast.dataset.watched = "1";
     var left = parseInt(toast.dataset.expires, 10) - Date.now();
     if (isNaN(left)) return;
+    // Gone once Undo would be refused (the decision stays on Recent decisions),
+    // so the toast does not cover the page for longer than it is useful.
     setTimeout(function () {
       toast.classList.add("expired");
-      var text = toast.querySelector(".undo-text");
-      if (text) text.textContent += " (Undo is no longer possible.)";
+      toast.hidden = true;
     }, Math.max(left, 0));
   }
   document.addEventListener("DOMContentLoaded", watchToast);
