@@ -80,6 +80,8 @@ def event_outcome(event_type: str, extra: dict[str, Any]) -> str:
         return proposal_outcome(extra.get("action", ""), "accepted", edited="supersedes" in extra)
     if event_type == "proposal.rejected":
         return proposal_outcome(extra.get("action", ""), "rejected")
+    if event_type == "record.revised" and extra.get("previous_status") == "disputed":
+        return CORRECT  # Correct record… on /disputed/ or the record page
     return _EVENT_OUTCOME.get(event_type, "accepted")
 
 
@@ -94,7 +96,7 @@ def titles(names: list[str], *, shown: int = TITLES_SHOWN, chars: int = TITLE_CH
 
 
 def summary(verb: str, names: list[str]) -> str:
-    """ "Accepted 3: Billing-api uses Django 5.1, …" or "Accepted “Title”."."""
-    if len(names) == 1:
-        return f"{verb}: {titles(names)}."
-    return f"{verb} {len(names)}: {titles(names)}."
+    """ "Accepted 3: Billing-api uses Django 5.1, …" or "Accepted: Title."."""
+    text = titles(names)
+    end = "" if text.endswith("…") else "."
+    return f"{verb}: {text}{end}" if len(names) == 1 else f"{verb} {len(names)}: {text}{end}"

@@ -205,3 +205,18 @@ def test_recent_decisions_lists_mine_with_undo_or_why_not(signed_in, reviewer, c
     assert "Too late" in html
     assert html.count('action="/decisions/undo"') == 1
     assert 'aria-current="page"' in html and ">Decisions<" in html
+
+
+def test_vocabulary_names_each_decision_event_by_what_happened_to_the_record():
+    outcome = vocabulary.event_outcome
+    assert outcome("proposal.accepted", {"action": "dispute", "retired": "rec_x"}) == vocabulary.RETIRE
+    assert outcome("proposal.accepted", {"action": "dispute", "supersedes": "rec_x"}) == vocabulary.CORRECT
+    assert outcome("proposal.rejected", {"action": "dispute"}) == vocabulary.KEEP
+    assert outcome("proposal.rejected", {"action": "retire"}) == vocabulary.KEEP
+    assert outcome("proposal.accepted", {"action": "retire"}) == vocabulary.RETIRE
+    assert outcome("proposal.accepted", {"action": "revise", "supersedes": "rec_x"}) == "accepted"
+    assert outcome("record.dispute_cleared", {}) == vocabulary.KEEP
+    assert outcome("record.revised", {"previous_status": "disputed"}) == vocabulary.CORRECT
+    assert outcome("record.revised", {"previous_status": "approved"}) == "revised"
+    assert vocabulary.summary("Accepted", ["a" * 100]) == f"Accepted: {'a' * 59}…"
+    assert vocabulary.summary("Accepted", ["A", "B", "C", "D"]) == "Accepted 4: A, B, C, …"
