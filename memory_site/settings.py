@@ -283,6 +283,9 @@ VETTED_NEAR_DUPLICATE = env_float("VETTED_NEAR_DUPLICATE", 0.85, minimum=0.5, ma
 VETTED_MAX_REQUEST_BYTES = env_int("VETTED_MAX_REQUEST_BYTES", 256 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = VETTED_MAX_REQUEST_BYTES
 
+# Undo (inbox-decide): how long a reviewer may take back their own decision.
+VETTED_UNDO_SECONDS = env_int("VETTED_UNDO_SECONDS", 120, minimum=0, maximum=24 * 60 * 60)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["mcp_bridge.api.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["mcp_bridge.api.auth.IsAgent"],

@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import actions
+from . import actions, vocabulary
 from .errors import VettedError
 from .models import Agent, AuditEvent, Proposal, Record
 
@@ -94,20 +94,27 @@ class RecordAdmin(ReadOnlyAdmin):
     def verify_selected(self, request, queryset):
         _run(self, request, queryset, lambda r: actions.verify_record(r, actor=request.user), "Verified")
 
-    @admin.action(description="Clear dispute (the record stands)")
+    # The shared dispute vocabulary (reviews/vocabulary.py): named by what happens to the record.
+    @admin.action(description=f"{vocabulary.LABELS[vocabulary.KEEP]} ({vocabulary.MEANINGS[vocabulary.KEEP]})")
     def clear_dispute_selected(self, request, queryset):
         _run(
             self,
             request,
             queryset,
-            lambda r: actions.clear_dispute(r, actor=request.user, note="Cleared in the admin"),
-            "Cleared",
+            lambda r: actions.clear_dispute(r, actor=request.user, note="Kept in the admin"),
+            vocabulary.PAST[vocabulary.KEEP],
         )
 
-    @admin.action(description="Retire")
+    @admin.action(description=f"{vocabulary.LABELS[vocabulary.RETIRE]} ({vocabulary.MEANINGS[vocabulary.RETIRE]})")
     def retire_selected(self, request, queryset):
         note = f"Retired in the admin by {request.user.get_username()}"
-        _run(self, request, queryset, lambda r: actions.retire_record(r, actor=request.user, note=note), "Retired")
+        _run(
+            self,
+            request,
+            queryset,
+            lambda r: actions.retire_record(r, actor=request.user, note=note),
+            vocabulary.PAST[vocabulary.RETIRE],
+        )
 
 
 @admin.register(Proposal)
@@ -136,11 +143,11 @@ class ProposalAdmin(ReadOnlyAdmin):
     def history(self, obj):
         return _audit_link("proposal_ref", obj.public_id)
 
-    @admin.action(description="Accept as proposed")
+    @admin.action(description=f"Accept as proposed (a dispute or retirement: {vocabulary.LABELS[vocabulary.RETIRE]})")
     def accept_selected(self, request, queryset):
         _run(self, request, queryset, lambda p: actions.accept_proposal(p, actor=request.user), "Accepted")
 
-    @admin.action(description="Reject")
+    @admin.action(description=f"Reject (a dispute or retirement: {vocabulary.LABELS[vocabulary.KEEP]})")
     def reject_selected(self, request, queryset):
         _run(
             self,

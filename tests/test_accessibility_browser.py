@@ -129,7 +129,8 @@ def test_no_serious_axe_violation_on_any_page(browser, live_server, every_kind, 
         # note open, the bulk bar shown, the keys dialog open.
         create = card(page, every_kind["create"])
         create.locator("label.check").click()
-        card(page, every_kind["retirement"]).locator("summary", has_text="Reject").click()
+        card(page, every_kind["retirement"]).locator("summary", has_text="Keep record…").click()
+        card(page, every_kind["dispute"]).locator("summary", has_text="Retire record…").click()
         card(page, every_kind["revision"]).get_by_role("link", name="Revise…").click()
         page.wait_for_selector(f"#proposal-{every_kind['revision'].pk}.editing")
         found += axe_violations(page, "inbox, editing")
@@ -147,6 +148,14 @@ def test_no_serious_axe_violation_on_any_page(browser, live_server, every_kind, 
             ("agents", "/agents/"),
             ("quality", "/quality/"),
             ("settings", "/settings/"),
+            ("recent decisions", "/decisions/"),
+            ("inbox, filtered", "/?action=create&sort=newest"),
+            ("inbox, bad filter", "/?action=delete"),
+            ("reject all, confirm", "/proposals/bulk-all?op=reject"),
+            ("hint page", f"/proposals/{every_kind['create'].public_id}/similar"),
+            ("inbox, compact list", "/?view=compact"),
+            ("inbox, compact list with a card open", f"/?view=compact&expand={every_kind['create'].pk}"),
+            ("inbox, cards again", "/?view=cards"),
         ):
             page.goto(live_server.url + path)
             found += axe_violations(page, name)
@@ -188,9 +197,10 @@ def test_skip_links_lead_to_the_content_and_the_first_card(browser, live_server,
         page.keyboard.press("Enter")
         first = page.evaluate("document.querySelector('[data-card]').id")
         assert page.evaluate("document.activeElement.id") == first
-        # The focused card is the one the keys act on.
-        page.keyboard.press("a")
-        page.wait_for_selector(f"#{first}.decided")
+        # The focused card is the one the keys act on (x selects it; the first
+        # card is a dispute, disputes first, so no single key decides it).
+        page.keyboard.press("x")
+        assert page.locator(f"#{first} input[type=checkbox]").is_checked()
         # Every other page has the skip link to its main content.
         page.goto(live_server.url + "/records/")
         page.keyboard.press("Tab")
@@ -218,20 +228,21 @@ def test_every_count_the_tab_title_and_the_live_region_follow_each_decision(
         assert text(page, "#live-status") == "Accepted: Staging database port. 3 waiting."
         assert text(page, "#pending-count") == "3" and text(page, "#approved-stat") == "5"
 
-        # Accepting the dispute retires the disputed record: the disputed
-        # counts (header and tile) drop.
-        card(page, every_kind["dispute"]).locator("form[action$='/accept'] button").click()
+        # Retiring the disputed record: the disputed counts (header and tile) drop.
+        dispute = card(page, every_kind["dispute"])
+        dispute.locator("summary", has_text="Retire record…").click()
+        dispute.get_by_role("button", name="Retire record", exact=True).click()
         page.wait_for_function("document.title === 'Inbox (2) · Vetted'")
-        assert text(page, "#live-status") == "Accepted: Payment provider. 2 waiting."
+        assert text(page, "#live-status") == "Retired record: Payment provider. 2 waiting."
         assert text(page, "#disputed-count") == "0" and text(page, "#disputed-stat") == "0"
 
-        # Rejecting keeps the record: the approved tile stays.
+        # Keeping the record (the retirement proposal is rejected): the approved tile stays.
         retirement = card(page, every_kind["retirement"])
-        retirement.locator("summary", has_text="Reject").click()
-        retirement.locator("input[name=note]").fill("Still used by the night shift")
-        retirement.get_by_role("button", name="Reject", exact=True).click()
+        retirement.locator("summary", has_text="Keep record…").click()
+        retirement.locator("[data-decision=keep] input[name=note]").fill("Still used by the night shift")
+        retirement.get_by_role("button", name="Keep record", exact=True).click()
         page.wait_for_function("document.title === 'Inbox (1) · Vetted'")
-        assert text(page, "#live-status") == "Rejected: Old VPN host. 1 waiting."
+        assert text(page, "#live-status") == "Kept record: Old VPN host. 1 waiting."
         assert text(page, "#approved-stat") == "5" and text(page, "#pending-count") == "1"
 
         # On the due page: verifying updates the page's total and tab title
@@ -241,7 +252,7 @@ def test_every_count_the_tab_title_and_the_live_region_follow_each_decision(
         page.get_by_role("button", name="Verify").click()
         page.wait_for_function("document.title === 'Due for review (0) · Vetted'")
         assert text(page, "#worklist-total") == "0" and text(page, "#due-count") == "0"
-        assert text(page, "#live-status").startswith("On-call rota: Verified rec_")
+        assert text(page, "#live-status").startswith("Verified: On-call rota; next review by")
     finally:
         context.close()
 

@@ -289,7 +289,7 @@ def test_clear_dispute_action_restores_the_record_and_audits(sam_admin, second_r
     dispute = actions.dispute_record(record, agent=agent, reason="The repository was renamed")
     response = run_action(sam_admin, "record", "clear_dispute_selected", record)
     assert response.status_code == 302
-    assert ("success", "Cleared 1 item(s).") in messages_of(response)
+    assert ("success", "Kept 1 item(s).") in messages_of(response)
     record.refresh_from_db()
     dispute.refresh_from_db()
     assert record.status == "approved"

@@ -63,6 +63,7 @@ SITE = [
     ("agents", "/agents/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("quality", "/quality/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("recent decisions", "/decisions/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("setup (users exist)", "/setup/",                   (302, 302, 302, 302, 302, 302, 302), (302, 302, 302, 302, 302, 302, 302)),
     ("login page", "/accounts/login/",                   (200, 200, 200, 200, 200, 200, 200), (200, 200, 200, 200, 200, 200, 200)),
 ]
@@ -81,6 +82,8 @@ SITE_ACTIONS = [
     # Hints (inbox-hints): merge a create into a revision, reject as a duplicate.
     ("merge", "/proposals/{p_merge}/merge",              (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("reject duplicate", "/proposals/{p_dup}/reject-duplicate", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # Undo with no decision named: a message and back (what a reviewer may undo is tests/test_undo.py's).
+    ("undo", "/decisions/undo",                          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("create agent", "/agents/create",                   (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]

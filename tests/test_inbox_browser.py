@@ -276,11 +276,11 @@ def test_pages_work_without_javascript(browser, live_server, seeded):
         page.fill("input[name=password]", PASSWORD)
         page.click("button[type=submit]")
         card(page, seeded["first"]).get_by_role("button", name="Accept").click()
-        page.wait_for_selector("text=Accepted " + seeded["first"].public_id)
+        page.wait_for_selector("text=Accepted: Staging database host.")  # by title, with an Undo toast
         card(page, seeded["third"]).locator("summary", has_text="Reject").click()
         card(page, seeded["third"]).locator("input[name=note]").fill("No source")
         card(page, seeded["third"]).get_by_role("button", name="Reject", exact=True).click()
-        page.wait_for_selector("text=Rejected " + seeded["third"].public_id)
+        page.wait_for_selector("text=Rejected: Friday deploys.")
         assert refreshed(seeded["third"]).decision_note == "No source"
         # Revise without JavaScript: a page of its own, then back to the inbox.
         card(page, seeded["revision"]).get_by_role("link", name="Revise…").click()
@@ -289,7 +289,7 @@ def test_pages_work_without_javascript(browser, live_server, seeded):
         shot(page, "phone-nojs-revise", full=True)
         page.fill("input[name=title]", "Deploy checklist (no JS)")
         page.get_by_role("button", name="Accept edited version").click()
-        page.wait_for_selector("text=Accepted " + seeded["revision"].public_id)
+        page.wait_for_selector("text=Accepted: Deploy checklist (no JS).")
         assert refreshed(seeded["revision"]).result_record.title == "Deploy checklist (no JS)"
         for path in ("/due/", "/disputed/", "/records/?q=deploy", "/agents/", "/settings/"):
             page.goto(live_server.url + path)

@@ -14,7 +14,7 @@ from django.db import connection
 from django.urls import reverse
 
 from mcp_bridge import agent_api
-from reviews import actions
+from reviews import actions, vocabulary
 from reviews.errors import InvalidTransition, ScopeNotAllowed, ValidationFailed
 from reviews.inbox.hints import similarity_label
 from reviews.models import AuditEvent, Proposal, ProposalAction, ProposalState, RecordStatus
@@ -356,7 +356,7 @@ def test_the_changed_outside_queue_shows_the_diff_and_the_three_actions(signed_i
     html = signed_in.get(reverse("edited")).content.decode()
     assert 'aria-current="page"' in html and nav_edited_count(html) == 1
     assert "<del>" in html and "<ins>" in html  # approved → current word diff
-    for label in ("Restore approved text", "Approve current text…", "Retire…"):
+    for label in ("Restore approved text", "Approve current text…", vocabulary.OPENERS[vocabulary.RETIRE]):
         assert label in html
     assert ">Verify<" not in html
 
@@ -365,7 +365,11 @@ def test_the_record_page_of_a_changed_record_offers_the_fixes_instead_of_verify(
     record = make_record(**PG15)
     edit_outside(record, body=PG15["body"].replace("15", "9"))
     html = signed_in.get(reverse("record_detail", args=[record.public_id])).content.decode()
-    assert "Restore approved text" in html and "Approve current text…" in html and "Retire…" in html
+    assert (
+        "Restore approved text" in html
+        and "Approve current text…" in html
+        and vocabulary.OPENERS[vocabulary.RETIRE] in html
+    )
     assert ">Verify<" not in html
 
 

@@ -108,9 +108,9 @@ def test_the_changed_outside_vetted_queue_and_its_three_actions(browser, live_se
         page.wait_for_function("document.getElementById('edited-count').textContent.trim() === '1'")
 
         third = page.locator(f"#record-{retire.pk}")
-        third.locator("summary", has_text="Retire…").click()
+        third.locator("summary", has_text="Retire record…").click()
         third.get_by_label("Why (required)").fill("Nobody knows any more")
-        third.get_by_role("button", name="Retire", exact=True).click()
+        third.get_by_role("button", name="Retire record", exact=True).click()
         page.wait_for_function("document.getElementById('edited-count').textContent.trim() === '0'")
         ib.shot(page, f"{size}-changed-outside-done", full=True)
 

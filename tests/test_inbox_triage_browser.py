@@ -253,7 +253,7 @@ def test_reject_all_that_match_through_the_ui(browser, live_server, triage_seed,
         assert "Reject 6 proposals?" in page.inner_text("#bulk-confirm")
         assert_fits(page, size)
         page.click("#bulk-all-confirm")
-        page.wait_for_selector(".msg")
+        page.wait_for_selector("#undo-toast")  # the decision's message, with Undo
         assert "agent=team-bot" in page.url  # back where the reviewer was
         team = [p.pk for p in triage_seed["creates"][24:]]
         assert set(Proposal.objects.filter(pk__in=team).values_list("state", flat=True)) == {ProposalState.REJECTED}

@@ -208,7 +208,8 @@ def test_accept_without_javascript_redirects_back_with_a_message(signed_in, crea
     response = signed_in.post(reverse("proposal_accept", args=[proposal.public_id]), {"next": "/?after=1"})
     assert response.status_code == 302 and response["Location"] == "/?after=1"
     page = signed_in.get("/").content.decode()
-    assert f"Accepted {proposal.public_id}" in page
+    assert f"Accepted: {proposal.title}." in page  # named by title, not id
+    assert 'id="undo-toast"' in page
     assert Record.objects.filter(status=RecordStatus.APPROVED).count() == 1
 
 
@@ -363,7 +364,8 @@ def test_bulk_accept_decides_each_and_reports_failures(signed_in, second_reviewe
         reverse("proposal_bulk"), {"op": "accept", "ids": [a.public_id, b.public_id, c.public_id]}, follow=True
     )
     html = response.content.decode()
-    assert f"Accepted 2: {a.public_id}, {b.public_id}" in html
+    assert f"Accepted 2: {a.title}, {b.title}." in html
+    assert html.count('name="event"') == 2  # one Undo for both
     assert "already rejected by sam" in html
     assert Proposal.objects.filter(state=ProposalState.ACCEPTED).count() == 2
 

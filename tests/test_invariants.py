@@ -4,7 +4,7 @@ A hypothesis RuleBasedStateMachine drives reviews.actions the way the
 inbox, the admin, the commands and the agents do (propose, dispute,
 withdraw, accept, accept with revision, reject, retire, revise, verify,
 clear a dispute, move, restore the approved text, approve the current
-text), plus two things no action does: an out-of-band
+text, undo a decision), plus two things no action does: an out-of-band
 edit of a record's body (raw SQL, like a tamper) and time passing (a clock
 patched into django.utils.timezone). After every step it checks what
 Vetted promises:
@@ -380,6 +380,18 @@ class ActionsMachine(RuleBasedStateMachine):
             lambda: actions.clear_dispute(record, actor=self.reviewer, note="It stands"),
         )
 
+    @rule(data=st.data())
+    @precondition(lambda self: AuditEvent.objects.filter(event_type__in=actions.DECISION_EVENTS).exists())
+    def undo(self, data):
+        """Undo a decision: usually one of the last few (often still allowed), sometimes any."""
+        decisions = list(
+            AuditEvent.objects.filter(event_type__in=actions.DECISION_EVENTS)
+            .order_by("-id")
+            .values_list("pk", flat=True)
+        )
+        event = self._pick(data, "decision", decisions[:3], decisions)
+        self.act("undo_decision", "decision.undone", lambda: actions.undo_decision(event, actor=self.reviewer))
+
     @rule(review_in=st.none() | st.integers(min_value=1, max_value=400), data=st.data())
     def verify(self, review_in, data):
         record = self.record(data, statuses=[RecordStatus.APPROVED])
@@ -620,7 +632,17 @@ class ActionsMachine(RuleBasedStateMachine):
                 "subject_id", flat=True
             )
         )
+        # A record whose approving decision was undone is retired and counted by its undo instead.
+        undone = Counter(
+            AuditEvent.objects.filter(event_type="decision.undone", extra__has_key="retired").values_list(
+                "extra__retired", flat=True
+            )
+        )
         for record in Record.objects.select_related("approved_by"):
+            if undone[record.public_id]:
+                assert undone[record.public_id] == 1 and accepted[record.pk] == 0, record.public_id
+                assert record.status == RecordStatus.RETIRED, f"{record.public_id} was undone but is {record.status}"
+                continue
             origins = accepted[record.pk] + direct[record.public_id]
             assert origins == 1, f"{record.public_id} has {origins} approvals (accepted proposals or direct edits)"
             assert record.approved_by_id == self.reviewer.pk
@@ -663,6 +685,7 @@ ACTIONS = [
     "move_record",
     "restore_approved_text",
     "approve_current_text",
+    "undo_decision",
 ]
 
 
@@ -885,6 +908,18 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
                 soon, actor=reviewer, changes={"review_by": machine.today() + timedelta(days=30)}
             ),
         )
+        # Undo that edited accept, then again: already undone. The patched clock
+        # is days ahead of the audit rows' real times, so the window is widened
+        # here (an undo after time passed is refused: the random walk meets that).
+        with override_settings(VETTED_UNDO_SECONDS=10**9):
+            step("undo_decision", "decision.undone", lambda: actions.undo_decision(soon, actor=reviewer))
+            last = AuditEvent.objects.filter(event_type="proposal.accepted").order_by("-id").first()
+            step(
+                "undo_decision",
+                "decision.undone",
+                lambda: actions.undo_decision(last, actor=reviewer),
+                refused="invalid_transition",
+            )
     finally:
         machine.teardown()
     assert {key.split(": ")[0] for key in outcomes if key.endswith(": ok")} == set(ACTIONS)

@@ -117,7 +117,7 @@ def test_disputed_lists_the_dispute_reasons_and_clear_restores_the_record(signed
     html = signed_in.get(reverse("disputed")).content.decode()
     assert record.title in html and "The repository was renamed in March" in html
     response = signed_in.post(reverse("record_clear_dispute", args=[record.public_id]), {"note": "Checked"}, **HX)
-    assert "Cleared the dispute" in response.content.decode()
+    assert f"Kept record: {record.title}." in response.content.decode()
     record.refresh_from_db()
     assert record.status == RecordStatus.APPROVED
     assert Proposal.objects.get(action="dispute").state == ProposalState.REJECTED

@@ -19,7 +19,7 @@ from django.db import connection
 from django.utils import timezone
 
 from reviews import actions
-from reviews.models import Agent, AuditEvent, ProposalState, Record, RecordStatus
+from reviews.models import Agent, AuditEvent, Proposal, ProposalState, Record, RecordStatus
 
 from .conftest import content
 
@@ -324,6 +324,36 @@ def test_clear_dispute_restores_approved(record, agent, reviewer):
     assert dispute.decided_by == reviewer
     assert record.public_id in out and "approved again" in out
     assert AuditEvent.objects.filter(event_type="record.dispute_cleared", record_ref=record.public_id).count() == 1
+
+
+@pytest.mark.django_db
+def test_keep_record_keeps_a_disputed_record(record, agent):
+    dispute = actions.dispute_record(record, agent=agent, reason="The repository was renamed")
+    out, err = run("review", "keep-record", record.public_id, "--note", "Still correct")
+    assert f"Kept record {record.public_id}" in out and "approved again" in out
+    assert err == ""  # the new name is not deprecated
+    assert Proposal.objects.get(pk=dispute.pk).state == ProposalState.REJECTED
+
+
+@pytest.mark.django_db
+def test_clear_dispute_is_a_deprecated_alias_of_keep_record(record, agent):
+    actions.dispute_record(record, agent=agent, reason="The repository was renamed")
+    out, err = run("review", "clear-dispute", record.public_id)
+    assert "deprecated" in err and "review keep-record" in err
+    assert Record.objects.get(pk=record.pk).status == RecordStatus.APPROVED
+
+
+@pytest.mark.django_db
+def test_undo_from_the_cli_reopens_the_proposal(propose, reviewer):
+    p = propose()
+    actions.accept_proposal(p, actor=reviewer)
+    listed = review("decisions")
+    assert p.public_id in listed and "can undo" in listed
+    out = review("undo", p.public_id)
+    assert out.startswith("Undone: accepted") and "retired (undone)" in out
+    assert Proposal.objects.get(pk=p.pk).state == ProposalState.PENDING
+    with pytest.raises(CommandError, match="already undone|is pending now"):
+        review("undo", p.public_id)
 
 
 @pytest.mark.django_db

@@ -22,8 +22,9 @@ The package holds one module per family: ``proposals`` (agents propose),
 ``decisions`` (a reviewer decides a proposal), ``merges`` (a create merged into a
 revision, or rejected as a duplicate), ``records`` (a reviewer acts
 on a record), ``agents`` (agents and tokens), ``accounts`` (reviewer
-accounts: first run, staff status, active or not), ``imports`` (files and snapshots); ``_common`` holds what they
-share. Everything public is re-exported here.
+accounts: first run, staff status, active or not), ``imports`` (files and
+snapshots), ``undo`` (a reviewer takes back a decision); ``_common`` holds
+what they share. Everything public is re-exported here.
 """
 
 from ..models import Agent
@@ -62,8 +63,11 @@ from .records import (
     revise_record,
     verify_record,
 )
+from .undo import DECISION_EVENTS, UNDONE_EVENT, decision_event, undo_decision, undo_refusal, undone_events
 
 __all__ = [
+    "DECISION_EVENTS",
+    "UNDONE_EVENT",
     "IMPORT_AGENT_NAME",
     "SEEN_EVERY_SECONDS",
     "TOKEN_PREFIX",
@@ -86,6 +90,7 @@ __all__ = [
     "create_agent",
     "create_first_reviewer",
     "deactivate_account",
+    "decision_event",
     "dispute_record",
     "import_agent",
     "import_records",
@@ -107,6 +112,9 @@ __all__ = [
     "rotate_agent_token",
     "set_account_staff",
     "set_inbox_view",
+    "undo_decision",
+    "undo_refusal",
+    "undone_events",
     "verify_record",
     "withdraw_proposal",
 ]

@@ -63,6 +63,10 @@ _LOGGED_EXTRA = (
     "dispute_cleared",
     "is_staff",
     "is_active",
+    # undo (reviews.actions.undo): the event undone, and what it reopened or retired
+    "undoes",
+    "reopened_proposals",
+    "retired",
 )
 
 

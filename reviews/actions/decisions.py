@@ -79,6 +79,9 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             if makes_text and target.edited_since_approval:
                 raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
         extra: dict[str, Any] = {"action": proposal.action}
+        if target is not None:
+            # What undo_decision restores the target to (approved or disputed).
+            extra["previous_status"] = target.status
         before = target.approved_checksum if target else ""
         after = ""
         result = target

@@ -93,6 +93,7 @@ def _supersede(
     """The reviewer's revise path (inside the caller's transaction, ``record``
     locked): ``base`` with ``changes`` becomes a new approved record that
     supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
+    was = record.status  # what undo_decision restores it to
     content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
     checksum = _checksum_of(content)
     if checksum == record.approved_checksum:
@@ -116,7 +117,13 @@ def _supersede(
         before=record.approved_checksum,
         after=checksum,
         snippet=note or new.title,
-        extra={"supersedes": record.public_id, "changed": sorted(changed), "closed_proposals": closed, **(extra or {})},
+        extra={
+            "supersedes": record.public_id,
+            "previous_status": was,
+            "changed": sorted(changed),
+            "closed_proposals": closed,
+            **(extra or {}),
+        },
     )
     return new
 
@@ -134,7 +141,9 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         record = _locked_record(record)
         _require_live(record, "move")
         if record.status == RecordStatus.DISPUTED:
-            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+            raise InvalidTransition(
+                f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
+            )
         if record.edited_since_approval:
             raise ChecksumMismatch(
                 f"{record.public_id} was edited since approval; restore the approved text or "
@@ -161,6 +170,7 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
             snippet=note,
             extra={
                 "supersedes": record.public_id,
+                "previous_status": RecordStatus.APPROVED,  # a disputed record cannot be moved
                 "from_scope": record.scope,
                 "to_scope": new_scope,
                 "closed_proposals": closed,
@@ -219,7 +229,9 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
         record = _locked_record(record)
         _require_live(record, "verify")
         if record.status == RecordStatus.DISPUTED:
-            raise InvalidTransition(f"{record.public_id} is disputed; clear the dispute, revise or retire it first.")
+            raise InvalidTransition(
+                f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
+            )
         current = record.current_checksum()
         if record.edited_since_approval:
             raise ChecksumMismatch(
@@ -231,6 +243,7 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
             )
         new_review_by = v.clean_review_by(review_by, record.kind) if review_by else v.default_review_by(record.kind)
         old_review_by = record.review_by
+        old_verified_at = record.verified_at
         record.verified_at = timezone.now()
         record.review_by = new_review_by
         record.save(update_fields=["verified_at", "review_by", "updated_at"])
@@ -242,7 +255,12 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
             before=current,
             after=current,
             snippet=record.title,
-            extra={"review_by": str(new_review_by), "previous_review_by": str(old_review_by)},
+            extra={
+                "review_by": str(new_review_by),
+                "previous_review_by": str(old_review_by),
+                # What undo_decision restores (None: never verified).
+                "previous_verified_at": old_verified_at.isoformat() if old_verified_at else None,
+            },
         )
         return record
 

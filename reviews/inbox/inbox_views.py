@@ -13,12 +13,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from reviews import actions, validation
+from reviews import actions, validation, vocabulary
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 
+from . import decision_views, lookalikes, triage_views
 from . import filters as inbox_filters
-from . import lookalikes, triage_views
 from .page_helpers import (
     approved_form_values,
     back,
@@ -89,7 +89,7 @@ def inbox(request):
     return response
 
 
-def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
+def _card(request, proposal_id: str, *, error: str = "", status: int = 200, undo: dict | None = None):
     proposal = (
         Proposal.objects.select_related("agent", "target", "decided_by", "result_record")
         .filter(public_id=proposal_id)
@@ -97,17 +97,20 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200):
     )
     if proposal is not None:
         mark_outside_edits([proposal.target])
-    context = {"p": proposal, "proposal_id": proposal_id, "error": error, **nav_counts()}
+    context = {"p": proposal, "proposal_id": proposal_id, "error": error, "undo": undo, **nav_counts()}
     return render(request, "reviews/inbox.html#card-response", context, status=status)
 
 
-def _decided(request, proposal: Proposal, verb: str):
+def _decided(request, proposal: Proposal):
+    """After one decision: the decided card (htmx) or back to the next card
+    (plain POST), with the Undo toast; named by title in the shared vocabulary."""
+    text = vocabulary.summary(decision_views.proposal_done(proposal), [decision_views.proposal_title(proposal)])
+    events = [actions.decision_event(proposal)]
     if request.htmx:
-        return _card(request, proposal.public_id)
-    made = proposal.result_record
-    result = f" → {made.public_id}" if made is not None and verb == "Accepted" else ""
-    messages.success(request, f"{verb} {proposal.public_id}{result}.")
-    return back(request, reverse("home"))
+        return _card(request, proposal.public_id, undo=decision_views.toast(request, text, events))
+    decision_views.announce(request, text, events)
+    anchor = decision_views.next_card_anchor([proposal], request.POST.get("next", ""))
+    return back(request, reverse("home"), anchor=anchor)
 
 
 def _failed(request, proposal_id: str, exc: VettedError):
@@ -124,7 +127,7 @@ def accept(request, public_id):
         proposal = actions.accept_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    return _decided(request, proposal, "Accepted")
+    return _decided(request, proposal)
 
 
 @site_login_required
@@ -134,7 +137,7 @@ def reject(request, public_id):
         proposal = actions.reject_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    return _decided(request, proposal, "Rejected")
+    return _decided(request, proposal)
 
 
 def _form_initial(proposal: Proposal) -> dict:
@@ -180,7 +183,7 @@ def revise(request, public_id):
         )
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    return _decided(request, decided, "Accepted")
+    return _decided(request, decided)
 
 
 def _revise_form(request, proposal, values: dict, errors: dict, status: int = 200):
@@ -215,19 +218,25 @@ def bulk(request):
         messages.error(request, "Select one or more proposals, then Accept or Reject.")
         return back(request, reverse("home"))
     do = actions.accept_proposal if op == "accept" else actions.reject_proposal
-    done, failed = [], []
+    done: list[Proposal] = []
+    failed = []
     for public_id in ids:
         try:
-            do(public_id, actor=request.user, note=note)
-            done.append(public_id)
+            done.append(do(public_id, actor=request.user, note=note))
         except VettedError as exc:
             failed.append(exc.message)
-    verb = "Accepted" if op == "accept" else "Rejected"
     if done:
-        messages.success(request, f"{verb} {len(done)}: {', '.join(done)}.")
+        # Named by title and by what happened (a dispute accepted retires its
+        # record); one Undo for all of them (each undone as its own action).
+        by_outcome: dict[str, list[str]] = {}
+        for p in done:
+            by_outcome.setdefault(decision_views.proposal_done(p), []).append(decision_views.proposal_title(p))
+        text = " ".join(vocabulary.summary(verb, names) for verb, names in by_outcome.items())
+        decision_views.announce(request, text, [actions.decision_event(p) for p in done])
     for message in failed:
         messages.error(request, message)
-    return back(request, reverse("home"))
+    anchor = decision_views.next_card_anchor(done, request.POST.get("next", ""))
+    return back(request, reverse("home"), anchor=anchor)
 
 
 @site_login_required

@@ -100,14 +100,15 @@ def _burst_warning(row: Mapping[str, Any], cap: int) -> str:
     return text + " Each one withholds a record from every agent until you decide."
 
 
-def back(request, default: str):
-    """Redirect a plain form POST to where it came from (``next``), if that is on this site."""
+def back(request, default: str, *, anchor: str = ""):
+    """Redirect a plain form POST to where it came from (``next``), if that is on this site;
+    at ``anchor`` (an element id, e.g. the next card) so the reviewer is not sent to the top."""
     target = request.POST.get("next") or request.GET.get("next") or ""
     if not url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         target = default
-    return redirect(target)
+    return redirect(f"{target.split('#')[0]}#{anchor}" if anchor else target)
 
 
 def form_changes(post) -> dict:

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -19,10 +19,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from retrieval.gate import Reader, withhold_reason
 from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, Filters, search
-from reviews import actions, validation
+from reviews import actions, validation, vocabulary
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, AuditEvent, Proposal, Record, RecordStatus
 
+from . import decision_views
 from .page_helpers import (
     approved_form_values,
     back,
@@ -40,7 +41,9 @@ BROWSE_PAGE = 50
 # --------------------------------------------------------------------------- decisions on one record
 
 
-def _record_card(request, public_id: str, *, done: str = "", error: str = "", status: int = 200):
+def _record_card(
+    request, public_id: str, *, done: str = "", error: str = "", status: int = 200, undo: dict | None = None
+):
     record = (
         Record.objects.filter(public_id=public_id)
         .select_related("proposed_by", "superseded_by")
@@ -52,7 +55,15 @@ def _record_card(request, public_id: str, *, done: str = "", error: str = "", st
     return render(
         request,
         "reviews/worklist.html#record-response",
-        {"r": record, "record_id": public_id, "done": done, "error": error, **counts, **_worklist(request, counts)},
+        {
+            "r": record,
+            "record_id": public_id,
+            "done": done,
+            "error": error,
+            "undo": undo,
+            **counts,
+            **_worklist(request, counts),
+        },
         status=status,
     )
 
@@ -75,11 +86,27 @@ def _worklist(request, counts: dict) -> dict:
     return {"heading": heading, "total": counts[key]}
 
 
-def _after(request, record: Record, done: str):
+def _after(
+    request, record: Record, done: str, *, event: str = "", before: Record | None = None, card: str = "", land: str = ""
+):
+    """After a decision on a record: its card (htmx) or back where the reviewer
+    was, at the next card (plain POST), with the Undo toast of its ``event``
+    (the decision's event type; its subject is ``record``). ``card`` is the
+    card's record id when it differs (a revision's card is the old record's),
+    ``land`` the page a plain POST goes to when no ``next`` is given."""
+    found = decision_views.latest_event(event, record.public_id, request.user) if event else None
+    events = [found] if found is not None else []
     if request.htmx:
-        return _record_card(request, record.public_id, done=done)
-    messages.success(request, done)
-    return back(request, reverse("record_detail", args=[record.public_id]))
+        undo = decision_views.toast(request, done, events) if events else None
+        return _record_card(request, card or record.public_id, done=done, undo=undo)
+    decision_views.announce(request, done, events)
+    anchor = decision_views.next_record_anchor(request.POST.get("next", ""), before)
+    return back(request, land or reverse("record_detail", args=[record.public_id]), anchor=anchor)
+
+
+def _before(public_id: str) -> Record | None:
+    """The record as it is before a decision (where its worklist card stood)."""
+    return Record.objects.filter(public_id=public_id).first()
 
 
 def _failed(request, public_id: str, exc: VettedError):
@@ -92,34 +119,41 @@ def _failed(request, public_id: str, exc: VettedError):
 @site_login_required
 @require_POST
 def verify(request, public_id):
+    before = _before(public_id)
     try:
         record = actions.verify_record(public_id, actor=request.user, review_by=request.POST.get("review_by") or None)
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    return _after(request, record, f"Verified {record.public_id}; next review by {record.review_by:%Y-%m-%d}.")
+    title = vocabulary.titles([record.title])
+    done = f"{vocabulary.DONE['verified']}: {title}; next review by {record.review_by:%Y-%m-%d}."
+    return _after(request, record, done, event="record.verified", before=before)
 
 
 @site_login_required
 @require_POST
 def retire(request, public_id):
+    before = _before(public_id)
     try:
         record = actions.retire_record(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    return _after(request, record, f"Retired {record.public_id}.")
+    done = vocabulary.summary(vocabulary.DONE[vocabulary.RETIRE], [record.title])
+    return _after(request, record, done, event="record.retired", before=before)
 
 
 @site_login_required
 @require_POST
 def clear(request, public_id):
+    """Keep record: its disputes are rejected and it is approved again."""
+    before = _before(public_id)
     try:
         record = actions.clear_dispute(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    done = f"Cleared the dispute on {record.public_id}; it is approved again."
+    done = vocabulary.summary(vocabulary.DONE[vocabulary.KEEP], [record.title])
     if record.edited_since_approval:
         done += " Agents still do not receive it: its text was changed outside Vetted (restore or approve it)."
-    return _after(request, record, done)
+    return _after(request, record, done, event="record.dispute_cleared", before=before)
 
 
 @site_login_required
@@ -168,11 +202,17 @@ def revise(request, public_id):
         )
     except VettedError as exc:
         return _failed(request, public_id, exc)
-    done = f"Revised {record.public_id}: {new.public_id} supersedes it."
-    if request.htmx:
-        return _record_card(request, public_id, done=done)
-    messages.success(request, done)
-    return redirect("record_detail", public_id=new.public_id)
+    verb = vocabulary.DONE[vocabulary.CORRECT if record.status == RecordStatus.DISPUTED else "revised"]
+    done = f"{verb}: {vocabulary.titles([new.title])} ({new.public_id} replaces {record.public_id})."
+    return _after(
+        request,
+        new,
+        done,
+        event="record.revised",
+        before=record,
+        card=public_id,
+        land=reverse("record_detail", args=[new.public_id]),
+    )
 
 
 def _revise_form(request, record, values, errors, status=200):
@@ -303,6 +343,8 @@ def detail(request, public_id):
         "agent", "decided_by"
     )
     mark_outside_edits([record])
+    # Retired because the decision that approved it was undone (inbox-decide): say so, and how often agents read it.
+    undone = AuditEvent.objects.filter(event_type=actions.UNDONE_EVENT, extra__retired=record.public_id).first()
     return render(
         request,
         "reviews/record_detail.html",
@@ -315,6 +357,8 @@ def detail(request, public_id):
             "events": events[:200],
             "proposals": proposals,
             "withheld": withhold_reason(record),
+            "undone": undone,
+            "undone_reads": undone.extra.get("reads_before_undo", 0) if undone else 0,
             "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
         },
     )

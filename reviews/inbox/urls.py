@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import (
     agent_views,
+    decision_views,
     hint_views,
     inbox_views,
     oauth_views,
@@ -34,9 +35,14 @@ urlpatterns = [
     path("records/<str:public_id>/verify", record_views.verify, name="record_verify"),
     path("records/<str:public_id>/retire", record_views.retire, name="record_retire"),
     path("records/<str:public_id>/revise", record_views.revise, name="record_revise"),
+    path("records/<str:public_id>/keep", record_views.clear, name="record_keep"),
+    # The old name of Keep record, kept for forms and links made before it.
     path("records/<str:public_id>/clear-dispute", record_views.clear, name="record_clear_dispute"),
     path("records/<str:public_id>/restore", record_views.restore, name="record_restore"),
     path("records/<str:public_id>/approve-current", record_views.approve_current, name="record_approve_current"),
+    # Undo and Recent decisions (inbox-decide)
+    path("decisions/", decision_views.recent, name="recent_decisions"),
+    path("decisions/undo", decision_views.undo, name="decision_undo"),
     path("agents/", agent_views.agents, name="agents"),
     path("agents/create", agent_views.create, name="agent_create"),
     path("agents/<str:name>/revoke", agent_views.revoke, name="agent_revoke"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from reviews import vocabulary
 from reviews.models import Record, RecordStatus
 
 from .outside_edits import edited_ids
@@ -62,8 +63,9 @@ def disputed(request):
             "total": queryset.count(),
             "dispute_warnings": warnings,
             "heading": "Disputed",
-            "explain": "An agent said these are wrong; agents do not receive them until you decide. "
-            "Clear the dispute if the record stands, revise it, or retire it.",
+            "explain": "An agent said these are wrong; agents do not receive them until you decide: "
+            f"{vocabulary.LABELS[vocabulary.KEEP]} if it stands, {vocabulary.LABELS[vocabulary.CORRECT]} "
+            f"to write the corrected version, or {vocabulary.LABELS[vocabulary.RETIRE]}.",
         },
     )
 

@@ -1,6 +1,7 @@
 from django import template
 
-from reviews.inbox import lookalikes, markdown
+from reviews import vocabulary
+from reviews.inbox import decision_views, lookalikes, markdown
 from reviews.inbox.worddiff import word_diff
 
 register = template.Library()
@@ -24,3 +25,38 @@ def lookalike_warnings(proposal):
     if found is None:
         found = lookalikes.warnings_for([proposal]).get(proposal.pk, [])
     return found
+
+
+# --------------------------------------------------------------------------- decisions (inbox-decide)
+
+
+@register.simple_tag
+def decision_words():
+    """The decision vocabulary (reviews.vocabulary) for a template:
+    ``{% decision_words as w %}`` then ``{{ w.opener.retire }}``, ``{{ w.key.keep }}``."""
+    return {
+        "label": vocabulary.LABELS,
+        "opener": vocabulary.OPENERS,
+        "confirm": vocabulary.CONFIRMS,
+        "meaning": vocabulary.MEANINGS,
+        "key": vocabulary.KEYS,
+        "key_help": vocabulary.KEY_HELP,
+    }
+
+
+@register.simple_tag(takes_context=True)
+def undo_toasts(context):
+    """The Undo toasts carried by this request's flash messages (see decision_views.announce)."""
+    request = context.get("request")
+    found = []
+    for message in context.get("messages") or []:
+        made = decision_views.toast_from_message(message, request.get_full_path() if request else "/")
+        if made is not None:
+            found.append(made)
+    return found
+
+
+@register.simple_tag
+def proposal_done(proposal):
+    """What deciding a proposal did, in the shared vocabulary ("Kept record", "Retired record", …)."""
+    return decision_views.proposal_done(proposal)

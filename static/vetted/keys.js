@@ -1,5 +1,8 @@
 // Keyboard for the review pages: j/k move between cards, a accept (or verify),
 // e revise, r reject (opens the note; Enter sends), x select, ? help.
+// On a dispute or retirement card (inbox and /disputed/ alike): s keep record,
+// e correct record, t retire record; s and t only open a confirm step, so no
+// single key retires or replaces a record. u presses the Undo toast's button.
 // Plain script, no build step; everything it clicks also works without it.
 (function () {
   "use strict";
@@ -30,15 +33,57 @@
     if (!current || !document.body.contains(current)) move(0);
     if (!current) return;
     var target = current.querySelector('[data-key="' + key + '"]');
-    if (!target) return;
+    if (!target) {
+      // inbox-decide: a or r by habit on a dispute or retirement card does nothing; say which keys decide it.
+      if ((key === "a" || key === "r") && current.querySelector("[data-decision]")) {
+        var here = Array.prototype.map.call(current.querySelectorAll("[data-key]"), function (el) {
+          return el.getAttribute("data-key") + " " + el.textContent.trim();
+        });
+        showHint("Keys on this card: " + here.join(", ") + " (retiring asks you to confirm).");
+      }
+      return;
+    }
     if (target.tagName === "SUMMARY") {
       var details = target.parentElement;
       details.open = true;
-      var input = details.querySelector("input[name=note]");
+      var input = details.querySelector("input[name=note]") || details.querySelector("button[type=submit]");
       if (input) input.focus();
     } else {
       target.click();
     }
+  }
+
+  // ---- Undo toast (inbox-decide) ----
+  function undo() {
+    var button = document.querySelector("#undo-toast:not(.expired) button[data-undo]");
+    if (button) button.click();
+  }
+
+  // data-expires (epoch ms): when the server would refuse the toast's Undo.
+  function watchToast() {
+    var toast = document.getElementById("undo-toast");
+    if (!toast || toast.dataset.watched) return;
+    toast.dataset.watched = "1";
+    var left = parseInt(toast.dataset.expires, 10) - Date.now();
+    if (isNaN(left)) return;
+    // Gone once Undo would be refused (the decision stays on Recent decisions),
+    // so the toast does not cover the page for longer than it is useful.
+    setTimeout(function () {
+      toast.classList.add("expired");
+      toast.hidden = true;
+    }, Math.max(left, 0));
+  }
+  document.addEventListener("DOMContentLoaded", watchToast);
+  document.addEventListener("htmx:oobAfterSwap", watchToast);
+  document.addEventListener("htmx:afterSettle", watchToast);
+
+  function showHint(text) {
+    var box = document.getElementById("request-error");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = false;
+    clearTimeout(showHint.timer);
+    showHint.timer = setTimeout(function () { box.hidden = true; }, 5000);
   }
 
   function toggleHelp() {
@@ -58,7 +103,8 @@
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
-      case "a": case "e": case "r": press(event.key); break;
+      case "a": case "e": case "r": case "s": case "t": press(event.key); break;
+      case "u": undo(); break;
       case "x":
         if (!current) move(0);
         var box = current && current.querySelector("input[type=checkbox]");

@@ -4,14 +4,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from memory_site.cli import dumps, iso_date, resolve_reviewer
-from reviews import actions, textsafety
+from reviews import actions, textsafety, vocabulary
 from reviews.errors import VettedError
-from reviews.models import SCOPES, Proposal, ProposalState
+from reviews.models import SCOPES, AuditEvent, Proposal, ProposalState
 
 
 class Command(BaseCommand):
     help = (
-        "The terminal reviewer: list proposals and decide them, retire, verify, clear disputes, move, "
+        "The terminal reviewer: list proposals and decide them, retire, verify, keep disputed records, undo, move, "
         "settle records changed outside Vetted (restore, approve-current); change accounts."
     )
 
@@ -48,9 +48,24 @@ class Command(BaseCommand):
         p.add_argument("record_id")
         p.add_argument("--review-by", type=iso_date, help="YYYY-MM-DD (default: today + the kind's period)")
 
-        p = sub.add_parser("clear-dispute", parents=[common], help="the disputed record stands; reject its disputes")
+        # The shared dispute vocabulary (reviews/vocabulary.py): keep-record is
+        # the name; clear-dispute stays one version as a deprecated alias.
+        p = sub.add_parser("keep-record", parents=[common], help=f"Keep record: {vocabulary.MEANINGS[vocabulary.KEEP]}")
+        p.add_argument("record_id")
+        p.add_argument("--note", default="", help="shown to the agents that disputed it")
+        p = sub.add_parser("clear-dispute", parents=[common], help="deprecated alias of keep-record")
         p.add_argument("record_id")
         p.add_argument("--note", default="")
+
+        p = sub.add_parser(
+            "undo",
+            parents=[common],
+            help="undo your own decision (within VETTED_UNDO_SECONDS): a proposal id, or a decision number "
+            "from `review decisions`",
+        )
+        p.add_argument("decision")
+        p = sub.add_parser("decisions", parents=[common], help="your recent decisions, newest first (for undo)")
+        p.add_argument("--limit", type=int, default=20)
 
         p = sub.add_parser(
             "move", parents=[common], help="move a record to another space (scope); the moved version supersedes it"
@@ -99,17 +114,22 @@ class Command(BaseCommand):
                 p = actions.accept_proposal(opts["id"], actor=reviewer, note=opts["note"])
                 made = p.result_record
                 result = f" -> {made.public_id} ({made.status})" if made is not None else ""
-                self.stdout.write(f"Accepted {p.public_id} ({p.action}){result}.")
+                self.stdout.write(f"Accepted {p.public_id} ({p.action}){result}.{_named(p)}")
             elif command == "reject":
                 p = actions.reject_proposal(opts["id"], actor=reviewer, note=opts["note"])
-                self.stdout.write(f"Rejected {p.public_id} ({p.action}).")
+                self.stdout.write(f"Rejected {p.public_id} ({p.action}).{_named(p)}")
             elif command == "retire":
                 r = actions.retire_record(opts["record_id"], actor=reviewer, note=opts["note"])
                 self.stdout.write(f"Retired {r.public_id}: {r.title}.")
             elif command == "verify":
                 r = actions.verify_record(opts["record_id"], actor=reviewer, review_by=opts["review_by"])
                 self.stdout.write(f"Verified {r.public_id}; next review by {r.review_by}.")
-            elif command == "clear-dispute":
+            elif command in ("keep-record", "clear-dispute"):
+                if command == "clear-dispute":
+                    self.stderr.write(
+                        "`review clear-dispute` is deprecated and will be removed in the next version; "
+                        "use `review keep-record` (same arguments)."
+                    )
                 r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
                 still = (
                     (
@@ -119,7 +139,17 @@ class Command(BaseCommand):
                     if r.edited_since_approval
                     else ""
                 )
-                self.stdout.write(f"Cleared the dispute on {r.public_id}; it is approved again.{still}")
+                kept = vocabulary.DONE[vocabulary.KEEP]
+                self.stdout.write(
+                    f"{kept} {r.public_id}: {r.title}. Its disputes were rejected; it is approved again.{still}"
+                )
+            elif command == "undo":
+                event = actions.undo_decision(opts["decision"], actor=reviewer)
+                undone = vocabulary.DONE[vocabulary.event_outcome(event.extra["undoes_event"], event.extra)]
+                retired = f" {event.extra['retired']} is retired (undone)." if "retired" in event.extra else ""
+                self.stdout.write(f"Undone: {undone.lower()} {event.snippet}.{retired}")
+            elif command == "decisions":
+                self._decisions(reviewer, opts["limit"])
             elif command == "account":
                 self._account(opts, reviewer)
             elif command == "move":
@@ -146,6 +176,18 @@ class Command(BaseCommand):
             actions.activate_account(name, actor=reviewer)
             done = "is active again"
         self.stdout.write(f"User {name!r} {done}.")
+
+    def _decisions(self, reviewer, limit):
+        events = AuditEvent.objects.filter(
+            actor_type="user", actor=reviewer.get_username(), event_type__in=actions.DECISION_EVENTS
+        ).order_by("-id")[:limit]
+        undone = actions.undone_events([e.pk for e in events])
+        for e in events:
+            done = vocabulary.DONE[vocabulary.event_outcome(e.event_type, e.extra)]
+            allowed = e.pk not in undone and actions.undo_refusal(e, actor=reviewer) is None
+            state = "undone" if e.pk in undone else ("can undo" if allowed else "")
+            ref = e.proposal_ref or e.subject_id
+            self.stdout.write(f"{e.pk:>6}  {e.at:%Y-%m-%d %H:%M:%S}  {done:<16} {ref}  {e.snippet}  {state}".rstrip())
 
     def _list(self, opts):
         qs = Proposal.objects.select_related("agent", "target").order_by("created_at", "id")
@@ -175,6 +217,14 @@ class Command(BaseCommand):
         if p is None:
             raise CommandError(f"No proposal with id {public_id!r}.")
         self.stdout.write(dumps(_as_dict(p, full=True)))
+
+
+def _named(p: Proposal) -> str:
+    """For a dispute or retirement, what happened to the record, in the shared vocabulary."""
+    if p.action not in ("dispute", "retire") or p.target is None:
+        return ""
+    edited = p.result_record_id not in (None, p.target_id)
+    return f" {vocabulary.DONE[vocabulary.proposal_outcome(p.action, p.state, edited=edited)]} {p.target.public_id}."
 
 
 def _age(delta) -> str:
