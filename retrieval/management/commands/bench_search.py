@@ -80,7 +80,7 @@ class Command(BaseCommand):
         so that a burst of load elsewhere hits both alike."""
         rng = random.Random(opts["seed"])
         queries = make_queries(rng, [make_record(rng, n) for n in range(200)], max(opts["queries"], 50))
-        times = {kind: [] for kind in embedders}
+        times: dict[str, list[float]] = {kind: [] for kind in embedders}
         cpu = dict.fromkeys(embedders, 0.0)
         for embedder in embedders.values():
             for q in queries[:5]:
