@@ -48,6 +48,7 @@ from .agents import (
 )
 from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
+from .notices import ScanResult, feed_key_of, note_changed_outside, rotate_feed_key, scan_for_notices
 from .proposals import dispute_record, propose_create, propose_retirement, propose_revision, withdraw_proposal
 from .records import (
     approve_current_text,
@@ -68,6 +69,7 @@ __all__ = [
     "ImportFailed",
     "ImportResult",
     "ImportSummary",
+    "ScanResult",
     "SystemActor",
     "_checksum_of",
     "_require_reviewer",
@@ -82,11 +84,13 @@ __all__ = [
     "create_first_reviewer",
     "deactivate_account",
     "dispute_record",
+    "feed_key_of",
     "import_agent",
     "import_records",
     "import_snapshot",
     "is_loopback",
     "move_record",
+    "note_changed_outside",
     "note_agent_seen",
     "propose_create",
     "propose_retirement",
@@ -96,7 +100,9 @@ __all__ = [
     "retire_record",
     "revise_record",
     "revoke_agent",
+    "rotate_feed_key",
     "rotate_agent_token",
+    "scan_for_notices",
     "set_account_staff",
     "verify_record",
     "withdraw_proposal",

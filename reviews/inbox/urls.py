@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import agent_views, inbox_views, record_views, status_views, views, worklist_views
+from . import agent_views, inbox_views, notify_views, record_views, status_views, views, worklist_views
 
 urlpatterns = [
     # The inbox is the home page (the overview's counts sit at its top).
@@ -29,4 +29,8 @@ urlpatterns = [
     path("quality/", status_views.quality_page, name="quality"),
     path("settings/", status_views.site_settings, name="site_settings"),
     path("settings/lockouts/clear", status_views.clear_lockout, name="lockout_clear"),
+    # notify: the live inbox's poll, the settings page's notification controls
+    path("inbox/live", notify_views.live_inbox, name="live_inbox"),
+    path("settings/notify/test", notify_views.test_notification, name="notify_test"),
+    path("settings/notify/feed", notify_views.rotate_feed, name="notify_rotate_feed"),
 ]
