@@ -29,7 +29,7 @@ MAX_ITEMS_LISTED = 20  # a message names at most this many items, then "and N mo
 TIMEOUT = 10
 
 # Where each event is worked on: the "filtered inbox" a message links to.
-_PAGES = {
+_PAGES: dict[str, str] = {
     Event.PROPOSAL_CREATED: "/",
     Event.DISPUTE_CREATED: "/disputed/",
     Event.RECORD_DUE: "/due/",
@@ -65,7 +65,7 @@ def inbox_url(event: str) -> str:
 
 def configured() -> list[str]:
     """The channels whose variables are set, in sending order."""
-    found = []
+    found: list[str] = []
     if settings.VETTED_WEBHOOK_URL:
         found.append(Channel.WEBHOOK)
     if settings.VETTED_NOTIFY_EMAIL:

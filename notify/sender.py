@@ -106,7 +106,8 @@ def _wanted(events: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[OutboxEv
     pending = set(
         Proposal.objects.filter(public_id__in=asked, state=ProposalState.PENDING).values_list("public_id", flat=True)
     )
-    keep, drop = [], []
+    keep: list[OutboxEvent] = []
+    drop: list[OutboxEvent] = []
     for e in events:
         decided = e.event in (Event.PROPOSAL_CREATED, Event.DISPUTE_CREATED) and e.subject_id not in pending
         (drop if decided or (e.scope and e.scope not in scopes) else keep).append(e)

@@ -15,7 +15,7 @@ RECENT = 20
 
 
 def settings_context(user: Any) -> dict[str, Any]:
-    key = FeedKey.objects.filter(user_id=getattr(user, "pk", None)).first()
+    key = FeedKey.objects.filter(user_id=user.pk).first() if getattr(user, "pk", None) else None
     states = dict(Delivery.objects.values_list("state").annotate(n=Count("pk")).values_list("state", "n"))
     return {
         "notify_channels": configured(),

@@ -90,4 +90,5 @@ def rotate_feed_key(*, actor: Actor) -> FeedKey:
 
 def feed_key_of(user: Actor) -> FeedKey | None:
     """The reviewer's feed key, or None until one is made (read-only)."""
-    return FeedKey.objects.filter(user_id=getattr(user, "pk", None)).first()
+    pk = getattr(user, "pk", None)
+    return FeedKey.objects.filter(user_id=pk).first() if isinstance(pk, int) else None
