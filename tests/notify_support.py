@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,6 +31,7 @@ class Receiver:
     port: int = field(default_factory=free_port)
     got: list[Received] = field(default_factory=list)
     status: int = 200
+    delay: float = 0.0  # seconds to sit on a request after keeping it (a send "in flight")
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -44,6 +46,8 @@ class Receiver:
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 receiver.got.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                if receiver.delay:
+                    time.sleep(receiver.delay)
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
