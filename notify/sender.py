@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from reviews.models import Proposal, ProposalState
 
-from . import channels, refusals
+from . import channels, refusals, wake
 from .models import URGENT_EVENTS, Delivery, DeliveryState, Event, OutboxEvent
 
 log = logging.getLogger(__name__)
@@ -291,7 +291,7 @@ def run_forever(stop: threading.Event, interval: float = 0.5) -> None:
             except Exception:
                 log.exception("notify: a sender pass failed; trying again")
                 stop.wait(5)
-            stop.wait(interval)
+            wake.wait(interval)  # a commit in this process wakes it at once
     finally:
         connection.close()
 

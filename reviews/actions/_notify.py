@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
+from notify import wake
 from notify.models import TITLE_MAX, Event, OutboxEvent
 
 from ..models import Agent, Proposal, ProposalAction, Record
@@ -48,8 +50,11 @@ def _tell(
     }
     if key is None:
         OutboxEvent.objects.create(**fields)
-        return True
-    _row, created = OutboxEvent.objects.get_or_create(key=key, defaults=fields)
+        created = True
+    else:
+        _row, created = OutboxEvent.objects.get_or_create(key=key, defaults=fields)
+    if created:
+        transaction.on_commit(wake.poke)
     return created
 
 
