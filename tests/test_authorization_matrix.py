@@ -63,6 +63,10 @@ SITE = [
     ("agents", "/agents/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("quality", "/quality/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    # notify: the live inbox's poll; the feed (its key is the only way in: none here, so 404 for all)
+    ("live inbox poll", "/inbox/live",                   (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("feed without its key", "/feed/atom",               (404, 404, 404, 404, 404, 404, 404), (405, 405, 405, 405, 405, 405, 405)),
+    ("feed with a wrong key", "/feed/atom?key=guess",    (404, 404, 404, 404, 404, 404, 404), (405, 405, 405, 405, 405, 405, 405)),
     ("setup (users exist)", "/setup/",                   (302, 302, 302, 302, 302, 302, 302), (302, 302, 302, 302, 302, 302, 302)),
     ("login page", "/accounts/login/",                   (200, 200, 200, 200, 200, 200, 200), (200, 200, 200, 200, 200, 200, 200)),
 ]
@@ -79,6 +83,9 @@ SITE_ACTIONS = [
     ("restore", "/records/{r_restore}/restore",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("approve current", "/records/{r_approve}/approve-current", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("create agent", "/agents/create",                   (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
+    # notify: send a test notification (none configured: a message, no send), make a new feed URL
+    ("test notification", "/settings/notify/test",       (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    ("rotate feed key", "/settings/notify/feed",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
 # The admin: staff only; a staff account without model permissions sees an

@@ -103,3 +103,54 @@ def test_the_feed_secret_never_reaches_the_daemon_log(tmp_path, reviewer):
         log = daemon.log()
     assert "GET /feed/atom?key=[redacted]" in log
     assert key.secret not in log
+
+
+def test_bench_notify_prints_its_table_on_a_scratch_database(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.gateway_support import PROJECT
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_HOME": str(tmp_path),
+        "VETTED_EMBEDDER": "fake",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench_notify", "--proposals", "5", "--polls", "10"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "commit -> webhook arrival" in done.stdout and "VETTED_NOTIFY_QUIET_SECONDS=0" in done.stdout
+    assert "nothing new (cache warm)" in done.stdout
+    assert not (tmp_path / "vetted.sqlite3").exists()  # the real database was never made or touched
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("VETTED_WEBHOOK_FORMAT", "xml", "use one of: json, ntfy, slack"),
+        ("VETTED_NOTIFY_SCOPES", "team,public", "'public' is not a scope"),
+        ("VETTED_WEBHOOK_URL", "ftp://x", "must start with http"),
+        ("VETTED_EMAIL_SECURITY", "tls", "use one of: starttls, ssl, none"),
+        ("VETTED_NOTIFY_MIN_SECONDS", "-1", "below the minimum"),
+        ("VETTED_NOTIFY_EMAIL", "rita", "not an email address"),
+    ],
+)
+def test_a_bad_notification_setting_stops_the_process_naming_it(tmp_path, name, value, says):
+    import subprocess
+    import sys
+
+    from tests.gateway_support import PROJECT
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path), name: value}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert name in done.stderr and says in done.stderr

@@ -13,7 +13,7 @@ from django.utils import timezone
 from notify.models import FeedKey, new_feed_secret
 
 from ..models import Record
-from ._audit import SystemActor, _audit
+from ._audit import SystemActor, _audit, log
 from ._common import Actor, _require_reviewer
 from ._notify import _tell_changed_outside, _tell_due
 
@@ -30,9 +30,12 @@ def scan_for_notices(today: date | None = None) -> ScanResult:
     """Tell the reviewer of every approved record past its review date and
     every live record whose text no longer matches its approval, each fact
     once (a fact already told is skipped: the outbox row's key). Safe to run
-    any number of times a day. One ``notify.scanned`` AuditEvent when it
-    found something new, none otherwise (a scan that finds nothing changes
-    nothing)."""
+    any number of times a day.
+
+    No AuditEvent: looking changes no record, proposal or account (the
+    write log is for changes; an agent's search, which may run the index
+    sync, must not add to it). The outbox rows are the trace, and one log
+    line with the ids once committed."""
     today = today or timezone.localdate()
     with transaction.atomic():
         due = [r.public_id for r in Record.objects.overdue(today).order_by("pk") if _tell_due(r)]
@@ -42,20 +45,15 @@ def scan_for_notices(today: date | None = None) -> ScanResult:
             if r.edited_since_approval and _tell_changed_outside(r)
         ]
         if due or changed:
-            _audit(
-                "notify.scanned",
-                actor=SCANNER,
-                subject=("record", due[0] if due else changed[0]),
-                extra={"due": due, "changed_outside": changed},
-            )
+            _log_found("notify.scanned", SCANNER, due=due, changed_outside=changed)
         return ScanResult(due=due, changed_outside=changed)
 
 
 def note_changed_outside(record_ids: list[int]) -> list[str]:
     """The index sync found these records' text no longer matching their
     approval: tell the reviewer (once per edited text), inside the caller's
-    transaction when there is one. One ``notify.changed_outside`` AuditEvent
-    when something new was told. Returns the public ids told."""
+    transaction when there is one. No AuditEvent (see scan_for_notices).
+    Returns the public ids told."""
     if not record_ids:
         return []
     with transaction.atomic():
@@ -65,13 +63,13 @@ def note_changed_outside(record_ids: list[int]) -> list[str]:
             if r.edited_since_approval and _tell_changed_outside(r)
         ]
         if told:
-            _audit(
-                "notify.changed_outside",
-                actor=SystemActor("index-sync"),
-                subject=("record", told[0]),
-                extra={"changed_outside": told},
-            )
+            _log_found("notify.changed_outside", SystemActor("index-sync"), changed_outside=told)
         return told
+
+
+def _log_found(event: str, actor: SystemActor, **ids: list[str]) -> None:
+    line = " ".join(f"{key}={','.join(values)}" for key, values in ids.items() if values)
+    transaction.on_commit(lambda: log.info("%s actor=system:%s %s", event, actor.name, line))
 
 
 def rotate_feed_key(*, actor: Actor) -> FeedKey:

@@ -97,7 +97,7 @@ class Command(BaseCommand):
             reviewer = scratch_reviewer()
             _agent, token = actions.create_agent("bench", scopes=["team"], actor=reviewer)
             arrivals = _Arrivals()
-            runs = {}
+            runs: dict[float, list[float]] = {}
             try:
                 for quiet in (settings.VETTED_NOTIFY_QUIET_SECONDS, 0.0):
                     runs[quiet] = self._latencies(folder, arrivals, token, n, quiet, start=len(runs) * n)
