@@ -27,6 +27,7 @@ share. Everything public is re-exported here.
 
 from ..models import Agent
 from ._common import Actor, SystemActor, _checksum_of, _require_reviewer
+from ._notify import DISPUTE_BURST, DISPUTE_WINDOW_MINUTES
 from .accounts import (
     activate_account,
     clear_login_lockout,
@@ -61,6 +62,8 @@ from .records import (
 )
 
 __all__ = [
+    "DISPUTE_BURST",
+    "DISPUTE_WINDOW_MINUTES",
     "IMPORT_AGENT_NAME",
     "SEEN_EVERY_SECONDS",
     "TOKEN_PREFIX",
