@@ -260,13 +260,27 @@ def _failed(delivery: Delivery, error: str, result: PassResult) -> None:
 _scanned_on: date | None = None
 
 
+KEEP_FOR = timedelta(days=30)
+
+
+def prune(now: datetime | None = None) -> int:
+    """Forget told events and finished messages older than KEEP_FOR (the
+    outbox is a queue, not a history: the write log is the history)."""
+    cutoff = (now or timezone.now()) - KEEP_FOR
+    events, _ = OutboxEvent.objects.filter(batched_at__lt=cutoff).delete()
+    messages, _ = Delivery.objects.filter(created_at__lt=cutoff).exclude(state=DeliveryState.PENDING).delete()
+    return events + messages
+
+
 def scan_if_new_day() -> None:
+    """The daily scan, and the daily prune, once per day of this process."""
     global _scanned_on
     today = timezone.localdate()
     if _scanned_on != today:
         from reviews import actions
 
         actions.scan_for_notices(today)
+        prune()
         _scanned_on = today
 
 

@@ -512,3 +512,12 @@ def test_the_notify_command_sends_what_is_pending_once(webhook, agent):
     assert len(webhook.got) == 1
     call_command("notify", "--once", stdout=StringIO())
     assert len(webhook.got) == 1
+
+
+def test_told_events_and_finished_messages_are_forgotten_after_30_days(webhook, agent):
+    propose(agent)
+    (made,) = sender.batch(later(2))
+    sender.send_due(later(3))
+    assert sender.prune(later(3)) == 0
+    assert sender.prune(timezone.now() + timedelta(days=31)) == 2
+    assert not OutboxEvent.objects.exists() and not Delivery.objects.exists()
