@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "reviews.inbox",  # the reviewer site; an app of its own for its commands (bench_inbox)
     "retrieval",
     "mcp_bridge",
+    "notify",  # notifications: the outbox, webhook/email/feed, the live inbox count
 ]
 
 MIDDLEWARE = [
@@ -252,7 +253,7 @@ LOGGING = {
     "loggers": {
         **{
             name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
-            for name in ("reviews", "retrieval", "mcp_bridge", "memory_site")
+            for name in ("reviews", "retrieval", "mcp_bridge", "memory_site", "notify")
         },
         # One line per failed sign-in (username, address, user agent; never the password).
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
@@ -370,3 +371,6 @@ VETTED_PUBLIC_URL = env_base_url("VETTED_PUBLIC_URL", DEFAULT_URL)
 VETTED_OAUTH_ACCESS_TOKEN_SECONDS = env_int("VETTED_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60, maximum=86_400)
 VETTED_OAUTH_REFRESH_TOKEN_DAYS = env_int("VETTED_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1, maximum=365)
 VETTED_OAUTH_DCR = env_bool("VETTED_OAUTH_DCR", True)
+
+# --------------------------------------------------------------------------- notifications (notify/)
+from .settings_notify import *  # noqa: E402, F403 (one module for the channels' settings)

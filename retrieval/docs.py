@@ -27,6 +27,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from reviews import actions
 from reviews.models import SCOPES, Record
 
 from . import schema
@@ -118,6 +119,7 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
     )
     docs = {row[0]: row[1:] for row in cursor.fetchall()}
     changed, states = 0, {}
+    newly_edited: list[int] = []  # notify: records this reconcile finds changed outside Vetted
     for pk in ids:
         record, doc = records.get(pk), docs.get(pk)
         wanted = None
@@ -149,6 +151,8 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
                 changed += 1
             continue
         state = schema.LIVE if not wanted[6] and pk in current else schema.HELD
+        if wanted[6] and (doc is None or not doc[6]):
+            newly_edited.append(pk)
         if doc is None:
             cursor.execute(
                 f"INSERT INTO {schema.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
@@ -167,6 +171,8 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
         if doc is None or doc[7] != state:
             states[pk] = state
     set_vector_state(cursor, states)
+    # Told to the reviewer in this same transaction (the outbox; notify/).
+    actions.note_changed_outside(newly_edited)
     return changed
 
 

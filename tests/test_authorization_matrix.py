@@ -64,6 +64,10 @@ SITE = [
     ("quality", "/quality/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("recent decisions", "/decisions/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    # notify: the live inbox's poll; the feed (its key is the only way in: none here, so 404 for all)
+    ("live inbox poll", "/inbox/live",                   (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("feed without its key", "/feed/atom",               (404, 404, 404, 404, 404, 404, 404), (405, 405, 405, 405, 405, 405, 405)),
+    ("feed with a wrong key", "/feed/atom?key=guess",    (404, 404, 404, 404, 404, 404, 404), (405, 405, 405, 405, 405, 405, 405)),
     ("setup (users exist)", "/setup/",                   (302, 302, 302, 302, 302, 302, 302), (302, 302, 302, 302, 302, 302, 302)),
     ("login page", "/accounts/login/",                   (200, 200, 200, 200, 200, 200, 200), (200, 200, 200, 200, 200, 200, 200)),
 ]
@@ -85,6 +89,9 @@ SITE_ACTIONS = [
     # Undo with no decision named: a message and back (what a reviewer may undo is tests/test_undo.py's).
     ("undo", "/decisions/undo",                          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("create agent", "/agents/create",                   (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
+    # notify: send a test notification (none configured: a message, no send), make a new feed URL
+    ("test notification", "/settings/notify/test",       (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    ("rotate feed key", "/settings/notify/feed",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
 # The admin: staff only; a staff account without model permissions sees an

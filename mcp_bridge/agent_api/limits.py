@@ -11,6 +11,7 @@ from collections import deque
 
 from django.conf import settings
 
+from notify import refusals
 from reviews.errors import RateLimited
 from reviews.models import Agent
 
@@ -71,6 +72,7 @@ class SlidingWindowLimiter:
             if not wait:
                 calls.append(now)
                 return
+        refusals.note(agent.name)  # notify: counted in memory, summarised in the next message
         message = f"Rate limit: agent {agent.name!r} may {self.verb} {self.describe()} ({self.setting})"
         with self._lock:
             earlier = self._refusing.get(agent.token_digest or "")

@@ -29,6 +29,7 @@ what they share. Everything public is re-exported here.
 
 from ..models import Agent
 from ._common import Actor, SystemActor, _checksum_of, _require_reviewer
+from ._notify import DISPUTE_BURST, DISPUTE_WINDOW_MINUTES
 from .accounts import (
     activate_account,
     clear_login_lockout,
@@ -53,6 +54,7 @@ from .agents import (
 from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
 from .merges import UNNAMED_DUPLICATE, merge_into_revision, reject_as_duplicate
+from .notices import ScanResult, feed_key_of, note_changed_outside, rotate_feed_key, scan_for_notices
 from .proposals import dispute_record, propose_create, propose_retirement, propose_revision, withdraw_proposal
 from .records import (
     approve_current_text,
@@ -68,6 +70,8 @@ from .undo import DECISION_EVENTS, UNDONE_EVENT, decision_event, undo_decision, 
 __all__ = [
     "DECISION_EVENTS",
     "UNDONE_EVENT",
+    "DISPUTE_BURST",
+    "DISPUTE_WINDOW_MINUTES",
     "IMPORT_AGENT_NAME",
     "SEEN_EVERY_SECONDS",
     "TOKEN_PREFIX",
@@ -77,6 +81,7 @@ __all__ = [
     "ImportFailed",
     "ImportResult",
     "ImportSummary",
+    "ScanResult",
     "SystemActor",
     "_checksum_of",
     "_require_reviewer",
@@ -92,6 +97,7 @@ __all__ = [
     "deactivate_account",
     "decision_event",
     "dispute_record",
+    "feed_key_of",
     "import_agent",
     "import_records",
     "import_snapshot",
@@ -99,6 +105,7 @@ __all__ = [
     "is_loopback",
     "merge_into_revision",
     "move_record",
+    "note_changed_outside",
     "note_agent_seen",
     "propose_create",
     "propose_retirement",
@@ -109,7 +116,9 @@ __all__ = [
     "retire_record",
     "revise_record",
     "revoke_agent",
+    "rotate_feed_key",
     "rotate_agent_token",
+    "scan_for_notices",
     "set_account_staff",
     "set_inbox_view",
     "undo_decision",

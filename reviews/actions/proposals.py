@@ -27,6 +27,7 @@ from ._common import (
     _skeleton_of,
     _visible_target,
 )
+from ._notify import _tell_proposal
 
 
 def propose_create(
@@ -72,6 +73,7 @@ def propose_create(
             snippet=proposal.title,
             extra={"action": proposal.action, "scope": proposal.scope},
         )
+        _tell_proposal(proposal)
         return proposal
 
 
@@ -129,6 +131,7 @@ def propose_revision(
             snippet=proposal.title,
             extra={"action": proposal.action, "changed": sorted(changed)},
         )
+        _tell_proposal(proposal)
         return proposal
 
 
@@ -168,6 +171,7 @@ def propose_retirement(
             snippet=record.title,
             extra={"action": proposal.action},
         )
+        _tell_proposal(proposal)
         return proposal
 
 
@@ -210,6 +214,7 @@ def dispute_record(
             snippet=reason,
             extra={"previous_status": was},
         )
+        _tell_proposal(proposal)
         return proposal
 
 

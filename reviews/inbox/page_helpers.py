@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from reviews import actions
 from reviews.checksum import CHECKSUM_FIELDS
 from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
@@ -49,8 +50,9 @@ def nav_counts() -> dict:
 # the window (or holds half its cap of open disputes) is named in a warning
 # on the inbox and the disputed page: each dispute withholds a record from
 # every agent, and a burst of retirements can empty a memory if accepted by habit.
-DISPUTE_BURST = 3
-DISPUTE_WINDOW_MINUTES = 10
+# The numbers live with the actions, which also tell the reviewer of a dispute burst (notify).
+DISPUTE_BURST = actions.DISPUTE_BURST
+DISPUTE_WINDOW_MINUTES = actions.DISPUTE_WINDOW_MINUTES
 _BURST_WORDS = {ProposalAction.DISPUTE: "disputed", ProposalAction.RETIRE: "proposed to retire"}
 
 

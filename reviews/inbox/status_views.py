@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_site import __version__
+from notify import status as notify_status
 from retrieval import embeddings, index
 from reviews import actions, lockouts
 from reviews.errors import VettedError
@@ -49,6 +50,7 @@ def site_settings(request):
             "lockouts": lockouts.current(),
             "lockout_minutes": lockouts.minutes(),
             "lockout_failures": settings.AXES_FAILURE_LIMIT,
+            **notify_status.settings_context(request.user),  # notify: channels, deliveries, feed URL
         },
     )
 

@@ -5,6 +5,7 @@ from . import (
     decision_views,
     hint_views,
     inbox_views,
+    notify_views,
     oauth_views,
     record_views,
     status_views,
@@ -51,4 +52,8 @@ urlpatterns = [
     path("quality/", status_views.quality_page, name="quality"),
     path("settings/", status_views.site_settings, name="site_settings"),
     path("settings/lockouts/clear", status_views.clear_lockout, name="lockout_clear"),
+    # notify: the live inbox's poll, the settings page's notification controls
+    path("inbox/live", notify_views.live_inbox, name="live_inbox"),
+    path("settings/notify/test", notify_views.test_notification, name="notify_test"),
+    path("settings/notify/feed", notify_views.rotate_feed, name="notify_rotate_feed"),
 ]

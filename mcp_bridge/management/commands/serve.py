@@ -65,6 +65,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stderr.write(f"Vetted on http://{host}:{port}/ (model {embedder.name}); Ctrl-C stops it.")
         self._announce_first_run(host, port)
+        # notify: the outbox sender runs beside the site, in a thread of its own.
+        from notify import sender
+
+        sender.start_thread()
         from memory_site.asgi import application
 
         # X-Forwarded-For/-Proto are believed only when an operator said a

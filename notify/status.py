@@ -1,0 +1,30 @@
+"""What the settings page shows of notifications (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count
+from django.urls import reverse
+
+from .channels import configured
+from .models import Delivery, FeedKey, OutboxEvent
+
+RECENT = 20
+
+
+def settings_context(user: Any) -> dict[str, Any]:
+    key = FeedKey.objects.filter(user_id=user.pk).first() if getattr(user, "pk", None) else None
+    states = dict(Delivery.objects.values_list("state").annotate(n=Count("pk")).values_list("state", "n"))
+    return {
+        "notify_channels": configured(),
+        "notify_webhook_format": settings.VETTED_WEBHOOK_FORMAT,
+        "notify_email_to": settings.VETTED_NOTIFY_EMAIL,
+        "notify_scopes": settings.VETTED_NOTIFY_SCOPES,
+        "notify_min_seconds": settings.VETTED_NOTIFY_MIN_SECONDS,
+        "notify_states": states,
+        "notify_waiting": OutboxEvent.objects.filter(batched_at=None).count(),
+        "notify_recent": list(Delivery.objects.order_by("-id")[:RECENT]),
+        "feed_url": f"{settings.VETTED_PUBLIC_URL}{reverse('notify_feed')}?key={key.secret}" if key else "",
+    }

@@ -1,0 +1,67 @@
+"""Notifications on the site: the live inbox's poll, and the settings page's
+controls (send a test notification, rotate the feed key). Thin: the numbers
+come from notify.live, the sending from notify.channels, the key from an action."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from notify import channels, live
+from notify.models import Channel, new_delivery_id
+from reviews import actions
+from reviews.errors import VettedError
+
+from .page_helpers import site_login_required
+
+
+@site_login_required
+@require_GET
+def live_inbox(request):
+    """The banner "N new proposals, show them", the header counts (out of
+    band) and the tab title. At most one indexed COUNT beyond the cache."""
+    try:
+        after = max(0, int(request.GET.get("since", "0")))
+    except ValueError:
+        after = 0
+    known = live.counts()
+    context = {**known, "after": after, "new": live.newer_than(after, known), "poll_seconds": live.POLL_SECONDS}
+    return render(request, "notify/_live_poll.html", context)
+
+
+@site_login_required
+@require_POST
+def test_notification(request):
+    """Send one test message on a configured channel now, and say how it went."""
+    channel = request.POST.get("channel", "")
+    if channel not in channels.configured():
+        messages.error(request, f"{channel or 'That channel'} is not configured; see README, Notifications.")
+        return redirect("site_settings")
+    items = [{"id": "", "title": "Test notification from Vetted", "agent": "", "action": "test"}]
+    payload = {
+        "event": "digest",
+        "created_at": timezone.now().isoformat().replace("+00:00", "Z"),
+        "summary": "Test notification from Vetted",
+        "items": items,
+    }
+    try:
+        channels.send(channel, new_delivery_id(), payload)
+    except channels.SendFailed as exc:
+        messages.error(request, f"The test {Channel(channel).label.lower()} was not delivered: {exc}.")
+    else:
+        messages.success(request, f"Sent a test {Channel(channel).label.lower()}.")
+    return redirect("site_settings")
+
+
+@site_login_required
+@require_POST
+def rotate_feed(request):
+    try:
+        actions.rotate_feed_key(actor=request.user)
+    except VettedError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Made a new feed URL; the old one no longer works.")
+    return redirect("site_settings")
