@@ -16,7 +16,7 @@ from tqdm import tqdm
 from retrieval import index
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
-from retrieval.evaluation import SPLITS, dump_candidates, in_split
+from retrieval.evaluation import SPLITS, dump_candidates, in_split, split_of
 from retrieval.gate import Reader
 from retrieval.scratch import scratch_database, scratch_reviewer
 from reviews import actions
@@ -59,7 +59,8 @@ class Command(BaseCommand):
         if bad:
             raise CommandError(f"Unknown mode {', '.join(bad)}; allowed: {', '.join(engine.MODES)}.")
         embedder = get_embedder()
-        hits: defaultdict[tuple[str, str, int, str], list[bool]] = defaultdict(list)  # (mode, category, k, any|all)
+        # (split, mode, category, k, any|all) -> [found]
+        hits: defaultdict[tuple[str, str, str, int, str], list[bool]] = defaultdict(list)
         times: defaultdict[str, list[float]] = defaultdict(list)  # mode -> per-search ms
         totals = {"turns": 0, "questions": 0, "no_evidence": 0, "unknown_evidence": 0, "import_s": 0.0}
         dump = open(opts["dump"], "w", encoding="utf-8") if opts["dump"] else nullcontext()  # noqa: SIM115
@@ -74,7 +75,7 @@ class Command(BaseCommand):
             log.setLevel(level)
         table = _table(hits, modes, ks)
         if opts["json"]:
-            self.stdout.write(json.dumps({"totals": totals, "recall": table}))
+            self.stdout.write(json.dumps({"totals": totals, "recall": list(table.values())}))
             return
         self._print(table, modes, ks, times, totals, len(samples), opts["split"])
 
@@ -124,9 +125,10 @@ class Command(BaseCommand):
                         top = set(ids[:k])
                         # An evidence id that names no turn can never be found: a miss for "all".
                         found_all = gold <= top and len(gold) == len(set(evidence))
-                        for cat in (category, "all"):
-                            hits[(mode, cat, k, "any")].append(bool(gold & top))
-                            hits[(mode, cat, k, "all")].append(found_all)
+                        for part in {split_of(qid), "all"}:
+                            for cat in (category, "all"):
+                                hits[(part, mode, cat, k, "any")].append(bool(gold & top))
+                                hits[(part, mode, cat, k, "all")].append(found_all)
                 if out is not None:
                     dump_candidates(out, qid, qa["question"], sorted(gold), category, embedder, public_ids)
 
@@ -142,15 +144,15 @@ class Command(BaseCommand):
             f"{totals['turns'] / max(totals['import_s'], 1e-9):.0f} turns/s"
         )
         cuts = [f"{kind}@{k}" for k in ks for kind in ("any", "all")]
-        w(f"{'category':<12} {'n':>5} {'mode':<9} " + " ".join(f"{c:>7}" for c in cuts))
-        order = [*CATEGORIES.values(), "all"]
-        for category in order:
-            for mode in modes:
-                row = table.get((mode, category))
-                if row is None:
-                    continue
-                cells = [f"{row[c]:7.1%}" for c in cuts]
-                w(f"{category:<12} {row['n']:>5} {mode:<9} " + " ".join(cells))
+        parts = ["dev", "test", "all"] if split == "all" else [split]
+        w(f"{'split':<5} {'category':<12} {'n':>5} {'mode':<9} " + " ".join(f"{c:>7}" for c in cuts))
+        for part in parts:
+            for category in [*CATEGORIES.values(), "all"]:
+                for mode in modes:
+                    row = table.get((part, mode, category))
+                    if row is not None:
+                        cells = [f"{row[c]:7.1%}" for c in cuts]
+                        w(f"{part:<5} {category:<12} {row['n']:>5} {mode:<9} " + " ".join(cells))
         w("search time per query (ms): " + ", ".join(f"{m} p50 {_median(times[m]):.1f}" for m in modes))
 
 
@@ -160,9 +162,10 @@ def _median(values):
 
 
 def _table(hits, modes, ks):
-    table: dict[tuple[str, str], dict[str, Any]] = {}
-    for (mode, category, k, kind), values in hits.items():
-        row = table.setdefault((mode, category), {"mode": mode, "category": category, "n": len(values)})
+    table: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for (part, mode, category, k, kind), values in hits.items():
+        row = table.setdefault((part, mode, category), {"split": part, "mode": mode, "category": category})
+        row["n"] = len(values)
         row[f"{kind}@{k}"] = sum(values) / len(values)
     return dict(sorted(table.items()))
 
