@@ -104,8 +104,9 @@ def test_the_only_record_with_the_identifier_verbatim_ranks_first(make_record, p
         f"{prefix}{serial}X-{number}",
         f"{prefix}{serial} {number}",
     ]
+    padding = " ".join(extra * 3)
     made = [
-        make_record(title=f"Ticket {serial} {n}", tags=[f"p{serial}"], body=f"Ticket {decoy} {' '.join(extra * 3)} noted.")
+        make_record(title=f"Ticket {serial} {n}", tags=[f"p{serial}"], body=f"Ticket {decoy} {padding} noted.")
         for n, decoy in enumerate(decoys)
     ]
     target = make_record(title=f"Ticket {serial} target", tags=[f"p{serial}"], body=f"Follow-up on {ident} next week.")
