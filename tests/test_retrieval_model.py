@@ -73,7 +73,8 @@ def test_paraphrase_finds_the_record_with_the_real_model(model, agent, reviewer)
 
 
 @pytest.mark.slow
-def test_hybrid_rank1_is_at_least_the_better_single_ranker_on_every_query_type(tmp_path):
+@pytest.mark.parametrize("corpus", ["eval", "notes"])  # the project's set; short household notes
+def test_hybrid_rank1_is_at_least_the_better_single_ranker_on_every_query_type(tmp_path, corpus):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memory_site.settings",
@@ -85,8 +86,8 @@ def test_hybrid_rank1_is_at_least_the_better_single_ranker_on_every_query_type(t
             sys.executable,
             "manage.py",
             "eval_retrieval",
-            str(DATA / "eval_corpus.jsonl"),
-            str(DATA / "eval_queries.jsonl"),
+            str(DATA / f"{corpus}_corpus.jsonl"),
+            str(DATA / f"{corpus}_queries.jsonl"),
             "--json",
         ],
         cwd=PROJECT,
