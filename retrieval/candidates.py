@@ -124,7 +124,7 @@ def gather(
             more |= considered >= min(k, KNN_MAX)
             for rowid, (similarity, chunk_id) in nearest.items():
                 c = candidates.setdefault(rowid, Candidate(scope))
-                c.vector, c.chunk_id = similarity, chunk_id
+                c.vector, c.chunk_id, c.knn = similarity, chunk_id, True
         if mode == "hybrid":
             assert query_vector is not None
             missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]

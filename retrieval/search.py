@@ -147,7 +147,7 @@ def search(
             held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq, readable)
         candidates = {**held, **live}
         results, withheld = deliver(
-            scoring.rank(mode, live), scoring.rank(mode, held), candidates, reader, filters, limit
+            scoring.rank(mode, live), scoring.rank(mode, held, scoring.shape(live)), candidates, reader, filters, limit
         )
         if len(results) >= limit or not more or k >= KNN_MAX:
             break

@@ -1,5 +1,4 @@
 import json
-import statistics
 import sys
 from collections import defaultdict
 
@@ -9,9 +8,11 @@ from tqdm import tqdm
 from retrieval import index
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
+from retrieval.evaluation import SPLITS, dump_candidates, in_split, rank_table
 from retrieval.gate import Reader
 from retrieval.scratch import scratch_database, scratch_reviewer
 from reviews import actions
+from reviews.models import Record
 
 
 class Command(BaseCommand):
@@ -27,10 +28,14 @@ class Command(BaseCommand):
         parser.add_argument("--modes", default="keyword,semantic,hybrid")
         parser.add_argument("--json", action="store_true", help="print the table as JSON")
         parser.add_argument("--misses", action="store_true", help="list hybrid rank-1 misses")
+        parser.add_argument(
+            "--split", default="all", choices=SPLITS, help="only the dev or the held-out (test) half of the queries"
+        )
+        parser.add_argument("--dump", help="write each query's hybrid candidates to this JSON Lines file")
 
     def handle(self, *args, **opts):
         corpus = _read_jsonl(opts["corpus"])
-        queries = _read_jsonl(opts["queries"])
+        queries = [q for q in _read_jsonl(opts["queries"]) if in_split(query_id(q), opts["split"])]
         modes = [m.strip() for m in opts["modes"].split(",") if m.strip()]
         bad = [m for m in modes if m not in engine.MODES]
         if bad:
@@ -49,6 +54,8 @@ class Command(BaseCommand):
             if missing:
                 raise CommandError(f"Queries name targets missing from the corpus: {', '.join(missing[:10])}")
             reader = Reader.everything()
+            dump = open(opts["dump"], "w", encoding="utf-8") if opts["dump"] else None  # noqa: SIM115
+            public_ids = dict(Record.objects.values_list("pk", "public_id")) if dump else {}
             ranks = defaultdict(list)  # (mode, type) -> ranks (None = not in top 8)
             misses = []
             for q in tqdm(queries, desc="queries", file=sys.stderr, disable=None):
@@ -63,7 +70,11 @@ class Command(BaseCommand):
                     ranks[(mode, "all")].append(rank)
                     if mode == "hybrid" and rank != 1:
                         misses.append((q, rank, ids[:3]))
-        table = _table(ranks, modes)
+                if dump:
+                    dump_candidates(dump, query_id(q), q["query"], [target], q["type"], embedder, public_ids)
+            if dump:
+                dump.close()
+        table = rank_table(ranks)
         if opts["json"]:
             self.stdout.write(json.dumps(table))
         else:
@@ -86,21 +97,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{qtype:<12} {n:>4}  " + "  ".join(f"{c:<28}" for c in cells))
 
 
-def _table(ranks, modes):
-    table = []
-    for (mode, qtype), values in sorted(ranks.items()):
-        n = len(values)
-        table.append(
-            {
-                "mode": mode,
-                "type": qtype,
-                "n": n,
-                "hit@1": sum(1 for r in values if r == 1) / n,
-                "hit@8": sum(1 for r in values if r is not None) / n,
-                "mrr": statistics.fmean(1 / r if r else 0 for r in values),
-            }
-        )
-    return table
+def query_id(q):
+    """A query's id for the split: its own, or its target and text (stable when lines move)."""
+    return q.get("id") or f"{q['target']}:{q['query']}"
 
 
 def _read_jsonl(path):
