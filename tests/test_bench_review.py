@@ -39,6 +39,7 @@ def test_bench_review_decides_every_kind_and_prints_the_table(tmp_path):
     assert "6 proposals decided at 390x844" in out
     for plan in ("accept by tap", "accept by keys", "reject with a note by keys", "correct a dispute by keys"):
         assert plan in out, out
-    assert "decision (POST)" in out and "proposals visible in the first screen:" in out
+    assert "undo the last decision by key" in out and "retire a record by tap" in out
+    assert "decision (POST)" in out and "wholly inside the first screen, compact view:" in out
     # The scratch database only: the real one was never created.
     assert not (tmp_path / "vetted.sqlite3").exists()

@@ -58,10 +58,18 @@ class Step:
     tap: str = ""
     key: str = ""
     type: str = ""
-    wait: str = ""  # a selector inside the card to wait for before the next step
+    # A selector inside the card to wait for before the next step; "&" stands
+    # for the card itself ("&.current .actions": the opened card, once htmx
+    # has settled it and keys.js made it current again).
+    wait: str = ""
+    # Wait until htmx has processed the card's controls (a key pressed in the
+    # few milliseconds before would follow the plain link instead).
+    settle: bool = False
 
 
 # Plans by name; the seed marks each proposal with the plan its card gets.
+# The words are reviews/vocabulary.py's: a dispute or a retirement is
+# decided by what happens to the record, and no single key or tap retires.
 PLANS: dict[str, list[Step]] = {
     "accept by tap": [Step(tap="form[action$='/accept'] button")],
     "accept by keys": [Step(key="a")],
@@ -83,8 +91,27 @@ PLANS: dict[str, list[Step]] = {
         Step(type=" Corrected by the reviewer."),
         Step(key="Control+Enter"),
     ],
-    "retire by tap": [Step(tap="form[action$='/accept'] button")],
+    "retire a record by tap": [
+        Step(tap="details.retire summary", wait="details.retire button[type=submit]"),
+        Step(tap="details.retire button[type=submit]"),
+    ],
 }
+
+# In the compact list a create or revise line carries Accept and Reject (no
+# note); anything else first opens the line into its full card: by key (o)
+# for a keyboard plan, by a tap on the line for a tap plan.
+ONE_TAP_ON_A_LINE = {"accept by tap", "accept by keys"}
+OPEN_BY_KEY = Step(key="o", wait="&.current .actions", settle=True)
+OPEN_BY_TAP = Step(tap=".line-main", wait="&.current .actions", settle=True)
+# The reviewer undoes one decision (by key, u: the toast's Undo) and decides it again.
+UNDO_AFTER = 3
+
+
+def plan_steps(how: str, view: str) -> list[Step]:
+    """The steps of plan ``how`` in the inbox ``view`` (cards or compact)."""
+    if view != "compact" or how in ONE_TAP_ON_A_LINE:
+        return PLANS[how]
+    return [OPEN_BY_KEY if "keys" in how else OPEN_BY_TAP, *PLANS[how]]
 
 
 def _agents(reviewer) -> list:
@@ -134,7 +161,7 @@ def seed(rng: random.Random, total: int, reviewer) -> dict[str, str]:
                 how = "accept by keys" if share < 6 else "accept by tap"
             elif share < 8:
                 p = actions.propose_retirement(target, agent=agent, reason="The service was shut down")
-                how = "retire by tap"
+                how = "retire a record by tap"
             else:
                 p = actions.dispute_record(target, agent=agent, reason="The owner changed last month")
                 how = "correct a dispute by keys"

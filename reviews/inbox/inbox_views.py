@@ -242,9 +242,17 @@ def bulk(request):
 @site_login_required
 @require_GET
 def card(request, public_id):
-    """One proposal's card (the inbox's Cancel after Revise…)."""
+    """One proposal's card: the inbox's Cancel after Revise…, and a compact
+    line opened in place. Nothing was decided, so no counts come with it (their
+    out-of-band targets are not on every page that shows a card)."""
+    proposal = (
+        Proposal.objects.select_related("agent", "target", "decided_by", "result_record")
+        .filter(public_id=public_id)
+        .first()
+    )
     if not request.htmx:
-        proposal = Proposal.objects.filter(public_id=public_id).first()
         anchor = f"#proposal-{proposal.pk}" if proposal else ""
         return redirect(reverse("home") + anchor)
-    return _card(request, public_id)
+    if proposal is not None:
+        mark_outside_edits([proposal.target])
+    return render(request, "reviews/inbox.html#card", {"p": proposal, "proposal_id": public_id})

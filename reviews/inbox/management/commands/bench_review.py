@@ -31,6 +31,9 @@ PHONE: dict[str, Any] = {
     "reduced_motion": "reduce",
 }
 PASSWORD = "bench-review-password-1"
+# True once htmx has processed the card's controls (its internal data on them).
+SETTLED = """id => [...document.querySelectorAll('#' + id + ' [hx-get], #' + id + ' [hx-post]')]
+    .every(el => el['htmx-internal-data'] && el['htmx-internal-data'].initHash)"""
 
 
 def _p95(values: list[float]) -> float:
@@ -58,6 +61,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--proposals", type=int, default=100, help="pending proposals to seed and decide")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--view", choices=["compact", "cards"], default="compact", help="the inbox view the reviewer works in"
+        )
 
     def handle(self, *args, **opts):
         total = opts["proposals"]
@@ -96,15 +102,15 @@ class Command(BaseCommand):
             if server.error:
                 raise CommandError(f"the live server did not start: {server.error}")
             try:
-                report = self._review(f"http://localhost:{server.port}", plan, timed[0])
+                report = self._review(f"http://localhost:{server.port}", plan, timed[0], opts["view"])
             finally:
                 server.terminate()
-        self._print(report, total)
+        self._print(report, total, opts["view"])
 
-    def _review(self, base: str, plan: dict[str, str], timed: Timed) -> dict:
+    def _review(self, base: str, plan: dict[str, str], timed: Timed, view: str) -> dict:
         from playwright.sync_api import sync_playwright
 
-        from ...bench_review import PLANS
+        from ...bench_review import UNDO_AFTER, plan_steps
 
         counts: dict[str, list[int]] = defaultdict(list)
         decisions: list[float] = []
@@ -119,12 +125,18 @@ class Command(BaseCommand):
             page.click("button[type=submit]")
             page.wait_for_selector("#pending-count")
             sizes = self._first_page_bytes(context, base)
-            first_screen = page.evaluate(
-                "[...document.querySelectorAll('[data-card]')]"
-                ".filter(c => c.getBoundingClientRect().top < innerHeight).length"
-            )
+            # Proposals wholly inside the first screen, in each view; the
+            # reviewer then works in ``view`` (remembered per reviewer).
+            first_screen = {}
+            for name in ("cards", view) if view != "cards" else ("compact", "cards"):
+                page.goto(f"{base}/?view={name}")
+                first_screen[name] = page.evaluate(
+                    "[...document.querySelectorAll('[data-card]')]"
+                    ".filter(c => c.getBoundingClientRect().bottom <= innerHeight).length"
+                )
             started = time.perf_counter()
             done = 0
+            undone = False
             while done < len(plan):
                 page.goto(base + "/")
                 page.wait_for_load_state("load")
@@ -137,12 +149,12 @@ class Command(BaseCommand):
                     how = plan[public_id]
                     card = page.locator(f"#{card_id}")
                     card.scroll_into_view_if_needed()
-                    # The keys act on the current card: a click on its head makes it current (not counted).
-                    card.locator(".card-head .meta").click()
+                    # The keys act on the current card: focusing it makes it current (not counted).
+                    card.focus()
                     taps = keys = 0
-                    for step in PLANS[how]:
+                    for step in plan_steps(how, view):
                         if step.tap:
-                            card.locator(step.tap).first.tap()
+                            page.locator(f"#{card_id} {step.tap}").first.tap()
                             taps += 1
                         elif step.key:
                             page.keyboard.press(step.key)
@@ -150,14 +162,31 @@ class Command(BaseCommand):
                         elif step.type:
                             page.keyboard.type(step.type)
                         if step.wait:
-                            page.locator(f"#{card_id} {step.wait}").first.wait_for(state="visible")
+                            wait = (
+                                step.wait.replace("&", f"#{card_id}", 1)
+                                if "&" in step.wait
+                                else f"#{card_id} {step.wait}"
+                            )
+                            page.locator(wait).first.wait_for(state="visible")
+                        if step.settle:
+                            page.wait_for_function(SETTLED, arg=card_id)
                     page.wait_for_selector(f"#{card_id}.decided")
                     counts[how].append(taps + keys)
                     done += 1
+                    if done == UNDO_AFTER and not undone:
+                        # Undo by key (the toast's Undo is a plain form: the page
+                        # reloads with the proposal pending again), then decide it again.
+                        page.wait_for_selector("#undo-toast [data-undo]")
+                        with page.expect_navigation():
+                            page.keyboard.press("u")
+                        counts["undo the last decision by key"].append(1)
+                        undone = True
+                        done -= 1
+                        break
             wall = time.perf_counter() - started
             browser.close()
         for method, path, ms in timed.log:
-            if method == "POST" and path.startswith("/proposals/"):
+            if method == "POST" and (path.startswith("/proposals/") or path == "/decisions/undo"):
                 decisions.append(ms)
         pages: dict[str, list[float]] = defaultdict(list)
         for method, path, ms in timed.log:
@@ -193,9 +222,9 @@ class Command(BaseCommand):
         fresh.close()
         return dict(sizes)
 
-    def _print(self, r: dict, total: int) -> None:
+    def _print(self, r: dict, total: int, view: str) -> None:
         out = self.stdout.write
-        out(f"bench_review: {total} proposals decided at 390x844 in {r['wall']:.1f} s of wall time")
+        out(f"bench_review: {total} proposals decided at 390x844 ({view} view) in {r['wall']:.1f} s of wall time")
         out(f"{'plan':<30} {'decisions':>9} {'taps+keys':>10}")
         for how, values in sorted(r["counts"].items()):
             out(f"{how:<30} {len(values):>9} {statistics.median(values):>10.0f}")
@@ -208,4 +237,5 @@ class Command(BaseCommand):
         for kind in ("HTML", "CSS", "JS"):
             sent, plain = r["sizes"].get(kind, [0, 0])
             out(f"{kind:<30} {sent:>9} {plain:>10}")
-        out(f"proposals visible in the first screen: {r['first_screen']}")
+        for name, n in sorted(r["first_screen"].items()):
+            out(f"proposals wholly inside the first screen, {name} view: {n}")
