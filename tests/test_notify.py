@@ -480,6 +480,17 @@ def test_the_live_poll_shows_new_proposals_counts_and_title(client, reviewer, ag
     assert "<title>(2 new) Inbox (3) · Vetted</title>" in poll
 
 
+def test_show_them_keeps_the_filters_of_the_inbox_that_is_open(client, reviewer, agent):
+    client.force_login(reviewer)
+    propose(agent, 1)
+    filtered = "http://testserver/?action=create&sort=newest"
+    poll = client.get("/inbox/live?since=0", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=filtered).content.decode()
+    assert 'href="/?action=create&amp;sort=newest">1 new proposal, show them' in poll
+    # Any other page (or none named) leads to the plain inbox.
+    other = client.get("/inbox/live?since=0", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/due/")
+    assert 'href="/">1 new proposal, show them' in other.content.decode()
+
+
 def test_a_live_poll_costs_at_most_one_query_beyond_the_session(client, reviewer, agent):
     client.force_login(reviewer)
     propose(agent, 1)

@@ -4,8 +4,11 @@ come from notify.live, the sending from notify.channels, the key from an action.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -27,8 +30,24 @@ def live_inbox(request):
     except ValueError:
         after = 0
     known = live.counts()
-    context = {**known, "after": after, "new": live.newer_than(after, known), "poll_seconds": live.POLL_SECONDS}
+    context = {
+        **known,
+        "after": after,
+        "new": live.newer_than(after, known),
+        "poll_seconds": live.POLL_SECONDS,
+        "show_url": _inbox_shown(request),
+    }
     return render(request, "notify/_live_poll.html", context)
+
+
+def _inbox_shown(request) -> str:
+    """Where "show them" leads: the inbox the reviewer has open, with its
+    filters and order (htmx names it in HX-Current-URL), else the plain inbox."""
+    home = reverse("home")
+    current = urlsplit(request.headers.get("HX-Current-URL", ""))
+    if current.path != home or not current.query:
+        return home
+    return f"{home}?{current.query}"
 
 
 @site_login_required
