@@ -60,3 +60,24 @@ def undo_toasts(context):
 def proposal_done(proposal):
     """What deciding a proposal did, in the shared vocabulary ("Kept record", "Retired record", …)."""
     return decision_views.proposal_done(proposal)
+
+
+@register.inclusion_tag("reviews/_confirm_step.html", takes_context=True)
+def confirm_step(context, decision: str, url: str, card: str, pk: int, note_label: str, required: bool = False):
+    """A keep or retire control: an opener (its key only opens it) and a
+    confirm form with a note, in the vocabulary's words, the same on every
+    page that decides a dispute or a retirement (no single key decides)."""
+    return {
+        "decision": decision,
+        "url": url,
+        "target": f"{card}-{pk}",  # the card the answer replaces: proposal-PK or record-PK
+        "note_label": note_label,
+        "required": required,
+        "danger": decision == vocabulary.RETIRE,
+        "opener": vocabulary.OPENERS[decision],
+        "confirm": vocabulary.CONFIRMS[decision],
+        "meaning": vocabulary.MEANINGS[decision],
+        "key": vocabulary.KEYS[decision],
+        "csrf_token": context.get("csrf_token"),
+        "next": context["request"].get_full_path() if context.get("request") else "",
+    }
