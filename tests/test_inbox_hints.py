@@ -205,6 +205,18 @@ def test_merge_into_a_record_no_longer_live_is_refused(reviewer, postgres, statu
     assert not AuditEvent.objects.filter(event_type="proposal.merged").exists()
 
 
+def test_merge_into_a_record_withheld_from_the_agent_is_refused(reviewer, agent, team_agent, postgres):
+    """The agent's proposal_status would name the target: a record it may
+    not receive right now (here: disputed by another agent) is not merged into."""
+    approved = postgres["approved"]
+    actions.dispute_record(approved, agent=team_agent, reason="The owner changed")
+    with pytest.raises(InvalidTransition, match="may not receive it right now"):
+        actions.merge_into_revision(postgres["create"], approved.public_id, actor=reviewer)
+    status = agent_api.proposal_status(agent, postgres["create"].public_id)
+    assert approved.public_id not in str(status)
+    assert not AuditEvent.objects.filter(event_type="proposal.merged").exists()
+
+
 def test_merge_of_anything_but_a_pending_create_is_refused(reviewer, postgres, make_record):
     other = make_record(title="Another record about billing", body="Billing invoices go out on the first day.")
     with pytest.raises(InvalidTransition, match="only a create"):

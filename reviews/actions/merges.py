@@ -37,9 +37,11 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
     approved: the revision waits in the inbox, diffed against ``target``.
 
     Refused (writing nothing) unless the proposal is a pending create, the
-    target is live (approved or disputed, not retired or superseded) and the
-    proposing agent may use the target's scope, current and approved (the
-    rule by which an agent may revise a record at all). The revision takes
+    target is live (not retired or superseded), the proposing agent may use
+    the target's scope, current and approved (the rule by which an agent may
+    revise a record at all), and the agent may receive the target right now
+    (the gate's rule: not disputed, overdue or changed outside Vetted), since
+    its proposal_status will name the target. The revision takes
     the target's scope; the rest is checked as a revision is
     (propose_revision): identical to the target, or identical to another
     live record, is refused. Audited as ``proposal.merged`` with the
@@ -58,6 +60,14 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         base = _approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
             _check_merge_scope(proposal.agent, record, str(base["scope"]))
+            if not _agent_may_receive(proposal.agent, record):
+                # After a merge the agent's proposal_status names the target:
+                # a record withheld from it right now must not be named to it.
+                raise InvalidTransition(
+                    f"Cannot merge {proposal.public_id} into {record.public_id}: agent {proposal.agent.name!r} "
+                    f"may not receive it right now ({record.withhold_reason() or 'withheld'}); decide the record "
+                    "first, or reject the proposal instead."
+                )
         content, _changed = _apply_changes(
             base, {name: getattr(proposal, name) for name in _MERGED_FIELDS}, lock_scope=str(base["scope"])
         )
