@@ -11,17 +11,34 @@ not exist for it: they are not returned, counted or named.
 
 Modules: ``inputs`` (parsing what the agent sends), ``shapes`` (what it
 receives), ``describe``, ``reads``, ``proposals`` (writes) and ``limits``
-(the per-agent rate limits). Everything public is re-exported here.
+(the per-agent rate limits), ``resources`` (MCP resources and what a
+subscriber may hear). Everything public is re-exported here.
 """
 
 from .describe import describe
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
+from .resources import (
+    PROPOSAL_URI,
+    RECORD_URI,
+    change_notice,
+    changed_uris,
+    list_resources,
+    newest_change_ids,
+    read_resource,
+)
 from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
 __all__ = [
     "EXCERPT_CHARS",
+    "PROPOSAL_URI",
+    "RECORD_URI",
+    "change_notice",
+    "changed_uris",
+    "list_resources",
+    "newest_change_ids",
+    "read_resource",
     "LIST_LIMIT_DEFAULT",
     "LIST_LIMIT_MAX",
     "SlidingWindowLimiter",

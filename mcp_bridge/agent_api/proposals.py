@@ -79,8 +79,14 @@ def propose_context(
         v.clean_reason(reason)
     except ValidationFailed as exc:
         errors.update(exc.fields)
-    if "scope" not in errors and content and content["scope"] not in agent.scopes:
-        errors["scope"] = f"got {content['scope']!r}; your scopes: {', '.join(agent.scopes)}"
+    # Checked even when other fields are wrong, so one answer names every problem.
+    if "scope" not in errors:
+        try:
+            given_scope = content.get("scope") or v.clean_scope(scope)
+        except ValidationFailed:
+            given_scope = None
+        if given_scope and given_scope not in agent.scopes:
+            errors["scope"] = f"got {given_scope!r}; your scopes: {', '.join(agent.scopes)}"
     _raise(errors)
     if not confirm_duplicate:
         answer = _near_duplicates(content, agent, exclude=())

@@ -26,20 +26,15 @@ from pydantic import Field
 
 from mcp_bridge import agent_api
 from memory_site import __version__ as VERSION
-from reviews import actions
+from memory_site import guidance
 from reviews import validation as v
 from reviews.errors import VettedError
 from reviews.models import Agent
 
-INSTRUCTIONS = """\
-Vetted is a shared memory in which nothing becomes true until a person approves it.
-Call `describe` once at the start of a session (vocabulary, your scopes, write rules).
-Call `search` before answering from memory or proposing anything; `read` gives a whole record.
-Use `propose_context` for durable knowledge worth keeping (decisions, facts, preferences,
-procedures), with a reason; it is stored as a pending proposal for a human reviewer.
-Use `dispute` when a record is wrong and `propose_retirement` when it no longer holds.
-Use `withdraw_proposal` to take back a pending proposal of yours that turned out wrong.
-Never store secrets, credentials, guesses or transient task state."""
+from .surface import VettedServer, add_prompt, agent_for_headers
+from .tooling import finish_tools
+
+INSTRUCTIONS = guidance.GUIDANCE  # one source: connect prints it for CLAUDE.md / AGENTS.md
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -48,15 +43,7 @@ WITHDRAW = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempote
 
 
 def _agent(ctx: Context) -> Agent:
-    headers = ctx.headers or {}
-    header = headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer":
-        token = ""
-    audiences = actions.oauth.audiences_for(actions.oauth.mcp_resource())
-    agent = actions.agent_for_token(token, via="mcp-tool", audiences=audiences)
-    actions.note_agent_seen(agent)
-    return agent
+    return agent_for_headers(ctx.headers)
 
 
 def _tool(fn):
@@ -123,7 +110,7 @@ Reason = Annotated[str, Field(description="Why, in a sentence or two; the human 
 
 
 def build_server() -> MCPServer:
-    server = MCPServer(
+    server = VettedServer(
         "vetted",
         title="Vetted memory",
         version=VERSION,
@@ -317,6 +304,8 @@ def build_server() -> MCPServer:
         Use it when search results disagree with each other. Example: quality_check(scope="team")"""
         return agent_api.quality_check(agent, scope=scope)
 
+    finish_tools(server)
+    add_prompt(server)
     return server
 
 

@@ -1,0 +1,177 @@
+"""Records and proposals as MCP resources: ``vetted://records/{id}`` for each
+record the agent may receive right now, ``vetted://proposals/{id}`` for each
+of its own proposals.
+
+Reading one goes through the same gate as the ``read`` tool and
+``proposal_status``; a record that is withheld (retired, superseded,
+disputed, overdue, edited since approval), outside the agent's scopes or
+unknown answers with one and the same ``NotFound`` message, as does another
+agent's proposal. The list is paged by public id (random), so a cursor tells
+nothing about how many records exist elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db.models import Max
+from django.utils import timezone
+
+from notify.models import OutboxEvent
+from retrieval.gate import Reader, read_record, withhold_reason
+from reviews import ids
+from reviews.errors import NotFound, ValidationFailed
+from reviews.models import Agent, AuditEvent, Proposal, Record
+
+from .limits import read_limiter
+from .reads import proposal_status, read
+from .shapes import proposal_shape, record_full
+
+RECORD_URI = "vetted://records/{id}"
+PROPOSAL_URI = "vetted://proposals/{id}"
+PAGE_SIZE = 50
+
+_RECORD_PREFIX = RECORD_URI.removesuffix("{id}")
+_PROPOSAL_PREFIX = PROPOSAL_URI.removesuffix("{id}")
+
+
+def _unknown(uri: str) -> NotFound:
+    return NotFound(f"No resource {uri[:120]!r} for you (unknown, not yours to read, or withheld right now).")
+
+
+def read_resource(agent: Agent, uri: str) -> str:
+    """The JSON text of one resource the agent may receive, or NotFound."""
+    uri = str(uri)
+    if uri.startswith(_RECORD_PREFIX) and ids.RECORD_ID_RE.match(uri.removeprefix(_RECORD_PREFIX)):
+        try:
+            answer = read(agent, uri.removeprefix(_RECORD_PREFIX))
+        except NotFound:
+            raise _unknown(uri) from None
+        if not answer["deliverable"]:  # withheld: nothing of it, not even why
+            raise _unknown(uri)
+        return json.dumps(answer["record"], ensure_ascii=False)
+    if uri.startswith(_PROPOSAL_PREFIX) and ids.PROPOSAL_ID_RE.match(uri.removeprefix(_PROPOSAL_PREFIX)):
+        try:
+            return json.dumps(proposal_status(agent, uri.removeprefix(_PROPOSAL_PREFIX)), ensure_ascii=False)
+        except NotFound:
+            raise _unknown(uri) from None
+    read_limiter.hit(agent)  # a malformed uri costs a read like any other
+    raise _unknown(uri)
+
+
+def list_resources(agent: Agent, cursor: str | None) -> tuple[list[dict], str | None]:
+    """One page: records the agent may receive (by id), then its own
+    proposals (by id). ``cursor`` is the last id of the previous page."""
+    read_limiter.hit(agent)
+    cursor = (cursor or "").strip()
+    if cursor and not (ids.RECORD_ID_RE.match(cursor) or ids.PROPOSAL_ID_RE.match(cursor)):
+        raise ValidationFailed({"cursor": f"got {cursor[:40]!r}; pass the nextCursor of the previous page, or none"})
+    items: list[dict] = []
+    if not cursor.startswith("prop_"):
+        today = timezone.localdate()
+        rows = Record.objects.deliverable(list(agent.scopes), today).order_by("public_id")
+        after = cursor
+        # In batches: the checksum part of the gate is applied here, in Python.
+        while len(items) <= PAGE_SIZE:
+            batch = list((rows.filter(public_id__gt=after) if after else rows)[: PAGE_SIZE * 2])
+            if not batch:
+                break
+            items += [_record_item(r) for r in batch if withhold_reason(r, today) is None]
+            after = batch[-1].public_id
+        cursor = ""
+    if len(items) <= PAGE_SIZE:
+        mine = Proposal.objects.filter(agent=agent).order_by("public_id")
+        if cursor:
+            mine = mine.filter(public_id__gt=cursor)
+        items += [_proposal_item(p) for p in mine[: PAGE_SIZE + 1 - len(items)]]
+    if len(items) > PAGE_SIZE:
+        items = items[:PAGE_SIZE]
+        return items, items[-1]["id"]
+    return items, None
+
+
+def _record_item(record: Record) -> dict:
+    return {
+        "id": record.public_id,
+        "uri": RECORD_URI.format(id=record.public_id),
+        "name": record.public_id,
+        "title": record.title,
+        "description": f"{record.kind} in {record.scope}",
+    }
+
+
+def _proposal_item(proposal: Proposal) -> dict:
+    return {
+        "id": proposal.public_id,
+        "uri": PROPOSAL_URI.format(id=proposal.public_id),
+        "name": proposal.public_id,
+        "title": proposal.title or f"{proposal.action} proposal",
+        "description": f"your {proposal.action} proposal, {proposal.state}",
+    }
+
+
+def change_notice(agent_id: str, uri: str) -> tuple[str, dict] | None:
+    """What an agent subscribed to ``uri`` may be told about it now: a
+    fingerprint of everything it could read there (so it is told only when
+    that changed, never about activity it cannot see, such as another
+    agent's proposal about the record) and the notification's ``_meta``: for
+    its own proposal the state and the reviewer's note, for a record it may
+    know of whether it is deliverable (or why not, as ``read`` says). None
+    for unknown ids, records outside its scopes, other agents' proposals
+    and revoked agents: they hear nothing."""
+    agent = Agent.objects.filter(public_id=agent_id, is_active=True, revoked_at=None).first()
+    if agent is None:
+        return None
+    seen: dict
+    if uri.startswith(_PROPOSAL_PREFIX):
+        proposal = Proposal.objects.filter(public_id=uri.removeprefix(_PROPOSAL_PREFIX), agent=agent).first()
+        if proposal is None:
+            return None
+        seen = proposal_shape(proposal)
+        meta = {"vetted/state": proposal.state, "vetted/decision_note": proposal.decision_note}
+    elif uri.startswith(_RECORD_PREFIX):
+        try:
+            result = read_record(uri.removeprefix(_RECORD_PREFIX), Reader.for_agent(agent))
+        except NotFound:
+            return None
+        seen = (
+            record_full(result.record, agent.scopes)
+            if result.record is not None
+            else {"withheld": result.withheld, "current_version": getattr(result.successor, "public_id", None)}
+        )
+        meta = {"vetted/deliverable": result.record is not None, "vetted/withheld": result.withheld}
+    else:
+        return None
+    return json.dumps(seen, sort_keys=True, default=str), meta
+
+
+def changed_uris(after_audit: int, after_outbox: int) -> tuple[list[str], int, int]:
+    """The resource uris named by audit events and outbox rows newer than the
+    given ids (a decision, a revision, a retirement, a dispute, a record
+    gone overdue or edited outside Vetted), and the newest ids seen."""
+    uris: dict[str, None] = {}
+
+    def note(value) -> None:
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and ids.RECORD_ID_RE.match(text):
+                uris[RECORD_URI.format(id=text)] = None
+            elif isinstance(text, str) and ids.PROPOSAL_ID_RE.match(text):
+                uris[PROPOSAL_URI.format(id=text)] = None
+
+    for pk, record_ref, proposal_ref, subject_id, extra in AuditEvent.objects.filter(pk__gt=after_audit).values_list(
+        "pk", "record_ref", "proposal_ref", "subject_id", "extra"
+    ):
+        after_audit = max(after_audit, pk)
+        note([record_ref, proposal_ref, subject_id])
+        for key in ("supersedes", "closed_proposals", "rejected_disputes", "reopened_proposals", "retired"):
+            note((extra or {}).get(key))
+    for pk, subject_id in OutboxEvent.objects.filter(pk__gt=after_outbox).values_list("pk", "subject_id"):
+        after_outbox = max(after_outbox, pk)
+        note(subject_id)
+    return list(uris), after_audit, after_outbox
+
+
+def newest_change_ids() -> tuple[int, int]:
+    audit = AuditEvent.objects.aggregate(m=Max("pk"))["m"] or 0
+    outbox = OutboxEvent.objects.aggregate(m=Max("pk"))["m"] or 0
+    return audit, outbox

@@ -1,0 +1,250 @@
+"""Resource subscriptions on both protocol revisions: ``resources/subscribe``
+(2025-11-25, notifications on the session's stream) and
+``subscriptions/listen`` (2026-07-28, the listen request's own stream).
+
+How the daemon learns of a change: every state change writes an
+AuditEvent, and scans write outbox rows (a record gone overdue or edited
+outside Vetted), in the same transaction as the change, whichever process
+made it (the inbox in this daemon, a management command in another). While
+anyone is subscribed, ``ChangeFeed`` reads the rows newer than the last it
+saw, once a second. The actions know nothing of this (they may not import
+the gateway: pyproject.toml's import contracts).
+
+What a subscriber hears goes through agent_api.change_notice: an agent is
+told about a uri only when what it could read there changed (its own
+proposal decided, with the reviewer's note; a record revised, retired,
+disputed or overdue), never about records outside its scopes, other
+agents' proposals, or activity it cannot see. Subscribing to anything is
+acknowledged alike, so a subscription is no oracle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from django.db import close_old_connections
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    EmptyResult,
+    ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParams,
+    SubscribeRequestParams,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    UnsubscribeRequestParams,
+)
+
+from mcp_bridge import agent_api
+from reviews import ids
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+MAX_URIS = 200  # per subscriber (a session, or one listen stream)
+MAX_LISTENERS = 1024
+
+Deliver = Callable[[str, dict], Awaitable[None]]
+
+
+def _db(fn, *args):
+    """Run ORM work in a worker thread and give its connection back."""
+
+    def run():
+        close_old_connections()
+        try:
+            return fn(*args)
+        finally:
+            close_old_connections()
+
+    return anyio.to_thread.run_sync(run)
+
+
+def check_uri(uri: str) -> str:
+    """A well-formed Vetted resource uri, or -32602 saying what one looks like."""
+    uri = str(uri)
+    for template, pattern in ((agent_api.RECORD_URI, ids.RECORD_ID_RE), (agent_api.PROPOSAL_URI, ids.PROPOSAL_ID_RE)):
+        prefix = template.removesuffix("{id}")
+        if uri.startswith(prefix) and pattern.match(uri.removeprefix(prefix)):
+            return uri
+    raise MCPError(
+        INVALID_PARAMS,
+        f"[invalid] uri: got {uri[:80]!r}; {agent_api.RECORD_URI} (a record) or {agent_api.PROPOSAL_URI} "
+        "(one of your proposals)",
+    )
+
+
+@dataclass(eq=False)
+class Subscriber:
+    agent_id: str
+    deliver: Deliver
+    told: dict[str, str | None] = field(default_factory=dict)  # uri -> fingerprint last told (None: nothing)
+
+
+class ChangeFeed:
+    """Polls the audit log and the outbox while anyone is subscribed and
+    tells each subscriber what it may hear (see the module docstring)."""
+
+    def __init__(self, poll_seconds: float = POLL_SECONDS):
+        self.poll_seconds = poll_seconds
+        self.subscribers: set[Subscriber] = set()
+        self._task: asyncio.Task | None = None
+        self._after: tuple[int, int] | None = None
+
+    async def add(self, subscriber: Subscriber, uri: str) -> None:
+        if uri in subscriber.told:
+            return
+        if len(subscriber.told) >= MAX_URIS:
+            raise MCPError(INVALID_PARAMS, f"[invalid] uri: at most {MAX_URIS} subscriptions at a time")
+        if self._after is None:  # the first subscriber: changes from now on
+            self._after = await _db(agent_api.newest_change_ids)
+        notice = await _db(agent_api.change_notice, subscriber.agent_id, uri)
+        subscriber.told[uri] = notice[0] if notice else None
+        self.subscribers.add(subscriber)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._poll())
+
+    def drop(self, subscriber: Subscriber, uri: str | None = None) -> None:
+        if uri is None:
+            subscriber.told.clear()
+        else:
+            subscriber.told.pop(uri, None)
+        if not subscriber.told:
+            self.subscribers.discard(subscriber)
+
+    async def _poll(self) -> None:
+        while self.subscribers:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                await self.check()
+            except Exception:  # a bad pass must not end every subscription
+                log.exception("the MCP change feed failed one pass; trying again")
+
+    async def check(self) -> None:
+        """One pass: read the newer rows, tell whoever may hear of them."""
+        assert self._after is not None
+        uris, *after = await _db(agent_api.changed_uris, *self._after)
+        self._after = (after[0], after[1])
+        for uri in uris:
+            for subscriber in [s for s in self.subscribers if uri in s.told]:
+                notice = await _db(agent_api.change_notice, subscriber.agent_id, uri)
+                if notice is None or notice[0] == subscriber.told.get(uri):
+                    continue
+                subscriber.told[uri] = notice[0]
+                try:
+                    await subscriber.deliver(uri, notice[1])
+                except Exception:  # the client went away: forget it
+                    log.info("dropped an MCP subscriber whose stream ended")
+                    self.drop(subscriber)
+
+
+# --------------------------------------------------------------------------- 2025-11-25: resources/subscribe
+
+
+class LegacySubscriptions:
+    """``resources/subscribe`` and ``resources/unsubscribe`` handlers; one
+    Subscriber per session, told on the session's standalone stream."""
+
+    def __init__(self, feed: ChangeFeed, agent_of: Callable[[Any], Awaitable[str]]):
+        self.feed = feed
+        self.agent_of = agent_of
+        self._by_session: weakref.WeakKeyDictionary[Any, Subscriber] = weakref.WeakKeyDictionary()
+
+    async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
+        uri = check_uri(params.uri)
+        agent_id = await self.agent_of(ctx)
+        session = ctx.session
+        subscriber = self._by_session.get(session)
+        if subscriber is None or subscriber.agent_id != agent_id:
+
+            async def deliver(uri: str, meta: dict) -> None:
+                await session.send_notification(
+                    ResourceUpdatedNotification(params=ResourceUpdatedNotificationParams(uri=uri, _meta=meta))
+                )
+
+            subscriber = self._by_session[session] = Subscriber(agent_id, deliver)
+        await self.feed.add(subscriber, uri)
+        return EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
+        subscriber = self._by_session.get(ctx.session)
+        if subscriber is not None:
+            self.feed.drop(subscriber, str(params.uri))
+            if not subscriber.told:
+                self._by_session.pop(ctx.session, None)
+        return EmptyResult()
+
+
+# --------------------------------------------------------------------------- 2026-07-28: subscriptions/listen
+
+
+class Listen:
+    """``subscriptions/listen``: the SDK's ListenHandler protocol (ack first,
+    every frame stamped with the subscription id, ends when the client goes
+    away), with resource events from the change feed, per agent."""
+
+    def __init__(self, feed: ChangeFeed, agent_of: Callable[[Any], Awaitable[str]]):
+        self.feed = feed
+        self.agent_of = agent_of
+        self.open = 0
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        subscription_id = ctx.request_id
+        if subscription_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
+        if self.open >= MAX_LISTENERS:
+            raise MCPError(INTERNAL_ERROR, f"Too many open listen streams on this server (at most {MAX_LISTENERS})")
+        wanted = params.notifications
+        uris = [check_uri(uri) for uri in wanted.resource_subscriptions or ()]
+        agent_id = await self.agent_of(ctx)
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+        send, receive = anyio.create_memory_object_stream[tuple[str, dict]](256)
+
+        async def deliver(uri: str, extra: dict) -> None:
+            send.send_nowait((uri, extra))  # a full buffer raises: the feed drops this stream
+
+        subscriber = Subscriber(agent_id, deliver)
+        self.open += 1
+        try:
+            for uri in uris:
+                await self.feed.add(subscriber, uri)
+            # Every kind asked for is honoured (list changes simply never fire:
+            # the lists are fixed or per agent), and every uri alike.
+            honored = SubscriptionFilter(
+                tools_list_changed=True if wanted.tools_list_changed else None,
+                prompts_list_changed=True if wanted.prompts_list_changed else None,
+                resources_list_changed=True if wanted.resources_list_changed else None,
+                resource_subscriptions=uris or None,
+            )
+            await ctx.session.send_notification(
+                SubscriptionsAcknowledgedNotification(
+                    params=SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+                ),
+                related_request_id=subscription_id,
+            )
+            async for uri, extra in receive:
+                await ctx.session.send_notification(
+                    ResourceUpdatedNotification(params=ResourceUpdatedNotificationParams(uri=uri, _meta=extra | meta)),
+                    related_request_id=subscription_id,
+                )
+        finally:
+            self.open -= 1
+            self.feed.drop(subscriber)
+            send.close()
+            receive.close()
+        return SubscriptionsListenResult(_meta=meta)
