@@ -136,3 +136,115 @@ def test_the_guidance_prompt_is_the_text_connect_prints(agent_tokens, mode):
 
 def test_the_server_instructions_are_the_guidance(agent_tokens):
     assert run_client(agent_tokens["claude-code"], lambda c: asyncio.sleep(0, c.instructions)) == guidance.GUIDANCE
+
+
+# --------------------------------------------------------------------------- resources
+
+
+def _uris(result) -> list[str]:
+    return [str(r.uri) for r in result.resources]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_resources_are_the_records_the_agent_may_receive(agent_tokens, agent, make_record, mode):
+    mine = make_record(title="Team deploys go through the release train")
+    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    withheld = make_record(title="The staging database is rebuilt nightly at 02:00 UTC")
+    actions.dispute_record(withheld.public_id, agent=agent, reason="The staging rebuild moved to 03:00 UTC.")
+
+    async def steps(c):
+        listed = await c.list_resources()
+        templates = await c.list_resource_templates()
+        read = await c.read_resource(f"vetted://records/{mine.public_id}")
+        return listed, templates, read
+
+    listed, templates, read = run_client(agent_tokens["team-bot"], steps, mode)
+    uris = _uris(listed)
+    assert f"vetted://records/{mine.public_id}" in uris
+    assert f"vetted://records/{personal.public_id}" not in uris  # not its scope
+    assert f"vetted://records/{withheld.public_id}" not in uris  # disputed: withheld
+    assert [t.uri_template for t in templates.resource_templates] == [
+        "vetted://records/{id}",
+        "vetted://proposals/{id}",
+    ]
+    body = json.loads(read.contents[0].text)
+    assert (
+        body["id"] == mine.public_id and body["body"] == mine.body and read.contents[0].mime_type == "application/json"
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_withheld_an_ungranted_and_an_unknown_record_read_alike(agent_tokens, make_record, reviewer, mode):
+    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    withheld = make_record(title="The staging database is rebuilt nightly at 02:00 UTC")
+    actions.retire_record(withheld, actor=reviewer, note="The nightly rebuild was stopped.")
+
+    async def steps(c):
+        errors = []
+        for rid in (personal.public_id, withheld.public_id, "rec_000000000000"):
+            try:
+                await c.read_resource(f"vetted://records/{rid}")
+            except MCPError as exc:
+                errors.append(exc.error)
+        return errors
+
+    errors = run_client(agent_tokens["team-bot"], steps, mode)
+    assert len(errors) == 3 and {e.code for e in errors} == {-32602}
+    # The same message but for the uri itself.
+    texts = {
+        e.message.replace(rid, "ID")
+        for e, rid in zip(errors, [personal.public_id, withheld.public_id, "rec_000000000000"])
+    }
+    assert len(texts) == 1, texts
+
+
+def test_resources_list_is_paged_with_a_cursor_that_is_an_id_it_can_see(agent_tokens, make_record, monkeypatch):
+    from mcp_bridge.agent_api import resources
+
+    monkeypatch.setattr(resources, "PAGE_SIZE", 2)
+    made = {make_record(title=f"Deploy note number {n} for the billing team").public_id for n in range(5)}
+
+    async def steps(c):
+        pages, cursor = [], None
+        while True:
+            page = await c.list_resources(cursor=cursor) if cursor else await c.list_resources()
+            pages.append(page)
+            cursor = page.next_cursor
+            if not cursor:
+                return pages
+
+    pages = run_client(agent_tokens["team-bot"], steps)
+    seen = [uri for page in pages for uri in _uris(page)]
+    assert len(seen) == len(set(seen)) and {u.rsplit("/", 1)[1] for u in seen} >= made
+    assert all(len(page.resources) <= 2 for page in pages) and len(pages) >= 3
+    assert all(page.next_cursor in (None, *{u.rsplit("/", 1)[1] for u in seen}) for page in pages)
+
+
+def test_own_proposals_are_resources_and_another_agents_read_like_unknown(agent_tokens):
+    async def propose(c):
+        return (await c.call_tool("propose_context", FACT)).structured_content["proposal_id"]
+
+    theirs = run_client(agent_tokens["claude-code"], propose)
+
+    async def steps(c):
+        mine = await c.call_tool(
+            "propose_context",
+            {
+                **FACT,
+                "title": "Team standup is at 09:30 UTC",
+                "body": "The team standup happens every weekday at 09:30 UTC in the main call room.",
+            },
+        )
+        pid = mine.structured_content["proposal_id"]
+        read = await c.read_resource(f"vetted://proposals/{pid}")
+        listed = _uris(await c.list_resources())
+        try:
+            await c.read_resource(f"vetted://proposals/{theirs}")
+        except MCPError as exc:
+            return pid, read, listed, exc.error
+        raise AssertionError("another agent's proposal was readable")
+
+    pid, read, listed, error = run_client(agent_tokens["team-bot"], steps)
+    assert json.loads(read.contents[0].text)["state"] == "pending"
+    assert f"vetted://proposals/{pid}" in listed and f"vetted://proposals/{theirs}" not in listed
+    assert error.code == -32602 and theirs in error.message and "unknown" in error.message
