@@ -248,3 +248,4 @@ def test_own_proposals_are_resources_and_another_agents_read_like_unknown(agent_
     assert json.loads(read.contents[0].text)["state"] == "pending"
     assert f"vetted://proposals/{pid}" in listed and f"vetted://proposals/{theirs}" not in listed
     assert error.code == -32602 and theirs in error.message and "unknown" in error.message
+

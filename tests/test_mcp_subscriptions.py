@@ -1,0 +1,110 @@
+"""Resource subscriptions against the real daemon with the official SDK
+client, on both revisions: ``resources/subscribe`` (2025-11-25) and
+``subscriptions/listen`` (2026-07-28). The test process plays the reviewer
+(reviews.actions); the daemon learns of the decisions from the audit log."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from reviews import actions
+
+pytestmark = pytest.mark.slow
+
+FACT = {
+    "title": "Payments service deploy window",
+    "body": "The payments service deploys every Tuesday at 14:00 UTC after the change review meeting.",
+    "kind": "procedure",
+    "scope": "team",
+    "tags": ["payments", "deploy"],
+    "reason": "The user explained the deploy routine in this session.",
+}
+
+
+def run(url, token, steps, mode, on_message=None):
+    async def go():
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60))
+        async with (
+            http,
+            Client(streamable_http_client(url, http_client=http), mode=mode, message_handler=on_message) as client,
+        ):
+            return await steps(client)
+
+    return asyncio.run(go())
+
+
+def _decide_and_change(reviewer, pid, personal_id, record_id):
+    # Silent for this agent: a record outside its scopes changes.
+    actions.retire_record(personal_id, actor=reviewer, note="No longer true.")
+    # Heard: its proposal decided, then a record it may know of withheld.
+    actions.reject_proposal(pid, actor=reviewer, note="We deploy on Wednesdays now.")
+    actions.retire_record(record_id, actor=reviewer, note="The billing API was shut down.")
+
+
+def test_listen_hears_a_decision_and_a_withheld_record_and_nothing_else(gateway, agent_tokens, reviewer, make_record):
+    record = make_record()
+    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    uris = []
+
+    async def steps(c):
+        pid = (await c.call_tool("propose_context", FACT)).structured_content["proposal_id"]
+        uris.extend(
+            [
+                f"vetted://proposals/{pid}",
+                f"vetted://records/{personal.public_id}",
+                f"vetted://records/{record.public_id}",
+            ]
+        )
+        heard = []
+        async with c.listen(resource_subscriptions=uris) as sub:
+            await asyncio.to_thread(_decide_and_change, reviewer, pid, personal.public_id, record.public_id)
+            with anyio.move_on_after(6):
+                async for event in sub:
+                    heard.append(event.uri)
+                    if len(heard) == 2:
+                        break
+        note = (await c.read_resource(uris[0])).contents[0].text
+        return heard, note
+
+    heard, note = run(gateway.mcp_url, agent_tokens["team-bot"], steps, "2026-07-28")
+    assert sorted(heard) == sorted([uris[0], uris[2]])
+    assert "We deploy on Wednesdays now." in note
+
+
+def test_resources_subscribe_hears_the_decision_note_in_the_notification(gateway, agent_tokens, reviewer, make_record):
+    record = make_record()
+    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    heard: list = []
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            heard.append(root.params)
+
+    async def steps(c):
+        pid = (await c.call_tool("propose_context", FACT)).structured_content["proposal_id"]
+        for uri in (
+            f"vetted://proposals/{pid}",
+            f"vetted://records/{personal.public_id}",
+            f"vetted://records/{record.public_id}",
+        ):
+            await c.session.subscribe_resource(uri)
+        await asyncio.to_thread(_decide_and_change, reviewer, pid, personal.public_id, record.public_id)
+        with anyio.move_on_after(6):
+            while len(heard) < 2:
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(1.5)  # anything more would come within a poll
+        return pid
+
+    pid = run(gateway.mcp_url, agent_tokens["team-bot"], steps, "legacy", on_message)
+    by_uri = {str(p.uri): p.meta or {} for p in heard}
+    assert set(by_uri) == {f"vetted://proposals/{pid}", f"vetted://records/{record.public_id}"}
+    told = by_uri[f"vetted://proposals/{pid}"]
+    assert told["vetted/state"] == "rejected" and told["vetted/decision_note"] == "We deploy on Wednesdays now."
+    assert by_uri[f"vetted://records/{record.public_id}"]["vetted/withheld"] == "retired"
