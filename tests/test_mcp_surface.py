@@ -249,3 +249,57 @@ def test_own_proposals_are_resources_and_another_agents_read_like_unknown(agent_
     assert f"vetted://proposals/{pid}" in listed and f"vetted://proposals/{theirs}" not in listed
     assert error.code == -32602 and theirs in error.message and "unknown" in error.message
 
+
+# --------------------------------------------------------------------------- SSE priming (SEP-1699)
+
+
+def test_sse_streams_open_with_a_priming_event_and_a_retry(agent_tokens):
+    from memory_site.asgi import build_application
+
+    app = build_application()
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {agent_tokens['team-bot']}"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+
+    async def go():
+        async with app.mcp_sessions.run():
+            transport = httpx2.ASGITransport(app=app)
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                opened = await http.post("/mcp", json=init, headers=headers)
+                session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+                ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+                return opened, await http.post("/mcp", json=ping, headers=headers | session)
+
+    for response in asyncio.run(go()):
+        assert response.headers["content-type"].startswith("text/event-stream")
+        first = response.text.split("\n\n")[0].splitlines()
+        assert first[0].startswith("id: ") and len(first[0]) > 20  # a random id
+        assert "retry: 2000" in first and "data: " in first
+
+
+def test_a_sessions_event_store_replays_only_its_own_stream():
+    from mcp.server.streamable_http import EventMessage
+
+    from mcp_bridge.mcp.replay import SessionEventStore
+
+    mine, theirs = SessionEventStore(), SessionEventStore()
+
+    async def go():
+        first = await mine.store_event("1", None)
+        await mine.store_event("1", {"jsonrpc": "2.0", "id": 1, "result": {}})
+        await mine.store_event("2", {"jsonrpc": "2.0", "id": 2, "result": {}})
+        sent: list[EventMessage] = []
+
+        async def send(event):
+            sent.append(event)
+
+        stream = await mine.replay_events_after(first, send)
+        return stream, sent, await theirs.replay_events_after(first, send)
+
+    stream, sent, elsewhere = asyncio.run(go())
+    assert stream == "1" and [e.message["id"] for e in sent] == [1]
+    assert elsewhere is None  # another session's store knows nothing of it

@@ -38,6 +38,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from .replay import RETRY_MS, SessionEventStore
+
 log = logging.getLogger(__name__)
 
 _MISSING = [name for name in ("_admit_session", "_discard_session") if not hasattr(StreamableHTTPSessionManager, name)]
@@ -78,6 +80,7 @@ class AgentSessionManager(StreamableHTTPSessionManager):
             isinstance(getattr(self, "_server_instances", None), dict)
             and isinstance(getattr(self, "_session_owners", None), dict)
             and hasattr(self, "_task_group")
+            and hasattr(StreamableHTTPServerTransport, "_mint_priming_event")
         ):
             raise RuntimeError(
                 "The installed MCP SDK's session manager does not keep _server_instances, "
@@ -104,6 +107,10 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         while len(held) >= self.per_agent:
             self._close_oldest(agent_id, next(iter(held)))
         transport = super()._admit_session(requestor)
+        if transport is not None:
+            # SSE priming and resumption (mcp_bridge/mcp/replay.py): a store of the session's own.
+            transport._event_store = SessionEventStore()
+            transport._retry_interval = RETRY_MS
         if transport is not None and transport.mcp_session_id is not None:  # stateful: always has an id
             held[transport.mcp_session_id] = None
             self._agent_of[transport.mcp_session_id] = agent_id
