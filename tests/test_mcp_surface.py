@@ -193,7 +193,7 @@ def test_a_withheld_an_ungranted_and_an_unknown_record_read_alike(agent_tokens, 
     # The same message but for the uri itself.
     texts = {
         e.message.replace(rid, "ID")
-        for e, rid in zip(errors, [personal.public_id, withheld.public_id, "rec_000000000000"])
+        for e, rid in zip(errors, [personal.public_id, withheld.public_id, "rec_000000000000"], strict=True)
     }
     assert len(texts) == 1, texts
 
