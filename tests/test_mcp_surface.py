@@ -10,7 +10,7 @@ import asyncio
 import json
 
 import httpx2
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client

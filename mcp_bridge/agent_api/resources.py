@@ -123,6 +123,7 @@ def change_notice(agent_id: str, uri: str) -> tuple[str, dict] | None:
     if agent is None:
         return None
     seen: dict
+    meta: dict[str, object]
     if uri.startswith(_PROPOSAL_PREFIX):
         proposal = Proposal.objects.filter(public_id=uri.removeprefix(_PROPOSAL_PREFIX), agent=agent).first()
         if proposal is None:

@@ -47,12 +47,14 @@ def field_schema(field: f.Field) -> dict[str, Any]:
 
 def _bare(field: f.Field) -> dict[str, Any]:
     if isinstance(field, serializers.ListSerializer):
+        assert field.child is not None  # many=True always has the item serializer
         return {"type": "array", "items": field_schema(field.child)}
     if isinstance(field, serializers.Serializer):
         return object_schema(field)
     if isinstance(field, f.ChoiceField):
         return {"type": "string", "enum": [str(choice) for choice in field.choices]}
     if isinstance(field, f.ListField):
+        assert field.child is not None  # DRF gives every ListField a child
         return {"type": "array", "items": field_schema(field.child)}
     if isinstance(field, f.DictField):
         child = field.child
