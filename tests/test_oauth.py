@@ -11,9 +11,7 @@ playing the reviewer is tests/test_oauth_browser.py.
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-import http.server
 import json
 import secrets
 import socket
@@ -29,17 +27,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_bridge.oauth import cimd
 from reviews.models import AuditEvent
 from reviews.oauth_models import OAuthClient, OAuthGrant, OAuthToken
+from tests.oauth_support import document_server, pkce
 
 BASE = "http://127.0.0.1:8765"  # VETTED_PUBLIC_URL's default, which the tests keep
 REDIRECT = "http://127.0.0.1:33418/callback"
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    return verifier, challenge
 
 
 class Gateway:
@@ -418,32 +411,11 @@ def test_static_agent_tokens_keep_working(gw, agent_tokens):
 # --------------------------------------------------------------------------- metadata documents
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    routes: dict = {}
-
-    def do_GET(self):  # noqa: N802 - the stdlib's name
-        status, headers, body = self.routes.get(self.path, (404, {}, b""))
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def docs():
-    """A document server on loopback (a thread, not a process)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    _Handler.routes = {}
-    yield base, _Handler.routes
-    server.shutdown()
+    """A document server on loopback (tests/oauth_support.py)."""
+    with document_server() as served:
+        yield served
 
 
 def document(url: str, **overrides) -> bytes:

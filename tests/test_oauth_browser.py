@@ -13,8 +13,7 @@ would receive it).
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
+import contextlib
 import http.server
 import json
 import os
@@ -35,6 +34,7 @@ from pydantic import AnyUrl
 from reviews.models import AuditEvent
 from reviews.oauth_models import OAuthGrant
 from tests.gateway_support import free_port, running_daemon
+from tests.oauth_support import document_server, pkce
 
 CHROMIUM = Path("/usr/bin/chromium")
 PASSWORD = "a-long-password-1"  # the reviewer fixture's
@@ -249,38 +249,14 @@ def test_the_sdk_client_signs_in_through_the_consent_page_and_works_until_revoke
     } <= events
 
 
-def _pkce():
-    verifier = secrets.token_urlsafe(48)
-    return verifier, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-
-
-class _Docs(http.server.BaseHTTPRequestHandler):
-    routes: dict = {}
-
-    def do_GET(self):  # noqa: N802 - the stdlib's name
-        status, headers, body = self.routes.get(self.path, (404, {}, b""))
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_the_browser_sees_each_refusal(daemon):
     """Played by hand in the phone-sized browser: a redirect URI the client
     did not register, plain PKCE, another audience, a PKCE verifier that does
     not match, and metadata documents the fetch guard refuses."""
-    docs = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Docs)
-    threading.Thread(target=docs.serve_forever, daemon=True).start()
-    doc_base = f"http://127.0.0.1:{docs.server_address[1]}"
-    _Docs.routes = {
-        "/moved.json": (302, {"Location": doc_base + "/c.json"}, b""),
-        "/big.json": (200, {}, b"{" + b" " * 70_000 + b"}"),
-    }
+    docs = contextlib.ExitStack()  # the document server, until the browser is done
+    doc_base, routes = docs.enter_context(document_server())
+    routes["/moved.json"] = (302, {"Location": doc_base + "/c.json"}, b"")
+    routes["/big.json"] = (200, {}, b"{" + b" " * 70_000 + b"}")
 
     async def go():
         playwright, browser = await _browser()
@@ -297,7 +273,7 @@ def test_the_browser_sees_each_refusal(daemon):
                     json={"client_name": "Hand Client", "redirect_uris": [reviewer.redirect_uri]},
                 )
                 client_id = registered.json()["client_id"]
-                verifier, challenge = _pkce()
+                verifier, challenge = pkce()
                 base = {
                     "response_type": "code",
                     "client_id": client_id,
@@ -345,10 +321,8 @@ def test_the_browser_sees_each_refusal(daemon):
         return results
 
     (Path(__file__).parent / "artifacts").mkdir(exist_ok=True)
-    try:
+    with docs:
         results = asyncio.run(go())
-    finally:
-        docs.shutdown()
     url, text = results["unregistered"]
     assert "evil.example" not in urlsplit(url).netloc and "not registered" in text
     assert "error=invalid_request" in results["plain"][0]

@@ -283,6 +283,20 @@ def _issue(grant: OAuthGrant) -> IssuedTokens:
     return IssuedTokens(access, refresh, lifetime, list(grant.scopes))
 
 
+def _spend_for_tokens(row: OAuthCode | OAuthToken, spent: str, event: str) -> IssuedTokens:
+    """The end of a code exchange and of a refresh, once: refuse a revoked
+    agent, mark the locked code or refresh token spent (``spent`` = now),
+    issue a new pair for its grant and write the AuditEvent. The caller
+    holds the row's lock, in its transaction."""
+    if not row.grant.agent.is_active:
+        raise InvalidTransition(f"Agent {row.grant.agent.name!r} was revoked.")
+    setattr(row, spent, timezone.now())
+    row.save(update_fields=[spent])
+    tokens = _issue(row.grant)
+    _audit(event, actor=AUTHORIZATION_SERVER, subject=row.grant.agent, extra={"grant": row.grant.public_id})
+    return tokens
+
+
 def exchange_oauth_code(code: OAuthCode) -> IssuedTokens:
     """Spend a code (already checked against its PKCE verifier and redirect
     URI by the token endpoint) for an access and a refresh token. A code can
@@ -293,18 +307,7 @@ def exchange_oauth_code(code: OAuthCode) -> IssuedTokens:
             raise InvalidTransition("This authorization code was already used.")
         if row.expires_at < timezone.now():
             raise InvalidTransition("This authorization code has expired.")
-        if not row.grant.agent.is_active:
-            raise InvalidTransition(f"Agent {row.grant.agent.name!r} was revoked.")
-        row.used_at = timezone.now()
-        row.save(update_fields=["used_at"])
-        tokens = _issue(row.grant)
-        _audit(
-            "oauth.tokens_issued",
-            actor=AUTHORIZATION_SERVER,
-            subject=row.grant.agent,
-            extra={"grant": row.grant.public_id},
-        )
-        return tokens
+        return _spend_for_tokens(row, "used_at", "oauth.tokens_issued")
 
 
 def oauth_token(raw: str, kind: str) -> OAuthToken | None:
@@ -333,18 +336,7 @@ def refresh_oauth_tokens(refresh: OAuthToken) -> IssuedTokens:
         row = OAuthToken.objects.select_for_update().select_related("grant", "grant__agent").get(pk=refresh.pk)
         if row.replaced_at is not None or row.revoked_at is not None or row.grant.revoked_at is not None:
             raise InvalidTransition("This refresh token was already used or revoked.")
-        if not row.grant.agent.is_active:
-            raise InvalidTransition(f"Agent {row.grant.agent.name!r} was revoked.")
-        row.replaced_at = timezone.now()
-        row.save(update_fields=["replaced_at"])
-        tokens = _issue(row.grant)
-        _audit(
-            "oauth.tokens_refreshed",
-            actor=AUTHORIZATION_SERVER,
-            subject=row.grant.agent,
-            extra={"grant": row.grant.public_id},
-        )
-        return tokens
+        return _spend_for_tokens(row, "replaced_at", "oauth.tokens_refreshed")
 
 
 def revoke_oauth_grant(grant: OAuthGrant | str, *, actor: Actor, reason: str = "revoked") -> OAuthGrant:
