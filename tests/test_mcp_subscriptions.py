@@ -108,3 +108,69 @@ def test_resources_subscribe_hears_the_decision_note_in_the_notification(gateway
     told = by_uri[f"vetted://proposals/{pid}"]
     assert told["vetted/state"] == "rejected" and told["vetted/decision_note"] == "We deploy on Wednesdays now."
     assert by_uri[f"vetted://records/{record.public_id}"]["vetted/withheld"] == "retired"
+
+
+# --------------------------------------------------------------------------- through the stdio bridge
+
+
+def _over_bridge(gateway, token, steps, mode, on_message=None):
+    from tests.test_mcp_stdio import bridge_params
+
+    async def go():
+        async with Client(bridge_params(gateway.base, token), mode=mode, message_handler=on_message) as client:
+            return await steps(client)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_bridge_gives_the_same_answers_as_http_on_both_revisions(gateway, agent_tokens, record, mode):
+    async def steps(c):
+        tools = sorted((t.name, t.description, str(t.output_schema)) for t in (await c.list_tools()).tools)
+        prompt = (await c.get_prompt("vetted-instructions")).messages[0].content.text
+        read = (await c.read_resource(f"vetted://records/{record.public_id}")).contents[0].text
+        found = (await c.call_tool("read", {"id": record.public_id})).structured_content
+        return tools, prompt, read, found, c.protocol_version
+
+    token = agent_tokens["team-bot"]
+    over_http = run(gateway.mcp_url, token, steps, mode)
+    over_stdio = _over_bridge(gateway, token, steps, mode)
+    assert over_stdio == over_http
+    assert over_stdio[-1] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+
+
+def test_a_2026_client_through_the_bridge_discovers_instead_of_falling_back(gateway, agent_tokens):
+    async def steps(c):
+        return c.protocol_version
+
+    assert _over_bridge(gateway, agent_tokens["team-bot"], steps, "auto") == "2026-07-28"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_subscriptions_work_through_the_bridge(gateway, agent_tokens, reviewer, mode):
+    heard: list = []
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            heard.append(str(root.params.uri))
+
+    async def steps(c):
+        pid = (await c.call_tool("propose_context", FACT)).structured_content["proposal_id"]
+        uri = f"vetted://proposals/{pid}"
+        if mode == "legacy":
+            await c.session.subscribe_resource(uri)
+            await asyncio.sleep(0.5)  # the bridge opens the session's stream
+            await asyncio.to_thread(actions.accept_proposal, pid, actor=reviewer, note="Thanks.")
+            with anyio.move_on_after(8):
+                while not heard:
+                    await asyncio.sleep(0.1)
+            return uri, list(heard)
+        async with c.listen(resource_subscriptions=[uri]) as sub:
+            await asyncio.to_thread(actions.accept_proposal, pid, actor=reviewer, note="Thanks.")
+            with anyio.fail_after(8):
+                event = await sub.__anext__()
+        return uri, [event.uri]
+
+    uri, got = _over_bridge(gateway, agent_tokens["team-bot"], steps, mode, on_message)
+    assert got == [uri]

@@ -24,6 +24,7 @@ Configuration (environment, else a JSON config file):
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import sys
@@ -73,6 +74,7 @@ class Relay:
         self._ready.set()
         self._session_lock = threading.Lock()
         self._local = threading.local()
+        self._session_stream: threading.Thread | None = None
 
     # --- HTTP
 
@@ -82,25 +84,37 @@ class Relay:
             conn = self._local.conn = _connection(self.cfg, REQUEST_TIMEOUT)
         return conn
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, message=None) -> dict[str, str]:
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
             "Authorization": f"Bearer {self.cfg.token}",
         }
+        modern = _modern_version(message)
+        if modern:
+            # mcp-surface: a 2026-07-28 request is stateless: no session, and the
+            # routing headers the HTTP transport checks against the body.
+            headers["Mcp-Protocol-Version"] = modern
+            headers["Mcp-Method"] = message["method"]
+            named = message["params"].get(_NAMED.get(message["method"], ""))
+            if isinstance(named, str):
+                headers["Mcp-Name"] = _header_value(named)
+            return headers
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version:
             headers["Mcp-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _post(self, message) -> list:
-        """POST one message; return the JSON-RPC messages the daemon sent back."""
+    def _post(self, message, on_message=None) -> list:
+        """POST one message; return the JSON-RPC messages the daemon sent back
+        (or hand each to ``on_message`` as it arrives: a listen stream)."""
         body = json.dumps(message).encode("utf-8")
         for attempt in (1, 2):  # a kept-alive connection the daemon closed: reconnect once
-            conn = self._conn()
+            # A listen stream may stay quiet for hours: its own connection, no read timeout.
+            conn = _connection(self.cfg, None) if _is_listen(message) else self._conn()
             try:
-                conn.request("POST", "/mcp", body=body, headers=self._headers())
+                conn.request("POST", "/mcp", body=body, headers=self._headers(message))
                 response = conn.getresponse()
                 break
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
@@ -123,6 +137,10 @@ class Relay:
             response.read()
             return []
         if kind.startswith("text/event-stream"):
+            if on_message is not None:
+                for item in _sse_messages(response):
+                    on_message(item)
+                return []
             return list(_sse_messages(response))
         data = response.read()
         return [json.loads(data)] if data.strip() else []
@@ -142,8 +160,9 @@ class Relay:
             log("re-established the session with the daemon")
 
     def _forward(self, message) -> list:
+        on_message = self.write if _is_listen(message) or _modern_version(message) else None
         try:
-            return self._post(message)
+            return self._post(message, on_message)
         except ConnectionRefusedError:
             ensure_daemon(self.cfg)
             self._replay_if_needed(message)
@@ -172,6 +191,8 @@ class Relay:
             if isinstance(message, dict) and message.get("method") == "notifications/initialized":
                 self._initialized_sent = True
             replies = self._forward(message)
+            if isinstance(message, dict) and message.get("method") == "resources/subscribe":
+                self._listen_to_session()
             for reply in replies:
                 if _is_initialize(message) and isinstance(reply, dict) and "result" in reply:
                     self.protocol_version = reply["result"].get("protocolVersion") or self.protocol_version
@@ -181,11 +202,6 @@ class Relay:
             if is_request:
                 self.write(_error(msg_id, DAEMON_UNAVAILABLE, str(exc)))
         except Upstream as exc:
-            if exc.status == 400 and isinstance(message, dict) and message.get("method") == "server/discover":
-                # A 2026-07 client probing for the stateless protocol; the daemon
-                # speaks the session protocol, so say so and let it fall back.
-                self.write(_error(msg_id, -32601, "Method not found: server/discover"))
-                return
             log(f"daemon refused a {message.get('method', 'message') if isinstance(message, dict) else 'batch'}: {exc}")
             if is_request:
                 self.write(_error(msg_id, UPSTREAM_ERROR, f"Vetted daemon at {self.cfg.url}: {exc}"))
@@ -204,6 +220,30 @@ class Relay:
             if _is_initialize(message):
                 self._ready.set()
 
+    def _listen_to_session(self) -> None:
+        """mcp-surface: after a 2025-11-25 resources/subscribe, relay the
+        session's standalone stream (GET /mcp), where its notifications come."""
+        if self._session_stream is not None or not self.session_id:
+            return
+
+        def relay() -> None:
+            try:
+                conn = _connection(self.cfg, None)
+                headers = self._headers()
+                headers["Accept"] = "text/event-stream"
+                conn.request("GET", "/mcp", headers=headers)
+                response = conn.getresponse()
+                if response.status == 200:
+                    for item in _sse_messages(response):
+                        self.write(item)
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                log(f"the session's notification stream ended: {exc!r}")
+            finally:
+                self._session_stream = None
+
+        self._session_stream = threading.Thread(target=relay, name="session-stream", daemon=True)
+        self._session_stream.start()
+
     def expect_initialize(self) -> None:
         """Called by the reader before an initialize is handed to a worker."""
         self._ready.clear()
@@ -217,6 +257,31 @@ class Relay:
             conn.getresponse().read()
         except OSError:
             pass
+
+
+# The params each 2026-07-28 method mirrors in Mcp-Name (the SDK's NAME_BEARING_METHODS).
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_PROTOCOL_META = "io.modelcontextprotocol/protocolVersion"
+
+
+def _modern_version(message) -> str | None:
+    """The 2026-07-28 (stateless) revision a request names in its _meta, else None."""
+    if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
+        return None
+    meta = message["params"].get("_meta")
+    version = meta.get(_PROTOCOL_META) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) and "method" in message else None
+
+
+def _is_listen(message) -> bool:
+    return isinstance(message, dict) and message.get("method") == "subscriptions/listen"
+
+
+def _header_value(value: str) -> str:
+    """As the SDK's encode_header_value: printable ASCII as is, else base64-wrapped."""
+    if value.isascii() and value.isprintable() and value == value.strip() and not value.startswith("=?base64?"):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 def _is_initialize(message) -> bool:

@@ -174,7 +174,7 @@ def ensure_daemon(cfg: Config) -> None:
         )
 
 
-def _connection(cfg: Config, timeout: float) -> http.client.HTTPConnection:
+def _connection(cfg: Config, timeout: float | None) -> http.client.HTTPConnection:
     parts = cfg.parts
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     return cls(cfg.host, parts.port, timeout=timeout)
