@@ -68,7 +68,7 @@ def _request_headers(ctx: ServerRequestContext[Any, Any]):
     return getattr(ctx.request, "headers", None)
 
 
-async def _as_agent(ctx: ServerRequestContext[Any, Any], fn, *args):
+async def _as_agent(ctx: ServerRequestContext[Any, Any], fn, *args, not_found_data: dict | None = None):
     """Run ``fn(agent, *args)`` in a worker thread; domain errors become
     JSON-RPC errors in Vetted's words (-32602 for what the caller sent)."""
     headers = _request_headers(ctx)
@@ -83,7 +83,7 @@ async def _as_agent(ctx: ServerRequestContext[Any, Any], fn, *args):
     try:
         return await anyio.to_thread.run_sync(run)
     except NotFound as exc:
-        raise MCPError(INVALID_PARAMS, exc.message) from None
+        raise MCPError(INVALID_PARAMS, exc.message, data=not_found_data) from None
     except VettedError as exc:
         raise MCPError(INVALID_PARAMS, f"[{exc.code}] {exc.message}", data=exc.as_dict()) from None
 
@@ -165,7 +165,8 @@ class VettedServer(MCPServer):
         self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         uri = str(params.uri)
-        text = await _as_agent(ctx, agent_api.read_resource, uri)
+        # -32602 with the uri in data for anything it may not read (SEP-2164).
+        text = await _as_agent(ctx, agent_api.read_resource, uri, not_found_data={"uri": uri})
         return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text, mime_type=JSON)])
 
 
