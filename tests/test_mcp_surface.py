@@ -303,3 +303,80 @@ def test_a_sessions_event_store_replays_only_its_own_stream():
     stream, sent, elsewhere = asyncio.run(go())
     assert stream == "1" and [e.message["id"] for e in sent] == [1]
     assert elsewhere is None  # another session's store knows nothing of it
+
+
+# --------------------------------------------------------------------------- the change feed (subscriptions)
+
+
+def _feed_run(steps):
+    from mcp_bridge.mcp.subscriptions import ChangeFeed, Subscriber
+
+    feed = ChangeFeed(poll_seconds=3600)  # passes are run by hand: feed.check()
+    heard: list[tuple[str, dict]] = []
+
+    async def deliver(uri, meta):
+        heard.append((uri, meta))
+
+    def subscriber(agent):
+        return Subscriber(agent.public_id, deliver)
+
+    async def go():
+        try:
+            return await steps(feed, subscriber)
+        finally:
+            if feed._task is not None:
+                feed._task.cancel()
+
+    result = asyncio.run(go())
+    return heard, result
+
+
+def test_a_watcher_hears_nothing_of_activity_it_cannot_read(transactional_db, agent, team_agent, reviewer, make_record):
+    """Another agent proposing a revision of a watched record, a record outside
+    the watcher's scopes retired, another agent's proposal decided: silence.
+    The record retired: heard, with why it is withheld."""
+    watched = make_record()
+    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    theirs = actions.propose_create(agent=agent, **{**FACT, "title": "Their proposal title"})
+
+    async def steps(feed, subscriber):
+        me = subscriber(team_agent)
+        for uri in (
+            f"vetted://records/{watched.public_id}",
+            f"vetted://records/{personal.public_id}",
+            f"vetted://proposals/{theirs.public_id}",
+        ):
+            await feed.add(me, uri)
+
+        def activity():
+            actions.propose_revision(
+                watched.public_id, agent=agent, reason="The README changed.", body=watched.body + " Also on Fridays."
+            )
+            actions.retire_record(personal, actor=reviewer, note="No longer true.")
+            actions.reject_proposal(theirs, actor=reviewer, note="Not needed.")
+
+        await asyncio.to_thread(activity)
+        await feed.check()
+        await asyncio.to_thread(actions.retire_record, watched.public_id, actor=reviewer, note="Shut down.")
+        await feed.check()
+
+    heard, _ = _feed_run(steps)
+    assert heard == [
+        (f"vetted://records/{watched.public_id}", {"vetted/deliverable": False, "vetted/withheld": "retired"})
+    ]
+
+
+def test_a_subscriber_whose_session_ended_is_forgotten(transactional_db, agent):
+    from mcp_bridge.mcp.subscriptions import Subscriber
+
+    async def steps(feed, subscriber):
+        alive = [True]
+        gone = Subscriber(agent.public_id, subscriber(agent).deliver, alive=lambda: alive[0])
+        await feed.add(gone, "vetted://proposals/prop_000000000000")
+        alive[0] = False
+        feed.poll_seconds = 0.01
+        await asyncio.sleep(0.1)
+        return feed.subscribers
+
+    _, left = _feed_run(steps)
+    assert left == set()

@@ -89,6 +89,7 @@ class Subscriber:
     agent_id: str
     deliver: Deliver
     told: dict[str, str | None] = field(default_factory=dict)  # uri -> fingerprint last told (None: nothing)
+    alive: Callable[[], bool] = lambda: True
 
 
 class ChangeFeed:
@@ -106,7 +107,7 @@ class ChangeFeed:
             return
         if len(subscriber.told) >= MAX_URIS:
             raise MCPError(INVALID_PARAMS, f"[invalid] uri: at most {MAX_URIS} subscriptions at a time")
-        if self._after is None:  # the first subscriber: changes from now on
+        if self._task is None or self._task.done():  # nobody was listening: changes from now on
             self._after = await _db(agent_api.newest_change_ids)
         notice = await _db(agent_api.change_notice, subscriber.agent_id, uri)
         subscriber.told[uri] = notice[0] if notice else None
@@ -125,6 +126,8 @@ class ChangeFeed:
     async def _poll(self) -> None:
         while self.subscribers:
             await asyncio.sleep(self.poll_seconds)
+            for gone in [s for s in self.subscribers if not s.alive()]:
+                self.drop(gone)
             try:
                 await self.check()
             except Exception:  # a bad pass must not end every subscription
@@ -153,35 +156,41 @@ class ChangeFeed:
 
 class LegacySubscriptions:
     """``resources/subscribe`` and ``resources/unsubscribe`` handlers; one
-    Subscriber per session, told on the session's standalone stream."""
+    Subscriber per MCP session (its ``Connection``), told on the session's
+    standalone stream. Held weakly: a session that ends without
+    unsubscribing is forgotten by the feed's next pass."""
 
     def __init__(self, feed: ChangeFeed, agent_of: Callable[[Any], Awaitable[str]]):
         self.feed = feed
         self.agent_of = agent_of
-        self._by_session: weakref.WeakKeyDictionary[Any, Subscriber] = weakref.WeakKeyDictionary()
+        self._by_connection: weakref.WeakKeyDictionary[Any, Subscriber] = weakref.WeakKeyDictionary()
 
     async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
         uri = check_uri(params.uri)
         agent_id = await self.agent_of(ctx)
-        session = ctx.session
-        subscriber = self._by_session.get(session)
+        connection = ctx.session._connection  # the session's, not this request's
+        subscriber = self._by_connection.get(connection)
         if subscriber is None or subscriber.agent_id != agent_id:
+            ref = weakref.ref(connection)
 
             async def deliver(uri: str, meta: dict) -> None:
-                await session.send_notification(
-                    ResourceUpdatedNotification(params=ResourceUpdatedNotificationParams(uri=uri, _meta=meta))
-                )
+                alive = ref()
+                if alive is None:
+                    raise LookupError("the session ended")
+                await alive.notify("notifications/resources/updated", {"uri": uri, "_meta": meta})
 
-            subscriber = self._by_session[session] = Subscriber(agent_id, deliver)
+            subscriber = Subscriber(agent_id, deliver, alive=lambda: ref() is not None)
+            self._by_connection[connection] = subscriber
         await self.feed.add(subscriber, uri)
         return EmptyResult()
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
-        subscriber = self._by_session.get(ctx.session)
+        connection = ctx.session._connection
+        subscriber = self._by_connection.get(connection)
         if subscriber is not None:
             self.feed.drop(subscriber, str(params.uri))
             if not subscriber.told:
-                self._by_session.pop(ctx.session, None)
+                self._by_connection.pop(connection, None)
         return EmptyResult()
 
 
