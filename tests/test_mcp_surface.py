@@ -380,3 +380,35 @@ def test_a_subscriber_whose_session_ended_is_forgotten(transactional_db, agent):
 
     _, left = _feed_run(steps)
     assert left == set()
+
+
+def test_a_2026_client_gets_the_same_answers_as_a_2025_one(agent_tokens, record):
+    async def steps(c):
+        tools = sorted(
+            (
+                t.name,
+                t.description,
+                json.dumps(t.output_schema, sort_keys=True),
+                json.dumps(t.input_schema, sort_keys=True),
+            )
+            for t in (await c.list_tools()).tools
+        )
+        templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
+        listed = [str(r.uri) for r in (await c.list_resources()).resources]
+        read = (await c.read_resource(f"vetted://records/{record.public_id}")).contents[0].text
+        prompt = (await c.get_prompt(guidance.PROMPT_NAME)).messages[0].content.text
+        found = (await c.call_tool("read", {"id": record.public_id})).structured_content
+        refused = text_of(await c.call_tool("search", {"query": "x", "mode": "fuzzy"}))
+        return tools, templates, listed, read, prompt, found, refused
+
+    token = agent_tokens["team-bot"]
+    assert run_client(token, steps, "legacy") == run_client(token, steps, "2026-07-28")
+
+    def capabilities(c):
+        return asyncio.sleep(0, (c.protocol_version, c.server_capabilities))
+
+    # "auto" asks server/discover (a pinned version only assumes it).
+    for mode, version in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
+        negotiated, caps = run_client(token, capabilities, mode)
+        assert negotiated == version
+        assert caps.resources.subscribe is True and caps.prompts is not None and caps.tools is not None
