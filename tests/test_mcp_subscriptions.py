@@ -174,3 +174,35 @@ def test_subscriptions_work_through_the_bridge(gateway, agent_tokens, reviewer, 
 
     uri, got = _over_bridge(gateway, agent_tokens["team-bot"], steps, mode, on_message)
     assert got == [uri]
+
+
+def test_an_agent_holds_at_most_its_session_cap_of_listen_streams(gateway, agent_tokens):
+    """16 (VETTED_MCP_SESSIONS_PER_AGENT) open streams: the next is refused
+    for that agent, saying why; another agent still listens."""
+    from contextlib import AsyncExitStack
+
+    from mcp import MCPError
+
+    async def steps(c):
+        async with AsyncExitStack() as stack:
+            for _ in range(16):
+                await stack.enter_async_context(
+                    c.listen(resource_subscriptions=["vetted://proposals/prop_000000000000"])
+                )
+            try:
+                await stack.enter_async_context(c.listen(resources_list_changed=True))
+            except MCPError as exc:
+                refused = exc.error.message
+            else:
+                refused = ""
+            other = await asyncio.to_thread(run, gateway.mcp_url, agent_tokens["team-bot"], _listen_once, "2026-07-28")
+            return refused, other
+
+    refused, other = run(gateway.mcp_url, agent_tokens["claude-code"], steps, "2026-07-28")
+    assert "[limit_reached] at most 16 open listen streams per agent" in refused
+    assert other is True
+
+
+async def _listen_once(c):
+    async with c.listen(resources_list_changed=True):
+        return True

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -206,6 +207,7 @@ class Listen:
         self.feed = feed
         self.agent_of = agent_of
         self.open = 0
+        self.open_by_agent: dict[str, int] = {}
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
@@ -218,6 +220,14 @@ class Listen:
         wanted = params.notifications
         uris = [check_uri(uri) for uri in wanted.resource_subscriptions or ()]
         agent_id = await self.agent_of(ctx)
+        # Per agent, as sessions are: one agent cannot hold every stream there is.
+        cap = settings.VETTED_MCP_SESSIONS_PER_AGENT
+        if self.open_by_agent.get(agent_id, 0) >= cap:
+            raise MCPError(
+                INVALID_REQUEST,
+                f"[limit_reached] at most {cap} open listen streams per agent (VETTED_MCP_SESSIONS_PER_AGENT); "
+                "close one first",
+            )
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         send, receive = anyio.create_memory_object_stream[tuple[str, dict]](256)
 
@@ -226,6 +236,7 @@ class Listen:
 
         subscriber = Subscriber(agent_id, deliver)
         self.open += 1
+        self.open_by_agent[agent_id] = self.open_by_agent.get(agent_id, 0) + 1
         try:
             for uri in uris:
                 await self.feed.add(subscriber, uri)
@@ -250,6 +261,9 @@ class Listen:
                 )
         finally:
             self.open -= 1
+            left = self.open_by_agent.pop(agent_id, 1) - 1
+            if left:
+                self.open_by_agent[agent_id] = left
             self.feed.drop(subscriber)
             send.close()
             receive.close()
