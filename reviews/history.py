@@ -122,10 +122,11 @@ def clean_as_of(value: object, field: str = "as_of") -> datetime | None:
         return None
     now = timezone.now()
     text = str(value).strip()
-    if parse_datetime(text) is None and parse_date(text) is not None:  # a date: the end of that day
-        moment = moment + timedelta(days=1) - timedelta(microseconds=1)
-        if timezone.localdate(moment) <= timezone.localdate(now):
-            moment = min(moment, now)
+    day = parse_date(text) if parse_datetime(text) is None else None
+    if day is not None:  # a date: the end of that day (so far, for today)
+        moment = now if day >= timezone.localdate(now) else end_of(day)
+        if day > timezone.localdate(now):
+            moment = moment + timedelta(days=1)  # only to be refused as in the future below
     began = instance_began()
     allowed = f"a past date or ISO 8601 date-time from {began:%Y-%m-%d %H:%M:%S %Z} to now" if began else ""
     if moment > now:

@@ -242,6 +242,8 @@ def test_list_as_of_each_moment(past, agent):
     [
         ("as_of", "last tuesday", "a date (2026-11-30)"),
         ("as_of", "2999-01-01", "in the future"),
+        ("as_of", "9999-12-31", "a date (2026-11-30)"),
+        ("as_of", "2999-01-01T00:00:00Z", "in the future"),
         ("as_of", "2020-01-01", "before this instance's first write"),
         ("valid_at", "soon", "YYYY-MM-DD"),
         ("valid_at", "2026-03-01T10:00:00Z", "YYYY-MM-DD"),
@@ -288,3 +290,34 @@ def test_the_search_command_takes_as_of_and_valid_at(past):
     out = StringIO()
     call_command("search", QUERY, "--mode", "keyword", "--as-of", "2026-03-11", "--valid-at", "2026-07-01", stdout=out)
     assert past.summer.public_id in out.getvalue()
+
+
+# --------------------------------------------------------------------------- the records page
+
+
+def test_the_as_seen_page_lists_what_the_agent_received_on_that_date(past, reviewer, agent, client):
+    client.force_login(reviewer)
+    page = client.get("/records/as-seen/", {"as_of": "2026-03-03", "agent": agent.name}).content.decode()
+    assert f'id="as-of-{past.v1.public_id}"' in page and "Tuesdays" in page
+    assert past.v2.public_id not in page and "Thursdays" not in page
+    later = client.get("/records/as-seen/", {"as_of": "2026-03-13", "agent": agent.name}).content.decode()
+    assert "Thursdays" in later and past.host.public_id not in later and "attacker" not in later
+
+
+def test_the_as_seen_page_searches_for_a_set_of_spaces_and_counts_what_was_withheld(past, reviewer, client):
+    client.force_login(reviewer)
+    page = client.get(
+        "/records/as-seen/", {"as_of": "2026-03-09", "scopes": "team", "q": QUERY, "mode": "keyword"}
+    ).content.decode()
+    assert 'id="as-of-withheld"' in page and "disputed 1" in page
+    assert past.v2.public_id not in page.split('id="as-of-withheld"')[0].split('id="as-of-heading"')[1]
+    personal = client.get("/records/as-seen/", {"as_of": "2026-03-09", "scopes": "personal"}).content.decode()
+    assert "Nothing was deliverable then." in personal
+
+
+def test_the_as_seen_page_says_what_was_wrong_with_its_input(past, reviewer, client):
+    client.force_login(reviewer)
+    refused = client.get("/records/as-seen/", {"as_of": "2999-01-01", "agent": "nobody"})
+    assert refused.status_code == 400
+    text = refused.content.decode()
+    assert "in the future" in text and "no agent named" in text
