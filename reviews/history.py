@@ -18,12 +18,15 @@ index sync writes when it first sees a changed text:
 - review date and verification: the row's values, rolled back through each
   later ``record.verified`` (its ``previous_*``) and each later undo of one.
 - changed outside Vetted: Vetted cannot know when someone edited the row
-  behind its back, only when it first saw it: the reconcile that runs before
-  every search, and the daily scan, write a ``record.changed_outside`` outbox
-  row (once per changed text), and ``record.restored`` ends it. A change
-  nobody has seen yet counts from the last proof the text was intact (the
-  approval, a verify, a restore): fail closed, as an agent might have read
-  the row at any moment since.
+  behind its back, only when it first saw a changed text (the reconcile
+  that runs before every search and the daily scan write a
+  ``record.changed_outside`` outbox row, once per changed text) and when it
+  last proved the text intact (approval, verify, restore). Between the two
+  the edit may already have happened, so the record counts as edited from
+  the last proof before the sighting: fail closed (``_edited_then``). So a
+  record edited after the moment shows its approved text when Vetted proved
+  it intact after the moment; otherwise it is withheld as "edited", and its
+  changed text is never shown either way.
 
 Whether the record was deliverable then is the domain's one rule,
 ``models.withhold_reason_of``, applied to those values with that moment's
@@ -33,6 +36,7 @@ date. Read-only; nothing here writes.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -62,6 +66,7 @@ _STATUS_EVENTS = (
 )
 _EVENTS = (*_STATUS_EVENTS, "record.verified", "record.restored")
 _SUPERSEDING = ("record.revised", "record.moved", "proposal.accepted")
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 CHAIN_MAX = 100  # longer version chains are treated as loops (fail safe)
 
 
@@ -122,7 +127,8 @@ def clean_as_of(value: object, field: str = "as_of") -> datetime | None:
         return None
     now = timezone.now()
     text = str(value).strip()
-    day = parse_date(text) if parse_datetime(text) is None else None
+    # A date alone (parse_datetime reads one as midnight; it means the whole day here).
+    day = parse_date(text) if _DATE_ONLY.fullmatch(text) else None
     if day is not None:  # a date: the end of that day (so far, for today)
         moment = now if day >= timezone.localdate(now) else end_of(day)
         if day > timezone.localdate(now):
@@ -293,22 +299,32 @@ def _review_dates(record: Record, mine: list[AuditEvent], at: datetime) -> tuple
 
 
 def _edited_then(record: Record, mine: list[AuditEvent], seen: list[datetime], at: datetime) -> bool:
-    """Whether the row's text differed from its approval at ``at`` (see the module docstring)."""
-    restores = [e.at for e in mine if e.event_type == "record.restored" and e.record_ref == record.public_id]
-    marks = sorted([(t, True) for t in seen] + [(t, False) for t in restores])
-    edited = False
-    for moment, is_edit in marks:
-        if moment > at:
-            break
-        edited = is_edit
-    if record.edited_since_approval and not (marks and marks[-1][1]):
-        # Changed now, and nobody has seen it yet (or since the last restore):
-        # from the last proof the text was intact.
-        proofs = [record.approved_at, *restores]
-        proofs += [e.at for e in mine if e.event_type == "record.verified" and e.record_ref == record.public_id]
-        if at > max(proofs):
-            return True
-    return edited
+    """Whether the row's text may have differed from its approval at ``at``.
+
+    Vetted cannot know when a row was edited behind its back, only two kinds
+    of moment: proofs that the text was intact (the approval, a verify, which
+    refuses a changed text, a restore, a retirement that found no change)
+    and sightings of a changed text (the outbox row the index sync or the
+    daily scan writes, a retirement that found one; and now, if the row
+    differs now). At ``at`` the text was intact only if the last mark at or
+    before it is a proof and the next mark after it is a proof too (or there
+    is none); between a proof and a sighting the edit may already have
+    happened, so it counts as edited: fail closed."""
+    pid = record.public_id
+    marks: list[tuple[datetime, bool]] = [(record.approved_at, False), *((t, True) for t in seen)]
+    for event in mine:
+        if event.record_ref != pid:
+            continue
+        if event.event_type in ("record.verified", "record.restored"):
+            marks.append((event.at, False))
+        elif event.event_type == "record.retired":
+            marks.append((event.at, bool((event.extra or {}).get("edited_outside"))))
+    if record.edited_since_approval:
+        marks.append((timezone.now(), True))
+    marks.sort(key=lambda mark: (mark[0], mark[1]))
+    before = [is_edit for moment, is_edit in marks if moment <= at]
+    after = [is_edit for moment, is_edit in marks if moment > at]
+    return bool(before and before[-1]) or bool(after and after[0])
 
 
 def _copy(

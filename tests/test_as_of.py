@@ -20,6 +20,7 @@ import pytest
 import time_machine
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from mcp_bridge import agent_api
 from retrieval import search as search_module
@@ -27,7 +28,7 @@ from retrieval.gate import Reader
 from retrieval.search import MODES, search
 from reviews import actions, history
 from reviews.errors import NotFound, ValidationFailed
-from reviews.models import Record
+from reviews.models import AuditEvent, Record
 
 pytestmark = pytest.mark.django_db
 
@@ -38,8 +39,8 @@ HOST_BODY = "The billing staging database host is db-stage-3 in the eu-west regi
 EDITED_BODY = "The billing staging database host is attacker.example in nobody's region."
 
 
-def at(day: int, hour: int = 12) -> datetime:
-    return datetime(2026, 3, day, hour, 0, tzinfo=UTC)
+def at(day: int, hour: int = 12, minute: int = 0) -> datetime:
+    return datetime(2026, 3, day, hour, minute, tzinfo=UTC)
 
 
 @dataclass
@@ -88,6 +89,8 @@ def build_history(reviewer, agent) -> History:
         actions.dispute_record(v2, agent=agent, reason="The window moved again last week.")
         clock.move_to(at(10))
         actions.clear_dispute(v2, actor=reviewer, note="Still Thursdays, checked with the team")
+        clock.move_to(at(11, 18))
+        actions.verify_record(host, actor=reviewer)  # Vetted's last proof that the host text was intact
         clock.move_to(at(12, 9))
         with connection.cursor() as cursor:  # outside Vetted: nothing but the row changes
             cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s", [EDITED_BODY, host.pk])
@@ -152,7 +155,12 @@ def test_after_retirement_the_chain_is_withheld_and_counted(past):
 
 
 def test_a_record_edited_outside_after_the_moment_shows_its_approved_text(past):
-    assert bodies(found(at(11)))[past.host.public_id] == HOST_BODY
+    assert bodies(found(at(11)))[past.host.public_id] == HOST_BODY  # proved intact at 18:00 that day
+
+
+def test_between_the_last_proof_and_the_sighting_an_outside_edit_counts_as_made(past):
+    response = found(at(12, 8))  # the edit came at 9:00, but Vetted cannot know that: fail closed
+    assert past.host.public_id not in bodies(response) and response.withheld.get("edited") == 1
 
 
 def test_a_record_edited_outside_before_the_moment_is_withheld_as_it_was(past):
@@ -208,7 +216,7 @@ def test_read_as_of_each_moment(past, agent):
     assert agent_api.read(agent, v2, as_of="2026-03-09")["withheld"] == "disputed"
     assert agent_api.read(agent, v2, as_of="2026-03-11")["record"]["status"] == "approved"
     assert agent_api.read(agent, v2, as_of="2026-03-16")["withheld"] == "retired"
-    assert agent_api.read(agent, past.host.public_id, as_of="2026-03-11")["record"]["body"] == HOST_BODY
+    assert agent_api.read(agent, past.host.public_id, as_of="2026-03-11T12:00:00Z")["record"]["body"] == HOST_BODY
     assert agent_api.read(agent, past.host.public_id, as_of="2026-03-13")["withheld"] == "edited"
 
 
@@ -227,7 +235,8 @@ def test_list_as_of_each_moment(past, agent):
     assert set(listed("2026-03-03")) == {past.v1.public_id, past.host.public_id, past.due.public_id}
     assert set(listed("2026-03-06")) == {past.v2.public_id, past.host.public_id, past.due.public_id}
     assert past.v2.public_id not in listed("2026-03-09")
-    assert listed("2026-03-11")[past.host.public_id] == HOST_BODY
+    assert listed("2026-03-11T12:00:00Z")[past.host.public_id] == HOST_BODY
+    assert past.host.public_id not in listed("2026-03-11")  # the end of that day: after the last proof
     assert set(listed("2026-03-13")) == {past.v2.public_id, past.due.public_id}
     assert set(listed("2026-03-16")) == {past.due.public_id}
     assert listed("2026-03-22") == {}
@@ -321,3 +330,63 @@ def test_the_as_seen_page_says_what_was_wrong_with_its_input(past, reviewer, cli
     assert refused.status_code == 400
     text = refused.content.decode()
     assert "in the future" in text and "no agent named" in text
+
+
+# --------------------------------------------------------------------------- the same rule now and then
+
+
+def test_looking_from_now_agrees_with_the_live_gate_for_every_record(past):
+    rows = list(Record.objects.all())
+    now = history.at_moment(rows, history.Moment(timezone.now()))
+    for record in rows:
+        assert now[record.pk].reason == record.withhold_reason(), record.title
+
+
+def test_undoing_a_revision_brings_the_first_version_back_from_that_moment(reviewer, agent):
+    with time_machine.travel(at(2), tick=False) as clock:
+        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", scope="team",
+                                          title="Billing deploy window", body=OLD_BODY)  # fmt: skip
+        v1 = actions.accept_proposal(proposal, actor=reviewer).result_record
+        clock.move_to(at(2, 13))
+        v2 = actions.revise_record(v1, actor=reviewer, changes={"body": NEW_BODY})
+        clock.move_to(at(2, 13, 1))
+        event = AuditEvent.objects.filter(event_type="record.revised", record_ref=v2.public_id).get()
+        actions.undo_decision(event.pk, actor=reviewer)
+    assert bodies(found(at(2, 12, 30))) == {v1.public_id: OLD_BODY}
+    assert bodies(found(at(2, 13))) == {v2.public_id: NEW_BODY}
+    assert bodies(found(at(2, 13, 2))) == {v1.public_id: OLD_BODY}
+
+
+def test_a_verify_moves_the_review_date_from_its_moment_only(reviewer, agent):
+    with time_machine.travel(at(2), tick=False) as clock:
+        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", scope="team",
+                                          title="Billing deploy window", body=OLD_BODY,
+                                          review_by=date(2026, 3, 10))  # fmt: skip
+        record = actions.accept_proposal(proposal, actor=reviewer).result_record
+        clock.move_to(at(14))
+        actions.verify_record(record, actor=reviewer, review_by=date(2026, 4, 30))
+    assert found(at(12)).withheld == {"overdue": 1}
+    assert bodies(found(at(15))) == {record.public_id: OLD_BODY}
+
+
+def test_an_outside_edit_nobody_has_seen_counts_from_the_last_proof_the_text_was_intact(reviewer, agent):
+    with time_machine.travel(at(2), tick=False) as clock:
+        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", scope="team",
+                                          title="Billing deploy window", body=OLD_BODY)  # fmt: skip
+        record = actions.accept_proposal(proposal, actor=reviewer).result_record
+        clock.move_to(at(6))
+        actions.verify_record(record, actor=reviewer)
+        clock.move_to(at(20))
+        with connection.cursor() as cursor:  # no search since: Vetted has not seen it
+            cursor.execute("UPDATE reviews_record SET body = %s WHERE id = %s", [EDITED_BODY, record.pk])
+    assert bodies(found(at(5))) == {record.public_id: OLD_BODY}  # before the verify proved it intact
+    response = found(at(7))  # after it: the edit may already have happened
+    assert response.results == [] and response.withheld == {"edited": 1}
+    # Seeing the edit now (this search's index sync did) changes nothing about the past.
+    assert bodies(found(at(5))) == {record.public_id: OLD_BODY} and found(at(7)).withheld == {"edited": 1}
+
+
+def test_a_date_means_the_end_of_that_day_and_today_means_now(past):
+    assert history.clean_as_of("2026-03-11") == history.end_of(date(2026, 3, 11))
+    assert history.clean_as_of("2026-03-11T09:30:00Z") == datetime(2026, 3, 11, 9, 30, tzinfo=UTC)
+    assert history.clean_as_of(timezone.localdate().isoformat()) <= timezone.now()

@@ -32,7 +32,7 @@ def test_search_read_and_list_as_of_over_mcp_and_rest(gateway, agent_tokens, rev
     assert past.v2.public_id not in str(disputed["results"]) and disputed["withheld"].get("disputed") == 1
     assert mcp("read", id=past.v2.public_id, as_of="2026-03-11")["record"]["body"] == NEW_BODY
     assert mcp("read", id=past.host.public_id, as_of="2026-03-13")["withheld"] == "edited"
-    listed = mcp("list", as_of="2026-03-11")
+    listed = mcp("list", as_of="2026-03-11T12:00:00Z")
     assert {r["id"] for r in listed["records"]} >= {past.v2.public_id, past.host.public_id}
     assert HOST_BODY in str(listed) and "attacker" not in str(listed)
     refused = call(gateway.mcp_url, token, "search", {"query": QUERY, "as_of": "2999-01-01"})
