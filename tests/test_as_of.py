@@ -389,4 +389,5 @@ def test_an_outside_edit_nobody_has_seen_counts_from_the_last_proof_the_text_was
 def test_a_date_means_the_end_of_that_day_and_today_means_now(past):
     assert history.clean_as_of("2026-03-11") == history.end_of(date(2026, 3, 11))
     assert history.clean_as_of("2026-03-11T09:30:00Z") == datetime(2026, 3, 11, 9, 30, tzinfo=UTC)
-    assert history.clean_as_of(timezone.localdate().isoformat()) <= timezone.now()
+    today = history.clean_as_of(timezone.localdate().isoformat())
+    assert today is not None and today <= timezone.now()
