@@ -19,6 +19,7 @@ from io import StringIO
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
@@ -391,3 +392,21 @@ def test_a_date_means_the_end_of_that_day_and_today_means_now(past):
     assert history.clean_as_of("2026-03-11T09:30:00Z") == datetime(2026, 3, 11, 9, 30, tzinfo=UTC)
     today = history.clean_as_of(timezone.localdate().isoformat())
     assert today is not None and today <= timezone.now()
+
+
+def test_the_records_command_lists_and_reads_as_of(past):
+    out = StringIO()
+    call_command("records", "list", "--scope", "team", "--as-of", "2026-03-06", "--json", stdout=out)
+    assert {r["id"] for r in json.loads(out.getvalue())["records"]} == {
+        past.v2.public_id,
+        past.host.public_id,
+        past.due.public_id,
+    }
+    out = StringIO()
+    call_command("records", "read", past.v1.public_id, "--as-of", "2026-03-03", "--json", stdout=out)
+    assert json.loads(out.getvalue())["record"]["body"] == OLD_BODY
+    out = StringIO()
+    call_command("records", "read", past.v1.public_id, "--as-of", "2026-03-06", stdout=out)
+    assert f"withheld (superseded); read {past.v2.public_id} instead" in out.getvalue()
+    with pytest.raises(CommandError, match="--as-of: got '2999-01-01', which is in the future"):
+        call_command("records", "list", "--as-of", "2999-01-01")
