@@ -410,3 +410,23 @@ def test_the_records_command_lists_and_reads_as_of(past):
     assert f"withheld (superseded); read {past.v2.public_id} instead" in out.getvalue()
     with pytest.raises(CommandError, match="--as-of: got '2999-01-01', which is in the future"):
         call_command("records", "list", "--as-of", "2999-01-01")
+
+
+def test_read_and_list_never_give_the_edited_text_at_any_moment(past, agent):
+    for day in range(2, 28):
+        moment = at(day).isoformat()
+        assert "attacker" not in json.dumps(agent_api.read(agent, past.host.public_id, as_of=moment))
+        assert "attacker" not in json.dumps(agent_api.list_records(agent, as_of=moment, limit=100))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_what_a_reader_got_then_does_not_depend_on_other_spaces_or_pending_proposals(past, reviewer, agent, mode):
+    before = {day: found(at(day), mode).as_dict() for day in (3, 6, 9, 13)}
+    with time_machine.travel(at(2, 13), tick=False):
+        other = actions.propose_create(agent=agent, reason="diary", kind="fact", scope="personal",
+                                       title="Billing deploy window at home", body=OLD_BODY + " Personal.")  # fmt: skip
+        actions.accept_proposal(other, actor=reviewer)
+        actions.propose_create(agent=agent, reason="guess", kind="fact", scope="team",
+                               title="Billing deploy window rumour", body=NEW_BODY + " Pending.")  # fmt: skip
+    for day, response in before.items():
+        assert found(at(day), mode).as_dict() == response, day
