@@ -8,6 +8,9 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from memory_site.cli import iso_date
+from reviews import history
+from reviews.errors import ValidationFailed
+from reviews.history import Moment
 from reviews.models import SCOPES
 from reviews.validation import kinds
 
@@ -33,6 +36,18 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verified-after", type=iso_date)
     parser.add_argument("--verified-before", type=iso_date)
     parser.add_argument("--min-confidence", type=float)
+    # as-of (issue 18 §2)
+    parser.add_argument("--as-of", help="what the reader would have received at this past moment (date or date-time)")
+    parser.add_argument("--valid-at", help="records whose validity window holds this day (YYYY-MM-DD)")
+
+
+def moment_from(opts: dict[str, Any]) -> Moment | None:
+    try:
+        return history.clean_moment(opts.get("as_of"), opts.get("valid_at"))
+    except ValidationFailed as exc:
+        raise CommandError(
+            "; ".join(f"--{name.replace('_', '-')}: {text}" for name, text in exc.fields.items())
+        ) from None
 
 
 def reader_from(opts: dict[str, Any]) -> Reader:

@@ -33,9 +33,10 @@ from typing import Any
 
 from django.db import connection
 
+from reviews.history import Moment
 from reviews.models import SCOPES
 
-from . import docs, index, schema, scoring
+from . import asof, docs, index, schema, scoring
 from .access import AccessCounter as _AccessCounter
 from .access import access_counter
 from .candidates import KNN_MAX, gather, nearest_chunks
@@ -94,15 +95,19 @@ class SearchResponse:
     results: list[Hit]
     withheld: dict[str, int]
     took_ms: float = 0.0
+    moment: Moment | None = None  # as_of / valid_at (retrieval/asof.py)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "query": self.query,
             "mode": self.mode,
             "results": [hit.as_dict() for hit in self.results],
             "withheld": self.withheld,
             "withheld_total": sum(self.withheld.values()),
         }
+        if self.moment is not None:
+            data.update(self.moment.as_dict())
+        return data
 
 
 def search(
@@ -114,6 +119,7 @@ def search(
     reader: Reader,
     embedder: Embedder | None = None,
     count_access: bool = True,
+    moment: Moment | None = None,
 ) -> SearchResponse:
     """Search approved memory as ``reader`` may see it.
 
@@ -121,7 +127,10 @@ def search(
     number of withheld candidates by reason (pending proposals and text
     nobody approved are never in the index, so they can never appear or be
     counted). Pools are over-fetched and grow until ``limit`` records pass
-    the gate and the filters, or the indexes run out.
+    the gate and the filters, or the indexes run out. With ``moment``
+    (as_of, valid_at), what the reader would have received then, through
+    retrieval/asof.py's gate (which says how past text is ranked); an as_of
+    look is not counted as an access.
     """
     query, mode, limit = validate(query, mode, limit)
     filters = filters or Filters()
@@ -146,16 +155,24 @@ def search(
             )
             held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq, readable)
         candidates = {**held, **live}
-        results, withheld = deliver(
-            scoring.rank(mode, live), scoring.rank(mode, held, scoring.shape(live)), candidates, reader, filters, limit
-        )
+        if moment is not None:
+            ranked = scoring.rank(mode, candidates, scoring.shape(live))
+            results, withheld = asof.deliver_at(ranked, candidates, reader, filters, limit, moment)
+        else:
+            ranked_held = scoring.rank(mode, held, scoring.shape(live))
+            results, withheld = deliver(scoring.rank(mode, live), ranked_held, candidates, reader, filters, limit)
         if len(results) >= limit or not more or k >= KNN_MAX:
             break
         k = min(k * 4, KNN_MAX)
 
     attach_chunks(results)
-    if count_access and results:
+    if count_access and results and (moment is None or moment.at is None):
         access_counter.add([hit.record.pk for hit in results])
     return SearchResponse(
-        query=query, mode=mode, results=results, withheld=withheld, took_ms=(time.perf_counter() - started) * 1000
+        query=query,
+        mode=mode,
+        results=results,
+        withheld=withheld,
+        took_ms=(time.perf_counter() - started) * 1000,
+        moment=moment,
     )

@@ -212,26 +212,53 @@ class Record(models.Model):
     def is_overdue(self, today: date | None = None) -> bool:
         return self.review_by < (today or timezone.localdate())
 
-    def withhold_reason(self, today: date | None = None) -> str | None:
+    def withhold_reason(self, today: date | None = None, valid_on: date | None = None) -> str | None:
         """Why this record must not be delivered right now (one of
         WITHHOLD_REASONS), or None if it may be. The Python form of
-        RecordQuerySet.current() plus the checksum check."""
-        today = today or timezone.localdate()
-        if self.status == RecordStatus.RETIRED:
-            return "retired"
-        if self.status == RecordStatus.SUPERSEDED:
-            return "superseded"
-        if self.status != RecordStatus.APPROVED:  # disputed, or an unknown status: fail safe
-            return "disputed"
-        if self.current_checksum() != self.approved_checksum:
-            return "edited"
-        if self.valid_until is not None and self.valid_until < today:
-            return "expired"
-        if self.valid_from is not None and self.valid_from > today:
-            return "not_yet_valid"  # it describes a state of the world not yet in force
-        if self.review_by < today:
-            return "overdue"
-        return None
+        RecordQuerySet.current() plus the checksum check. ``valid_on`` judges
+        the validity window on another day than ``today`` (valid_at)."""
+        return withhold_reason_of(
+            status=self.status,
+            edited=self.current_checksum() != self.approved_checksum,
+            valid_from=self.valid_from,
+            valid_until=self.valid_until,
+            review_by=self.review_by,
+            today=today or timezone.localdate(),
+            valid_on=valid_on,
+        )
+
+
+def withhold_reason_of(
+    *,
+    status: str,
+    edited: bool,
+    valid_from: date | None,
+    valid_until: date | None,
+    review_by: date,
+    today: date,
+    valid_on: date | None = None,
+) -> str | None:
+    """The one deliverable rule, on plain values: Record.withhold_reason
+    applies it to a row as it is now, reviews.history to a record as it
+    stood at a past moment (its status, review date and whether its text had
+    been changed outside Vetted then). ``today`` decides "overdue";
+    ``valid_on`` (default ``today``) the validity window."""
+    valid_on = valid_on or today
+    if status == RecordStatus.RETIRED:
+        return "retired"
+    if status == RecordStatus.SUPERSEDED:
+        return "superseded"
+    if status != RecordStatus.APPROVED:  # disputed, or an unknown status: fail safe
+        return "disputed"
+    if edited:
+        return "edited"
+    if valid_until is not None and valid_until < valid_on:
+        return "expired"
+    if valid_from is not None and valid_from > valid_on:
+        return "not_yet_valid"  # it describes a state of the world not yet in force
+    if review_by < today:
+        return "overdue"
+    return None
 
 
 class ProposalAction(models.TextChoices):

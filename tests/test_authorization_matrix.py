@@ -56,6 +56,8 @@ SITE = [
     ("disputed", "/disputed/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("edited", "/edited/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("records", "/records/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    # as-of (issue 18 §2): the records as an agent saw them on a date (GET only).
+    ("records as seen", "/records/as-seen/",             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("record page", "/records/{r_view}/",                (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     # Without htmx the card redirects a reviewer to its place in the inbox.
     ("proposal card", "/proposals/{p_view}/",            (302, 302, 302, 302, 403, 302, 302), (302, 302, 302, 302, 403, 405, 405)),

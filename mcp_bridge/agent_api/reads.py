@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from retrieval import asof
 from retrieval import search as search_engine
 from retrieval.gate import read_record, withhold_reason
+from reviews import history
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, Proposal, Record
 
@@ -17,10 +19,24 @@ LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 20
 
 
-def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=None, limit=8) -> dict:
-    """The gated search, limited to the agent's scopes."""
+def _moment(as_of, valid_at, errors: dict):
+    """as_of / valid_at (reviews.history says what each means), or None for now."""
+    try:
+        return history.clean_moment(as_of, valid_at)
+    except ValidationFailed as exc:
+        errors.update(exc.fields)
+    return None
+
+
+def search(
+    agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=None, limit=8, as_of=None, valid_at=None
+) -> dict:
+    """The gated search, limited to the agent's scopes; with ``as_of`` what
+    it would have received at that moment, with ``valid_at`` the records
+    whose validity window holds that day."""
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
+    moment = _moment(as_of, valid_at, errors)
     kinds = _optional_kind(kind, errors)
     scopes = _optional_scope(agent, scope, errors)
     tag_list = _tag_list(tags, errors)
@@ -30,7 +46,9 @@ def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=No
         errors.update(exc.fields)
     _raise(errors)
     filters = search_engine.Filters(kinds=kinds, scopes=scopes, tags_all=tag_list)
-    response = search_engine.search(query, mode=mode, filters=filters, limit=int(limit), reader=_reader(agent))
+    response = search_engine.search(
+        query, mode=mode, filters=filters, limit=int(limit), reader=_reader(agent), moment=moment
+    )
     data = response.as_dict()
     data["took_ms"] = round(response.took_ms, 1)
     if data["withheld_total"]:
@@ -38,26 +56,38 @@ def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=No
     return data
 
 
-def read(agent: Agent, record_id) -> dict:
-    """One record through the gate: its text, or why it is withheld."""
+def read(agent: Agent, record_id, *, as_of=None, valid_at=None) -> dict:
+    """One record through the gate: its text, or why it is withheld (at
+    ``as_of`` / on ``valid_at`` when given: the approved text as it stood then)."""
     read_limiter.hit(agent)
-    result = read_record(_record_id(record_id), _reader(agent))
+    errors: dict[str, str] = {}
+    moment = _moment(as_of, valid_at, errors)
+    _raise(errors)
+    public_id = _record_id(record_id)
+    result = asof.read_at(public_id, _reader(agent), moment) if moment else read_record(public_id, _reader(agent))
+    when = moment.as_dict() if moment else {}
     if result.record is not None:
-        search_engine.access_counter.add([result.record.pk])
-        return {"id": result.public_id, "deliverable": True, "record": record_full(result.record, agent.scopes)}
+        if moment is None or moment.at is None:
+            search_engine.access_counter.add([result.record.pk])
+        record = record_full(result.record, agent.scopes)
+        return {"id": result.public_id, "deliverable": True, **when, "record": record}
     assert result.withheld is not None  # read_record gives a record or a reason
     explanation = WITHHELD_EXPLAINED[result.withheld]
-    data = {"id": result.public_id, "deliverable": False, "withheld": result.withheld}
+    data = {"id": result.public_id, "deliverable": False, **when, "withheld": result.withheld}
     if result.successor is not None:
         data["current_version"] = result.successor.public_id
         explanation += f"; read {result.successor.public_id} instead"
     return {**data, "explanation": explanation}
 
 
-def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT) -> dict:
-    """Recently approved or verified records the agent can receive, newest first."""
+def list_records(
+    agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT, as_of=None, valid_at=None
+) -> dict:
+    """Recently approved or verified records the agent can receive, newest
+    first (at ``as_of`` / on ``valid_at`` when given: as they stood then)."""
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
+    moment = _moment(as_of, valid_at, errors)
     kinds = _optional_kind(kind, errors)
     scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
     tag_list = _tag_list(tag, errors, field="tag")
@@ -66,6 +96,12 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
     if not 1 <= number <= LIST_LIMIT_MAX:
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIST_LIMIT_MAX}"
     _raise(errors)
+    if moment is not None:
+        then = asof.list_at(
+            _reader(agent), moment, scopes=scopes, kinds=kinds, tags_all=tag_list, since=after, limit=number
+        )
+        found_then = [record_summary(record) for record in then]
+        return {"records": found_then, "count": len(found_then), "limit": number, **moment.as_dict()}
     today = timezone.localdate()
     rows = Record.objects.deliverable(scopes, today)
     if kinds:

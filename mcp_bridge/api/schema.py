@@ -54,6 +54,8 @@ class SearchSerializer(serializers.Serializer):
     withheld_total = serializers.IntegerField()
     withheld_explained = serializers.DictField(child=serializers.CharField(), required=False)
     took_ms = serializers.FloatField()
+    as_of = serializers.CharField(required=False, help_text="The moment looked from (as-of), when asked.")
+    valid_at = serializers.CharField(required=False, help_text="The day validity windows were judged on, when asked.")
 
 
 class RecordSerializer(serializers.Serializer):
@@ -83,6 +85,8 @@ class ReadSerializer(serializers.Serializer):
     withheld = serializers.CharField(required=False)
     explanation = serializers.CharField(required=False)
     current_version = serializers.CharField(required=False)
+    as_of = serializers.CharField(required=False, help_text="The moment looked from (as-of), when asked.")
+    valid_at = serializers.CharField(required=False, help_text="The day validity windows were judged on, when asked.")
 
 
 class SummarySerializer(serializers.Serializer):
@@ -101,6 +105,8 @@ class ListSerializer(serializers.Serializer):
     records = SummarySerializer(many=True)
     count = serializers.IntegerField()
     limit = serializers.IntegerField()
+    as_of = serializers.CharField(required=False, help_text="The moment looked from (as-of), when asked.")
+    valid_at = serializers.CharField(required=False, help_text="The day validity windows were judged on, when asked.")
 
 
 class NamedCountSerializer(serializers.Serializer):

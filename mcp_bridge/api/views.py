@@ -105,6 +105,13 @@ def describe(request):
     return Response(agent_api.describe(request.auth))
 
 
+# as-of (issue 18 §2): on search, list and read.
+_AS_OF = OpenApiParameter(
+    "as_of", str, description="A past moment (YYYY-MM-DD = the end of that day, or ISO date-time): as received then."
+)
+_VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records whose validity window holds that day.")
+
+
 @extend_schema(
     operation_id="search",
     summary="Gated hybrid search over what is true now",
@@ -115,12 +122,14 @@ def describe(request):
         _KIND,
         _SCOPE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
+        _AS_OF,
+        _VALID_AT,
     ],
     responses={200: s.SearchSerializer, 400: _ERRORS[400], 401: _ERRORS[401], 429: _ERRORS[429]},
 )
 @api_view(["GET"])
 def search(request):
-    q = _query(request, ("q", "mode", "limit", "kind", "scope", "tags"))
+    q = _query(request, ("q", "mode", "limit", "kind", "scope", "tags", "as_of", "valid_at"))
     return Response(
         agent_api.search(
             request.auth,
@@ -130,6 +139,8 @@ def search(request):
             scope=q.get("scope"),
             tags=_tags_param(request),
             limit=q.get("limit", 8),
+            as_of=q.get("as_of"),
+            valid_at=q.get("valid_at"),
         )
     )
 
@@ -143,12 +154,14 @@ def search(request):
         OpenApiParameter("tag", str),
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 100}, description="1-100, default 20."),
+        _AS_OF,
+        _VALID_AT,
     ],
     responses={200: s.ListSerializer, 400: _ERRORS[400], 401: _ERRORS[401], 429: _ERRORS[429]},
 )
 @api_view(["GET"])
 def records(request):
-    q = _query(request, ("kind", "scope", "tag", "since", "limit"))
+    q = _query(request, ("kind", "scope", "tag", "since", "limit", "as_of", "valid_at"))
     return Response(
         agent_api.list_records(
             request.auth,
@@ -157,6 +170,8 @@ def records(request):
             tag=q.get("tag"),
             since=q.get("since"),
             limit=q.get("limit", agent_api.LIST_LIMIT_DEFAULT),
+            as_of=q.get("as_of"),
+            valid_at=q.get("valid_at"),
         )
     )
 
@@ -164,13 +179,13 @@ def records(request):
 @extend_schema(
     operation_id="read_record",
     summary="One record through the gate (or why it is withheld)",
-    parameters=[_RECORD_ID],
+    parameters=[_RECORD_ID, _AS_OF, _VALID_AT],
     responses={200: s.ReadSerializer, **_ERRORS},
 )
 @api_view(["GET"])
 def record(request, record_id: str):
-    _query(request)
-    return Response(agent_api.read(request.auth, record_id))
+    q = _query(request, ("as_of", "valid_at"))
+    return Response(agent_api.read(request.auth, record_id, as_of=q.get("as_of"), valid_at=q.get("valid_at")))
 
 
 @extend_schema(

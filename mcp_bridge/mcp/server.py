@@ -105,6 +105,22 @@ Tags = Annotated[list[str] | None, Field(description="Only records carrying all 
 RecordId = Annotated[
     str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).", max_length=40)
 ]
+# as-of (issue 18 §2): look back in time, and judge validity windows on another day.
+AsOf = Annotated[
+    str | None,
+    Field(
+        description="Answer as of this past moment (YYYY-MM-DD = the end of that day, or an ISO date-time): "
+        "only what you would have received then, in its approved text.",
+        max_length=40,
+    ),
+]
+ValidAt = Annotated[
+    str | None,
+    Field(
+        description="Only records whose validity window holds this day (YYYY-MM-DD; may be in the future).",
+        max_length=10,
+    ),
+]
 ProposalId = Annotated[str, Field(description="A proposal id (prop_...) returned when you proposed.", max_length=40)]
 Reason = Annotated[str, Field(description="Why, in a sentence or two; the human reviewer reads it.", max_length=2000)]
 
@@ -138,22 +154,31 @@ def build_server() -> MCPServer:
         scope: Scope = None,
         tags: Tags = None,
         limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
+        as_of: AsOf = None,
+        valid_at: ValidAt = None,
     ) -> dict[str, Any]:
         """Search approved memory before you answer from memory or propose something. Returns only records
         that are true right now (approved, not overdue, unchanged since approval, not disputed, retired or
         superseded): id, title, kind, scope, tags, body (the most relevant excerpt when long), approval and
         verification dates, review_by and score; plus how many matches were withheld and why.
         Example: search(query="billing API deploy window", kind="procedure")"""
-        return agent_api.search(agent, query, mode=mode, kind=kind, scope=scope, tags=tags, limit=limit)
+        return agent_api.search(
+            agent, query, mode=mode, kind=kind, scope=scope, tags=tags, limit=limit, as_of=as_of, valid_at=valid_at
+        )
 
     @server.tool(annotations=READ_ONLY)
     @_tool
-    def read(agent: Agent, id: RecordId) -> dict[str, Any]:  # noqa: A002 - the tool's argument is called id
+    def read(
+        agent: Agent,
+        id: RecordId,  # noqa: A002 - the tool's argument is called id
+        as_of: AsOf = None,
+        valid_at: ValidAt = None,
+    ) -> dict[str, Any]:
         """Read one whole record by id. A record that is not deliverable right now (retired, superseded,
         disputed, overdue, edited since approval) comes back with deliverable=false and the reason instead of
         its text; a superseded one names its current version.
         Example: read(id="rec_1a2b3c4d5e6f")"""
-        return agent_api.read(agent, id)
+        return agent_api.read(agent, id, as_of=as_of, valid_at=valid_at)
 
     @server.tool(name="list", annotations=READ_ONLY)
     @_tool
@@ -166,10 +191,14 @@ def build_server() -> MCPServer:
             str | None, Field(description="Only records approved on or after this date (YYYY-MM-DD or ISO date-time).")
         ] = None,
         limit: Annotated[int, Field(description="How many, 1-100.", ge=1, le=100)] = 20,
+        as_of: AsOf = None,
+        valid_at: ValidAt = None,
     ) -> dict[str, Any]:
         """List recently approved records you can rely on, newest first, with a short excerpt each (use read
         for the whole text). Good for catching up on what changed. Example: list(since="2026-11-01", scope="team")"""
-        return agent_api.list_records(agent, kind=kind, scope=scope, tag=tag, since=since, limit=limit)
+        return agent_api.list_records(
+            agent, kind=kind, scope=scope, tag=tag, since=since, limit=limit, as_of=as_of, valid_at=valid_at
+        )
 
     @server.tool(annotations=PROPOSE)
     @_tool

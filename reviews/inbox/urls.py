@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import (
     agent_views,
+    asof_views,
     decision_views,
     hint_views,
     inbox_views,
@@ -32,6 +33,8 @@ urlpatterns = [
     path("disputed/", worklist_views.disputed, name="disputed"),
     path("edited/", worklist_views.edited, name="edited"),
     path("records/", record_views.records, name="records"),
+    # as-of (issue 18 §2): the records as an agent saw them on a past date.
+    path("records/as-seen/", asof_views.as_seen, name="records_as_of"),
     path("records/<str:public_id>/", record_views.detail, name="record_detail"),
     path("records/<str:public_id>/verify", record_views.verify, name="record_verify"),
     path("records/<str:public_id>/retire", record_views.retire, name="record_retire"),

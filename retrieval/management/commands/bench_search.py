@@ -6,6 +6,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
+from django.utils import timezone
 
 from retrieval import index
 from retrieval import search as engine
@@ -14,6 +15,7 @@ from retrieval.gate import Reader
 from retrieval.index import chunk_texts
 from retrieval.scratch import scratch_database
 from retrieval.synthetic import make_queries, make_record, populate_corpus
+from reviews.history import Moment
 
 KINDS = ("onnx", "torch", "fake")
 
@@ -49,6 +51,8 @@ class Command(BaseCommand):
             help="the reader's scopes (the synthetic corpus is 90%% team, 10%% personal)",
         )
         parser.add_argument("--keep", action="store_true", help="keep the temporary databases and print where")
+        # as-of (issue 18 §2): the same queries through the as-of gate, as rows "MODE@as_of".
+        parser.add_argument("--as-of", action="store_true", help="also time each mode with as_of (a moment ago)")
 
     def handle(self, *args, **opts):
         try:
@@ -129,18 +133,21 @@ class Command(BaseCommand):
             queries = make_queries(rng, specs, opts["queries"])
             reader = Reader.for_scopes([s for s in opts["scopes"].split(",") if s])
             rows = []
-            for mode in modes:
+            moments = [None, Moment(timezone.now())] if opts["as_of"] else [None]
+            for mode, moment in ((m, at) for m in modes for at in moments):
                 engine.search(queries[0], mode=mode, reader=reader, embedder=embedder, count_access=False)  # warm
                 timings = []
                 for q in queries:
                     t0 = time.perf_counter()
-                    engine.search(q, mode=mode, limit=8, reader=reader, embedder=embedder, count_access=False)
+                    engine.search(
+                        q, mode=mode, limit=8, reader=reader, embedder=embedder, count_access=False, moment=moment
+                    )
                     timings.append((time.perf_counter() - t0) * 1000)
                 rows.append(
                     {
                         "records": size,
                         "embedder": kind,
-                        "mode": mode,
+                        "mode": mode if moment is None else f"{mode}@as_of",
                         "p50": statistics.median(timings),
                         "p95": _p(timings, 0.95),
                         "max": max(timings),
@@ -170,14 +177,14 @@ class Command(BaseCommand):
             out(f"{kind:<9} {embedders[kind].name:<20} {load_s[kind]:>7.1f} {p50:>13.2f} {p95:>13.2f} {cpu:>13.2f}")
         out("")
         out(
-            f"{'records':>8} {'embedder':<9} {'index rec/s':>11} {'rec/cpu-s':>9} {'build s':>8} {'mode':<9} "
+            f"{'records':>8} {'embedder':<9} {'index rec/s':>11} {'rec/cpu-s':>9} {'build s':>8} {'mode':<14} "
             f"{'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'db MB':>7}"
         )
         for row in rows:
             out(
                 f"{row['records']:>8} {row['embedder']:<9} {row['index_rps']:>11.1f} {row['index_cpu_rps']:>9.1f} "
                 f"{row['build']:>8.1f} "
-                f"{row['mode']:<9} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
+                f"{row['mode']:<14} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
             )
         out("")
         out(f"embedding alone, {batch['records']} records ({batch['texts']} chunks) in batches of 256 records,")

@@ -4,7 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval import search as engine
-from retrieval.cli import add_search_arguments, filters_from, reader_from
+from retrieval.cli import add_search_arguments, filters_from, moment_from, reader_from
 from retrieval.index import IndexModelMismatch
 from reviews.errors import VettedError
 
@@ -25,12 +25,12 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         if bool(opts["query"]) == bool(opts["queries"]):
             raise CommandError('Give either a QUERY or --queries FILE.jsonl (e.g. search "deploy window").')
-        reader, filters = reader_from(opts), filters_from(opts)
+        reader, filters, moment = reader_from(opts), filters_from(opts), moment_from(opts)
         try:
             if opts["queries"]:
-                return self._many(opts, reader, filters)
+                return self._many(opts, reader, filters, moment)
             response = engine.search(
-                opts["query"], mode=opts["mode"], limit=opts["limit"], filters=filters, reader=reader
+                opts["query"], mode=opts["mode"], limit=opts["limit"], filters=filters, reader=reader, moment=moment
             )
         except IndexModelMismatch as exc:
             raise CommandError(str(exc)) from None
@@ -55,7 +55,7 @@ class Command(BaseCommand):
         withheld = ", ".join(f"{reason}: {n}" for reason, n in sorted(response.withheld.items()))
         self.stdout.write(f"withheld: {withheld or 'none'}  ({response.took_ms:.1f} ms, {response.mode})")
 
-    def _many(self, opts, reader, filters):
+    def _many(self, opts, reader, filters, moment):
         stream = sys.stdin if opts["queries"] == "-" else open(opts["queries"], encoding="utf-8")  # noqa: SIM115
         with stream:
             for number, line in enumerate(stream, 1):
@@ -71,6 +71,7 @@ class Command(BaseCommand):
                         limit=item.get("limit", opts["limit"]),
                         filters=filters,
                         reader=reader,
+                        moment=moment,
                     )
                     out = {"line": number, **response.as_dict(), "took_ms": round(response.took_ms, 2)}
                 except (ValueError, VettedError) as exc:

@@ -1,0 +1,94 @@
+"""`records list` and `records read ID`: what a reader of some scopes receives,
+through the same gate as agents, now or at a past moment (--as-of, --valid-at)."""
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.asof import list_at, read_at
+from retrieval.cli import moment_from, reader_from
+from retrieval.gate import read_record
+from reviews.errors import VettedError
+from reviews.history import Moment
+from reviews.models import Record
+
+
+def _summary(record: Record) -> dict[str, Any]:
+    return {
+        "id": record.public_id,
+        "title": record.title,
+        "kind": record.kind,
+        "scope": record.scope,
+        "tags": record.tags,
+        "body": record.body,
+        "status": record.status,
+        "approved_at": record.approved_at.isoformat(),
+        "review_by": record.review_by.isoformat(),
+    }
+
+
+class Command(BaseCommand):
+    help = "List or read records as a reader of some scopes receives them, now or as of a past moment."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+        for name, text in (("list", "deliverable records, newest approval first"), ("read", "one record")):
+            p = sub.add_parser(name, help=text)
+            if name == "read":
+                p.add_argument("id", help="a record id (rec_...)")
+            else:
+                p.add_argument("--limit", type=int, default=20)
+                p.add_argument("--kind", action="append", default=[], help="only these kinds; repeatable")
+            p.add_argument("--scope", action="append", default=[], help="read as a reader of these scopes; default all")
+            p.add_argument("--as-of", help="as received at this past moment (date = the end of that day, or date-time)")
+            p.add_argument("--valid-at", help="judge validity windows on this day (YYYY-MM-DD)")
+            p.add_argument("--json", action="store_true", help="print JSON instead of lines")
+
+    def handle(self, *args, **opts):
+        reader, moment = reader_from(opts), moment_from(opts)
+        if opts["subcommand"] == "read":
+            return self._read(opts, reader, moment)
+        if not 1 <= opts["limit"] <= 100:
+            raise CommandError(f"--limit must be from 1 to 100, not {opts['limit']}.")
+        rows = list_at(
+            reader,
+            moment or Moment(),
+            scopes=sorted(reader.scopes),
+            kinds=opts["kind"],
+            tags_all=[],
+            limit=opts["limit"],
+        )
+        if opts["json"]:
+            self.stdout.write(
+                json.dumps({"records": [_summary(r) for r in rows], **(moment.as_dict() if moment else {})})
+            )
+            return
+        for r in rows:
+            self.stdout.write(f"{r.public_id}  [{r.kind}/{r.scope}] {r.title}  (approved {r.approved_at:%Y-%m-%d})")
+        if not rows:
+            self.stdout.write("No records.")
+
+    def _read(self, opts, reader, moment):
+        try:
+            result = read_at(opts["id"], reader, moment) if moment else read_record(opts["id"], reader)
+        except VettedError as exc:
+            raise CommandError(exc.message) from None
+        data = {
+            "id": result.public_id,
+            "deliverable": result.record is not None,
+            **(moment.as_dict() if moment else {}),
+        }
+        if result.record is not None:
+            data["record"] = _summary(result.record)
+        else:
+            data["withheld"] = result.withheld
+            if result.successor is not None:
+                data["current_version"] = result.successor.public_id
+        if opts["json"]:
+            self.stdout.write(json.dumps(data, ensure_ascii=False))
+        elif result.record is not None:
+            self.stdout.write(f"{result.public_id}  {result.record.title}\n\n{result.record.body}")
+        else:
+            extra = f"; read {data['current_version']} instead" if "current_version" in data else ""
+            self.stdout.write(f"{result.public_id}: withheld ({result.withheld}){extra}")
