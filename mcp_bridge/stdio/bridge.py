@@ -13,7 +13,8 @@ it starts in tens of milliseconds. Nothing but protocol messages is ever
 written to stdout; diagnostics go to stderr.
 
 Configuration (environment, else a JSON config file):
-  VETTED_URL         daemon base URL (default http://127.0.0.1:8765)
+  VETTED_URL         daemon base URL (default: where VETTED_HOME's running daemon
+                     listens, from VETTED_HOME/serve.json, else http://127.0.0.1:8765)
   VETTED_TOKEN       the agent token (or VETTED_TOKEN_FILE: a file holding it)
   VETTED_CONFIG      JSON file with "url", "token", "autostart"
                      (default ~/.config/vetted/bridge.json)

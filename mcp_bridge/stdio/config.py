@@ -13,6 +13,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_site import listening  # standard library only, like defaults
 from memory_site.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
 
 DEFAULT_CONFIG = Path("~/.config/vetted/bridge.json").expanduser()
@@ -82,7 +83,8 @@ def load_config(env: dict[str, str] | None = None) -> Config:
     elif env.get("VETTED_CONFIG"):
         raise BridgeError(f"VETTED_CONFIG={path} does not exist.")
 
-    url = (env.get("VETTED_URL") or file_values.get("url") or DEFAULT_URL).strip().rstrip("/")
+    home = Path(env.get("VETTED_HOME") or PROJECT_DIR / "var").expanduser()
+    url = (env.get("VETTED_URL") or file_values.get("url") or _recorded_url(home) or DEFAULT_URL).strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BridgeError(f"VETTED_URL={url!r} is not an http(s) URL such as {DEFAULT_URL}.")
@@ -109,8 +111,13 @@ def load_config(env: dict[str, str] | None = None) -> Config:
     else:
         autostart = bool(file_values.get("autostart", True))
     autostart = autostart and (parts.hostname in _LOOPBACK)  # never start a "remote" server here
-    home = Path(env.get("VETTED_HOME") or PROJECT_DIR / "var").expanduser()
     return Config(url=url, token=token, autostart=autostart, home=home)
+
+
+def _recorded_url(home: Path) -> str | None:
+    """Where the running daemon of this VETTED_HOME listens (VETTED_HOME/serve.json)."""
+    record = listening.running(home)
+    return record.url if record else None
 
 
 # --------------------------------------------------------------------------- daemon

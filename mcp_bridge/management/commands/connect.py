@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mcp_bridge import connect
+from memory_site import listening
 from memory_site.cli import resolve_reviewer
 from reviews import actions
 from reviews.errors import Unauthorized, VettedError
@@ -35,14 +36,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--http", action="store_true", help="connect over HTTP to /mcp instead of spawning the stdio bridge"
         )
-        parser.add_argument("--url", default="", help="the daemon's base URL (default http://127.0.0.1:8765)")
+        parser.add_argument(
+            "--url",
+            default="",
+            help="the daemon's base URL (default: where the running `serve` of this VETTED_HOME listens, "
+            "from VETTED_HOME/serve.json, else http://127.0.0.1:8765)",
+        )
         parser.add_argument("--write", action="store_true", help="merge into the client's config file")
         parser.add_argument("--config", help="the config file to write (default: the client's usual file)")
         parser.add_argument("--reviewer", help="the person creating the agent (default: the only superuser)")
 
     def handle(self, *args, **opts):
         client = connect.CLIENTS[opts["client"]]
-        url = (opts["url"] or connect.DEFAULT_URL).rstrip("/")
+        url = (opts["url"] or self._running_url() or connect.DEFAULT_URL).rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise CommandError(f"--url {url!r}: give an http(s) URL such as {connect.DEFAULT_URL}.")
         name = opts["agent"].strip().lower()
@@ -77,6 +83,15 @@ class Command(BaseCommand):
                 raise CommandError(f"Could not write {target}: {exc}") from None
             saved = f" (previous version saved as {backup})" if backup else ""
             self.stderr.write(f"Wrote the '{connect.SERVER_NAME}' server into {path}{saved}. Restart {client.label}.")
+
+    def _running_url(self) -> str | None:
+        """Where this VETTED_HOME's daemon listens, from the record `serve` keeps."""
+        record = listening.running(settings.VETTED_HOME)
+        if record is None:
+            return None
+        if record.url != connect.DEFAULT_URL:
+            self.stderr.write(f"Vetted serves this VETTED_HOME at {record.url} (pid {record.pid}, {record.path}).")
+        return record.url
 
     def _token(self, name: str, opts, client) -> str:
         agent = Agent.objects.filter(name=name).first()
