@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -52,7 +53,11 @@ class Command(BaseCommand):
         if not url.startswith(("http://", "https://")):
             raise CommandError(f"--url {url!r}: give an http(s) URL such as {connect.DEFAULT_URL}.")
         name = opts["agent"].strip().lower()
-        target = Path(opts["config"]).expanduser() if opts["config"] else client.config_path()
+        if opts["write"] and client.name == "generic" and not opts["config"]:
+            raise CommandError("connect generic --write needs --config PATH: a generic client has no usual file.")
+        target = Path(opts["config"]).expanduser() if opts["config"] else None
+        if opts["write"] and target is None:
+            target = client.config_path()
         if opts["write"]:
             try:
                 connect.check_target(client, target)
@@ -66,23 +71,24 @@ class Command(BaseCommand):
         except connect.ConnectError as exc:
             raise CommandError(str(exc)) from None
 
-        self.stdout.write(f"# {client.label}: add this to {target}")
+        server = connect.name_for(entry)
+        self.stdout.write(f"# {client.label}: add this to {target or client.target_text()} (server name '{server}')")
         self.stdout.write(connect.render(client, entry))
         command = connect.cli_command(client, entry)
         if command:
             self.stdout.write(f"\n# or run:\n{command}")
         if client.name == "codex" and opts["http"]:
-            self.stdout.write(f"\n# Codex reads the token from the environment:\nexport VETTED_TOKEN={token}")
+            self.stdout.write("\n" + connect.codex_token_help(token, os.environ.get("SHELL", "")))
         self.stdout.write("\n# Paste into the client's global instructions (e.g. CLAUDE.md, AGENTS.md):")
         self.stdout.write(connect.GLOBAL_INSTRUCTIONS)
 
         if opts["write"]:
             try:
-                path, backup = connect.merge_into(client, entry, target)
+                path, backup = connect.merge_into(client, entry, target)  # target is set when writing
             except (connect.ConnectError, OSError) as exc:
                 raise CommandError(f"Could not write {target}: {exc}") from None
             saved = f" (previous version saved as {backup})" if backup else ""
-            self.stderr.write(f"Wrote the '{connect.SERVER_NAME}' server into {path}{saved}. Restart {client.label}.")
+            self.stderr.write(f"Wrote the '{server}' server into {path}{saved}. Restart {client.label}.")
 
     def _running_url(self) -> str | None:
         """Where this VETTED_HOME's daemon listens, from the record `serve` keeps."""
