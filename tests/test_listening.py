@@ -47,9 +47,10 @@ def test_remove_leaves_another_process_s_record(tmp_path):
 
 def refuse(settings, tmp_path, port: int):
     settings.VETTED_HOME = tmp_path
-    command = Serve(stdout=io.StringIO(), stderr=io.StringIO())
+    notes = io.StringIO()
+    command = Serve(stdout=io.StringIO(), stderr=notes)
     result = command._refuse_if_running("127.0.0.1", port)
-    return result, command.stderr._out.getvalue()
+    return result, notes.getvalue()
 
 
 def free_port() -> int:

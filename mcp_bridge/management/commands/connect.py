@@ -56,9 +56,8 @@ class Command(BaseCommand):
         if opts["write"] and client.name == "generic" and not opts["config"]:
             raise CommandError("connect generic --write needs --config PATH: a generic client has no usual file.")
         target = Path(opts["config"]).expanduser() if opts["config"] else None
-        if opts["write"] and target is None:
-            target = client.config_path()
         if opts["write"]:
+            target = target or client.config_path()
             try:
                 connect.check_target(client, target)
             except (connect.ConnectError, OSError) as exc:
