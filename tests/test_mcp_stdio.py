@@ -359,3 +359,46 @@ def test_the_cache_is_ignored_when_what_the_answers_depend_on_changed(tmp_path):
     assert AnswerCache(tmp_path, {**env, "VETTED_MAX_BODY_CHARS": "200"}).get("2025-06-18", "initialize") is None
     assert AnswerCache(tmp_path, env).get("2025-11-25", "initialize") is None  # another protocol version
     assert "vt_a" not in (tmp_path / "bridge-cache.json").read_text()
+
+
+def test_a_bridge_waits_for_a_daemon_that_is_already_starting(tmp_path):
+    """`make run` is loading the model when a client spawns the bridge: the
+    daemon the bridge starts is refused at once (serve.json says one is
+    starting), and the bridge waits for that one instead of failing."""
+    from memory_site import listening
+
+    home = tmp_path / "home"
+    env, token = _home_with_agent(home)
+    port = free_port()
+    # The daemon that is "loading its model": recorded as starting on that port by a live process (this one).
+    listening.write(home, host="127.0.0.1", port=port, state="starting")
+    session = [INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe"}}]
+    bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
+    bridge = subprocess.Popen(
+        BRIDGE, env=bridge_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    bridge.stdin.write("".join(json.dumps(m) + "\n" for m in session))
+    bridge.stdin.flush()
+    log = home / "daemon.log"
+    deadline = time.monotonic() + 90
+    while "Vetted is starting" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Vetted is starting" in log.read_text()  # the bridge's own serve was refused at once
+    time.sleep(0.5)
+    assert bridge.poll() is None  # ... and the bridge keeps waiting
+    # The awaited daemon comes up on that port (same database, its own data folder for its record).
+    awaited = subprocess.Popen(
+        [sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
+        env={**env, "VETTED_HOME": str(tmp_path / "other"), "VETTED_DB_PATH": str(home / "vetted.sqlite3")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        out, err = bridge.communicate(timeout=120)
+        replies = [json.loads(line) for line in out.splitlines()]
+        assert [r.get("id") for r in replies] == [1, 2] and all("result" in r for r in replies), err
+        assert replies[0]["result"]["serverInfo"]["name"] == "vetted"
+        assert replies[1]["result"]["structuredContent"]["agent"]["name"] == "cold"
+    finally:
+        awaited.terminate()
+        awaited.wait(timeout=30)

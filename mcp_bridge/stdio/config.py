@@ -168,9 +168,10 @@ def ensure_daemon(cfg: Config) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if daemon_healthy(cfg):
-                log(f"daemon up (pid {process.pid})")
+                record = listening.running(cfg.home)  # another bridge's or a `make run`'s, maybe
+                log(f"daemon up (pid {record.pid if record else process.pid})")
                 return
-            if process.poll() is not None:
+            if process.poll() is not None and not _another_daemon_starting(cfg, process.pid):
                 raise BridgeError(
                     f"The Vetted daemon exited with code {process.returncode} while starting; "
                     f"see {log_path}. Start it by hand with: {cfg.start_command}"
@@ -179,6 +180,13 @@ def ensure_daemon(cfg: Config) -> None:
         raise BridgeError(
             f"The Vetted daemon did not answer {cfg.url}/health within {START_TIMEOUT:.0f} s; see {log_path}."
         )
+
+
+def _another_daemon_starting(cfg: Config, our_pid: int) -> bool:
+    """Ours exited because another daemon of this VETTED_HOME (e.g. a `make run`
+    loading its model) already holds the port: keep waiting for that one."""
+    record = listening.running(cfg.home)
+    return record is not None and record.pid != our_pid and record.port == (cfg.parts.port or DEFAULT_PORT)
 
 
 def _connection(cfg: Config, timeout: float) -> http.client.HTTPConnection:
