@@ -85,7 +85,9 @@ def cold(tmp_path, monkeypatch):
     relay = bridge.Relay(cfg, written.append)
     relay.cache = AnswerCache(tmp_path)  # the same file, read afresh as a new bridge would
     yield relay, written, release, stand_in
-    stand_in.server.shutdown()
+    if started.is_set():
+        stand_in.server.shutdown()  # waits for serve_forever, so only once it runs
+    stand_in.server.server_close()
 
 
 def test_initialize_tools_list_and_ping_are_answered_while_the_daemon_starts(cold):
@@ -128,3 +130,20 @@ def test_without_a_cached_answer_initialize_waits_for_the_daemon(cold, tmp_path)
     assert written == [{"jsonrpc": "2.0", "id": 1, "result": INIT_RESULT}]
     assert stand_in.methods() == ["initialize"]  # forwarded, as before
     assert AnswerCache(tmp_path).get(VERSION, "initialize") == INIT_RESULT  # and cached for next time
+
+
+def test_a_failed_start_is_reported_to_the_waiting_call_then_the_usual_path_resumes(cold, monkeypatch):
+    relay, written, _release, _stand_in = cold
+
+    def cannot_start(cfg):
+        raise bridge.BridgeError("The Vetted daemon exited with code 1 while starting; see daemon.log.")
+
+    monkeypatch.setattr(bridge, "ensure_daemon", cannot_start)
+    relay.expect_initialize()
+    relay.handle(INIT)
+    relay.handle(INITIALIZED)
+    relay.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe"}})
+    assert written[0]["result"] == INIT_RESULT
+    assert written[-1]["error"]["code"] == bridge.DAEMON_UNAVAILABLE
+    assert "exited with code 1 while starting" in written[-1]["error"]["message"]
+    assert relay._starting is None  # the next call starts (or reports) afresh

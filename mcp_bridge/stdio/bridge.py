@@ -293,6 +293,9 @@ class Relay:
             raise BridgeError(f"The Vetted daemon did not start within {START_TIMEOUT:.0f} s.")
         if self._start_error is not None:
             error = self._start_error
+            # Reported once; later requests take the usual path (which starts
+            # the daemon again, or says how), as if the bridge had just started.
+            self._starting, self._start_error = None, None
             if isinstance(error, BridgeError):
                 raise error
             raise BridgeError(f"Cannot start the Vetted daemon at {self.cfg.url}: {error}")
