@@ -78,12 +78,12 @@ def cold(tmp_path, monkeypatch):
     monkeypatch.setattr(bridge, "ensure_daemon", ensure_daemon)
     monkeypatch.setattr(bridge, "daemon_healthy", lambda cfg, timeout=2.0: started.is_set())
     cfg = Config(url=f"http://127.0.0.1:{stand_in.port}", token="vt_x", autostart=True, home=Path(tmp_path))
-    cache = AnswerCache(tmp_path)
+    cache = AnswerCache(tmp_path, "vt_x")
     cache.put(VERSION, "initialize", INIT_RESULT)
     cache.put(VERSION, "tools/list", OLD_TOOLS)
     written: list[dict] = []
     relay = bridge.Relay(cfg, written.append)
-    relay.cache = AnswerCache(tmp_path)  # the same file, read afresh as a new bridge would
+    relay.cache = AnswerCache(tmp_path, "vt_x")  # the same file, read afresh as a new bridge would
     yield relay, written, release, stand_in
     if started.is_set():
         stand_in.server.shutdown()  # waits for serve_forever, so only once it runs
@@ -117,19 +117,19 @@ def test_a_changed_tool_list_is_cached_and_announced(cold, tmp_path):
     release.set()
     relay._starting.join(10)
     assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in written
-    assert AnswerCache(tmp_path).get(VERSION, "tools/list") == NEW_TOOLS
+    assert AnswerCache(tmp_path, "vt_x").get(VERSION, "tools/list") == NEW_TOOLS
 
 
 def test_without_a_cached_answer_initialize_waits_for_the_daemon(cold, tmp_path):
     relay, written, release, stand_in = cold
     (tmp_path / "bridge-cache.json").unlink()
-    relay.cache = AnswerCache(tmp_path)
+    relay.cache = AnswerCache(tmp_path, "vt_x")
     release.set()
     relay.expect_initialize()
     relay.handle(INIT)
     assert written == [{"jsonrpc": "2.0", "id": 1, "result": INIT_RESULT}]
     assert stand_in.methods() == ["initialize"]  # forwarded, as before
-    assert AnswerCache(tmp_path).get(VERSION, "initialize") == INIT_RESULT  # and cached for next time
+    assert AnswerCache(tmp_path, "vt_x").get(VERSION, "initialize") == INIT_RESULT  # and cached for next time
 
 
 def test_a_failed_start_is_reported_to_the_waiting_call_then_the_usual_path_resumes(cold, monkeypatch):

@@ -351,13 +351,18 @@ def test_a_cold_bridge_answers_initialize_and_tools_list_before_the_daemon_is_up
 def test_the_cache_is_ignored_when_what_the_answers_depend_on_changed(tmp_path):
     from mcp_bridge.stdio.warm import AnswerCache
 
-    env = {"VETTED_HOME": str(tmp_path), "VETTED_TOKEN": "vt_a", "VETTED_MAX_BODY_CHARS": "100"}
-    cache = AnswerCache(tmp_path, env)
+    env = {"VETTED_HOME": str(tmp_path), "VETTED_MAX_BODY_CHARS": "100"}
+    cache = AnswerCache(tmp_path, "vt_a", env)
     assert cache.put("2025-06-18", "initialize", {"protocolVersion": "2025-06-18"}) is True
     assert cache.put("2025-06-18", "initialize", {"protocolVersion": "2025-06-18"}) is False  # unchanged
-    assert AnswerCache(tmp_path, {**env, "VETTED_TOKEN": "vt_b"}).get("2025-06-18", "initialize")  # not the token
-    assert AnswerCache(tmp_path, {**env, "VETTED_MAX_BODY_CHARS": "200"}).get("2025-06-18", "initialize") is None
-    assert AnswerCache(tmp_path, env).get("2025-11-25", "initialize") is None  # another protocol version
+    assert AnswerCache(tmp_path, "vt_a", env).get("2025-06-18", "initialize")
+    assert AnswerCache(tmp_path, "vt_b", env).get("2025-06-18", "initialize") is None  # another agent's
+    assert (
+        AnswerCache(tmp_path, "vt_a", {**env, "VETTED_MAX_BODY_CHARS": "200"}).get("2025-06-18", "initialize") is None
+    )
+    assert AnswerCache(tmp_path, "vt_a", env).get("2025-11-25", "initialize") is None  # another protocol version
+    AnswerCache(tmp_path, "vt_b", env).put("2025-06-18", "initialize", {"protocolVersion": "x"})
+    assert AnswerCache(tmp_path, "vt_a", env).get("2025-06-18", "initialize")  # both agents' entries kept
     assert "vt_a" not in (tmp_path / "bridge-cache.json").read_text()
 
 

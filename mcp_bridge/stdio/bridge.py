@@ -78,7 +78,7 @@ class Relay:
         self._local = threading.local()
         # Cold start (warm.py): initialize answered from the cache while the
         # daemon starts in the background; everything else waits for it.
-        self.cache = AnswerCache(cfg.home)
+        self.cache = AnswerCache(cfg.home, cfg.token)
         self._requested_version = ""
         self._starting: threading.Thread | None = None
         self._daemon_up = threading.Event()

@@ -4,11 +4,13 @@ spawned while the daemon is down can answer them at once and start the
 daemon in parallel (clients such as Codex give a server about 10 s to start;
 a cold daemon can take most of that).
 
-Both answers are the same for every agent (no per-agent tools, no data), so
-the cache holds nothing an agent could not learn from any session. It is
-trusted only while nothing it depends on changed: the fingerprint covers the
-project's Python files (size and mtime), the installed packages' folder and
-the VETTED_* settings the daemon would start with (never the token). After
+Both answers are the same for every agent today (no per-agent tools, no
+data), but answers are still kept per token (by a digest, never the token),
+so one agent's bridge can never be handed what the daemon told another, even
+if that changes. An entry is trusted only while nothing it depends on
+changed: the fingerprint covers the token's digest, the project's Python
+files (size and mtime), the installed SDK's folder and the VETTED_* settings
+the daemon would start with. After
 the daemon is up the bridge asks it again and, if the tool list differs,
 updates the cache and tells the client (notifications/tools/list_changed).
 
@@ -35,9 +37,13 @@ _SOURCES = ("mcp_bridge", "memory_site", "reviews", "retrieval")
 _BRIDGE_ONLY = {"VETTED_TOKEN", "VETTED_TOKEN_FILE", "VETTED_URL", "VETTED_CONFIG", "VETTED_AUTOSTART"}
 
 
-def fingerprint(env: dict[str, str] | None = None) -> str:
+MAX_ENTRIES = 8  # fingerprints kept (agents sharing a VETTED_HOME, code versions)
+
+
+def fingerprint(token: str, env: dict[str, str] | None = None) -> str:
     env = dict(os.environ if env is None else env)
     digest = hashlib.sha256()
+    digest.update(b"token:" + hashlib.sha256(token.encode()).digest() + b"\n")
     for package in _SOURCES:
         for folder, dirs, files in os.walk(PROJECT_DIR / package):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -56,8 +62,9 @@ def fingerprint(env: dict[str, str] | None = None) -> str:
 
 
 class AnswerCache:
-    def __init__(self, home: Path, env: dict[str, str] | None = None):
+    def __init__(self, home: Path, token: str, env: dict[str, str] | None = None):
         self.path = Path(home) / FILE_NAME
+        self._token = token
         self._env = env
         self._fingerprint: str | None = None
         self._answers: dict | None = None
@@ -66,17 +73,21 @@ class AnswerCache:
     @property
     def current(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = fingerprint(self._env)
+            self._fingerprint = fingerprint(self._token, self._env)
         return self._fingerprint
+
+    def _entries(self) -> dict:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = data.get("entries") if isinstance(data, dict) else None
+            return entries if isinstance(entries, dict) else {}
+        except (OSError, ValueError):
+            return {}
 
     def _load(self) -> dict:
         if self._answers is None:
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                valid = isinstance(data, dict) and data.get("fingerprint") == self.current
-                self._answers = data["answers"] if valid and isinstance(data.get("answers"), dict) else {}
-            except (OSError, ValueError, KeyError):
-                self._answers = {}
+            answers = self._entries().get(self.current)
+            self._answers = answers if isinstance(answers, dict) else {}
         return self._answers
 
     def get(self, version: str, method: str) -> dict | None:
@@ -95,9 +106,12 @@ class AnswerCache:
             if answers.get(version, {}).get(method) == result:
                 return False
             answers.setdefault(version, {})[method] = result
+            entries = {k: v for k, v in self._entries().items() if k != self.current}
+            entries = dict(list(entries.items())[-(MAX_ENTRIES - 1) :]) if MAX_ENTRIES > 1 else {}
+            entries[self.current] = answers  # the newest last
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(self.path, json.dumps({"fingerprint": self.current, "answers": answers}), mode=0o600)
+                write_atomic(self.path, json.dumps({"entries": entries}), mode=0o600)
             except OSError:
                 pass  # a cache: the next start just waits for the daemon
             return True
