@@ -7,13 +7,14 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8765
 STAMP  := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast check install migrate static clean
+.PHONY: run test test-fast check install install-dev migrate static clean
 
 run: install migrate static
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
-test: install
+test: install-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The inner loop, about a minute: leaves out the browser tests (-m browser)
@@ -22,11 +23,11 @@ test: install
 # stress run), the tests that load the real embedding model (-m model), and
 # runs Hypothesis with few examples (profile "fast" in tests/conftest.py).
 # `make test` runs all of it.
-test-fast: install
+test-fast: install-dev
 	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser and not model" $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.
-check: install
+check: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -41,8 +42,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# torch first, pinned: anything unpinned that depends on it would pull a CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
+
+# The test and lint tools (the `test` extra, about 0.3 GB more: Playwright,
+# mypy, ruff, schemathesis...) only for `make test`/`check`: `make run`
+# installs what serving needs.
+install-dev: $(DEV_STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(DEV_STAMP)
 
 migrate: install
 	$(BIN)/python manage.py migrate --noinput

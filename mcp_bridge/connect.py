@@ -13,11 +13,14 @@ from memory_site.clients import (
     CLIENTS,
     DEFAULT_URL,
     GLOBAL_INSTRUCTIONS,
+    HTTP_SERVER_NAME,
     SERVER_NAME,
     ClientSpec,
     ConnectError,
     _toml_table,
     cli_command,
+    codex_token_help,
+    name_for,
     render,
     server_entry,
 )
@@ -42,9 +45,10 @@ def _merged_text(client: ClientSpec, original: str | None, path: Path, entry: di
             doc["mcp_servers"] = servers
         elif not isinstance(servers, dict):
             raise ConnectError(f"{path}: mcp_servers is not a table.")
-        if SERVER_NAME in servers:
-            del servers[SERVER_NAME]
-        servers[SERVER_NAME] = _toml_table(entry)
+        name = name_for(entry)
+        if name in servers:
+            del servers[name]
+        servers[name] = _toml_table(entry)
         return tomlkit.dumps(doc)
     try:
         data = json.loads(original) if original and original.strip() else {}
@@ -55,7 +59,7 @@ def _merged_text(client: ClientSpec, original: str | None, path: Path, entry: di
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise ConnectError(f"{path}: mcpServers is not an object.")
-    servers[SERVER_NAME] = entry
+    servers[name_for(entry)] = entry
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -82,12 +86,15 @@ __all__ = [
     "CLIENTS",
     "DEFAULT_URL",
     "GLOBAL_INSTRUCTIONS",
+    "HTTP_SERVER_NAME",
     "SERVER_NAME",
     "ClientSpec",
     "ConnectError",
     "check_target",
     "cli_command",
+    "codex_token_help",
     "merge_into",
+    "name_for",
     "render",
     "server_entry",
 ]

@@ -26,6 +26,15 @@ from .defaults import DEFAULT_URL, PROJECT_DIR
 from .guidance import GUIDANCE
 
 SERVER_NAME = "vetted"
+# The HTTP entry has a name of its own, so a client can hold both (stdio for
+# this machine, HTTP for a daemon elsewhere, or to compare) side by side.
+HTTP_SERVER_NAME = "vetted-http"
+
+
+def name_for(entry: dict) -> str:
+    """The server name an entry goes under: HTTP entries have a URL."""
+    return HTTP_SERVER_NAME if "url" in entry else SERVER_NAME
+
 
 # mcp-surface: one source for the guidance (also the MCP server's instructions and prompt).
 GLOBAL_INSTRUCTIONS = GUIDANCE
@@ -56,7 +65,15 @@ class ClientSpec:
             return Path(os.environ.get("CODEX_HOME") or home / ".codex") / "config.toml"
         if self.name == "cursor":
             return home / ".cursor" / "mcp.json"
+        if self.name == "generic":
+            raise ConnectError("A generic MCP client has no usual config file: pass --config PATH with --write.")
         raise ConnectError(f"unknown client {self.name!r}")
+
+    def target_text(self) -> str:
+        """Where the block goes, for the heading above it."""
+        if self.name == "generic":
+            return "your MCP client's config (its mcpServers object)"
+        return str(self.config_path())
 
 
 CLIENTS = {
@@ -64,6 +81,8 @@ CLIENTS = {
     "claude-desktop": ClientSpec("claude-desktop", "Claude Desktop", "json", http=False),
     "codex": ClientSpec("codex", "Codex", "toml", http=True),
     "cursor": ClientSpec("cursor", "Cursor", "json", http=True),
+    # Any other client that reads the common mcpServers JSON (the MCP Inspector, Windsurf, ...).
+    "generic": ClientSpec("generic", "A generic MCP client", "json", http=True),
 }
 
 
@@ -96,10 +115,10 @@ def render(client: ClientSpec, entry: dict) -> str:
     if client.fmt == "toml":
         doc = tomlkit.document()
         servers = tomlkit.table(is_super_table=True)
-        servers.add(SERVER_NAME, _toml_table(entry))
+        servers.add(name_for(entry), _toml_table(entry))
         doc.add("mcp_servers", servers)
         return tomlkit.dumps(doc).strip()
-    return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2)
+    return json.dumps({"mcpServers": {name_for(entry): entry}}, indent=2)
 
 
 def _toml_table(entry: dict):
@@ -117,8 +136,29 @@ def _toml_table(entry: dict):
 def cli_command(client: ClientSpec, entry: dict) -> str | None:
     """The client's own command that adds the same entry, where it has one."""
     if client.name == "claude-code":
-        return f"claude mcp add-json {SERVER_NAME} '{json.dumps(entry)}' --scope user"
+        return f"claude mcp add-json {name_for(entry)} '{json.dumps(entry)}' --scope user"
     return None
+
+
+def codex_token_help(token: str, shell: str = "") -> str:
+    """Where Codex, connected over HTTP, finds the token: in its own
+    environment (it refuses a token written in config.toml). ``shell``: the
+    user's $SHELL, to name the profile that shell reads."""
+    name = Path(shell).name
+    if name == "fish":
+        profile, line = "~/.config/fish/config.fish", f"set -gx VETTED_TOKEN {token}"
+    else:
+        profile = {"zsh": "~/.zshrc", "bash": "~/.bashrc"}.get(name, "~/.profile")
+        line = f"export VETTED_TOKEN={token}"
+    return (
+        "# Codex reads the token from its own environment (it refuses one written in config.toml):\n"
+        f"# add this line to {profile} (your shell reads it), then start Codex from a new terminal:\n"
+        f"{line}\n"
+        "# A Codex started elsewhere (an IDE, a launcher) must get VETTED_TOKEN in its environment the same way.\n"
+        "# Instead of bearer_token_env_var, config.toml can name the variable for the whole header:\n"
+        '#   env_http_headers = { "Authorization" = "VETTED_AUTHORIZATION" }\n'
+        f'# with VETTED_AUTHORIZATION="Bearer {token}" in that profile.'
+    )
 
 
 def snippets(token: str, *, url: str, home: Path) -> list[dict]:
@@ -131,7 +171,7 @@ def snippets(token: str, *, url: str, home: Path) -> list[dict]:
             {
                 "client": client.name,
                 "label": client.label,
-                "path": str(client.config_path()),
+                "path": client.target_text(),
                 "text": render(client, entry),
                 "command": cli_command(client, entry),
             }

@@ -51,6 +51,17 @@ class DuplicateContent(VettedError):
         self.existing_id = existing_id
 
 
+class AlreadyRejected(VettedError):
+    """The same agent sent again, unchanged, what a reviewer already rejected
+    (resubmission, issue 15): not stored unless it says why (resubmit)."""
+
+    code = "already_rejected"
+
+    def __init__(self, message: str, *, earlier: Any):  # a Proposal (models import errors)
+        super().__init__(message, existing_id=earlier.public_id)
+        self.earlier = earlier
+
+
 class NotFound(VettedError):
     code = "not_found"
 

@@ -312,6 +312,10 @@ class Proposal(models.Model):
     # with the approved values (the proposed ones stay in the columns above).
     reviewer_changes = models.JSONField(default=dict, blank=True)
     result_record = models.ForeignKey(Record, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # Resubmission (issue 15): the same agent's earlier rejected proposal with
+    # this very content, and the agent's reason for sending it again.
+    resubmits = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    resubmit_reason = models.TextField(blank=True)
 
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -55,15 +56,15 @@ def test_each_client_gets_a_stdio_block_with_absolute_paths_and_a_working_token(
 
 def test_http_blocks_carry_the_url_and_the_header_where_supported(reviewer):
     out, _ = connect("cursor", "--agent", "cursor-http", "--http", "--url", "http://127.0.0.1:9000/")
-    entry = block(out, "json")["mcpServers"]["vetted"]
+    entry = block(out, "json")["mcpServers"]["vetted-http"]
     assert entry["url"] == "http://127.0.0.1:9000/mcp" and entry["headers"]["Authorization"].startswith("Bearer vt_")
 
     out, _ = connect("claude-code", "--agent", "cc-http", "--http")
-    assert block(out, "json")["mcpServers"]["vetted"]["type"] == "http"
-    assert "claude mcp add-json vetted" in out
+    assert block(out, "json")["mcpServers"]["vetted-http"]["type"] == "http"
+    assert "claude mcp add-json vetted-http " in out
 
     out, _ = connect("codex", "--agent", "codex-http", "--http")
-    assert block(out, "toml")["mcp_servers"]["vetted"] == {
+    assert block(out, "toml")["mcp_servers"]["vetted-http"] == {
         "url": "http://127.0.0.1:8765/mcp",
         "bearer_token_env_var": "VETTED_TOKEN",
     }
@@ -130,3 +131,36 @@ def test_write_refuses_a_broken_config_without_touching_it(reviewer, tmp_path):
         connect("cursor", "--agent", "careful", "--write", "--config", str(config))
     assert config.read_text() == "{not json"
     assert not Agent.objects.filter(name="careful").exists()  # no token issued for nothing
+
+
+def test_codex_over_http_is_told_exactly_where_the_token_goes(reviewer, monkeypatch):
+    monkeypatch.setenv("SHELL", "/bin/zsh")
+    out, _ = connect("codex", "--agent", "codex-zsh", "--http")
+    token = re.search(r"^export VETTED_TOKEN=(vt_\S+)$", out, re.M).group(1)
+    assert actions.agent_for_token(token).name == "codex-zsh"
+    assert "add this line to ~/.zshrc" in out and "refuses one written in config.toml" in out
+    assert 'env_http_headers = { "Authorization" = "VETTED_AUTHORIZATION" }' in out
+    assert f'VETTED_AUTHORIZATION="Bearer {token}"' in out
+    monkeypatch.setenv("SHELL", "/usr/bin/fish")
+    out, _ = connect("codex", "--agent", "codex-fish", "--http")
+    assert "~/.config/fish/config.fish" in out and re.search(r"^set -gx VETTED_TOKEN vt_", out, re.M)
+
+
+@pytest.mark.parametrize("client, fmt", [("claude-code", "json"), ("codex", "toml"), ("generic", "json")])
+def test_stdio_and_http_entries_have_different_names_and_install_side_by_side(client, fmt, reviewer, tmp_path):
+    config = tmp_path / f"config.{fmt}"
+    connect(client, "--agent", f"{client}-both", "--write", "--config", str(config))
+    out, err = connect(client, "--agent", f"{client}-both-http", "--http", "--write", "--config", str(config))
+    assert "(server name 'vetted-http')" in out and "Wrote the 'vetted-http' server" in err
+    text = config.read_text()
+    servers = json.loads(text)["mcpServers"] if fmt == "json" else tomlkit.parse(text).unwrap()["mcp_servers"]
+    assert set(servers) == {"vetted", "vetted-http"}
+    assert "command" in servers["vetted"] and servers["vetted-http"]["url"].endswith("/mcp")
+
+
+def test_a_generic_client_gets_the_common_block_and_needs_a_path_to_write(reviewer):
+    out, _ = connect("generic", "--agent", "inspector", "--http")
+    assert "your MCP client's config (its mcpServers object)" in out
+    assert block(out, "json")["mcpServers"]["vetted-http"]["headers"]["Authorization"].startswith("Bearer vt_")
+    with pytest.raises(CommandError, match="needs --config PATH"):
+        connect("generic", "--agent", "inspector-2", "--write")

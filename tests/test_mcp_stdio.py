@@ -264,3 +264,146 @@ def test_autostart_starts_one_daemon_for_concurrent_bridges(tmp_path):
     assert stderr_all.count("starting the Vetted daemon") == 1
     assert len(pids) == 1 and (home / "daemon.log").exists()
     assert time.monotonic() - started < 150
+
+
+def _home_with_agent(home):
+    """A fresh VETTED_HOME with a reviewer and one agent; returns (env, token)."""
+    env = {
+        **os.environ,
+        "VETTED_HOME": str(home),
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "VETTED_EMBEDDER": "fake",
+    }
+    env.pop("VETTED_DB_PATH", None)
+    manage = [sys.executable, str(PROJECT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, timeout=120)
+    subprocess.run(
+        [*manage, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com"],
+        env={**env, "DJANGO_SUPERUSER_PASSWORD": "a-long-password-1"},
+        check=True,
+        timeout=60,
+    )
+    made = subprocess.run(
+        [*manage, "create_agent", "cold", "--scopes", "team"], env=env, check=True, capture_output=True, text=True
+    )
+    return env, made.stdout.strip().splitlines()[-1]
+
+
+def _stop_recorded_daemon(home):
+    from memory_site import listening
+
+    record = listening.running(home)
+    if record is not None:
+        os.kill(record.pid, 15)
+        deadline = time.monotonic() + 20
+        while listening.pid_alive(record.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def test_a_cold_bridge_answers_initialize_and_tools_list_before_the_daemon_is_up(tmp_path):
+    """The daemon down, autostart on: initialize and tools/list come from the
+    answers the daemon gave an earlier session (VETTED_HOME/bridge-cache.json),
+    at once, while the daemon starts; the first tool call waits for it."""
+    from mcp_bridge.stdio.config import load_config
+
+    home = tmp_path / "home"
+    env, token = _home_with_agent(home)
+    port = free_port()
+    bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    describe = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "describe", "arguments": {}}}
+
+    def session():
+        bridge = subprocess.Popen(
+            BRIDGE, env=bridge_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        replies, up_at_initialize = [], None
+        try:
+            for message in (INIT, INITIALIZED, listing, describe):
+                bridge.stdin.write(json.dumps(message) + "\n")
+                bridge.stdin.flush()
+                if "id" in message:
+                    replies.append(json.loads(bridge.stdout.readline()))
+                    if message is INIT:
+                        up_at_initialize = daemon_healthy(load_config(bridge_env), timeout=0.5)
+        finally:
+            bridge.stdin.close()
+            stderr = bridge.stderr.read()
+            bridge.wait(timeout=30)
+        return replies, up_at_initialize, stderr
+
+    from mcp_bridge.stdio.config import daemon_healthy
+
+    try:
+        first, up_first, err = session()  # no cache yet: waits for the daemon, then caches its answers
+        assert up_first is True and (home / "bridge-cache.json").exists(), err
+        assert (home / "bridge-cache.json").stat().st_mode & 0o777 == 0o600
+        _stop_recorded_daemon(home)
+        second, up_second, err = session()
+        assert up_second is False, err  # answered before the daemon was there
+        assert "starting the Vetted daemon" in err
+        assert second[0]["result"] == first[0]["result"] and second[1]["result"] == first[1]["result"]
+        assert second[2]["result"]["structuredContent"]["agent"]["name"] == "cold"  # then the real call
+    finally:
+        _stop_recorded_daemon(home)
+
+
+def test_the_cache_is_ignored_when_what_the_answers_depend_on_changed(tmp_path):
+    from mcp_bridge.stdio.warm import AnswerCache
+
+    env = {"VETTED_HOME": str(tmp_path), "VETTED_MAX_BODY_CHARS": "100"}
+    cache = AnswerCache(tmp_path, "vt_a", env)
+    assert cache.put("2025-06-18", "initialize", {"protocolVersion": "2025-06-18"}) is True
+    assert cache.put("2025-06-18", "initialize", {"protocolVersion": "2025-06-18"}) is False  # unchanged
+    assert AnswerCache(tmp_path, "vt_a", env).get("2025-06-18", "initialize")
+    assert AnswerCache(tmp_path, "vt_b", env).get("2025-06-18", "initialize") is None  # another agent's
+    assert (
+        AnswerCache(tmp_path, "vt_a", {**env, "VETTED_MAX_BODY_CHARS": "200"}).get("2025-06-18", "initialize") is None
+    )
+    assert AnswerCache(tmp_path, "vt_a", env).get("2025-11-25", "initialize") is None  # another protocol version
+    AnswerCache(tmp_path, "vt_b", env).put("2025-06-18", "initialize", {"protocolVersion": "x"})
+    assert AnswerCache(tmp_path, "vt_a", env).get("2025-06-18", "initialize")  # both agents' entries kept
+    assert "vt_a" not in (tmp_path / "bridge-cache.json").read_text()
+
+
+def test_a_bridge_waits_for_a_daemon_that_is_already_starting(tmp_path):
+    """`make run` is loading the model when a client spawns the bridge: the
+    daemon the bridge starts is refused at once (serve.json says one is
+    starting), and the bridge waits for that one instead of failing."""
+    from memory_site import listening
+
+    home = tmp_path / "home"
+    env, token = _home_with_agent(home)
+    port = free_port()
+    # The daemon that is "loading its model": recorded as starting on that port by a live process (this one).
+    listening.write(home, host="127.0.0.1", port=port, state="starting")
+    session = [INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe"}}]
+    bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
+    bridge = subprocess.Popen(
+        BRIDGE, env=bridge_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    bridge.stdin.write("".join(json.dumps(m) + "\n" for m in session))
+    bridge.stdin.flush()
+    log = home / "daemon.log"
+    deadline = time.monotonic() + 90
+    while "Vetted is starting" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Vetted is starting" in log.read_text()  # the bridge's own serve was refused at once
+    time.sleep(0.5)
+    assert bridge.poll() is None  # ... and the bridge keeps waiting
+    # The awaited daemon comes up on that port (same database, its own data folder for its record).
+    awaited = subprocess.Popen(
+        [sys.executable, str(PROJECT / "manage.py"), "serve", "--port", str(port)],
+        env={**env, "VETTED_HOME": str(tmp_path / "other"), "VETTED_DB_PATH": str(home / "vetted.sqlite3")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        out, err = bridge.communicate(timeout=120)
+        replies = [json.loads(line) for line in out.splitlines()]
+        assert [r.get("id") for r in replies] == [1, 2] and all("result" in r for r in replies), err
+        assert replies[0]["result"]["serverInfo"]["name"] == "vetted"
+        assert replies[1]["result"]["structuredContent"]["agent"]["name"] == "cold"
+    finally:
+        awaited.terminate()
+        awaited.wait(timeout=30)

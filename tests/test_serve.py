@@ -154,3 +154,28 @@ def test_first_run_setup_code_is_private_and_never_in_its_log(daemon, tmp_path):
     assert f"with the setup code in {code_file}" in log  # a pipe is not a terminal: where, not what
     assert "GET /setup/?code=[redacted]" in log
     assert code not in log
+
+
+def test_serve_records_where_it_listens_refuses_a_second_one_and_removes_the_record_on_stop(daemon, tmp_path):
+    base, process = daemon
+    record = json.loads((tmp_path / "serve.json").read_text())
+    assert record["pid"] == process.pid and record["state"] == "listening"
+    assert record["url"] == base and record["port"] == int(base.rsplit(":", 1)[1])
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path)}
+    second = subprocess.run(
+        [sys.executable, "manage.py", "serve", "--port", str(record["port"])],
+        cwd=PROJECT,
+        env={**env, "VETTED_EMBEDDER": "fake"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1
+    assert f"Vetted is already running for {tmp_path}: {base}/ (pid {process.pid}" in second.stderr
+    assert f"kill {process.pid}" in second.stderr
+    # Refused before the model loads and before anything says it serves.
+    assert "Vetted on" not in second.stderr and "Errno 98" not in second.stderr and "Traceback" not in second.stderr
+    assert json.loads((tmp_path / "serve.json").read_text())["pid"] == process.pid  # left alone
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=20)
+    assert not (tmp_path / "serve.json").exists()

@@ -80,6 +80,11 @@ def describe(agent: Agent) -> dict:
                 "same scope is answered with similar_exists unless you pass confirm_duplicate=true or "
                 "revise that record; anything you cannot see is the reviewer's to compare"
             ),
+            "resubmission": (
+                "content of yours a reviewer rejected, sent again unchanged, is not stored: the answer is "
+                "already_rejected with that proposal and the reviewer's note. Change it to address the note, "
+                "or pass resubmit=true with resubmit_reason saying what changed"
+            ),
             "rate_limit": write_limiter.describe(),
             "disputes": (
                 f"at most {dispute_cap} open (pending) disputes at a time; you have {open_disputes}. Past "

@@ -10,7 +10,8 @@ from retrieval.similar import similar_pending, similar_records
 from reviews import actions, confusables
 from reviews import validation as v
 from reviews.checksum import content_checksum
-from reviews.errors import NotFound, ValidationFailed
+from reviews.errors import AlreadyRejected, NotFound, ValidationFailed
+from reviews.formats import iso
 from reviews.models import Agent, Proposal, Record
 
 from .inputs import _proposal_id, _raise, _record_id
@@ -39,8 +40,14 @@ def propose_context(
     review_by=None,
     revises=None,
     confirm_duplicate=False,
+    resubmit=False,
+    resubmit_reason=None,
 ) -> dict:
     """A create proposal, or a revise proposal when ``revises`` names a record.
+
+    Content this agent already had rejected is not stored: the answer is
+    ``already_rejected`` with that proposal and the reviewer's note, unless
+    ``resubmit`` is true with a ``resubmit_reason`` (reviews.actions, _resubmission).
 
     Exact duplicates are refused by the action (DuplicateContent with the
     existing id). Near duplicates in the same scope are not stored: the answer
@@ -53,6 +60,38 @@ def propose_context(
     write_limiter.hit(agent)
     if not isinstance(confirm_duplicate, bool):
         raise ValidationFailed({"confirm_duplicate": f"got {confirm_duplicate!r}; true or false"})
+    resubmission = _resubmission_args(resubmit, resubmit_reason)
+    try:
+        return _propose(
+            agent, title, body, kind, scope, tags, reason, review_by, revises, confirm_duplicate, resubmission
+        )
+    except AlreadyRejected as exc:
+        return _rejected_answer(exc)
+
+
+def _resubmission_args(resubmit, resubmit_reason) -> dict:
+    if not isinstance(resubmit, bool):
+        raise ValidationFailed({"resubmit": f"got {resubmit!r:.40}; true or false"})
+    if resubmit_reason is not None and not isinstance(resubmit_reason, str):
+        raise ValidationFailed({"resubmit_reason": f"got {resubmit_reason!r:.40}; a text saying what changed"})
+    if resubmit_reason and not resubmit:
+        raise ValidationFailed({"resubmit_reason": "only with resubmit=true"})
+    return {"resubmit": resubmit, "resubmit_reason": resubmit_reason or ""}
+
+
+def _rejected_answer(exc: AlreadyRejected) -> dict:
+    earlier = exc.earlier
+    return {
+        "status": "already_rejected",
+        "proposal_id": earlier.public_id,
+        "proposal": proposal_shape(earlier),
+        "decided_at": iso(earlier.decided_at),
+        "decision_note": earlier.decision_note,
+        "message": exc.message,
+    }
+
+
+def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, confirm_duplicate, resubmission):
     if revises not in (None, ""):
         return _propose_revision(
             agent,
@@ -65,6 +104,7 @@ def propose_context(
             reason=reason,
             review_by=review_by,
             confirm_duplicate=confirm_duplicate,
+            resubmission=resubmission,
         )
     fields = {"title": title, "body": body, "kind": kind, "scope": scope, "tags": tags, "review_by": review_by}
     # Validate everything first, so bad input gets the full list of problems
@@ -92,7 +132,7 @@ def propose_context(
         answer = _near_duplicates(content, agent, exclude=())
         if answer:
             return answer
-    proposal = actions.propose_create(agent=agent, reason=reason, **fields)
+    proposal = actions.propose_create(agent=agent, reason=reason, **resubmission, **fields)
     return _pending_answer(
         proposal,
         "Stored as a pending proposal. A reviewer will accept, revise or reject it; "
@@ -100,7 +140,9 @@ def propose_context(
     )
 
 
-def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, reason, **given) -> dict:
+def _propose_revision(
+    agent: Agent, target_id: str, *, confirm_duplicate: bool, reason, resubmission: dict, **given
+) -> dict:
     changes = {name: value for name, value in given.items() if value is not None}
     target = Record.objects.filter(public_id=target_id).first()
     if target is not None and target.scope in agent.scopes and not confirm_duplicate:
@@ -127,7 +169,7 @@ def _propose_revision(agent: Agent, target_id: str, *, confirm_duplicate: bool, 
             answer = _near_duplicates(content, agent, exclude=chain)
             if answer:
                 return answer
-    proposal = actions.propose_revision(target_id, agent=agent, reason=reason, **changes)
+    proposal = actions.propose_revision(target_id, agent=agent, reason=reason, **resubmission, **changes)
     return _pending_answer(
         proposal,
         f"Stored as a pending revision of {target_id}. If accepted, a new record "

@@ -181,6 +181,15 @@ class SimilarExistsSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class AlreadyRejectedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["already_rejected"])
+    proposal_id = serializers.CharField(help_text="Your earlier proposal with this same content, rejected.")
+    proposal = ProposalSerializer()
+    decided_at = serializers.DateTimeField()
+    decision_note = serializers.CharField(allow_blank=True)
+    message = serializers.CharField()
+
+
 RECORD_ID_PATTERN = ids.RECORD_ID_PATTERN
 PROPOSAL_ID_PATTERN = ids.PROPOSAL_ID_PATTERN
 TAG_PATTERN = r"^[a-z0-9][a-z0-9._/:+-]*$"
@@ -227,6 +236,17 @@ class ProposeSerializer(serializers.Serializer):
     )
     confirm_duplicate = serializers.BooleanField(
         required=False, default=False, help_text="Store even though a similar record exists."
+    )
+    resubmit = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Send again content a reviewer rejected (after an already_rejected answer); needs resubmit_reason.",
+    )
+    resubmit_reason = serializers.CharField(
+        required=False,
+        min_length=v.REASON_MIN,
+        max_length=v.REASON_MAX,
+        help_text="With resubmit: what changed since the rejection; the reviewer reads it beside their note.",
     )
 
 

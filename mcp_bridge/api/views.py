@@ -45,7 +45,20 @@ _SCOPE = OpenApiParameter(
 _REASON_EXAMPLE = [
     OpenApiExample("reason", value={"reason": "The handbook changed on Monday; see its history."}, request_only=True)
 ]
-PROPOSE_FIELDS = ("title", "body", "kind", "scope", "tags", "reason", "review_by", "revises", "confirm_duplicate")
+PROPOSE_FIELDS = (
+    "title",
+    "body",
+    "kind",
+    "scope",
+    "tags",
+    "reason",
+    "review_by",
+    "revises",
+    "confirm_duplicate",
+    "resubmit",
+    "resubmit_reason",
+)
+_FLAGS = ("confirm_duplicate", "resubmit")
 _ERRORS = {
     code: OpenApiResponse(s.ErrorSerializer, description=text)
     for code, text in {
@@ -211,10 +224,10 @@ def record(request, record_id: str):
         409: OpenApiResponse(
             PolymorphicProxySerializer(
                 component_name="ProposalConflict",
-                serializers=[s.SimilarExistsSerializer, s.ErrorSerializer],
+                serializers=[s.SimilarExistsSerializer, s.AlreadyRejectedSerializer, s.ErrorSerializer],
                 resource_type_field_name=None,
             ),
-            description="similar_exists (not stored), or an exact duplicate (error body).",
+            description="similar_exists or already_rejected (not stored), or an exact duplicate (error body).",
         ),
         **{k: v for k, v in _WRITE_ERRORS.items() if k != 409},
     },
@@ -224,8 +237,8 @@ def proposals(request):
     data = _body(request, PROPOSE_FIELDS)
     answer = agent_api.propose_context(
         request.auth,
-        **{name: data.get(name) for name in PROPOSE_FIELDS if name != "confirm_duplicate"},
-        confirm_duplicate=data.get("confirm_duplicate", False),
+        **{name: data.get(name) for name in PROPOSE_FIELDS if name not in _FLAGS},
+        **{name: data.get(name, False) for name in _FLAGS},
     )
     code = status.HTTP_201_CREATED if answer["status"] == "pending" else status.HTTP_409_CONFLICT
     return Response(answer, status=code)

@@ -254,12 +254,25 @@ def build_server() -> MCPServer:
             bool,
             Field(description="Set true only after a similar_exists answer, when your text is genuinely different."),
         ] = False,
+        resubmit: Annotated[
+            bool,
+            Field(
+                description="Set true only after an already_rejected answer, when you have new grounds; "
+                "needs resubmit_reason."
+            ),
+        ] = False,
+        resubmit_reason: Annotated[
+            str | None,
+            Field(description="With resubmit: what changed since the rejection (the reviewer reads it)."),
+        ] = None,
     ) -> dict[str, Any]:
         """Propose durable knowledge for the shared memory: a new record, or a revision of one (revises=<id>).
         Nothing is stored as true: the proposal waits for a human reviewer, who accepts, edits or rejects it.
         Search first. An exact copy of a record you can read, or of your own pending proposal (or one differing
         only in look-alike characters), is refused with its id; text nearly the same as one of those (same
-        scope) returns status "similar_exists" with the ids and is not stored. Other agents' proposals are never
+        scope) returns status "similar_exists" with the ids and is not stored. Content of yours a reviewer
+        rejected returns status "already_rejected" with the decision and its note, and is not stored unless
+        you resubmit (resubmit=true, resubmit_reason). Other agents' proposals are never
         named: the reviewer sees and compares them. Characters a reviewer cannot see (zero-width, bidi
         controls, TAG characters, variation selectors other than in emoji) are refused in every field, by
         code point and position.
@@ -278,6 +291,8 @@ def build_server() -> MCPServer:
             review_by=review_by,
             revises=revises,
             confirm_duplicate=confirm_duplicate,
+            resubmit=resubmit,
+            resubmit_reason=resubmit_reason,
         )
 
     @server.tool(annotations=PROPOSE)

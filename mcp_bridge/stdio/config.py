@@ -13,6 +13,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_site import listening  # standard library only, like defaults
 from memory_site.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
 
 DEFAULT_CONFIG = Path("~/.config/vetted/bridge.json").expanduser()
@@ -82,7 +83,8 @@ def load_config(env: dict[str, str] | None = None) -> Config:
     elif env.get("VETTED_CONFIG"):
         raise BridgeError(f"VETTED_CONFIG={path} does not exist.")
 
-    url = (env.get("VETTED_URL") or file_values.get("url") or DEFAULT_URL).strip().rstrip("/")
+    home = Path(env.get("VETTED_HOME") or PROJECT_DIR / "var").expanduser()
+    url = (env.get("VETTED_URL") or file_values.get("url") or _recorded_url(home) or DEFAULT_URL).strip().rstrip("/")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BridgeError(f"VETTED_URL={url!r} is not an http(s) URL such as {DEFAULT_URL}.")
@@ -109,8 +111,13 @@ def load_config(env: dict[str, str] | None = None) -> Config:
     else:
         autostart = bool(file_values.get("autostart", True))
     autostart = autostart and (parts.hostname in _LOOPBACK)  # never start a "remote" server here
-    home = Path(env.get("VETTED_HOME") or PROJECT_DIR / "var").expanduser()
     return Config(url=url, token=token, autostart=autostart, home=home)
+
+
+def _recorded_url(home: Path) -> str | None:
+    """Where the running daemon of this VETTED_HOME listens (VETTED_HOME/serve.json)."""
+    record = listening.running(home)
+    return record.url if record else None
 
 
 # --------------------------------------------------------------------------- daemon
@@ -161,9 +168,10 @@ def ensure_daemon(cfg: Config) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if daemon_healthy(cfg):
-                log(f"daemon up (pid {process.pid})")
+                record = listening.running(cfg.home)  # another bridge's or a `make run`'s, maybe
+                log(f"daemon up (pid {record.pid if record else process.pid})")
                 return
-            if process.poll() is not None:
+            if process.poll() is not None and not _another_daemon_starting(cfg, process.pid):
                 raise BridgeError(
                     f"The Vetted daemon exited with code {process.returncode} while starting; "
                     f"see {log_path}. Start it by hand with: {cfg.start_command}"
@@ -172,6 +180,13 @@ def ensure_daemon(cfg: Config) -> None:
         raise BridgeError(
             f"The Vetted daemon did not answer {cfg.url}/health within {START_TIMEOUT:.0f} s; see {log_path}."
         )
+
+
+def _another_daemon_starting(cfg: Config, our_pid: int) -> bool:
+    """Ours exited because another daemon of this VETTED_HOME (e.g. a `make run`
+    loading its model) already holds the port: keep waiting for that one."""
+    record = listening.running(cfg.home)
+    return record is not None and record.pid != our_pid and record.port == (cfg.parts.port or DEFAULT_PORT)
 
 
 def _connection(cfg: Config, timeout: float | None) -> http.client.HTTPConnection:

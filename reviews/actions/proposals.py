@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import validation as v
-from ..errors import DuplicateContent, InvalidTransition, LimitReached, ValidationFailed
+from ..errors import AlreadyRejected, DuplicateContent, InvalidTransition, LimitReached, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
     _apply_changes,
@@ -37,6 +37,8 @@ def propose_create(
     source_tool: str = "",
     session: str = "",
     full_duplicate_check: bool = False,
+    resubmit: bool = False,
+    resubmit_reason: str = "",
     **fields: Any,
 ) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
@@ -46,7 +48,10 @@ def propose_create(
     agent can receive or of its own pending proposal (DuplicateContent with
     the existing id); see _check_not_duplicate. ``full_duplicate_check``:
     of any live record or pending proposal, for imports, whose answer goes to
-    the person running them rather than to an agent.
+    the person running them rather than to an agent. Content this agent
+    already had rejected is refused (AlreadyRejected, with the earlier
+    decision) unless ``resubmit`` with a ``resubmit_reason``; see
+    _resubmission.
     """
     with transaction.atomic():
         agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
@@ -55,12 +60,17 @@ def propose_create(
         _check_agent_scope(agent, content["scope"])
         checksum, skeleton = _checksum_of(content), _skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
+        earlier, resubmit_reason = _resubmission(
+            agent, ProposalAction.CREATE, checksum, None, resubmit, resubmit_reason
+        )
         proposal = Proposal.objects.create(
             action=ProposalAction.CREATE,
             agent=agent,
             reason=reason,
             content_checksum=checksum,
             skeleton_checksum=skeleton,
+            resubmits=earlier,
+            resubmit_reason=resubmit_reason,
             **content,
             **_provenance(agent, source_tool, session),
         )
@@ -71,7 +81,7 @@ def propose_create(
             proposal=proposal,
             after=checksum,
             snippet=proposal.title,
-            extra={"action": proposal.action, "scope": proposal.scope},
+            extra={"action": proposal.action, "scope": proposal.scope, **_resubmits(earlier)},
         )
         _tell_proposal(proposal)
         return proposal
@@ -85,6 +95,8 @@ def propose_revision(
     source_tool: str = "",
     session: str = "",
     full_duplicate_check: bool = False,
+    resubmit: bool = False,
+    resubmit_reason: str = "",
     **changes: Any,
 ) -> Proposal:
     """An agent asks to replace ``target`` with changed content.
@@ -92,7 +104,8 @@ def propose_revision(
     Fields not given keep the target's approved values (review_by gets a
     fresh default); for a target changed outside Vetted that is its approved
     text, not the changed one (refused if no approved copy is kept). The scope
-    cannot change. A revision that changes nothing is refused.
+    cannot change. A revision that changes nothing is refused, and so is one
+    this agent already had rejected, unless resubmitted (see _resubmission).
     """
     with transaction.atomic():
         agent = _require_active_agent(Agent.objects.select_for_update().get(pk=agent.pk))
@@ -110,6 +123,9 @@ def propose_revision(
         _check_not_duplicate(
             checksum, skeleton=skeleton, ignore_record=record, proposer=None if full_duplicate_check else agent
         )
+        earlier, resubmit_reason = _resubmission(
+            agent, ProposalAction.REVISE, checksum, record, resubmit, resubmit_reason
+        )
         proposal = Proposal.objects.create(
             action=ProposalAction.REVISE,
             target=record,
@@ -117,6 +133,8 @@ def propose_revision(
             reason=reason,
             content_checksum=checksum,
             skeleton_checksum=skeleton,
+            resubmits=earlier,
+            resubmit_reason=resubmit_reason,
             **content,
             **_provenance(agent, source_tool, session),
         )
@@ -129,10 +147,60 @@ def propose_revision(
             before=record.approved_checksum,
             after=checksum,
             snippet=proposal.title,
-            extra={"action": proposal.action, "changed": sorted(changed)},
+            extra={"action": proposal.action, "changed": sorted(changed), **_resubmits(earlier)},
         )
         _tell_proposal(proposal)
         return proposal
+
+
+def _resubmission(
+    agent: Agent, action: str, checksum: str, target: Record | None, resubmit: bool, resubmit_reason: str
+) -> tuple[Proposal | None, str]:
+    """Resubmission (issue 15): this agent's latest rejected proposal of the
+    same action, target and content (checksum), if any.
+
+    Without ``resubmit`` such a proposal is refused with AlreadyRejected
+    (the earlier decision and its note, so the agent learns why, and the
+    reviewer is not asked the same question twice as if it were new). With
+    ``resubmit`` a ``resubmit_reason`` is required and the new proposal is
+    linked to the earlier one, which the inbox shows beside it. Returns the
+    earlier proposal (or None) and the cleaned resubmit reason. Only the
+    agent's own proposals count: another agent's rejection is never named to
+    it (its proposal is stored like any other). ``resubmit`` with nothing
+    rejected to resubmit is refused, so the flag cannot be sent by habit.
+    """
+    earlier = (
+        Proposal.objects.filter(
+            agent=agent, action=action, target=target, content_checksum=checksum, state=ProposalState.REJECTED
+        )
+        .order_by("-decided_at", "-id")
+        .first()
+    )
+    if earlier is None:
+        if resubmit:
+            raise ValidationFailed({"resubmit": "none of your rejected proposals has this content; leave resubmit out"})
+        return None, ""
+    if not resubmit:
+        note = f" The reviewer's note: {earlier.decision_note}" if earlier.decision_note else " (no note)"
+        decided = f" on {earlier.decided_at:%Y-%m-%d}" if earlier.decided_at else ""
+        raise AlreadyRejected(
+            f"Not stored: your proposal {earlier.public_id} with this same content was rejected{decided}.{note} "
+            "Change it to address the note, or, if you have new grounds, send it again with resubmit=true and "
+            "resubmit_reason saying what changed.",
+            earlier=earlier,
+        )
+    if not (resubmit_reason or "").strip():
+        raise ValidationFailed(
+            {
+                "resubmit_reason": "required with resubmit: why the reviewer should look again at what "
+                f"they rejected in {earlier.public_id}"
+            }
+        )
+    return earlier, v.clean_reason(resubmit_reason, field="resubmit_reason")
+
+
+def _resubmits(earlier: Proposal | None) -> dict[str, str]:
+    return {"resubmits": earlier.public_id} if earlier is not None else {}
 
 
 def propose_retirement(

@@ -1,9 +1,11 @@
+import os
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mcp_bridge import connect
+from memory_site import listening
 from memory_site.cli import resolve_reviewer
 from reviews import actions
 from reviews.errors import Unauthorized, VettedError
@@ -35,19 +37,27 @@ class Command(BaseCommand):
         parser.add_argument(
             "--http", action="store_true", help="connect over HTTP to /mcp instead of spawning the stdio bridge"
         )
-        parser.add_argument("--url", default="", help="the daemon's base URL (default http://127.0.0.1:8765)")
+        parser.add_argument(
+            "--url",
+            default="",
+            help="the daemon's base URL (default: where the running `serve` of this VETTED_HOME listens, "
+            "from VETTED_HOME/serve.json, else http://127.0.0.1:8765)",
+        )
         parser.add_argument("--write", action="store_true", help="merge into the client's config file")
         parser.add_argument("--config", help="the config file to write (default: the client's usual file)")
         parser.add_argument("--reviewer", help="the person creating the agent (default: the only superuser)")
 
     def handle(self, *args, **opts):
         client = connect.CLIENTS[opts["client"]]
-        url = (opts["url"] or connect.DEFAULT_URL).rstrip("/")
+        url = (opts["url"] or self._running_url() or connect.DEFAULT_URL).rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise CommandError(f"--url {url!r}: give an http(s) URL such as {connect.DEFAULT_URL}.")
         name = opts["agent"].strip().lower()
-        target = Path(opts["config"]).expanduser() if opts["config"] else client.config_path()
+        if opts["write"] and client.name == "generic" and not opts["config"]:
+            raise CommandError("connect generic --write needs --config PATH: a generic client has no usual file.")
+        target = Path(opts["config"]).expanduser() if opts["config"] else None
         if opts["write"]:
+            target = target or client.config_path()
             try:
                 connect.check_target(client, target)
             except (connect.ConnectError, OSError) as exc:
@@ -60,23 +70,33 @@ class Command(BaseCommand):
         except connect.ConnectError as exc:
             raise CommandError(str(exc)) from None
 
-        self.stdout.write(f"# {client.label}: add this to {target}")
+        server = connect.name_for(entry)
+        self.stdout.write(f"# {client.label}: add this to {target or client.target_text()} (server name '{server}')")
         self.stdout.write(connect.render(client, entry))
         command = connect.cli_command(client, entry)
         if command:
             self.stdout.write(f"\n# or run:\n{command}")
         if client.name == "codex" and opts["http"]:
-            self.stdout.write(f"\n# Codex reads the token from the environment:\nexport VETTED_TOKEN={token}")
+            self.stdout.write("\n" + connect.codex_token_help(token, os.environ.get("SHELL", "")))
         self.stdout.write("\n# Paste into the client's global instructions (e.g. CLAUDE.md, AGENTS.md):")
         self.stdout.write(connect.GLOBAL_INSTRUCTIONS)
 
         if opts["write"]:
             try:
-                path, backup = connect.merge_into(client, entry, target)
+                path, backup = connect.merge_into(client, entry, target)  # target is set when writing
             except (connect.ConnectError, OSError) as exc:
                 raise CommandError(f"Could not write {target}: {exc}") from None
             saved = f" (previous version saved as {backup})" if backup else ""
-            self.stderr.write(f"Wrote the '{connect.SERVER_NAME}' server into {path}{saved}. Restart {client.label}.")
+            self.stderr.write(f"Wrote the '{server}' server into {path}{saved}. Restart {client.label}.")
+
+    def _running_url(self) -> str | None:
+        """Where this VETTED_HOME's daemon listens, from the record `serve` keeps."""
+        record = listening.running(settings.VETTED_HOME)
+        if record is None:
+            return None
+        if record.url != connect.DEFAULT_URL:
+            self.stderr.write(f"Vetted serves this VETTED_HOME at {record.url} (pid {record.pid}, {record.path}).")
+        return record.url
 
     def _token(self, name: str, opts, client) -> str:
         agent = Agent.objects.filter(name=name).first()

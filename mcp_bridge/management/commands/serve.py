@@ -1,8 +1,14 @@
+import errno
+import json
+import os
+import socket
 import sys
+import urllib.request
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_site import listening
 from memory_site.defaults import DEFAULT_PORT
 from memory_site.files import serve_lock_path
 
@@ -18,11 +24,6 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=DEFAULT_PORT)
 
     def handle(self, *args, **opts):
-        import uvicorn
-
-        from retrieval import index
-        from retrieval.embeddings import get_embedder
-
         host, port = opts["host"], opts["port"]
         if not 1 <= port <= 65535:
             raise CommandError(f"--port {port}: use 1-65535.")
@@ -36,6 +37,23 @@ class Command(BaseCommand):
                 f"Note: {host} is not in VETTED_ALLOWED_HOSTS ({', '.join(settings.ALLOWED_HOSTS)}); "
                 "requests naming it will be refused."
             )
+        # Before the model loads (seconds): a second daemon on the same data
+        # or the same port would only die later with a raw "Errno 98".
+        home = settings.VETTED_HOME
+        if self._refuse_if_running(host, port) is None:
+            listening.write(home, host=host, port=port, state="starting")
+        try:
+            self._serve(host, port)
+        finally:
+            listening.remove(home)  # a clean stop, or a start that failed
+        sys.stderr.flush()
+
+    def _serve(self, host: str, port: int) -> None:
+        import uvicorn
+
+        from retrieval import index
+        from retrieval.embeddings import get_embedder
+
         # Load the model now, not on the first search, and catch up on any
         # records changed while the server was down (e.g. by an import).
         embedder = get_embedder()
@@ -74,7 +92,7 @@ class Command(BaseCommand):
         # X-Forwarded-For/-Proto are believed only when an operator said a
         # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
         # trust them from any loopback client, e.g. a local agent.
-        uvicorn.run(
+        config = uvicorn.Config(
             application,
             host=host,
             port=port,
@@ -84,7 +102,42 @@ class Command(BaseCommand):
             server_header=False,
             proxy_headers=settings.VETTED_BEHIND_PROXY,
         )
-        sys.stderr.flush()
+        _recording_server(config).run()
+
+    def _refuse_if_running(self, host: str, port: int) -> listening.Listening | None:
+        """Fail (exit 1) saying where Vetted already runs and how to stop it,
+        when this VETTED_HOME's daemon is alive on this port or the port is
+        taken. Returns the live record of this VETTED_HOME's daemon on another
+        port (servers may share the data; the first one keeps the record)."""
+        record = listening.read(settings.VETTED_HOME)
+        if record is not None and not record.alive:
+            self.stderr.write(f"Note: {record.path} was left by a daemon that is gone (pid {record.pid}); ignoring it.")
+            record.path.unlink(missing_ok=True)
+            record = None
+        elif record is not None and record.port != port:
+            self.stderr.write(
+                f"Note: Vetted (pid {record.pid}) also serves this VETTED_HOME at {record.url}/; "
+                f"{record.path} keeps naming that one."
+            )
+        elif record is not None:
+            doing = "is starting" if record.state == "starting" else "is already running"
+            raise CommandError(
+                f"Vetted {doing} for {settings.VETTED_HOME}: {record.url}/ (pid {record.pid}, since "
+                f"{record.started_text}). Use it as it is, or stop it with `kill {record.pid}` "
+                "(Ctrl-C in its terminal) and run this again."
+            )
+        if not _port_free(host, port):
+            url = listening.local_url(host, port)
+            if _vetted_answers(url):
+                raise CommandError(
+                    f"Vetted is already running on {url}/ with another data folder (VETTED_HOME; "
+                    f"its serve.json there names its pid). Stop it, or choose another port: --port N "
+                    f"(make run PORT=N)."
+                )
+            raise CommandError(
+                f"Port {port} on {host} is in use by another program. Choose another port: --port N (make run PORT=N)."
+            )
+        return record
 
     def _announce_first_run(self, host: str, port: int) -> None:
         """Until the reviewer account exists, /setup/ takes the one-time code
@@ -111,3 +164,52 @@ class Command(BaseCommand):
         handle = open(path, "a")  # noqa: SIM115 - held open (and locked) for the life of the process
         fcntl.flock(handle, fcntl.LOCK_SH)
         self._serve_lock = handle  # kept open (and locked) until the process ends
+
+
+def _recording_server(config):
+    """uvicorn's Server, recording in VETTED_HOME/serve.json that it listens
+    once its socket is bound (the record says "starting" until then)."""
+    import uvicorn
+
+    class RecordingServer(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            record = listening.read(settings.VETTED_HOME)
+            if self.started and record is not None and record.pid == os.getpid():
+                listening.write(
+                    settings.VETTED_HOME, host=config.host, port=config.port, state="listening", started=record.started
+                )
+
+        async def shutdown(self, sockets=None):
+            # uvicorn re-raises SIGTERM/SIGINT after shutting down, which ends
+            # the process before `finally` blocks run: remove the record here.
+            listening.remove(settings.VETTED_HOME)
+            await super().shutdown(sockets)
+
+    return RecordingServer(config)
+
+
+def _port_free(host: str, port: int) -> bool:
+    """Whether ``host:port`` can be bound now (as uvicorn will: SO_REUSEADDR,
+    so a port in TIME_WAIT counts as free)."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return True  # let uvicorn report a host it cannot resolve
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
+    return True
+
+
+def _vetted_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=2) as response:
+            data = json.loads(response.read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "pending_proposals" in data and "model" in data
