@@ -262,6 +262,7 @@ class Relay:
 
         self._session_stream = threading.Thread(target=relay, name="session-stream", daemon=True)
         self._session_stream.start()
+
     # --- cold start
 
     def _answer_cold_initialize(self, msg_id) -> bool:
