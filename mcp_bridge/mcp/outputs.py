@@ -95,7 +95,7 @@ def tool_output_schemas() -> dict[str, dict[str, Any]]:
         "search": _one(s.SearchSerializer),
         "read": _one(s.ReadSerializer),
         "list": _one(s.ListSerializer),
-        "propose_context": _either(s.ProposalCreatedSerializer, s.SimilarExistsSerializer),
+        "propose_context": _either(s.ProposalCreatedSerializer, s.SimilarExistsSerializer, s.AlreadyRejectedSerializer),
         "propose_retirement": created,
         "dispute": created,
         "proposal_status": _one(s.ProposalSerializer),

@@ -32,6 +32,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from .cold import ColdStart
 from .config import (
     DAEMON_UNAVAILABLE,
     REQUEST_TIMEOUT,
@@ -40,7 +41,6 @@ from .config import (
     BridgeError,
     Config,
     _connection,
-    daemon_healthy,
     ensure_daemon,
     load_config,
     log,
@@ -63,7 +63,7 @@ class Upstream(Exception):
         super().__init__(f"HTTP {status}: {text[:500]}")
 
 
-class Relay:
+class Relay(ColdStart):
     def __init__(self, cfg: Config, write):
         self.cfg = cfg
         self.write = write
@@ -262,84 +262,6 @@ class Relay:
 
         self._session_stream = threading.Thread(target=relay, name="session-stream", daemon=True)
         self._session_stream.start()
-
-    # --- cold start
-
-    def _answer_cold_initialize(self, msg_id) -> bool:
-        """With the daemon down, autostart on and the daemon's earlier answer
-        cached: answer initialize now and start the daemon in the background."""
-        if not self.cfg.autostart or self._starting is not None:
-            return False
-        cached = self.cache.get(self._requested_version, "initialize")
-        if cached is None or daemon_healthy(self.cfg, timeout=1.0):
-            return False
-        self.protocol_version = cached.get("protocolVersion") or self.protocol_version
-        self._starting = threading.Thread(target=self._start_in_background, name="daemon-start", daemon=True)
-        self._starting.start()
-        self.write({"jsonrpc": "2.0", "id": msg_id, "result": cached})
-        return True
-
-    def _start_in_background(self) -> None:
-        try:
-            ensure_daemon(self.cfg)
-            with self._session_lock:  # the client's initialized may arrive meanwhile (see _while_starting)
-                self.session_id = None
-                assert self._init_message is not None  # set before the thread starts
-                for reply in self._post(self._init_message):
-                    if isinstance(reply, dict) and "result" in reply:
-                        self.cache.put(self._requested_version, "initialize", reply["result"])
-                if self._initialized_sent:
-                    self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-                self._daemon_up.set()
-            if self._initialized_sent:  # the daemon refuses requests before it
-                self._refresh_tool_list()
-        except Exception as exc:  # reported to every request that waits for the daemon
-            self._start_error = exc
-            log(f"could not start the daemon: {exc}")
-        finally:
-            self._daemon_up.set()
-
-    def _refresh_tool_list(self) -> None:
-        for reply in self._post({"jsonrpc": "2.0", "id": "vetted-bridge-tools", "method": "tools/list"}):
-            if isinstance(reply, dict) and isinstance(reply.get("result"), dict):
-                changed = self.cache.put(self._requested_version, "tools/list", reply["result"])
-                if changed and self._listed_from_cache:
-                    log("the daemon's tool list differs from the cached one; told the client")
-                    self.write({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-
-    def _while_starting(self, message, msg_id) -> bool:
-        """While the daemon starts: answer what needs no daemon (tools/list from
-        the cache, ping), hold back the initialized notification for the
-        session being opened, and let everything else wait. True when done."""
-        method = message.get("method") if isinstance(message, dict) else None
-        if not self._daemon_up.is_set():
-            if method == "notifications/initialized":
-                with self._session_lock:
-                    self._initialized_sent = True
-                    if not self._daemon_up.is_set():
-                        return True  # sent with the session, by _start_in_background
-                return False
-            if method == "ping" and msg_id is not None:
-                self.write({"jsonrpc": "2.0", "id": msg_id, "result": {}})
-                return True
-            cached = self.cache.get(self._requested_version, "tools/list") if cacheable_list(message) else None
-            if cached is not None:
-                self._listed_from_cache = True
-                self.write({"jsonrpc": "2.0", "id": msg_id, "result": cached})
-                return True
-        if method == "notifications/initialized":
-            self._initialized_sent = True
-        if not self._daemon_up.wait(timeout=START_TIMEOUT + 10):
-            raise BridgeError(f"The Vetted daemon did not start within {START_TIMEOUT:.0f} s.")
-        if self._start_error is not None:
-            error = self._start_error
-            # Reported once; later requests take the usual path (which starts
-            # the daemon again, or says how), as if the bridge had just started.
-            self._starting, self._start_error = None, None
-            if isinstance(error, BridgeError):
-                raise error
-            raise BridgeError(f"Cannot start the Vetted daemon at {self.cfg.url}: {error}")
-        return False
 
     def expect_initialize(self) -> None:
         """Called by the reader before an initialize is handed to a worker."""
