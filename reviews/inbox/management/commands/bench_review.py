@@ -87,6 +87,13 @@ class Command(BaseCommand):
             reviewer.set_password(PASSWORD)
             reviewer.save()
             plan = seed(random.Random(opts["seed"]), total, reviewer)
+            # As `serve` does at startup: the model loaded and the seeded
+            # records embedded before the clock starts (a reviewer meets a
+            # running server, not its first model load).
+            from retrieval import index
+            from retrieval.embeddings import get_embedder
+
+            index.sync(get_embedder())
             timed: list[Timed] = []
 
             def handler(app):
