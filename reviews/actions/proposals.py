@@ -55,26 +55,54 @@ def propose_create(
         _check_agent_scope(agent, content["scope"])
         checksum, skeleton = _checksum_of(content), _skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
-        proposal = Proposal.objects.create(
-            action=ProposalAction.CREATE,
+        return _store_content_proposal(
+            ProposalAction.CREATE,
             agent=agent,
             reason=reason,
-            content_checksum=checksum,
-            skeleton_checksum=skeleton,
-            **content,
-            **_provenance(agent, source_tool, session),
+            content=content,
+            checksums=(checksum, skeleton),
+            provenance=_provenance(agent, source_tool, session),
+            extra={"scope": content["scope"]},
         )
-        _audit(
-            "proposal.created",
-            actor=agent,
-            subject=proposal,
-            proposal=proposal,
-            after=checksum,
-            snippet=proposal.title,
-            extra={"action": proposal.action, "scope": proposal.scope},
-        )
-        _tell_proposal(proposal)
-        return proposal
+
+
+def _store_content_proposal(
+    action: str,
+    *,
+    agent: Agent,
+    reason: str,
+    content: dict[str, Any],
+    checksums: tuple[str, str],
+    provenance: dict[str, Any],
+    extra: dict[str, Any],
+    target: Record | None = None,
+) -> Proposal:
+    """A create or revise proposal, cleaned and checked by the caller (inside
+    its transaction): stored, one proposal.created event, the inbox told."""
+    checksum, skeleton = checksums
+    proposal = Proposal.objects.create(
+        action=action,
+        target=target,
+        agent=agent,
+        reason=reason,
+        content_checksum=checksum,
+        skeleton_checksum=skeleton,
+        **content,
+        **provenance,
+    )
+    _audit(
+        "proposal.created",
+        actor=agent,
+        subject=proposal,
+        record=target,
+        proposal=proposal,
+        before=target.approved_checksum if target else "",
+        after=checksum,
+        snippet=proposal.title,
+        extra={"action": proposal.action, **extra},
+    )
+    _tell_proposal(proposal)
+    return proposal
 
 
 def propose_revision(
@@ -110,29 +138,16 @@ def propose_revision(
         _check_not_duplicate(
             checksum, skeleton=skeleton, ignore_record=record, proposer=None if full_duplicate_check else agent
         )
-        proposal = Proposal.objects.create(
-            action=ProposalAction.REVISE,
-            target=record,
+        return _store_content_proposal(
+            ProposalAction.REVISE,
             agent=agent,
             reason=reason,
-            content_checksum=checksum,
-            skeleton_checksum=skeleton,
-            **content,
-            **_provenance(agent, source_tool, session),
+            content=content,
+            checksums=(checksum, skeleton),
+            provenance=_provenance(agent, source_tool, session),
+            extra={"changed": sorted(changed)},
+            target=record,
         )
-        _audit(
-            "proposal.created",
-            actor=agent,
-            subject=proposal,
-            record=record,
-            proposal=proposal,
-            before=record.approved_checksum,
-            after=checksum,
-            snippet=proposal.title,
-            extra={"action": proposal.action, "changed": sorted(changed)},
-        )
-        _tell_proposal(proposal)
-        return proposal
 
 
 def propose_retirement(
