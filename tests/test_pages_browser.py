@@ -7,6 +7,7 @@ files change only when someone asks for them, not on every run."""
 from __future__ import annotations
 
 import os
+from typing import Any, cast
 
 import pytest
 
@@ -58,7 +59,8 @@ def test_every_page_answers_and_fits(browser, live_server, every_kind, reviewer,
     actions.accept_proposal(extra, actor=reviewer)
     save = os.environ.get("VETTED_SCREENSHOTS") == "1"
     # Device scale 1: the saved files stay small; the layout is the same.
-    context = browser.new_context(**{**SIZES[size], "device_scale_factor": 1})
+    options: dict[str, Any] = {**cast(dict[str, Any], SIZES[size]), "device_scale_factor": 1}
+    context = browser.new_context(**options)
     page = context.new_page()
     page.set_default_timeout(10_000)
     try:
