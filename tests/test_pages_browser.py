@@ -12,11 +12,13 @@ from typing import Any, cast
 import pytest
 
 from reviews import actions
-from tests.test_accessibility_browser import every_kind  # noqa: F401  (a fixture)
-from tests.test_inbox_browser import ARTIFACTS, PASSWORD, SIZES, assert_fits, browser  # noqa: F401
-from tests.test_inbox_browser import pytestmark as _browser_marks
+from tests import test_accessibility_browser as a11y
+from tests import test_inbox_browser as base
+from tests.test_inbox_browser import ARTIFACTS, PASSWORD, SIZES, assert_fits
 
-pytestmark = _browser_marks
+pytestmark = base.pytestmark
+browser = base.browser  # fixtures shared with the other browser tests
+every_kind = a11y.every_kind
 PAGES = ARTIFACTS / "pages"
 
 
@@ -45,7 +47,14 @@ def pages(kind: dict) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_every_page_answers_and_fits(browser, live_server, every_kind, reviewer, agent, size):  # noqa: F811
+def test_every_page_answers_and_fits(
+    browser, live_server, every_kind, reviewer, agent, team_agent, make_record, settings, size
+):
+    # Two more disputes from team-bot: a burst, so the inbox shows its folded warning.
+    settings.VETTED_OPEN_DISPUTES_PER_AGENT = 0
+    for n in range(2):
+        record = make_record(title=f"Queue host {n}", body=f"The queue {n} runs on mq-{n}.internal for billing.")
+        actions.dispute_record(record, agent=team_agent, reason="The queues moved to another cluster")
     # One decision already made, so Recent decisions lists something to undo.
     extra = actions.propose_create(
         agent=agent,
