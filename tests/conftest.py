@@ -151,6 +151,24 @@ def record(make_record):
     return make_record()
 
 
+@pytest.fixture
+def signed_in(client, reviewer):
+    """The test client, signed in as the reviewer."""
+    client.force_login(reviewer)
+    return client
+
+
+@pytest.fixture
+def create_proposal(agent):
+    """make(n, **overrides): a pending create from the agent, title "Proposal number N"."""
+
+    def make(n=0, **overrides):
+        fields = content(title=f"Proposal number {n}", body=f"{GOOD_BODY} Variant {n}.", **overrides)
+        return actions.propose_create(agent=agent, reason="Seen in the repository", **fields)
+
+    return make
+
+
 # --------------------------------------------------------------------------- agent gateway
 
 

@@ -15,26 +15,11 @@ from django.utils import timezone
 
 from reviews import actions, vocabulary
 from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordStatus
-from tests.conftest import GOOD_BODY, content
+from tests.conftest import GOOD_BODY
 
 pytestmark = pytest.mark.django_db
 
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def signed_in(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
-@pytest.fixture
-def create_proposal(agent):
-    def make(n=0, **overrides):
-        fields = content(title=f"Proposal number {n}", body=f"{GOOD_BODY} Variant {n}.", **overrides)
-        return actions.propose_create(agent=agent, reason="Seen in the repository", **fields)
-
-    return make
 
 
 def controls(html: str, decision: str) -> list[str]:

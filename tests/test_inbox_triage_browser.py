@@ -261,3 +261,44 @@ def test_reject_all_that_match_through_the_ui(browser, live_server, triage_seed,
         assert set(Proposal.objects.filter(pk__in=others).values_list("state", flat=True)) == {ProposalState.PENDING}
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_compact_view_keeps_six_lines_in_the_first_screen_despite_burst_warnings(
+    browser,  # noqa: F811
+    live_server,
+    triage_seed,
+    agent,
+    team_agent,
+    make_record,
+    settings,
+    size,
+):
+    # inbox-close: two agents each disputing or retiring records in a burst
+    # (the bench seed's mix) put a warning each at the top of the inbox.
+    settings.VETTED_OPEN_DISPUTES_PER_AGENT = 0
+    for n in range(3):
+        actions.dispute_record(
+            make_record(title=f"Queue host {n}", body=f"{GOOD_BODY} Queue {n}."), agent=agent, reason="The queue moved"
+        )
+        actions.propose_retirement(
+            make_record(title=f"Old box {n}", body=f"{GOOD_BODY} Box {n}."), agent=team_agent, reason="Switched off"
+        )
+    context, page = open_page(browser, live_server, size)
+    try:
+        page.goto(f"{live_server.url}/?view=compact")
+        page.wait_for_selector("#cards .card.line")
+        visible = fully_visible_lines(page)
+        assert visible >= 6, f"only {visible} proposals inside the first {size} screen with the burst warnings"
+        warnings = page.locator("#dispute-warnings")
+        assert "2 agents" in warnings.inner_text()
+        # One tap opens the summary: each agent's warning in full.
+        warnings.locator("summary").click()
+        assert f"Agent {agent.name} disputed" in warnings.inner_text()
+        assert f"Agent {team_agent.name} proposed to retire" in warnings.inner_text()
+        assert_fits(page, size)
+        # The card view shows them open.
+        page.goto(f"{live_server.url}/?view=cards")
+        assert page.locator("#dispute-warnings details[open]").count() == 1
+    finally:
+        context.close()

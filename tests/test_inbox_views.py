@@ -17,21 +17,6 @@ pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def signed_in(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
-@pytest.fixture
-def create_proposal(agent):
-    def make(n=0, **overrides):
-        fields = content(title=f"Proposal number {n}", body=f"{GOOD_BODY} Variant {n}.", **overrides)
-        return actions.propose_create(agent=agent, reason="Seen in the repository", **fields)
-
-    return make
-
-
 def header_count(html: str) -> int:
     match = re.search(r'id="pending-count">\s*(\d+)\s*<', html)
     assert match

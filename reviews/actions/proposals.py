@@ -63,28 +63,54 @@ def propose_create(
         earlier, resubmit_reason = _resubmission(
             agent, ProposalAction.CREATE, checksum, None, resubmit, resubmit_reason
         )
-        proposal = Proposal.objects.create(
-            action=ProposalAction.CREATE,
+        return _store_content_proposal(
+            ProposalAction.CREATE,
             agent=agent,
             reason=reason,
-            content_checksum=checksum,
-            skeleton_checksum=skeleton,
-            resubmits=earlier,
-            resubmit_reason=resubmit_reason,
-            **content,
-            **_provenance(agent, source_tool, session),
+            content={**content, "resubmits": earlier, "resubmit_reason": resubmit_reason},
+            checksums=(checksum, skeleton),
+            provenance=_provenance(agent, source_tool, session),
+            extra={"scope": content["scope"], **_resubmits(earlier)},
         )
-        _audit(
-            "proposal.created",
-            actor=agent,
-            subject=proposal,
-            proposal=proposal,
-            after=checksum,
-            snippet=proposal.title,
-            extra={"action": proposal.action, "scope": proposal.scope, **_resubmits(earlier)},
-        )
-        _tell_proposal(proposal)
-        return proposal
+
+
+def _store_content_proposal(
+    action: str,
+    *,
+    agent: Agent,
+    reason: str,
+    content: dict[str, Any],
+    checksums: tuple[str, str],
+    provenance: dict[str, Any],
+    extra: dict[str, Any],
+    target: Record | None = None,
+) -> Proposal:
+    """A create or revise proposal, cleaned and checked by the caller (inside
+    its transaction): stored, one proposal.created event, the inbox told."""
+    checksum, skeleton = checksums
+    proposal = Proposal.objects.create(
+        action=action,
+        target=target,
+        agent=agent,
+        reason=reason,
+        content_checksum=checksum,
+        skeleton_checksum=skeleton,
+        **content,
+        **provenance,
+    )
+    _audit(
+        "proposal.created",
+        actor=agent,
+        subject=proposal,
+        record=target,
+        proposal=proposal,
+        before=target.approved_checksum if target else "",
+        after=checksum,
+        snippet=proposal.title,
+        extra={"action": proposal.action, **extra},
+    )
+    _tell_proposal(proposal)
+    return proposal
 
 
 def propose_revision(
@@ -126,31 +152,16 @@ def propose_revision(
         earlier, resubmit_reason = _resubmission(
             agent, ProposalAction.REVISE, checksum, record, resubmit, resubmit_reason
         )
-        proposal = Proposal.objects.create(
-            action=ProposalAction.REVISE,
-            target=record,
+        return _store_content_proposal(
+            ProposalAction.REVISE,
             agent=agent,
             reason=reason,
-            content_checksum=checksum,
-            skeleton_checksum=skeleton,
-            resubmits=earlier,
-            resubmit_reason=resubmit_reason,
-            **content,
-            **_provenance(agent, source_tool, session),
+            content={**content, "resubmits": earlier, "resubmit_reason": resubmit_reason},
+            checksums=(checksum, skeleton),
+            provenance=_provenance(agent, source_tool, session),
+            extra={"changed": sorted(changed), **_resubmits(earlier)},
+            target=record,
         )
-        _audit(
-            "proposal.created",
-            actor=agent,
-            subject=proposal,
-            record=record,
-            proposal=proposal,
-            before=record.approved_checksum,
-            after=checksum,
-            snippet=proposal.title,
-            extra={"action": proposal.action, "changed": sorted(changed), **_resubmits(earlier)},
-        )
-        _tell_proposal(proposal)
-        return proposal
 
 
 def _resubmission(

@@ -99,31 +99,48 @@ def _supersede(
     if checksum == record.approved_checksum:
         raise ValidationFailed({"changes": identical})
     _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_record=record)
-    new = _new_record(
+    return _replace_by_reviewer(
+        record,
         content,
+        checksum,
         reviewer=reviewer,
-        proposal=None,
-        supersedes=record,
+        event="record.revised",
         reason=note or f"Revised by {reviewer.get_username()}",
+        resolved="was superseded by {new}",
+        snippet=note,
+        extra={"previous_status": was, "changed": sorted(changed), **(extra or {})},
     )
+
+
+def _replace_by_reviewer(
+    record: Record,
+    content: dict[str, Any],
+    checksum: str,
+    *,
+    reviewer: User,
+    event: str,
+    reason: str,
+    resolved: str,
+    snippet: str,
+    extra: dict[str, Any],
+) -> Record:
+    """A reviewer's new approved version of ``record`` (revised or moved;
+    inside the caller's transaction, ``record`` locked): stored, the
+    proposals it fulfils closed ("Resolved: REC {resolved}", where ``{new}``
+    is the new record's id), and one ``event`` audited."""
+    new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=reason)
     closed = _close_fulfilled(
-        record, actor=reviewer, note=f"Resolved: {record.public_id} was superseded by {new.public_id}."
+        record, actor=reviewer, note=f"Resolved: {record.public_id} {resolved.format(new=new.public_id)}."
     )
     _audit(
-        "record.revised",
+        event,
         actor=reviewer,
         subject=new,
         record=new,
         before=record.approved_checksum,
         after=checksum,
-        snippet=note or new.title,
-        extra={
-            "supersedes": record.public_id,
-            "previous_status": was,
-            "changed": sorted(changed),
-            "closed_proposals": closed,
-            **(extra or {}),
-        },
+        snippet=snippet or new.title,
+        extra={"supersedes": record.public_id, **extra, "closed_proposals": closed},
     )
     return new
 
@@ -156,27 +173,21 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         content["scope"] = new_scope
         checksum = _checksum_of(content)
         _check_not_duplicate(checksum, skeleton=_skeleton_of(content))
-        new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=note)
-        closed = _close_fulfilled(
-            record, actor=reviewer, note=f"Resolved: {record.public_id} moved to {new_scope} as {new.public_id}."
-        )
-        _audit(
-            "record.moved",
-            actor=reviewer,
-            subject=new,
-            record=new,
-            before=record.approved_checksum,
-            after=checksum,
+        return _replace_by_reviewer(
+            record,
+            content,
+            checksum,
+            reviewer=reviewer,
+            event="record.moved",
+            reason=note,
+            resolved=f"moved to {new_scope} as {{new}}",
             snippet=note,
             extra={
-                "supersedes": record.public_id,
                 "previous_status": RecordStatus.APPROVED,  # a disputed record cannot be moved
                 "from_scope": record.scope,
                 "to_scope": new_scope,
-                "closed_proposals": closed,
             },
         )
-        return new
 
 
 def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Record:

@@ -196,7 +196,16 @@ def _rewrite_links(state) -> None:
 
 def render(text: str) -> SafeString:
     """Markdown -> sanitised HTML, safe to insert into a page."""
-    html = _parser().render(text or "")
+    return _render(text or "", tuple(settings.ALLOWED_HOSTS))
+
+
+# The same bodies are rendered on every inbox page and decision (parse + nh3
+# were a fifth of an inbox page of long bodies); the output is a pure function
+# of the text and ALLOWED_HOSTS (which links count as remote), both in the key,
+# so a bounded cache of recent bodies is exact.
+@lru_cache(maxsize=512)
+def _render(text: str, _hosts: tuple[str, ...]) -> SafeString:
+    html = _parser().render(text)
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,

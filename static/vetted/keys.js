@@ -145,6 +145,18 @@
     var swapped = event.target;
     if (!swapped || !swapped.matches || !swapped.matches("[data-card]")) return;
     if (swapped.classList.contains("editing")) {
+      // htmx fires htmx:load only after its settle delay, so a reviewer who
+      // is quick (or a slow phone) may already be typing in one of the
+      // form's fields: moving the focus now would send the rest of the typing
+      // elsewhere (issue 13 §5, a correction lost). Only an untouched form
+      // gets the focus on its first field.
+      var active = document.activeElement;
+      if (active && active !== swapped && swapped.contains(active)) {
+        if (current) current.classList.remove("current");
+        current = swapped;
+        swapped.classList.add("current");
+        return;
+      }
       // An edit form is taller than the card it replaces: show its top.
       focusCard(swapped, "start");
       var first = swapped.querySelector("input:not([disabled]):not([type=hidden]), textarea");
@@ -159,6 +171,18 @@
     } else if (current && current.id === swapped.id) {
       focusCard(swapped);
     }
+  });
+
+  // inbox-close: an edit form is replaced only by its own requests (its
+  // submit, its Cancel). A late answer to an earlier request that targets the
+  // same card (an "open" or a second "e" still in flight) would otherwise
+  // swap a fresh, empty form over the one the reviewer is typing in.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    var from = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!target || !target.matches || !target.matches("[data-card].editing")) return;
+    if (from && target.contains(from)) return;
+    event.detail.shouldSwap = false;
   });
 
   // A failed htmx request must not look like nothing happened (a phone on a

@@ -87,6 +87,23 @@ class Command(BaseCommand):
             reviewer.set_password(PASSWORD)
             reviewer.save()
             plan = seed(random.Random(opts["seed"]), total, reviewer)
+            # As `serve` does at startup: the model loaded and the seeded
+            # records embedded before the clock starts (a reviewer meets a
+            # running server, not its first model load).
+            from retrieval import index
+            from retrieval.embeddings import get_embedder
+
+            index.sync(get_embedder())
+            # And the pending proposals' vectors the similar-records hint
+            # compares against: a live server embeds proposals as they arrive
+            # (one per hint); the seed delivers a hundred in one second.
+            from retrieval.similar import pending_vectors
+            from reviews.models import Proposal, ProposalAction, ProposalState
+
+            waiting = Proposal.objects.filter(
+                state=ProposalState.PENDING, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
+            )
+            pending_vectors.for_proposals(list(waiting), get_embedder())
             timed: list[Timed] = []
 
             def handler(app):
