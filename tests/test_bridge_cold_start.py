@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_bridge.stdio import bridge
+from mcp_bridge.stdio import cold as cold_start
 from mcp_bridge.stdio.config import Config
 from mcp_bridge.stdio.warm import AnswerCache
 
@@ -75,8 +76,10 @@ def cold(tmp_path, monkeypatch):
         stand_in.start()
         started.set()
 
-    monkeypatch.setattr(bridge, "ensure_daemon", ensure_daemon)
-    monkeypatch.setattr(bridge, "daemon_healthy", lambda cfg, timeout=2.0: started.is_set())
+    # The relay (bridge.py) and its cold start (cold.py) each start the daemon.
+    for module in (bridge, cold_start):
+        monkeypatch.setattr(module, "ensure_daemon", ensure_daemon)
+    monkeypatch.setattr(cold_start, "daemon_healthy", lambda cfg, timeout=2.0: started.is_set())
     cfg = Config(url=f"http://127.0.0.1:{stand_in.port}", token="vt_x", autostart=True, home=Path(tmp_path))
     cache = AnswerCache(tmp_path, "vt_x")
     cache.put(VERSION, "initialize", INIT_RESULT)
@@ -138,7 +141,8 @@ def test_a_failed_start_is_reported_to_the_waiting_call_then_the_usual_path_resu
     def cannot_start(cfg):
         raise bridge.BridgeError("The Vetted daemon exited with code 1 while starting; see daemon.log.")
 
-    monkeypatch.setattr(bridge, "ensure_daemon", cannot_start)
+    for module in (bridge, cold_start):
+        monkeypatch.setattr(module, "ensure_daemon", cannot_start)
     relay.expect_initialize()
     relay.handle(INIT)
     relay.handle(INITIALIZED)
