@@ -21,7 +21,6 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-
 MIGRATION_ACTOR = "migration 0007_spaces"
 
 
