@@ -30,7 +30,7 @@ def rows(db: Path, table: str, exclude: tuple[str, ...] = ()) -> list[dict]:
     with sqlite3.connect(db) as conn:
         conn.row_factory = sqlite3.Row
         found = conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall()  # noqa: S608 (fixed names)
-    return [{k: row[k] for k in row.keys() if k not in exclude}  # noqa: SIM118 (a Row iterates its values) for row in found]
+    return [{k: row[k] for k in row.keys() if k not in exclude} for row in found]  # noqa: SIM118 (a Row iterates its values)
 
 
 def migrate(db: Path, tmp_path: Path) -> None:

@@ -1,3 +1,4 @@
+# ruff: noqa  (a one-off script, run with the code of main at e4b4632: cd <checkout of e4b4632> && VETTED_HOME=... VETTED_DB_PATH=main-e4b4632.sqlite3 VETTED_EMBEDDER=fake python build_fixture.py)
 """Builds tests/data/main-e4b4632.sqlite3 with the code of main at e4b4632."""
 
 import os, django
