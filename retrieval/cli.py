@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from memory_site.cli import iso_date
-from reviews.models import SCOPES
+from reviews.space_access import space_slugs
 from reviews.validation import kinds
 
 from .gate import Reader
@@ -22,7 +22,7 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--scope",
         action="append",
         default=[],
-        help=f"read as a reader of these scopes ({', '.join(SCOPES)}); repeatable; default all",
+        help="read as a reader of these spaces (slugs); repeatable; default all",
     )
     parser.add_argument("--kind", action="append", default=[], help="only these kinds; repeatable")
     parser.add_argument("--tag", action="append", default=[], help="records with any of these tags; repeatable")
@@ -37,9 +37,10 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
 
 def reader_from(opts: dict[str, Any]) -> Reader:
     scopes = [s.strip().lower() for part in opts["scope"] for s in part.split(",") if s.strip()]
-    bad = [s for s in scopes if s not in SCOPES]
+    known = space_slugs()
+    bad = [s for s in scopes if s not in known]
     if bad:
-        raise CommandError(f"Unknown scope {', '.join(bad)}; allowed: {', '.join(SCOPES)}.")
+        raise CommandError(f"Unknown scope {', '.join(bad)}; allowed: {', '.join(known)}.")
     return Reader.for_scopes(scopes) if scopes else Reader.everything()
 
 

@@ -376,4 +376,4 @@ class ReviewerPreference(models.Model):
 
 # OAuth clients, grants, codes and tokens live in their own module (registered here).
 from .oauth_models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken  # noqa: E402, F401
-from .space_models import Membership, Space  # noqa: E402, F401
+from .space_models import Membership, ProposalApproval, Space  # noqa: E402, F401

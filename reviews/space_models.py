@@ -87,3 +87,24 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} {self.role} of {self.space_id}"
+
+
+class ProposalApproval(models.Model):
+    """One reviewer's accept of a proposal in a space that needs two
+    (``required_approvals`` 2): the proposal becomes true at the second
+    accept by a different reviewer. ``content_checksum`` is what was
+    accepted (the proposal's, or for a retire/dispute its target's approved
+    checksum): an approval of content that has changed since counts for
+    nothing, so a revision resets the count."""
+
+    proposal = models.ForeignKey("reviews.Proposal", on_delete=models.CASCADE, related_name="approvals")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    content_checksum = models.CharField(max_length=64)
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.proposal_id} approved by {self.user_id}"

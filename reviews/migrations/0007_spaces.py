@@ -33,7 +33,13 @@ def make_spaces(apps, schema_editor):
     staff = User.objects.filter(is_active=True, is_staff=True).order_by("date_joined", "pk")
     first = staff.first() or User.objects.filter(is_superuser=True).order_by("date_joined", "pk").first()
 
+    # A fresh install (no account yet) gets its spaces silently, as it gets
+    # its tables; an instance in use gets each change in its write log.
+    in_use = User.objects.exists()
+
     def audit(event_type, subject_type, subject_id, extra):
+        if not in_use:
+            return
         AuditEvent.objects.create(
             event_type=event_type,
             actor_type="system",
@@ -130,6 +136,20 @@ class Migration(migrations.Migration):
             options={
                 'ordering': ['space__slug', 'user__username'],
                 'constraints': [models.UniqueConstraint(fields=('space', 'user'), name='membership_once_per_space')],
+            },
+        ),
+        migrations.CreateModel(
+            name='ProposalApproval',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('content_checksum', models.CharField(max_length=64)),
+                ('note', models.TextField(blank=True)),
+                ('at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('proposal', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='approvals', to='reviews.proposal')),
+                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+            ],
+            options={
+                'ordering': ['at', 'id'],
             },
         ),
         # Choices only: no SQL, so the append-only triggers of 0002 stay.
