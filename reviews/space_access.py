@@ -47,6 +47,16 @@ def deciding_spaces(user: object) -> list[str]:
     return _ordered(rows.values_list("space__kind", "space__slug"))
 
 
+def spaces_and_deciding(user: object) -> tuple[list[str], list[str]]:
+    """(readable_spaces, deciding_spaces) of ``user`` in one query."""
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return [], []
+    rows = list(Membership.objects.filter(user_id=user.pk).values_list("space__kind", "space__slug", "role"))  # type: ignore[attr-defined]
+    readable = _ordered((kind, slug) for kind, slug, _role in rows)
+    deciding = _ordered((kind, slug) for kind, slug, role in rows if role in DECIDING_ROLES)
+    return readable, deciding
+
+
 def owned_spaces(user: object) -> list[str]:
     if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
         return []
@@ -60,6 +70,14 @@ def proposals_in(slugs: Iterable[str]) -> Q:
     target's space."""
     slugs = list(slugs)
     return Q(scope__in=slugs) | Q(scope="", target__scope__in=slugs)
+
+
+def space_of(obj: object) -> str:
+    """The space of a proposal or record (a retire or dispute proposal
+    carries none: it is in its target's)."""
+    scope = getattr(obj, "scope", "")
+    target = getattr(obj, "target", None) if not scope else None
+    return target.scope if target is not None else scope
 
 
 def space_slugs() -> list[str]:

@@ -252,3 +252,21 @@ def test_the_space_command_says_what_was_wrong(people):
         space_cli("create", "team", "--name", "Team again", "--owner", "rita")
     with pytest.raises(CommandError, match="Only an owner of 'team'"):
         space_cli("--as", "sam", "add-member", "team", "bob", "--role", "reader")
+
+
+def test_the_second_reviewer_sees_the_first_accept_on_the_card(two_person, team_agent, client):
+    proposal = propose(team_agent)
+    client.force_login(two_person["tess"])
+    assert "0 of 2 approvals" in client.get("/").content.decode()
+    actions.accept_proposal(proposal, actor=two_person["sam"])
+    assert "1 of 2 approvals: accepted by sam" in client.get("/").content.decode()
+
+
+def test_the_settings_page_lists_an_owners_spaces_with_members_and_roles(people, client):
+    client.force_login(people["rita"])
+    page = client.get("/settings/").content.decode()
+    assert 'id="space-team"' in page and "rhea: reader" in page and "sam: reviewer" in page
+    client.force_login(people["rhea"])
+    page = client.get("/settings/").content.decode()
+    assert 'id="space-team"' in page and "sam: reviewer" not in page  # a reader sees no member list
+    assert 'id="space-personal"' not in page

@@ -338,3 +338,94 @@ def test_a_person_decides_only_in_their_spaces(clients):
     rita = clients["rita"]
     with pytest.raises(NotFound):
         actions.accept_proposal(clients["pending"]["personal:sam"], actor=rita)
+
+
+# --------------------------------------------------------------------------- the reviewer site, per person
+
+
+def test_a_persons_pages_show_only_their_spaces(clients, client):
+    """sam reviews northrail and owns personal:sam; acme (rita's client) and
+    rita's personal space do not exist on his pages."""
+    client.force_login(clients["sam"])
+    pages = {
+        "inbox": client.get("/"),
+        "records": client.get("/records/"),
+        "due": client.get("/due/"),
+        "disputed": client.get("/disputed/"),
+    }
+    for name, response in pages.items():
+        assert response.status_code == 200, name
+        text = response.content.decode().lower()
+        for word in MARKERS["acme"]:
+            assert word not in text, f"acme's {word!r} on sam's {name} page"
+    inbox = pages["inbox"].content.decode().lower()
+    assert "wombat" in inbox and "samsecret" in inbox  # his own spaces are there
+
+
+def test_another_spaces_ids_are_the_same_404_as_unknown_ones_on_the_site(clients, client):
+    client.force_login(clients["sam"])
+    acme_record = clients["records"]["acme"][0].public_id
+    acme_proposal = clients["pending"]["acme"].public_id
+    for known, unknown in (
+        (f"/records/{acme_record}/", "/records/rec_000000000000/"),
+        (f"/proposals/{acme_proposal}/", "/proposals/prop_000000000000/"),
+    ):
+        theirs, nobody = client.get(known), client.get(unknown)
+        assert (theirs.status_code, theirs.get("Location")) == (nobody.status_code, nobody.get("Location")), known
+        assert theirs.status_code in (302, 404)
+        htmx = {"HTTP_HX_REQUEST": "true"}
+        theirs, nobody = client.get(known, **htmx), client.get(unknown, **htmx)
+        assert theirs.status_code == nobody.status_code
+        assert theirs.content.replace(known.split("/")[2].encode(), b"ID") == nobody.content.replace(
+            unknown.split("/")[2].encode(), b"ID"
+        )
+    accepted = client.post(f"/proposals/{acme_proposal}/accept", {"note": ""})
+    assert (
+        accepted.status_code in (302, 404)
+        and clients["pending"]["acme"].__class__.objects.get(public_id=acme_proposal).state == "pending"
+    )
+
+
+def test_the_inbox_space_filter_takes_slugs_of_the_viewers_spaces(clients, client):
+    client.force_login(clients["rita"])
+    shown = client.get("/?scope=acme").content.decode().lower()
+    assert "quokka" in shown and "wombat" not in shown
+    refused = client.get("/?scope=personal:sam").content.decode()
+    assert "is not one of" in refused and "samsecret" not in refused.lower()
+
+
+def test_rest_takes_space_and_scope_still_works_saying_it_is_deprecated(clients):
+    from rest_framework.test import APIClient
+
+    _agent, token = actions.create_agent("acme-rest", scopes=["acme"], actor=clients["rita"])
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    by_space = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "space": "acme"}).json()
+    assert by_space["results"] and "deprecated" not in by_space
+    by_scope = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "scope": "acme"}).json()
+    assert [r["id"] for r in by_scope["results"]] == [r["id"] for r in by_space["results"]]
+    assert "scope is deprecated: use space" in by_scope["deprecated"]["scope"]
+    listed = api.get("/api/v1/records", {"space": "acme"}).json()
+    assert listed["count"] == 2
+    refused = api.get("/api/v1/search", {"q": "deploy", "space": "northrail"})
+    assert refused.status_code == 400 and "northrail" in refused.content.decode()  # its own input echoed, nothing else
+    made = api.post(
+        "/api/v1/proposals",
+        {
+            "title": "Acme on-call rota",
+            "body": "Acme's on-call rota changes every Monday at 09:00 in the ops channel.",
+            "kind": "fact",
+            "space": "acme",
+            "reason": "Told in the Monday call.",
+        },
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+
+
+def test_the_live_inbox_counts_only_the_viewers_spaces(clients):
+    from notify import live
+
+    assert live.counts(clients["sam"])["pending_count"] == 2  # northrail's and his own, not acme's
+    assert live.counts(clients["rita"])["pending_count"] == 2  # acme's and northrail's, not sam's personal one
+    assert live.newest_pending(clients["sam"]) == clients["pending"]["personal:sam"].pk

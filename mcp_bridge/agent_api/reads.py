@@ -9,7 +9,17 @@ from retrieval.gate import read_record, withhold_reason
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, Proposal, Record
 
-from .inputs import _optional_kind, _optional_scope, _proposal_id, _raise, _reader, _record_id, _since, _tag_list
+from .inputs import (
+    _optional_kind,
+    _optional_scope,
+    _proposal_id,
+    _raise,
+    _reader,
+    _record_id,
+    _since,
+    _space_or_scope,
+    _tag_list,
+)
 from .limits import read_limiter
 from .shapes import WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
@@ -17,12 +27,13 @@ LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 20
 
 
-def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=None, limit=8) -> dict:
-    """The gated search, limited to the agent's scopes."""
+def search(agent: Agent, query, *, mode="hybrid", kind=None, space=None, scope=None, tags=None, limit=8) -> dict:
+    """The gated search, limited to the agent's spaces (``space``: one of them; ``scope`` a deprecated alias)."""
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
     kinds = _optional_kind(kind, errors)
-    scopes = _optional_scope(agent, scope, errors)
+    space, deprecated = _space_or_scope(space, scope)
+    scopes = _optional_scope(agent, space, errors)
     tag_list = _tag_list(tags, errors)
     try:
         search_engine.validate(query, mode, limit)
@@ -35,6 +46,8 @@ def search(agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=No
     data["took_ms"] = round(response.took_ms, 1)
     if data["withheld_total"]:
         data["withheld_explained"] = {reason: WITHHELD_EXPLAINED[reason] for reason in data["withheld"]}
+    if deprecated:
+        data["deprecated"] = deprecated
     return data
 
 
@@ -54,12 +67,15 @@ def read(agent: Agent, record_id) -> dict:
     return {**data, "explanation": explanation}
 
 
-def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT) -> dict:
+def list_records(
+    agent: Agent, *, kind=None, space=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT
+) -> dict:
     """Recently approved or verified records the agent can receive, newest first."""
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
     kinds = _optional_kind(kind, errors)
-    scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
+    space, deprecated = _space_or_scope(space, scope)
+    scopes = _optional_scope(agent, space, errors) or list(agent.scopes)
     tag_list = _tag_list(tag, errors, field="tag")
     after = _since(since, errors)
     number = search_engine._whole_number(limit) or 0
@@ -89,7 +105,10 @@ def list_records(agent: Agent, *, kind=None, scope=None, tag=None, since=None, l
                 found.append(record_summary(record))
                 if len(found) >= number:
                     break
-    return {"records": found, "count": len(found), "limit": number}
+    answer: dict = {"records": found, "count": len(found), "limit": number}
+    if deprecated:
+        answer["deprecated"] = deprecated
+    return answer
 
 
 def proposal_status(agent: Agent, proposal_id) -> dict:

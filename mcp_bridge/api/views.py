@@ -18,7 +18,6 @@ from rest_framework.response import Response
 
 from reviews import ids
 from reviews.errors import NotFound, ValidationFailed
-from reviews.models import SCOPES
 
 from .. import agent_api
 from . import schema as s
@@ -39,9 +38,9 @@ _PROPOSAL_ID = OpenApiParameter(
 )
 # An empty filter (?scope=) means no filter, as if it were not given.
 _KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
-_SCOPE = OpenApiParameter(
-    "scope", str, enum=[*SCOPES, ""], description="Only this scope, one of the agent's (empty: all of them)."
-)
+# Spaces (issue 16): ``space`` takes a space slug; ``scope`` is its deprecated alias (the answer says so).
+_SPACE = OpenApiParameter("space", str, description="Only this space (its slug), one of the agent's (empty: all).")
+_SCOPE = OpenApiParameter("scope", str, deprecated=True, description="Deprecated alias of space.")
 _REASON_EXAMPLE = [
     OpenApiExample("reason", value={"reason": "The handbook changed on Monday; see its history."}, request_only=True)
 ]
@@ -113,6 +112,7 @@ def describe(request):
         OpenApiParameter("mode", str, enum=["hybrid", "keyword", "semantic"], description="Default hybrid."),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="1-50, default 8."),
         _KIND,
+        _SPACE,
         _SCOPE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
     ],
@@ -120,13 +120,14 @@ def describe(request):
 )
 @api_view(["GET"])
 def search(request):
-    q = _query(request, ("q", "mode", "limit", "kind", "scope", "tags"))
+    q = _query(request, ("q", "mode", "limit", "kind", "space", "scope", "tags"))
     return Response(
         agent_api.search(
             request.auth,
             q.get("q", ""),
             mode=q.get("mode", "hybrid"),
             kind=q.get("kind"),
+            space=q.get("space"),
             scope=q.get("scope"),
             tags=_tags_param(request),
             limit=q.get("limit", 8),
@@ -139,6 +140,7 @@ def search(request):
     summary="Recently approved records the agent can rely on",
     parameters=[
         _KIND,
+        _SPACE,
         _SCOPE,
         OpenApiParameter("tag", str),
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
@@ -148,11 +150,12 @@ def search(request):
 )
 @api_view(["GET"])
 def records(request):
-    q = _query(request, ("kind", "scope", "tag", "since", "limit"))
+    q = _query(request, ("kind", "space", "scope", "tag", "since", "limit"))
     return Response(
         agent_api.list_records(
             request.auth,
             kind=q.get("kind"),
+            space=q.get("space"),
             scope=q.get("scope"),
             tag=q.get("tag"),
             since=q.get("since"),
@@ -206,12 +209,13 @@ def record(request, record_id: str):
 )
 @api_view(["POST"])
 def proposals(request):
-    data = _body(request, PROPOSE_FIELDS)
-    answer = agent_api.propose_context(
-        request.auth,
-        **{name: data.get(name) for name in PROPOSE_FIELDS if name != "confirm_duplicate"},
-        confirm_duplicate=data.get("confirm_duplicate", False),
-    )
+    data = _body(request, (*PROPOSE_FIELDS, "space"))
+    fields = {name: data.get(name) for name in PROPOSE_FIELDS if name != "confirm_duplicate"}
+    space, deprecated = agent_api.space_or_scope(data.get("space"), data.get("scope"))
+    fields["scope"] = space
+    answer = agent_api.propose_context(request.auth, **fields, confirm_duplicate=data.get("confirm_duplicate", False))
+    if deprecated:
+        answer["deprecated"] = deprecated
     code = status.HTTP_201_CREATED if answer["status"] == "pending" else status.HTTP_409_CONFLICT
     return Response(answer, status=code)
 

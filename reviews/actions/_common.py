@@ -60,11 +60,7 @@ def _require_reviewer(actor: object) -> User:
 
 
 def _space_of(obj: Proposal | Record) -> str:
-    """The space a proposal or record is in (a retire or dispute proposal
-    carries none: it is in its target's)."""
-    if isinstance(obj, Proposal) and not obj.scope and obj.target is not None:
-        return obj.target.scope
-    return obj.scope
+    return space_access.space_of(obj)
 
 
 def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, also: str = "") -> None:
