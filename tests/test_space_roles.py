@@ -270,3 +270,12 @@ def test_the_settings_page_lists_an_owners_spaces_with_members_and_roles(people,
     page = client.get("/settings/").content.decode()
     assert 'id="space-team"' in page and "sam: reviewer" not in page  # a reader sees no member list
     assert 'id="space-personal"' not in page
+
+
+def test_the_first_superuser_made_any_way_owns_a_fresh_installs_spaces(django_user_model):
+    first = django_user_model.objects.create_superuser("ada", "ada@example.com", "a-long-password-6")
+    second = django_user_model.objects.create_superuser("bea", "bea@example.com", "a-long-password-7")
+    owners = set(Membership.objects.values_list("space__slug", "user__username", "role"))
+    assert owners == {("personal", "ada", "owner"), ("team", "ada", "owner"), ("system", "ada", "owner")}
+    assert not Membership.objects.filter(user=second).exists() and first.is_superuser
+    assert AuditEvent.objects.filter(event_type="space.member_added", actor="system:first-superuser").count() == 3
