@@ -17,15 +17,30 @@ def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
     rebuild of reviews_record drops them (see retrieval/schema.py)."""
     from django.db import connections
 
-    from .schema import DOCS, RECORD_TABLE, TRIGGERS
+    from .schema import DOCS, RECORD_TABLE, ensure_partitions
 
     connection = connections[using]
     tables = connection.introspection.table_names()
     if RECORD_TABLE not in tables or DOCS not in tables:
         return
     with connection.cursor() as cursor:
-        for sql in TRIGGERS.values():
-            cursor.execute(sql)
+        ensure_partitions(cursor)  # the triggers, and the partitions of every space
+
+
+def _space_saved(sender: object, instance: object, created: bool, using: str, **kwargs: object) -> None:
+    """A new space gets its keyword partitions in the transaction that made
+    it (SQLite DDL is transactional), before any record can be filed there."""
+    if not created:
+        return
+    from django.db import connections
+
+    from .schema import DOCS, ensure_partitions
+
+    connection = connections[using]
+    if DOCS not in connection.introspection.table_names():
+        return  # a database still migrating: post_migrate makes them
+    with connection.cursor() as cursor:
+        ensure_partitions(cursor, [instance.slug])  # type: ignore[attr-defined]
 
 
 def _embed_after_commit() -> None:
@@ -61,7 +76,9 @@ class RetrievalConfig(AppConfig):
 
     def ready(self) -> None:
         from reviews.models import Record
+        from reviews.space_models import Space
 
         post_migrate.connect(_ensure_triggers, sender=self, dispatch_uid="retrieval.triggers")
         post_save.connect(_record_changed, sender=Record, dispatch_uid="retrieval.record_saved")
         post_delete.connect(_record_changed, sender=Record, dispatch_uid="retrieval.record_deleted")
+        post_save.connect(_space_saved, sender=Space, dispatch_uid="retrieval.space_saved")

@@ -56,7 +56,7 @@ def check(embedder: Embedder | None = None) -> IndexReport:
                     f"trigger {name} is missing: the indexes no longer follow the records "
                     "(`python manage.py reindex` restores it and rebuilds them)"
                 )
-        for table in schema.KEYWORD_TABLES:
+        for table in schema.keyword_tables(schema.current_scopes(cursor)):
             try:
                 # With rank 1, FTS5 compares the index with its content (the
                 # partition's view of retrieval_doc).

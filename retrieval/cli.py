@@ -11,7 +11,7 @@ from memory_site.cli import iso_date
 from reviews import history
 from reviews.errors import ValidationFailed
 from reviews.history import Moment
-from reviews.models import SCOPES
+from reviews.space_access import space_slugs
 from reviews.validation import kinds
 
 from .gate import Reader
@@ -25,7 +25,7 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--scope",
         action="append",
         default=[],
-        help=f"read as a reader of these scopes ({', '.join(SCOPES)}); repeatable; default all",
+        help="read as a reader of these spaces (slugs); repeatable; default all",
     )
     parser.add_argument("--kind", action="append", default=[], help="only these kinds; repeatable")
     parser.add_argument("--tag", action="append", default=[], help="records with any of these tags; repeatable")
@@ -52,9 +52,10 @@ def moment_from(opts: dict[str, Any]) -> Moment | None:
 
 def reader_from(opts: dict[str, Any]) -> Reader:
     scopes = [s.strip().lower() for part in opts["scope"] for s in part.split(",") if s.strip()]
-    bad = [s for s in scopes if s not in SCOPES]
+    known = space_slugs()
+    bad = [s for s in scopes if s not in known]
     if bad:
-        raise CommandError(f"Unknown scope {', '.join(bad)}; allowed: {', '.join(SCOPES)}.")
+        raise CommandError(f"Unknown scope {', '.join(bad)}; allowed: {', '.join(known)}.")
     return Reader.for_scopes(scopes) if scopes else Reader.everything()
 
 

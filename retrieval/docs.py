@@ -28,7 +28,8 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from reviews import actions
-from reviews.models import SCOPES, Record
+from reviews.models import Record
+from reviews.space_access import space_slugs
 
 from . import schema
 
@@ -75,7 +76,7 @@ def reconcile(sweep_scopes: Iterable[str] = (), today: date | None = None) -> in
     for date changes if not done today. Returns how many documents changed.
     Costs one SELECT when there is nothing to do."""
     today = today or timezone.localdate()
-    sweep_scopes = [s for s in SCOPES if s in set(sweep_scopes)]
+    sweep_scopes = [s for s in space_slugs() if s in set(sweep_scopes)]
     if not _needed(sweep_scopes, today):
         return 0
     changed = 0

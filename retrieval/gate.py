@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from reviews.errors import NotFound
-from reviews.models import SCOPES, WITHHOLD_REASONS, Agent, Record, RecordStatus
+from reviews.models import WITHHOLD_REASONS, Agent, Record, RecordStatus
+from reviews.space_access import space_slugs
 
 from . import docs
 
@@ -33,7 +34,7 @@ class Reader:
 
     @classmethod
     def everything(cls) -> Reader:
-        return cls(frozenset(SCOPES))
+        return cls(frozenset(space_slugs()))
 
     @classmethod
     def for_agent(cls, agent: Agent) -> Reader:

@@ -37,8 +37,6 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
-from reviews.models import SCOPES
-
 from . import docs, schema, vectors
 from .embeddings import Embedder
 
@@ -110,7 +108,7 @@ def _create_vec_table(cursor: CursorWrapper, embedder: Embedder) -> None:
         "ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1"
     )
     _write_meta(cursor, schema_version=SCHEMA_VERSION, model_name=embedder.name, dimension=embedder.dimension)
-    vectors.renew_tokens(cursor, SCOPES, base=True)
+    vectors.renew_tokens(cursor, schema.current_scopes(cursor), base=True)
 
 
 # --------------------------------------------------------------------------- chunks
@@ -342,10 +340,11 @@ def reindex(embedder: Embedder, *, progress: Callable[[int], None] | None = None
     approved text on file, as nothing else holds it), and all vectors."""
     with docs.writer_lock:
         with transaction.atomic(), connection.cursor() as cursor:
-            for sql in schema.DROP_KEYWORD:
+            scopes = schema.current_scopes(cursor)
+            for sql in schema.drop_keyword(scopes):
                 cursor.execute(sql)
             schema.create_all(cursor)  # re-queues every record
-            for table in schema.KEYWORD_TABLES:
+            for table in schema.keyword_tables(scopes):
                 cursor.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
             cursor.execute(f"DELETE FROM {schema.META} WHERE key LIKE 'swept_on:%%'")
         with transaction.atomic(), connection.cursor() as cursor:

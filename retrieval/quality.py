@@ -36,7 +36,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews.space_access import space_slugs
 
 from . import index, schema
 from .embeddings import Embedder, get_embedder
@@ -483,7 +484,8 @@ def run(
     memory of many look-alike records can yield thousands); the rest are
     counted in ``omitted``. ``limit=0`` lists them all. With ``agent``, the
     agent's view (see the module docstring)."""
-    scopes = [s for s in SCOPES if s in set(scopes or SCOPES)]
+    every = space_slugs()
+    scopes = [s for s in every if s in set(scopes or every)]
     embedder = embedder or get_embedder()
     today = timezone.localdate()
     live = list(Record.objects.live().in_scopes(scopes).order_by("pk"))

@@ -34,7 +34,7 @@ from typing import Any
 from django.db import connection
 
 from reviews.history import Moment
-from reviews.models import SCOPES
+from reviews.space_access import space_slugs
 
 from . import asof, docs, index, schema, scoring
 from .access import AccessCounter as _AccessCounter
@@ -137,7 +137,7 @@ def search(
     # Keyword search needs no vectors; the others load the model once per process (not timed).
     embedder = None if mode == "keyword" else embedder or get_embedder()
     started = time.perf_counter()
-    readable = [s for s in SCOPES if s in reader.scopes]
+    readable = [s for s in space_slugs() if s in reader.scopes]
     scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
     docs.reconcile(sweep_scopes=readable)
     terms = query_terms(query)

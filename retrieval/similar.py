@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record
+from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record
+from reviews.space_access import space_slugs
 
 from . import docs, index, schema
 from .candidates import nearest_chunks
@@ -61,7 +62,7 @@ def similar_records(
     """Deliverable records in ``scopes`` whose best chunk pair with this text
     has cosine similarity >= ``threshold``, most similar first."""
     embedder = embedder or get_embedder()
-    scopes = [s for s in SCOPES if s in set(scopes)]
+    scopes = [s for s in space_slugs() if s in set(scopes)]
     docs.reconcile(sweep_scopes=scopes)
     index.sync(embedder)  # a record approved a moment ago must count
     vectors = embedder.embed(index.chunk_texts(title, body, tags))

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.conf import settings
+from django.db.models.signals import post_migrate, post_save
 
 
 def _ensure_audit_triggers(sender, using, **kwargs):
@@ -22,6 +23,21 @@ def _ensure_audit_triggers(sender, using, **kwargs):
             cursor.execute(sql)
 
 
+def _first_superuser_claims_spaces(sender, instance, created, **kwargs):
+    """Spaces (issue 16): a fresh install's spaces have no member until the
+    first reviewer exists. The first-run page claims them; so does the first
+    superuser made any other way (`createsuperuser`, the admin), through the
+    same audited action. Spaces that already have members are left alone."""
+    if not created or not instance.is_superuser:
+        return
+    from django.db import transaction
+
+    from . import actions
+
+    with transaction.atomic():
+        actions.claim_unowned_spaces(instance, actor=actions.SystemActor("system:first-superuser"))
+
+
 class ReviewsConfig(AppConfig):
     name = "reviews"
     verbose_name = "Records and reviews"
@@ -30,3 +46,7 @@ class ReviewsConfig(AppConfig):
     def ready(self):
         post_migrate.connect(_ensure_audit_triggers, sender=self, dispatch_uid="reviews.audit_triggers")
         from . import lockouts  # noqa: F401 - connects the lockout log line
+
+        post_save.connect(
+            _first_superuser_claims_spaces, sender=settings.AUTH_USER_MODEL, dispatch_uid="reviews.first_superuser"
+        )

@@ -54,7 +54,14 @@ class Agent(models.Model):
         help_text="SHA-256 of the token. Agents without one (e.g. 'import') cannot authenticate.",
     )
     token_prefix = models.CharField(max_length=16, blank=True, editable=False)
+    # The agent's grants: slugs of the spaces it may read and propose into,
+    # only among the spaces its owner is a member of (reviews.actions.spaces).
     scopes = models.JSONField(default=list)
+    # The person who created or consented to the agent (issue 16); null only
+    # for system agents such as "import" and for agents whose person is gone.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
+    )
     source_tool = models.CharField(max_length=64, blank=True)
     is_active = models.BooleanField(default=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
@@ -70,6 +77,11 @@ class Agent(models.Model):
 
     def can_use_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+    @property
+    def grants(self) -> list[str]:
+        """Slugs of the spaces this agent is granted (stored in ``scopes``)."""
+        return list(self.scopes)
 
 
 class RecordStatus(models.TextChoices):
@@ -133,7 +145,8 @@ class Record(models.Model):
 
     public_id = models.CharField(max_length=20, unique=True, default=new_record_id, editable=False)
     kind = models.CharField(max_length=32, db_index=True)
-    scope = models.CharField(max_length=16, choices=Scope.choices, db_index=True)
+    # The slug of the record's space (reviews/space_models.py says why a string).
+    scope = models.CharField(max_length=64, db_index=True)
     title = models.CharField(max_length=200)
     body = models.TextField()
     tags = models.JSONField(default=list, blank=True)
@@ -285,7 +298,7 @@ class Proposal(models.Model):
 
     # The proposed content (create and revise; empty for retire and dispute).
     kind = models.CharField(max_length=32, blank=True)
-    scope = models.CharField(max_length=16, blank=True, choices=Scope.choices)
+    scope = models.CharField(max_length=64, blank=True)
     title = models.CharField(max_length=200, blank=True)
     body = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -345,6 +358,7 @@ class SubjectType(models.TextChoices):
     PROPOSAL = "proposal", "Proposal"
     AGENT = "agent", "Agent"
     USER = "user", "User"
+    SPACE = "space", "Space"
 
 
 class AuditEvent(models.Model):
@@ -393,3 +407,4 @@ class ReviewerPreference(models.Model):
 
 # OAuth clients, grants, codes and tokens live in their own module (registered here).
 from .oauth_models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken  # noqa: E402, F401
+from .space_models import Membership, ProposalApproval, Space  # noqa: E402, F401

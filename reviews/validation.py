@@ -21,7 +21,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from . import textsafety
 from .errors import ValidationFailed
-from .models import SCOPES
+from .space_access import space_slugs
 
 TITLE_MAX = 200
 TITLE_MIN = 3
@@ -73,10 +73,12 @@ def clean_kind(value: object) -> str:
 
 
 def clean_scope(value: object) -> str:
+    """A space's slug (the ``scope`` field holds it; issue 16)."""
     scope = str(value or "").strip().lower()
-    if scope not in SCOPES:
+    known = space_slugs()
+    if scope not in known:
         shown = repr(value) if value else "nothing"
-        raise ValidationFailed({"scope": f"got {shown}; allowed scopes: {', '.join(SCOPES)}"})
+        raise ValidationFailed({"scope": f"got {shown}; allowed scopes (space slugs): {', '.join(known)}"})
     return scope
 
 

@@ -94,6 +94,16 @@ def _teardown_with_audit_flush(self):
                 # record table through their triggers).
                 for sql in RESET_RETRIEVAL:
                     cursor.execute(sql)
+        # The flush also empties reviews_space, which migration 0008 filled:
+        # put back the three spaces every database starts with (no members).
+        restore_default_spaces(alias)
+
+
+def restore_default_spaces(alias: str) -> None:
+    from reviews.space_models import Space
+
+    for slug, name in (("personal", "Personal"), ("team", "Team"), ("system", "System")):
+        Space.objects.using(alias).get_or_create(slug=slug, defaults={"kind": slug, "name": name})
 
 
 TransactionTestCase._fixture_teardown = _teardown_with_audit_flush  # type: ignore[attr-defined]
@@ -101,12 +111,19 @@ TransactionTestCase._fixture_teardown = _teardown_with_audit_flush  # type: igno
 
 @pytest.fixture
 def reviewer(django_user_model):
-    return django_user_model.objects.create_superuser("rita", "rita@example.com", "a-long-password-1")
+    """rita: the first reviewer, owner of the personal, team and system spaces (as after migration 0008)."""
+    user = django_user_model.objects.create_superuser("rita", "rita@example.com", "a-long-password-1")
+    actions.claim_unowned_spaces(user, actor=actions.SystemActor("tests"))
+    return user
 
 
 @pytest.fixture
-def second_reviewer(django_user_model):
-    return django_user_model.objects.create_superuser("sam", "sam@example.com", "a-long-password-2")
+def second_reviewer(django_user_model, reviewer):
+    """sam: another staff account, a reviewer of the team and system spaces (never of rita's personal one)."""
+    user = django_user_model.objects.create_superuser("sam", "sam@example.com", "a-long-password-2")
+    for slug in ("team", "system"):
+        actions.add_member(slug, user, role="reviewer", actor=actions.SystemActor("tests"))
+    return user
 
 
 @pytest.fixture

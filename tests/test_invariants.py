@@ -70,8 +70,22 @@ from tests.conftest import examples, steps
 
 pytestmark = pytest.mark.django_db
 
-AGENT_SCOPES = {"claude-code": ["personal", "team"], "team-bot": ["team"], "sys-bot": ["system"]}
-AGENTS = sorted(AGENT_SCOPES)
+# Spaces (issue 16): besides the three of every database, two client team
+# spaces with look-alike content (the same topics), each with its own agent.
+CLIENTS = ["acme", "northrail"]
+SPACES = [*SCOPES, *CLIENTS]
+AGENT_SCOPES = {
+    "claude-code": ["personal", "team"],
+    "team-bot": ["team"],
+    "sys-bot": ["system"],
+    "acme-bot": ["acme"],
+    "north-bot": ["northrail"],
+}
+# The agents the rules act as (the client bots only read: their spaces get
+# their seed records and whatever a move brings, and every invariant is
+# checked as each of them, so the random walk stays the one it was).
+AGENTS = sorted(name for name in AGENT_SCOPES if name not in ("acme-bot", "north-bot"))
+READERS = sorted(AGENT_SCOPES)
 TOPICS = ["billing", "deploy", "kafka", "postgres", "oncall", "backup"]
 REGIONS = ["frankfurt", "oregon", "tokyo", "sydney", "dublin"]
 REASON = "Seen in the team handbook today"
@@ -163,7 +177,7 @@ class ActionsMachine(RuleBasedStateMachine):
         super().__init__()
         self.ctx = ctx
         self.reviewer = ctx["reviewer"]
-        self.agents = {name: Agent.objects.get(name=name) for name in AGENTS}
+        self.agents = {name: Agent.objects.get(name=name) for name in READERS}
         self.clock = ctx["clock"]
         self.clock.offset = timedelta(0)
         # Record ids repeat between examples (each is rolled back): a fresh
@@ -229,7 +243,7 @@ class ActionsMachine(RuleBasedStateMachine):
 
     def record(self, data, *, statuses=LIVE, scopes_of: str | None = None) -> str | None:
         rows = list(Record.objects.order_by("pk").values_list("public_id", "status", "scope"))
-        allowed = AGENT_SCOPES[scopes_of] if scopes_of else SCOPES
+        allowed = AGENT_SCOPES[scopes_of] if scopes_of else SPACES
         preferred = [pid for pid, status, scope in rows if status in statuses and scope in allowed]
         return self._pick(data, "record", preferred, [pid for pid, _, _ in rows])
 
@@ -250,7 +264,9 @@ class ActionsMachine(RuleBasedStateMachine):
     @initialize()
     def seed(self):
         """One approved record per scope, by an agent that may write there."""
-        for n, (scope, name) in enumerate([("personal", "claude-code"), ("team", "team-bot"), ("system", "sys-bot")]):
+        seeds = [("personal", "claude-code"), ("team", "team-bot"), ("system", "sys-bot")]
+        seeds += [("acme", "acme-bot"), ("northrail", "north-bot")]
+        for n, (scope, name) in enumerate(seeds):
             data = {
                 "kind": "fact",
                 "scope": scope,
@@ -484,7 +500,7 @@ class ActionsMachine(RuleBasedStateMachine):
 
     def _readers(self):
         yield "everything", Reader.everything()
-        for name in AGENTS:
+        for name in READERS:
             yield name, Reader.for_agent(self.agents[name])
 
     # ------------------------------------------------------------------ invariants
@@ -652,7 +668,7 @@ class ActionsMachine(RuleBasedStateMachine):
     @invariant()
     def describe_counts_match_the_database(self):
         today = self.today()
-        for name in AGENTS:
+        for name in READERS:
             agent = self.agents[name]
             # Exactly what the gate would deliver (so a tampered record is not counted).
             current = [r for r in Record.objects.filter(scope__in=agent.scopes) if withhold_reason(r, today) is None]
@@ -699,6 +715,10 @@ def clock(monkeypatch):
 @pytest.fixture
 def ctx(reviewer, agent, team_agent, clock, monkeypatch):
     actions.create_agent("sys-bot", scopes=["system"], actor=reviewer)
+    for slug in CLIENTS:
+        actions.create_space(slug, kind="team", name=slug.title(), actor=reviewer)
+    actions.create_agent("acme-bot", scopes=["acme"], actor=reviewer)
+    actions.create_agent("north-bot", scopes=["northrail"], actor=reviewer)
     # Never flush access counts mid-test (record ids repeat between examples).
     monkeypatch.setattr(search_module, "access_counter", search_module._AccessCounter(flush_every=3600))
     # describe runs in every invariant check, far more often than an agent may

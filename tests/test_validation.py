@@ -41,7 +41,7 @@ def test_extra_kinds_come_from_settings(agent, settings):
 
 
 def test_scope_error_lists_allowed_scopes(agent):
-    assert "allowed scopes: personal, team, system" in field_error(agent, "scope", scope="public")
+    assert "allowed scopes (space slugs): personal, team, system" in field_error(agent, "scope", scope="public")
 
 
 def test_body_length_limits(agent):

@@ -16,6 +16,7 @@ subscriber may hear). Everything public is re-exported here.
 """
 
 from .describe import describe
+from .inputs import _space_or_scope as space_or_scope
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
@@ -57,6 +58,7 @@ __all__ = [
     "record_full",
     "record_summary",
     "search",
+    "space_or_scope",
     "withdraw_proposal",
     "write_limiter",
 ]

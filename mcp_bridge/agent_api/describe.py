@@ -7,7 +7,9 @@ from django.utils import timezone
 
 from reviews import validation as v
 from reviews.checksum import content_checksum
-from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState, Record
+from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record
+from reviews.space_access import space_slugs
+from reviews.space_models import Space
 
 from .limits import initialize_limiter, read_limiter, write_limiter
 
@@ -20,7 +22,8 @@ def describe(agent: Agent) -> dict:
     proposals: nothing it may not see is counted."""
     read_limiter.hit(agent)
     today = timezone.localdate()
-    scopes = [s for s in SCOPES if s in agent.scopes]
+    scopes = [s for s in space_slugs() if s in agent.scopes]
+    names = dict(Space.objects.filter(slug__in=scopes).values_list("slug", "name"))
     by_scope: dict[str, int] = {s: 0 for s in scopes}
     by_kind: dict[str, int] = {k: 0 for k in v.kinds()}
     tag_counts: dict[str, int] = {}
@@ -50,6 +53,8 @@ def describe(agent: Agent) -> dict:
         ),
         "agent": {"id": agent.public_id, "name": agent.name, "scopes": scopes, "source_tool": agent.source_tool},
         "scopes": [{"name": s, "records": by_scope.get(s, 0)} for s in scopes],
+        # Spaces (issue 16): the agent's grants by slug and name; ``scope`` fields take the slug.
+        "spaces": [{"slug": s, "name": names.get(s, s), "records": by_scope.get(s, 0)} for s in scopes],
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
         "tags": tags,
         "records_current": sum(by_scope.values()),

@@ -45,6 +45,19 @@ def _optional_kind(value, errors: dict) -> list[str]:
         return []
 
 
+SCOPE_DEPRECATED = "scope is deprecated: use space (the same space slug); scope goes in the next version"
+
+
+def _space_or_scope(space, scope) -> tuple[object, dict[str, str]]:
+    """Spaces (issue 16): ``space`` is the filter; ``scope`` its deprecated
+    alias, which still works and says so (the returned notes go in the answer)."""
+    if space not in (None, ""):
+        return space, {}
+    if scope not in (None, ""):
+        return scope, {"scope": SCOPE_DEPRECATED}
+    return None, {}
+
+
 def _optional_scope(agent: Agent, value, errors: dict) -> list[str]:
     if value in (None, ""):
         return []

@@ -11,7 +11,17 @@ from reviews import history
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, Proposal, Record
 
-from .inputs import _optional_kind, _optional_scope, _proposal_id, _raise, _reader, _record_id, _since, _tag_list
+from .inputs import (
+    _optional_kind,
+    _optional_scope,
+    _proposal_id,
+    _raise,
+    _reader,
+    _record_id,
+    _since,
+    _space_or_scope,
+    _tag_list,
+)
 from .limits import read_limiter
 from .shapes import WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
@@ -29,16 +39,28 @@ def _moment(as_of, valid_at, errors: dict):
 
 
 def search(
-    agent: Agent, query, *, mode="hybrid", kind=None, scope=None, tags=None, limit=8, as_of=None, valid_at=None
+    agent: Agent,
+    query,
+    *,
+    mode="hybrid",
+    kind=None,
+    space=None,
+    scope=None,
+    tags=None,
+    limit=8,
+    as_of=None,
+    valid_at=None,
 ) -> dict:
-    """The gated search, limited to the agent's scopes; with ``as_of`` what
-    it would have received at that moment, with ``valid_at`` the records
-    whose validity window holds that day."""
+    """The gated search, limited to the agent's spaces (``space``: one of them;
+    ``scope`` a deprecated alias); with ``as_of`` what it would have received
+    at that moment, with ``valid_at`` the records whose validity window holds
+    that day."""
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = _optional_kind(kind, errors)
-    scopes = _optional_scope(agent, scope, errors)
+    space, deprecated = _space_or_scope(space, scope)
+    scopes = _optional_scope(agent, space, errors)
     tag_list = _tag_list(tags, errors)
     try:
         search_engine.validate(query, mode, limit)
@@ -53,6 +75,8 @@ def search(
     data["took_ms"] = round(response.took_ms, 1)
     if data["withheld_total"]:
         data["withheld_explained"] = {reason: WITHHELD_EXPLAINED[reason] for reason in data["withheld"]}
+    if deprecated:
+        data["deprecated"] = deprecated
     return data
 
 
@@ -81,7 +105,16 @@ def read(agent: Agent, record_id, *, as_of=None, valid_at=None) -> dict:
 
 
 def list_records(
-    agent: Agent, *, kind=None, scope=None, tag=None, since=None, limit=LIST_LIMIT_DEFAULT, as_of=None, valid_at=None
+    agent: Agent,
+    *,
+    kind=None,
+    space=None,
+    scope=None,
+    tag=None,
+    since=None,
+    limit=LIST_LIMIT_DEFAULT,
+    as_of=None,
+    valid_at=None,
 ) -> dict:
     """Recently approved or verified records the agent can receive, newest
     first (at ``as_of`` / on ``valid_at`` when given: as they stood then)."""
@@ -89,7 +122,8 @@ def list_records(
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = _optional_kind(kind, errors)
-    scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
+    space, deprecated = _space_or_scope(space, scope)
+    scopes = _optional_scope(agent, space, errors) or list(agent.scopes)
     tag_list = _tag_list(tag, errors, field="tag")
     after = _since(since, errors)
     number = search_engine._whole_number(limit) or 0
@@ -101,7 +135,10 @@ def list_records(
             _reader(agent), moment, scopes=scopes, kinds=kinds, tags_all=tag_list, since=after, limit=number
         )
         found_then = [record_summary(record) for record in then]
-        return {"records": found_then, "count": len(found_then), "limit": number, **moment.as_dict()}
+        answer_then: dict = {"records": found_then, "count": len(found_then), "limit": number, **moment.as_dict()}
+        if deprecated:
+            answer_then["deprecated"] = deprecated
+        return answer_then
     today = timezone.localdate()
     rows = Record.objects.deliverable(scopes, today)
     if kinds:
@@ -125,7 +162,10 @@ def list_records(
                 found.append(record_summary(record))
                 if len(found) >= number:
                     break
-    return {"records": found, "count": len(found), "limit": number}
+    answer: dict = {"records": found, "count": len(found), "limit": number}
+    if deprecated:
+        answer["deprecated"] = deprecated
+    return answer
 
 
 def proposal_status(agent: Agent, proposal_id) -> dict:

@@ -8,7 +8,6 @@ from rest_framework import serializers
 
 from reviews import ids
 from reviews import validation as v
-from reviews.models import SCOPES
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -216,9 +215,11 @@ class ProposeSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
         required=False, choices=kind_names(), help_text="Required unless revises is given (see describe)."
     )
-    scope = serializers.ChoiceField(
-        required=False, choices=SCOPES, help_text="Required unless revises is given; one of the agent's scopes."
+    space = serializers.CharField(
+        required=False,
+        help_text="Required unless revises is given; one of the agent's spaces (its slug, see describe).",
     )
+    scope = serializers.CharField(required=False, help_text="Deprecated alias of space.")
     reason = serializers.CharField(
         min_length=v.REASON_MIN,
         max_length=v.REASON_MAX,

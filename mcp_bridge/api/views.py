@@ -18,7 +18,6 @@ from rest_framework.response import Response
 
 from reviews import ids
 from reviews.errors import NotFound, ValidationFailed
-from reviews.models import SCOPES
 
 from .. import agent_api
 from . import schema as s
@@ -39,9 +38,9 @@ _PROPOSAL_ID = OpenApiParameter(
 )
 # An empty filter (?scope=) means no filter, as if it were not given.
 _KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
-_SCOPE = OpenApiParameter(
-    "scope", str, enum=[*SCOPES, ""], description="Only this scope, one of the agent's (empty: all of them)."
-)
+# Spaces (issue 16): ``space`` takes a space slug; ``scope`` is its deprecated alias (the answer says so).
+_SPACE = OpenApiParameter("space", str, description="Only this space (its slug), one of the agent's (empty: all).")
+_SCOPE = OpenApiParameter("scope", str, deprecated=True, description="Deprecated alias of space.")
 _REASON_EXAMPLE = [
     OpenApiExample("reason", value={"reason": "The handbook changed on Monday; see its history."}, request_only=True)
 ]
@@ -133,6 +132,7 @@ _VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records w
         OpenApiParameter("mode", str, enum=["hybrid", "keyword", "semantic"], description="Default hybrid."),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="1-50, default 8."),
         _KIND,
+        _SPACE,
         _SCOPE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
         _AS_OF,
@@ -142,13 +142,14 @@ _VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records w
 )
 @api_view(["GET"])
 def search(request):
-    q = _query(request, ("q", "mode", "limit", "kind", "scope", "tags", "as_of", "valid_at"))
+    q = _query(request, ("q", "mode", "limit", "kind", "space", "scope", "tags", "as_of", "valid_at"))
     return Response(
         agent_api.search(
             request.auth,
             q.get("q", ""),
             mode=q.get("mode", "hybrid"),
             kind=q.get("kind"),
+            space=q.get("space"),
             scope=q.get("scope"),
             tags=_tags_param(request),
             limit=q.get("limit", 8),
@@ -163,6 +164,7 @@ def search(request):
     summary="Recently approved records the agent can rely on",
     parameters=[
         _KIND,
+        _SPACE,
         _SCOPE,
         OpenApiParameter("tag", str),
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
@@ -174,11 +176,12 @@ def search(request):
 )
 @api_view(["GET"])
 def records(request):
-    q = _query(request, ("kind", "scope", "tag", "since", "limit", "as_of", "valid_at"))
+    q = _query(request, ("kind", "space", "scope", "tag", "since", "limit", "as_of", "valid_at"))
     return Response(
         agent_api.list_records(
             request.auth,
             kind=q.get("kind"),
+            space=q.get("space"),
             scope=q.get("scope"),
             tag=q.get("tag"),
             since=q.get("since"),
@@ -234,12 +237,13 @@ def record(request, record_id: str):
 )
 @api_view(["POST"])
 def proposals(request):
-    data = _body(request, PROPOSE_FIELDS)
-    answer = agent_api.propose_context(
-        request.auth,
-        **{name: data.get(name) for name in PROPOSE_FIELDS if name not in _FLAGS},
-        **{name: data.get(name, False) for name in _FLAGS},
-    )
+    data = _body(request, (*PROPOSE_FIELDS, "space"))
+    fields = {name: data.get(name) for name in PROPOSE_FIELDS if name not in _FLAGS}
+    space, deprecated = agent_api.space_or_scope(data.get("space"), data.get("scope"))
+    fields["scope"] = space
+    answer = agent_api.propose_context(request.auth, **fields, **{name: data.get(name, False) for name in _FLAGS})
+    if deprecated:
+        answer["deprecated"] = deprecated
     code = status.HTTP_201_CREATED if answer["status"] == "pending" else status.HTTP_409_CONFLICT
     return Response(answer, status=code)
 

@@ -23,7 +23,8 @@ The package holds one module per family: ``proposals`` (agents propose),
 revision, or rejected as a duplicate), ``records`` (a reviewer acts
 on a record), ``agents`` (agents and tokens), ``accounts`` (reviewer
 accounts: first run, staff status, active or not), ``imports`` (files and
-snapshots), ``undo`` (a reviewer takes back a decision); ``_common`` holds
+snapshots), ``undo`` (a reviewer takes back a decision), ``spaces`` (spaces, members,
+agents' grants) and ``approvals`` (the two-person rule); ``_common`` holds
 what they share. Everything public is re-exported here.
 """
 
@@ -65,6 +66,16 @@ from .records import (
     revise_record,
     verify_record,
 )
+from .spaces import (
+    add_member,
+    check_grants,
+    claim_unowned_spaces,
+    create_space,
+    grant_space,
+    remove_member,
+    revoke_space,
+    set_required_approvals,
+)
 from .undo import DECISION_EVENTS, UNDONE_EVENT, decision_event, undo_decision, undo_refusal, undone_events
 
 __all__ = [
@@ -88,6 +99,14 @@ __all__ = [
     "accept_proposal",
     "accept_proposal_with_revision",
     "activate_account",
+    "add_member",
+    "check_grants",
+    "claim_unowned_spaces",
+    "create_space",
+    "grant_space",
+    "remove_member",
+    "revoke_space",
+    "set_required_approvals",
     "agent_for_token",
     "approve_current_text",
     "clear_dispute",

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from .. import confusables
+from .. import confusables, space_access
 from .. import validation as v
 from ..checksum import CHECKSUM_FIELDS, content_checksum
 from ..errors import (
@@ -33,6 +33,7 @@ from ..models import (
     RecordQuerySet,
     RecordStatus,
 )
+from ..space_models import DECIDING_ROLES
 from ._audit import Actor as Actor
 from ._audit import SystemActor as SystemActor
 from ._audit import _audit as _audit
@@ -56,6 +57,37 @@ def _require_reviewer(actor: object) -> User:
             "a superuser can make it one (admin: Users, 'Make reviewer'; or `review account staff NAME --on`)."
         )
     return actor
+
+
+def _space_of(obj: Proposal | Record) -> str:
+    return space_access.space_of(obj)
+
+
+def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, also: str = "") -> None:
+    """The one rule of who decides (issue 16): an owner or reviewer of the
+    space of ``obj`` (and of ``also``, a second space, e.g. a move's
+    destination). Not a member at all: NotFound, the same as an unknown id,
+    since another person's space does not exist for them. A reader: refused.
+    A record changed outside Vetted is checked in its approved space too."""
+    slugs = [_space_of(obj)]
+    if isinstance(obj, Record) and obj.edited_since_approval:
+        approved = obj.approved_text()
+        if approved is not None:
+            slugs.append(approved["scope"])
+    if also:
+        slugs.append(also)
+    for slug in dict.fromkeys(slugs):
+        role = space_access.role_of(reviewer, slug)
+        if role is None:
+            what = "proposal" if isinstance(obj, Proposal) else "record"
+            if slug == also:
+                raise NotFound(f"No space {slug!r}.")
+            raise NotFound(f"No {what} with id {obj.public_id!r}.")
+        if role not in DECIDING_ROLES:
+            raise InvalidTransition(
+                f"Cannot {doing} {obj.public_id}: {reviewer.get_username()} is a {role} of {slug}; "
+                "readers see records and the write log and decide nothing (an owner can make you a reviewer)."
+            )
 
 
 def _require_active_agent(agent: Agent) -> Agent:

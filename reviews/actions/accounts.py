@@ -19,6 +19,7 @@ from .. import setup_code as setup_codes
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..models import InboxView, ReviewerPreference, SubjectType
 from ._common import Actor, SystemActor, _audit, _require_reviewer
+from .spaces import claim_unowned_spaces
 
 
 def is_loopback(address: str) -> bool:
@@ -75,6 +76,7 @@ def create_first_reviewer(
             snippet=username,
             extra={"superuser": True, "remote_addr": remote_addr},
         )
+        claim_unowned_spaces(user, actor=SystemActor("system:first-run"))
         transaction.on_commit(setup_codes.discard)
         return user
 

@@ -13,9 +13,11 @@ from django.utils import timezone
 
 from .. import validation as v
 from ..errors import InvalidTransition, Unauthorized, ValidationFailed
-from ..models import SCOPES, Agent
+from ..models import Agent
 from ..oauth_models import OAuthGrant, OAuthToken, TokenKind
+from ..space_access import space_slugs
 from ._common import Actor, SystemActor, _audit, _locked_agent, _require_reviewer
+from .spaces import check_grants
 
 IMPORT_AGENT_NAME = "import"
 TOKEN_PREFIX = "vt_"
@@ -49,9 +51,10 @@ def create_agent(
         elif Agent.objects.filter(name=name).exists():
             errors["name"] = f"an agent named {name!r} already exists"
         scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
-        bad = [s for s in scope_list if s not in SCOPES]
-        if bad or not scope_list:
-            errors["scopes"] = f"got {', '.join(bad) or 'none'}; choose one or more of: {', '.join(SCOPES)}"
+        # Grants: only spaces the agent's person (the reviewer creating it) is a member of.
+        problem = check_grants(reviewer, scope_list)
+        if problem:
+            errors["scopes"] = problem
         if errors:
             raise ValidationFailed(errors)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32) if with_token else ""
@@ -62,6 +65,7 @@ def create_agent(
             token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
             created_by=reviewer.get_username(),
+            owner=reviewer,
         )
         extra: dict[str, object] = {"scopes": scope_list}
         if not with_token:
@@ -239,13 +243,18 @@ def import_agent() -> Agent:
         agent = Agent.objects.filter(name=IMPORT_AGENT_NAME).first()
         if agent is None:
             agent = Agent.objects.create(
-                name=IMPORT_AGENT_NAME, scopes=list(SCOPES), source_tool="import", created_by="system"
+                name=IMPORT_AGENT_NAME, scopes=space_slugs(), source_tool="import", created_by="system"
             )
             _audit(
                 "agent.created",
                 actor=SystemActor("system:import"),
                 subject=agent,
                 snippet=agent.name,
-                extra={"scopes": list(SCOPES), "tokenless": True},
+                extra={"scopes": list(agent.scopes), "tokenless": True},
             )
+        elif set(agent.scopes) != set(space_slugs()):
+            # Tokenless (it never reads): it proposes into whichever space an
+            # import names; the reviewer of that space decides (issue 16).
+            agent.scopes = space_slugs()
+            agent.save(update_fields=["scopes"])
         return agent

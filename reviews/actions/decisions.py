@@ -11,6 +11,7 @@ from django.utils import timezone
 from .. import validation as v
 from ..errors import InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from . import approvals
 from ._common import (
     Actor,
     _apply_changes,
@@ -28,6 +29,7 @@ from ._common import (
     _require_live,
     _require_pending,
     _require_reviewer,
+    _require_role,
     _skeleton_of,
 )
 
@@ -66,8 +68,12 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
+        _require_role(reviewer, proposal, "accept")
         _require_pending(proposal, "accept")
         note = v.clean_note(note)
+        if approvals.first_of_two(proposal, reviewer, note, changes):
+            return proposal
+        earlier = [a.user.get_username() for a in approvals.approvals_of(proposal)]
         target = _locked_record(proposal.target) if proposal.target is not None else None
         makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
             proposal.action == ProposalAction.DISPUTE and bool(changes)
@@ -79,6 +85,8 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             if makes_text and target.edited_since_approval:
                 raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
         extra: dict[str, Any] = {"action": proposal.action}
+        if earlier:
+            extra["approved_by"] = [*earlier, reviewer.get_username()]
         if target is not None:
             # What undo_decision restores the target to (approved or disputed).
             extra["previous_status"] = target.status
@@ -174,6 +182,7 @@ def reject_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
+        _require_role(reviewer, proposal, "reject")
         _require_pending(proposal, "reject")
         return _reject(proposal, reviewer, v.clean_note(note))
 

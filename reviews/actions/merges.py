@@ -21,6 +21,7 @@ from ._common import (
     _require_live,
     _require_pending,
     _require_reviewer,
+    _require_role,
     _skeleton_of,
 )
 from .decisions import _reject
@@ -49,6 +50,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
+        _require_role(reviewer, proposal, "merge")
         _require_pending(proposal, "merge")
         if proposal.action != ProposalAction.CREATE:
             raise InvalidTransition(
@@ -56,6 +58,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
                 f"(it is a {proposal.action})."
             )
         record = _locked_record(target)
+        _require_role(reviewer, record, f"merge {proposal.public_id} into")
         _require_live(record, f"merge {proposal.public_id} into")
         base = _approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
@@ -139,6 +142,7 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
+        _require_role(reviewer, proposal, "reject")
         _require_pending(proposal, "reject")
         if proposal.action not in (ProposalAction.CREATE, ProposalAction.REVISE):
             raise InvalidTransition(

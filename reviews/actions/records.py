@@ -28,6 +28,7 @@ from ._common import (
     _new_record,
     _require_live,
     _require_reviewer,
+    _require_role,
     _skeleton_of,
 )
 
@@ -39,6 +40,7 @@ def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note, required=True)
         record = _locked_record(record)
+        _require_role(reviewer, record, "retire")
         _require_live(record, "retire")
         was = record.status
         record.status = RecordStatus.RETIRED
@@ -69,6 +71,7 @@ def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any]
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
+        _require_role(reviewer, record, "revise")
         _require_live(record, "revise")
         return _supersede(
             record,
@@ -167,6 +170,8 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
                 "approve the current text first instead of moving text nobody reviewed."
             )
         new_scope = v.clean_scope(scope)
+        # Content crosses spaces only here: the mover decides in both.
+        _require_role(reviewer, record, "move", also=new_scope)
         if new_scope == record.scope:
             raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
         content = _content_of(record)
@@ -197,6 +202,7 @@ def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Reco
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
+        _require_role(reviewer, record, "clear the dispute of")
         if record.status != RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is {record.status}, not disputed; nothing to clear.")
         now = timezone.now()
@@ -238,6 +244,7 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         record = _locked_record(record)
+        _require_role(reviewer, record, "verify")
         _require_live(record, "verify")
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(
@@ -290,6 +297,7 @@ def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "")
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
+        _require_role(reviewer, record, "restore")
         if not record.edited_since_approval:
             raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to restore.")
         approved = record.approved_text()
@@ -329,6 +337,7 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note, required=True)
         record = _locked_record(record)
+        _require_role(reviewer, record, "approve the current text of")
         _require_live(record, "approve the current text of")
         if not record.edited_since_approval:
             raise InvalidTransition(

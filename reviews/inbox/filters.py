@@ -20,7 +20,10 @@ from django.db.models.functions import Cast
 
 from reviews import validation
 from reviews.errors import ValidationFailed
-from reviews.models import SCOPES, Agent, Proposal, ProposalAction, ProposalState
+from reviews.models import Agent, Proposal, ProposalAction, ProposalState
+from reviews.space_access import space_slugs
+
+from . import viewer
 
 SORTS = {"disputes": "disputes first, then oldest", "oldest": "oldest first", "newest": "newest first"}
 DEFAULT_SORT = "disputes"
@@ -74,8 +77,11 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
     kinds = sorted(validation.kinds())
     if raw["kind"] and raw["kind"] not in kinds:
         errors.append(f"kind={raw['kind']!r} is not one of: {', '.join(kinds)}.")
-    if raw["scope"] and raw["scope"] not in SCOPES:
-        errors.append(f"scope={raw['scope']!r} is not one of: {', '.join(SCOPES)}.")
+    # The space filter (issue 16): a slug of a space the viewer sees; another's is as unknown as a made-up one.
+    shown_spaces = viewer.readable()
+    spaces = space_slugs() if shown_spaces is None else shown_spaces
+    if raw["scope"] and raw["scope"] not in spaces:
+        errors.append(f"scope={raw['scope']!r} is not one of: {', '.join(spaces)}.")
     if raw["tag"]:
         try:
             cleaned = validation.clean_tags([raw["tag"]])
@@ -108,7 +114,10 @@ def _effective(queryset: QuerySet[Proposal]) -> QuerySet[Proposal]:
 
 
 def pending() -> QuerySet[Proposal]:
-    return _effective(Proposal.objects.filter(state=ProposalState.PENDING).select_related("agent", "target"))
+    """Pending proposals of the spaces the viewer decides in (reviews/inbox/viewer.py)."""
+    return _effective(
+        viewer.proposals(Proposal.objects.filter(state=ProposalState.PENDING).select_related("agent", "target"))
+    )
 
 
 def _tag_q(tag: str) -> Q:

@@ -19,7 +19,7 @@ from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import Proposal
 
-from . import hints
+from . import hints, viewer
 from .inbox_views import _card, _failed
 from .page_helpers import back, nav_counts, site_login_required
 
@@ -29,7 +29,7 @@ from .page_helpers import back, nav_counts, site_login_required
 def similar(request, public_id):
     """The hint for one proposal (reviewers only: agents are never told
     about each other's proposals, so the cluster is the reviewer's to see)."""
-    proposal = Proposal.objects.select_related("target").filter(public_id=public_id).first()
+    proposal = viewer.proposals(Proposal.objects.select_related("target").filter(public_id=public_id)).first()
     found, error = hints.Hints(), ""
     if proposal is not None:
         try:

@@ -17,7 +17,7 @@ from reviews import actions, validation, vocabulary
 from reviews.errors import NotFound, ValidationFailed, VettedError
 from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
 
-from . import decision_views, lookalikes, triage_views
+from . import decision_views, lookalikes, triage_views, viewer
 from . import filters as inbox_filters
 from .page_helpers import (
     approved_form_values,
@@ -91,7 +91,7 @@ def inbox(request):
 
 def _card(request, proposal_id: str, *, error: str = "", status: int = 200, undo: dict | None = None):
     proposal = (
-        Proposal.objects.select_related("agent", "target", "decided_by", "result_record")
+        viewer.proposals(Proposal.objects.select_related("agent", "target", "decided_by", "result_record"))
         .filter(public_id=proposal_id)
         .first()
     )
@@ -161,7 +161,7 @@ def _form_initial(proposal: Proposal) -> dict:
 def revise(request, public_id):
     """Edit a proposal's text, then accept the edited version
     (accept_proposal_with_revision keeps both the proposed and the approved text)."""
-    proposal = Proposal.objects.select_related("agent", "target").filter(public_id=public_id).first()
+    proposal = viewer.proposals(Proposal.objects.select_related("agent", "target").filter(public_id=public_id)).first()
     if proposal is None:
         return _failed(request, public_id, NotFound(f"No proposal with id {public_id!r}."))
     if request.method == "GET":
@@ -246,7 +246,7 @@ def card(request, public_id):
     line opened in place. Nothing was decided, so no counts come with it (their
     out-of-band targets are not on every page that shows a card)."""
     proposal = (
-        Proposal.objects.select_related("agent", "target", "decided_by", "result_record")
+        viewer.proposals(Proposal.objects.select_related("agent", "target", "decided_by", "result_record"))
         .filter(public_id=public_id)
         .first()
     )

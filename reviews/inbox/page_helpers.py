@@ -25,6 +25,7 @@ from reviews import actions
 from reviews.checksum import CHECKSUM_FIELDS
 from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
+from . import viewer
 from .outside_edits import edited_count
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
@@ -33,12 +34,13 @@ EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
 def nav_counts() -> dict:
     """The numbers in the header and on the inbox: five cheap COUNT queries and the
     changed-outside count (one query over the live rows' text, see outside_edits)."""
-    live = Record.objects.filter(status=RecordStatus.APPROVED)
+    # Spaces (issue 16): counts of the viewer's spaces only (reviews/inbox/viewer.py).
+    live = viewer.records(Record.objects.filter(status=RecordStatus.APPROVED))
     return {
-        "pending_count": Proposal.objects.filter(state=ProposalState.PENDING).count(),
+        "pending_count": viewer.proposals(Proposal.objects.filter(state=ProposalState.PENDING)).count(),
         "approved_count": live.count(),
-        "overdue_count": Record.objects.overdue().count(),
-        "disputed_count": Record.objects.filter(status=RecordStatus.DISPUTED).count(),
+        "overdue_count": viewer.records(Record.objects.overdue()).count(),
+        "disputed_count": viewer.records(Record.objects.filter(status=RecordStatus.DISPUTED)).count(),
         "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
         # Changed outside Vetted (inbox-hints): a checksum per record, remembered per row (outside_edits).
         "edited_count": edited_count(),

@@ -23,7 +23,7 @@ from reviews import actions, validation, vocabulary
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, AuditEvent, Proposal, Record, RecordStatus
 
-from . import decision_views
+from . import decision_views, viewer
 from .page_helpers import (
     approved_form_values,
     back,
@@ -45,7 +45,7 @@ def _record_card(
     request, public_id: str, *, done: str = "", error: str = "", status: int = 200, undo: dict | None = None
 ):
     record = (
-        Record.objects.filter(public_id=public_id)
+        viewer.records(Record.objects.filter(public_id=public_id))
         .select_related("proposed_by", "superseded_by")
         .prefetch_related(pending_disputes())
         .first()
@@ -106,7 +106,7 @@ def _after(
 
 def _before(public_id: str) -> Record | None:
     """The record as it is before a decision (where its worklist card stood)."""
-    return Record.objects.filter(public_id=public_id).first()
+    return viewer.records(Record.objects.filter(public_id=public_id)).first()
 
 
 def _failed(request, public_id: str, exc: VettedError):
@@ -184,7 +184,7 @@ def approve_current(request, public_id):
 @require_http_methods(["GET", "POST"])
 def revise(request, public_id):
     """Write a corrected version: a new approved record superseding this one."""
-    record = Record.objects.filter(public_id=public_id).first()
+    record = viewer.records(Record.objects.filter(public_id=public_id)).first()
     if record is None:
         raise Http404(f"No record with id {public_id!r}.")
     # From the approved text: a record changed outside Vetted shows that change
@@ -285,7 +285,7 @@ def records(request):
             context["response"] = response
             context["not_delivered"] = _not_delivered(f, reader, exclude={h.record.pk for h in response.results})
     else:
-        queryset = Record.objects.select_related("proposed_by").order_by("-approved_at", "-id")
+        queryset = viewer.records(Record.objects.select_related("proposed_by")).order_by("-approved_at", "-id")
         if f["kind"]:
             queryset = queryset.filter(kind=f["kind"])
         if f["scope"]:
@@ -329,13 +329,19 @@ def _not_delivered(f: dict, reader: Reader, exclude: set[int]) -> list[tuple[Rec
 @require_GET
 def detail(request, public_id):
     record = (
-        Record.objects.filter(public_id=public_id)
+        viewer.records(Record.objects.filter(public_id=public_id))
         .select_related("proposed_by", "approved_by", "supersedes", "superseded_by")
         .first()
     )
     if record is None:
         raise Http404(f"No record with id {public_id!r}.")
     older, newer = _chain(record)
+    # Spaces (issue 16): versions in a space the viewer cannot read (a move
+    # crossed spaces) are left out of the chain, titles and all.
+    visible = set(
+        viewer.records(Record.objects.filter(pk__in=[r.pk for r in older + newer])).values_list("pk", flat=True)
+    )
+    older, newer = [r for r in older if r.pk in visible], [r for r in newer if r.pk in visible]
     events = AuditEvent.objects.filter(Q(record_ref=record.public_id) | Q(subject_id=record.public_id)).order_by(
         "at", "id"
     )

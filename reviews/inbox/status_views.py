@@ -15,6 +15,7 @@ from retrieval import embeddings, index
 from reviews import actions, lockouts
 from reviews.errors import VettedError
 from reviews.models import SCOPES
+from reviews.space_models import Membership, Role
 
 from .page_helpers import nav_counts, site_login_required
 
@@ -51,8 +52,34 @@ def site_settings(request):
             "lockout_minutes": lockouts.minutes(),
             "lockout_failures": settings.AXES_FAILURE_LIMIT,
             **notify_status.settings_context(request.user),  # notify: channels, deliveries, feed URL
+            "my_spaces": _my_spaces(request.user),  # spaces (issue 16)
         },
     )
+
+
+def _my_spaces(user) -> list[dict]:
+    """The viewer's spaces with their role; members and roles only where they are an owner."""
+    rows = []
+    for m in Membership.objects.filter(user=user).select_related("space").order_by("space__kind", "space__slug"):
+        members = []
+        if m.role == Role.OWNER:
+            members = list(
+                Membership.objects.filter(space=m.space)
+                .order_by("user__username")
+                .values_list("user__username", "role")
+            )
+        space = m.space
+        rows.append(
+            {
+                "slug": space.slug,
+                "name": space.name,
+                "kind": space.kind,
+                "required_approvals": space.required_approvals,
+                "role": m.role,
+                "members": members,
+            }
+        )
+    return rows
 
 
 @site_login_required

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from reviews import vocabulary
 from reviews.models import Record, RecordStatus
 
+from . import viewer
 from .outside_edits import edited_ids
 from .page_helpers import dispute_warnings, mark_outside_edits, nav_counts, pending_disputes, site_login_required
 
@@ -18,7 +19,7 @@ LIST_LIMIT = 100
 @require_GET
 def due(request):
     """Approved records past their review date: withheld from agents until verified, revised or retired."""
-    queryset = Record.objects.overdue().select_related("proposed_by").order_by("review_by", "id")
+    queryset = viewer.records(Record.objects.overdue()).select_related("proposed_by").order_by("review_by", "id")
     rows = list(queryset[:LIST_LIMIT])
     mark_outside_edits(rows)
     return render(
@@ -42,7 +43,7 @@ def due(request):
 @require_GET
 def disputed(request):
     queryset = (
-        Record.objects.filter(status=RecordStatus.DISPUTED)
+        viewer.records(Record.objects.filter(status=RecordStatus.DISPUTED))
         .select_related("proposed_by")
         .prefetch_related(pending_disputes())
         .order_by("updated_at", "id")
@@ -78,7 +79,7 @@ def edited(request):
     the checksum recomputed only for rows that changed since last seen)."""
     ids = edited_ids()
     found = list(
-        Record.objects.filter(pk__in=ids[:1000])
+        viewer.records(Record.objects.filter(pk__in=ids[:1000]))
         .select_related("proposed_by")
         .prefetch_related(pending_disputes())
         .order_by("updated_at", "id")

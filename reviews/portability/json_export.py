@@ -20,7 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from reviews.formats import iso
-from reviews.models import SCOPES, Agent, AuditEvent, Proposal, Record
+from reviews.models import Agent, AuditEvent, Proposal, Record
 from reviews.snapshot.format import (
     AGENT_FIELDS,
     AUDIT_FIELDS,
@@ -30,6 +30,7 @@ from reviews.snapshot.format import (
     RECORD_FIELDS,
     VERSION,
 )
+from reviews.space_access import space_slugs
 
 
 def _json_value(value):
@@ -66,8 +67,9 @@ def export_snapshot(
     progress: Callable[[int], None] | None = None,
 ) -> dict:
     """The export document. Read it inside one transaction for a consistent view."""
-    scope_list = sorted(set(scopes)) if scopes else list(SCOPES)
-    full = set(scope_list) == set(SCOPES)
+    every = space_slugs()
+    scope_list = sorted(set(scopes)) if scopes else every
+    full = set(scope_list) == set(every)
     users = {u.pk: u.get_username() for u in get_user_model().objects.all()}
 
     records_qs = Record.objects.filter(scope__in=scope_list).order_by("id")
@@ -129,19 +131,29 @@ def export_snapshot(
         if progress:
             progress(1)
 
+    proposers = {row["proposed_by"] for row in records} | {row["agent"] for row in proposals}
     agents = []
     for a in Agent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(a, name)) for name in AGENT_FIELDS}
+        if not full:
+            # Spaces (issue 16): a partial export names no other space, not even in an agent's grants.
+            row["scopes"] = [s for s in a.scopes if s in scope_list]
+            if not row["scopes"] and a.public_id not in proposers:
+                continue
+        row["owner"] = users.get(a.owner_id) if a.owner_id else None
         if not include_token_digests:
             row["token_digest"] = None
             row["token_prefix"] = ""
         agents.append(row)
 
     record_ids = {row["public_id"] for row in records}
+    agent_ids = {row["public_id"] for row in agents}
     audit, left_out = [], 0
     for event in AuditEvent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(event, name)) for name in AUDIT_FIELDS}
-        if not full and not _event_belongs(row, record_ids, exported_proposals):
+        if not full and not (
+            _event_belongs(row, record_ids, exported_proposals) and _names_only(row, scope_list, agent_ids)
+        ):
             left_out += 1
             continue
         audit.append(row)
@@ -172,6 +184,21 @@ def _event_belongs(row: dict, record_ids: set[str], proposal_ids: set[str]) -> b
     if row["subject_type"] == "record" and row["subject_id"] not in record_ids:
         return False
     return not (row["subject_type"] == "proposal" and row["subject_id"] not in proposal_ids)
+
+
+def _names_only(row: dict, scope_list: list[str], agent_ids: set[str]) -> bool:
+    """Spaces (issue 16): an event about a space or an agent stays in a
+    scoped export only if its subject is in the file and every space it
+    names (a grant list, a space) is one of the exported ones."""
+    if row["subject_type"] == "space":
+        return row["subject_id"] in scope_list
+    if row["subject_type"] != "agent":
+        return True
+    if row["subject_id"] not in agent_ids:
+        return False
+    extra = row["extra"] if isinstance(row["extra"], dict) else {}
+    named = [*(extra.get("scopes") or []), *(extra.get("grants") or []), extra.get("space") or ""]
+    return all(slug in scope_list for slug in named if slug)
 
 
 def export_counts(document: dict) -> dict:

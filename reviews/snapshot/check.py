@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from reviews import ids
 from reviews.checksum import is_approved_copy
-from reviews.models import SCOPES, ProposalAction, ProposalState, RecordStatus
+from reviews.models import ProposalAction, ProposalState, RecordStatus
+from reviews.space_access import space_slugs
 
 from .format import (
     _AGENT_TIMES,
@@ -144,14 +145,21 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         _parse_dt(str(data["exported_at"]) if data["exported_at"] is not None else "")
     except ValueError:
         c.add("exported_at", f"must be an ISO 8601 date-time with offset, got {data['exported_at']!r}")
-    bad_scopes = [s for s in data["scopes"] if s not in SCOPES]
+    # Spaces (issue 16): a file's spaces must exist here (`manage.py space create` them first).
+    known = space_slugs()
+    bad_scopes = [s for s in data["scopes"] if s not in known]
     if bad_scopes:
-        c.add("scopes", f"unknown scope(s) {bad_scopes}; expected some of {', '.join(SCOPES)}")
+        c.add(
+            "scopes",
+            f"unknown space(s) {bad_scopes}; spaces here: {', '.join(known)} (create the others first: "
+            "`manage.py space create`)",
+        )
 
     agent_ids, agent_names = set(), set()
     for i, row in enumerate(data["agents"]):
         where = f"agents[{i}]"
-        if not c.fields(where, row, AGENT_FIELDS):
+        # "owner" (the agent's person, issue 16) is optional: files written before spaces have none.
+        if not c.fields(where, row, AGENT_FIELDS + (["owner"] if isinstance(row, dict) and "owner" in row else [])):
             continue
         where = f"agent {row.get('public_id')!r}"
         before = len(c.problems)
@@ -159,7 +167,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             where,
             row,
             strings=("name", "token_prefix", "source_tool", "created_by"),
-            optional_strings=("token_digest",),
+            optional_strings=("token_digest", "owner") if "owner" in row else ("token_digest",),
             lists=("scopes",),
             times=_AGENT_TIMES,
             required_times=("created_at",),
@@ -218,8 +226,8 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         if row["public_id"] in records:
             c.add(where, "public_id appears twice")
         records[row["public_id"]] = row
-        if row["scope"] not in SCOPES:
-            c.add(where, f"scope {row['scope']!r} is not one of {', '.join(SCOPES)}")
+        if row["scope"] not in known:
+            c.add(where, f"scope {row['scope']!r} is not one of {', '.join(known)}")
         elif data["scopes"] and row["scope"] not in data["scopes"]:
             c.add(where, f"scope {row['scope']!r} is not among the file's scopes {data['scopes']}")
         if row["status"] not in RecordStatus.values:

@@ -47,6 +47,7 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
     User = get_user_model()
     usernames = {row["approved_by"] for row in data["records"]}
     usernames |= {row["decided_by"] for row in data["proposals"] if row["decided_by"]}
+    usernames |= {row["owner"] for row in data["agents"] if row.get("owner")}
     user_pk, created_users = {}, []
     for name in sorted(usernames):
         user = User.objects.filter(username=name).first()
@@ -78,6 +79,7 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
         if row["token_digest"] and Agent.objects.filter(token_digest=row["token_digest"]).exists():
             raise SnapshotInvalid([f"agent {row['name']!r}: its token digest is already used by an agent here"])
         fields = {name: row[name] for name in AGENT_FIELDS}
+        fields["owner_id"] = user_pk[row["owner"]] if row.get("owner") else None
         for name in _AGENT_TIMES:
             fields[name] = _parse_dt(fields[name])
         agent = Agent.objects.create(**fields)

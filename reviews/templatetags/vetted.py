@@ -81,3 +81,18 @@ def confirm_step(context, decision: str, url: str, card: str, pk: int, note_labe
         "csrf_token": context.get("csrf_token"),
         "next": context["request"].get_full_path() if context.get("request") else "",
     }
+
+
+# Spaces (issue 16): the two-person rule's state on a card, so the second
+# reviewer sees the first's decision.
+@register.filter
+def approvals_note(proposal) -> str:
+    from reviews import space_access
+    from reviews.actions.approvals import approvals_of
+
+    required = space_access.required_approvals(space_access.space_of(proposal))
+    if required < 2:
+        return ""
+    so_far = approvals_of(proposal)
+    who = ", ".join(a.user.get_username() for a in so_far)
+    return f"{len(so_far)} of {required} approvals" + (f": accepted by {who}" if who else "")

@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory_site.space_args import spaces_from
 from retrieval import quality
-from reviews.models import SCOPES
 
 
 class Command(BaseCommand):
@@ -14,8 +14,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--scope", action="append", choices=list(SCOPES), help="only this scope (repeat for several; default: all)"
+            "--space", action="append", dest="space", metavar="SLUG", help="only this space (repeat; default: all)"
         )
+        parser.add_argument("--scope", action="append", dest="scope_alias", help="deprecated alias of --space")
         parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
         parser.add_argument(
             "--limit",
@@ -35,7 +36,7 @@ class Command(BaseCommand):
             raise CommandError(f"--threshold {threshold}: give a number from 0 to 1.")
         if opts["limit"] < 0:
             raise CommandError(f"--limit {opts['limit']}: give 0 (all) or a positive number.")
-        report = quality.run(opts["scope"], threshold=threshold, limit=opts["limit"])
+        report = quality.run(spaces_from(opts, self.stderr) or None, threshold=threshold, limit=opts["limit"])
         if opts["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
             return

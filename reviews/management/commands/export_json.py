@@ -7,7 +7,8 @@ from tqdm import tqdm
 
 from memory_site.cli import dumps
 from memory_site.files import write_atomic
-from reviews.models import SCOPES, AuditEvent, Proposal, Record
+from memory_site.space_args import add_space_argument, spaces_from
+from reviews.models import AuditEvent, Proposal, Record
 from reviews.portability import json_export
 
 
@@ -21,12 +22,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="where to write the JSON document (refuses to overwrite), or - for stdout")
-        parser.add_argument(
-            "--scope",
-            action="append",
-            choices=SCOPES,
-            dest="scopes",
-            help="export only this space; repeat for several (default: all)",
+        add_space_argument(
+            parser, many=True, required=False, help="export only this space (slug); repeat for several (default: all)"
         )
         parser.add_argument(
             "--include-token-digests",
@@ -36,6 +33,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        opts["scopes"] = spaces_from(opts, self.stderr) or None
         path = opts["file"]
         if path != "-" and Path(path).exists():
             raise CommandError(f"{path} already exists; choose another name (export_json never overwrites).")

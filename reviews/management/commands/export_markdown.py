@@ -4,8 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from memory_site.cli import dumps
+from memory_site.space_args import add_space_argument, spaces_from
 from reviews.errors import VettedError
-from reviews.models import SCOPES, Record, RecordStatus
+from reviews.models import Record, RecordStatus
 from reviews.portability import markdown_io
 
 
@@ -19,7 +20,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("directory", help="the folder to write (created if missing)")
-        parser.add_argument("--scope", required=True, choices=SCOPES, help="the one space to export")
+        add_space_argument(parser, many=False, required=True, help="the one space to export (its slug)")
         parser.add_argument(
             "--include-history",
             action="store_true",
@@ -32,6 +33,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        opts["scope"] = spaces_from(opts, self.stderr)[0]
         statuses = [RecordStatus.APPROVED, *(markdown_io.HISTORY_STATUSES if opts["include_history"] else ())]
         total = Record.objects.filter(scope=opts["scope"], status__in=statuses).count()
         progress = tqdm(total=total, unit="record", file=sys.stderr, disable=None, desc="export")

@@ -6,7 +6,7 @@ from django.utils import timezone
 from memory_site.cli import dumps, iso_date, resolve_reviewer
 from reviews import actions, textsafety, vocabulary
 from reviews.errors import VettedError
-from reviews.models import SCOPES, AuditEvent, Proposal, ProposalState
+from reviews.models import AuditEvent, Proposal, ProposalState
 
 
 class Command(BaseCommand):
@@ -71,7 +71,7 @@ class Command(BaseCommand):
             "move", parents=[common], help="move a record to another space (scope); the moved version supersedes it"
         )
         p.add_argument("record_id")
-        p.add_argument("--scope", required=True, choices=list(SCOPES))
+        p.add_argument("--space", "--scope", required=True, dest="scope", help="the destination space (slug)")
         p.add_argument("--note", required=True, help="why it belongs there")
 
         p = sub.add_parser(

@@ -1,0 +1,83 @@
+"""The two-person rule (issue 16): in a space with ``required_approvals`` 2
+a proposal becomes true only at the second accept by a different reviewer.
+
+- the first accept is stored (ProposalApproval) and audited
+  (``proposal.approved``); the proposal stays pending and shows it;
+- the same reviewer twice is refused, and so is the person who owns the
+  proposing agent (they may not approve their own agent's proposal there);
+- an approval counts only for the change it saw (action, the target's
+  approved checksum, the proposal's text; ``approval_key``): a revision
+  resets the count;
+- any reject rejects (reject_proposal, unchanged);
+- accepting an edited version is refused there: the other reviewer would
+  be approving text they never saw (reject with a note, or revise after).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from .. import space_access
+from ..errors import InvalidTransition
+from ..models import Proposal
+from ..space_models import ProposalApproval
+from ._common import _audit, _space_of
+
+
+def approval_key(proposal: Proposal) -> str:
+    """What an approval of ``proposal`` is an approval of: its action, the
+    approved text of its target and its own text, hashed (a create merged
+    into a revision of the same text is a different change)."""
+    target = proposal.target
+    seen = f"{proposal.action}\n{target.approved_checksum if target is not None else ''}\n{proposal.content_checksum}"
+    return hashlib.sha256(seen.encode()).hexdigest()
+
+
+def approvals_of(proposal: Proposal) -> list[ProposalApproval]:
+    """The accepts that still count towards ``proposal`` (content unchanged since)."""
+    return list(proposal.approvals.filter(content_checksum=approval_key(proposal)).select_related("user"))
+
+
+def first_of_two(proposal: Proposal, reviewer: User, note: str, changes: dict[str, Any] | None) -> bool:
+    """Apply the rule for ``reviewer``'s accept of the locked, pending
+    ``proposal``. True: recorded as a first approval, the caller stops
+    (the proposal stays pending). False: this accept makes it true (one
+    approval needed, or this is the second)."""
+    required = space_access.required_approvals(_space_of(proposal))
+    if required < 2:
+        return False
+    slug = _space_of(proposal)
+    agent = proposal.agent
+    if agent is not None and agent.owner_id == reviewer.pk:
+        raise InvalidTransition(
+            f"Cannot accept {proposal.public_id}: you own agent {agent.name!r}, which proposed it, and {slug} "
+            f"needs {required} approvals by other reviewers."
+        )
+    if changes:
+        raise InvalidTransition(
+            f"Cannot accept an edited version of {proposal.public_id}: {slug} needs {required} approvals and the "
+            "other reviewer would approve text they have not seen; reject it with a note, or accept it and revise."
+        )
+    counted = approvals_of(proposal)
+    if any(a.user_id == reviewer.pk for a in counted):
+        raise InvalidTransition(
+            f"You already accepted {proposal.public_id}; {slug} needs {required} different reviewers."
+        )
+    if len(counted) + 1 >= required:
+        return False
+    ProposalApproval.objects.create(
+        proposal=proposal, user=reviewer, content_checksum=approval_key(proposal), note=note
+    )
+    _audit(
+        "proposal.approved",
+        actor=reviewer,
+        subject=proposal,
+        record=proposal.target,
+        proposal=proposal,
+        snippet=note or proposal.title,
+        extra={"action": proposal.action, "approvals": len(counted) + 1, "required": required},
+    )
+    return True

@@ -1,0 +1,94 @@
+"""Who may do what in which space: the one rule (issue 16).
+
+A person's role in a space is their Membership's: owner and reviewer decide
+(accept, reject, act on records), a reader sees records and the write log
+and decides nothing, anyone else does not see the space at all (it does not
+exist for them: the same 404 as an unknown id). Nothing here writes; the
+actions (reviews/actions/spaces.py and the deciding actions through
+``_require_role``) and every page read these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Q
+
+from .space_models import DECIDING_ROLES, Membership, Role, Space
+
+_KIND_ORDER = {"personal": 0, "team": 1, "system": 2}
+
+
+def _ordered(rows: Iterable[tuple[str, str]]) -> list[str]:
+    """Slugs in the order spaces are shown: personal, team, system (as the
+    fixed scopes were), then by slug."""
+    return [slug for kind, slug in sorted(rows, key=lambda r: (_KIND_ORDER.get(r[0], 9), r[1]))]
+
+
+def role_of(user: object, slug: str) -> str | None:
+    """``user``'s role in the space ``slug``, or None (not a member; no such space)."""
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return None
+    return Membership.objects.filter(user_id=user.pk, space__slug=slug).values_list("role", flat=True).first()  # type: ignore[attr-defined]
+
+
+def readable_spaces(user: object) -> list[str]:
+    """Slugs of the spaces ``user`` sees (any role), in display order."""
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return []
+    return _ordered(Membership.objects.filter(user_id=user.pk).values_list("space__kind", "space__slug"))  # type: ignore[attr-defined]
+
+
+def deciding_spaces(user: object) -> list[str]:
+    """Slugs of the spaces in which ``user`` decides (owner or reviewer), in display order."""
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return []
+    rows = Membership.objects.filter(user_id=user.pk, role__in=list(DECIDING_ROLES))  # type: ignore[attr-defined]
+    return _ordered(rows.values_list("space__kind", "space__slug"))
+
+
+def spaces_and_deciding(user: object) -> tuple[list[str], list[str]]:
+    """(readable_spaces, deciding_spaces) of ``user`` in one query."""
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return [], []
+    rows = list(Membership.objects.filter(user_id=user.pk).values_list("space__kind", "space__slug", "role"))  # type: ignore[attr-defined]
+    readable = _ordered((kind, slug) for kind, slug, _role in rows)
+    deciding = _ordered((kind, slug) for kind, slug, role in rows if role in DECIDING_ROLES)
+    return readable, deciding
+
+
+def owned_spaces(user: object) -> list[str]:
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return []
+    rows = Membership.objects.filter(user_id=user.pk, role=Role.OWNER)  # type: ignore[attr-defined]
+    return _ordered(rows.values_list("space__kind", "space__slug"))
+
+
+def proposals_in(slugs: Iterable[str]) -> Q:
+    """Proposals whose space is one of ``slugs``: a create or revise carries
+    its space in ``scope``; a retire or dispute has none and is in its
+    target's space."""
+    slugs = list(slugs)
+    return Q(scope__in=slugs) | Q(scope="", target__scope__in=slugs)
+
+
+def space_of(obj: object) -> str:
+    """The space of a proposal or record (a retire or dispute proposal
+    carries none: it is in its target's)."""
+    scope = getattr(obj, "scope", "")
+    target = getattr(obj, "target", None) if not scope else None
+    return target.scope if target is not None else scope
+
+
+def space_slugs() -> list[str]:
+    """Every space's slug, in display order."""
+    return _ordered(Space.objects.values_list("kind", "slug"))
+
+
+def required_approvals(slug: str) -> int:
+    """How many different reviewers must accept a proposal in ``slug`` (personal: always 1)."""
+    row = Space.objects.filter(slug=slug).values_list("kind", "required_approvals").first()
+    if row is None:
+        return 1
+    kind, required = row
+    return 1 if kind == "personal" else max(1, required)
