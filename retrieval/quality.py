@@ -485,7 +485,9 @@ def run(
     counted in ``omitted``. ``limit=0`` lists them all. With ``agent``, the
     agent's view (see the module docstring)."""
     every = space_slugs()
-    scopes = [s for s in every if s in set(scopes or every)]
+    # None is every space; an empty list is none (a person with no spaces sees nothing, not all).
+    wanted = set(every if scopes is None else scopes)
+    scopes = [s for s in every if s in wanted]
     embedder = embedder or get_embedder()
     today = timezone.localdate()
     live = list(Record.objects.live().in_scopes(scopes).order_by("pk"))

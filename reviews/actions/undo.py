@@ -11,8 +11,9 @@ Allowed only to the reviewer who decided, within VETTED_UNDO_SECONDS, once,
 and only while nothing was built on the decision: any later AuditEvent on a
 row the undo would change (a newer proposal on the produced record, a
 dispute, a verify, another decision) makes it refuse and change nothing.
-There is no two-reviewer rule yet, so one reviewer's undo takes back the
-whole decision.
+The reviewer must still decide in every space the undo touches
+(``_require_role``). One reviewer's undo takes back that reviewer's own
+decision only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from django.utils import timezone
 from .. import ids
 from ..errors import InvalidTransition, NotFound
 from ..models import AuditEvent, Proposal, ProposalState, Record, RecordStatus
-from ._common import Actor, _audit, _locked_proposal, _locked_record, _require_reviewer
+from ._common import Actor, _audit, _locked_proposal, _locked_record, _require_reviewer, _require_role
 
 UNDONE_EVENT = "decision.undone"
 UNDONE_REASON = "undone"
@@ -213,8 +214,22 @@ def _plan(event: AuditEvent, reviewer: User, rows: _Rows, now: datetime) -> _Pla
             f"was made {_ago(age)} ago; decide it afresh instead (revise, retire, or wait for a new proposal)."
         )
     plan = _PLANNERS[event.event_type](event, rows)
+    _require_roles(reviewer, plan)
     _refuse_if_built_on(event, plan)
     return plan
+
+
+def _require_roles(reviewer: User, plan: _Plan) -> None:
+    """An undo is a decision too: the reviewer must still decide in the space
+    of every row it changes (both spaces of a move). Whoever lost the role,
+    or left the space, since deciding cannot take the decision back (issue 16)."""
+    if plan.proposal is not None:
+        _require_role(reviewer, plan.proposal, "undo the decision on")
+    rows = [record for record, _ in plan.restore.values()]
+    rows += [plan.produced] if plan.produced is not None else []
+    rows += [plan.verified[0]] if plan.verified is not None else []
+    for record in rows:
+        _require_role(reviewer, record, "undo the decision on")
 
 
 def _ago(age: timedelta) -> str:

@@ -23,11 +23,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from retrieval.search import access_counter
-from reviews import actions, vocabulary
+from reviews import actions, space_access, vocabulary
 from reviews.errors import VettedError
 from reviews.models import AuditEvent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 
 from . import filters as inbox_filters
+from . import viewer
 from .page_helpers import back, nav_counts, site_login_required
 
 UNDO_TAG = "undo"
@@ -180,6 +181,7 @@ def recent(request):
             actor_type="user", actor=request.user.get_username(), event_type__in=actions.DECISION_EVENTS
         ).order_by("-id")[:RECENT_LIMIT]
     )
+    events = _in_readable_spaces(events)
     undone = actions.undone_events([e.pk for e in events])
     titles = _titles(events)
     window = timedelta(seconds=settings.VETTED_UNDO_SECONDS)
@@ -207,6 +209,22 @@ def recent(request):
         "reviews/decisions.html",
         {**nav_counts(), "nav": "decisions", "rows": rows, "window": settings.VETTED_UNDO_SECONDS},
     )
+
+
+def _in_readable_spaces(events: list[AuditEvent]) -> list[AuditEvent]:
+    """The events about proposals and records the viewer may still read: a
+    decision made in a space they have left since shows nothing of it, not
+    even its title or snippet (issue 16)."""
+    readable = viewer.readable() or []
+    proposal_ids = {e.proposal_ref for e in events if e.proposal_ref}
+    record_ids = {e.record_ref or e.subject_id for e in events if not e.proposal_ref}
+    seen = set(
+        Proposal.objects.filter(public_id__in=proposal_ids)
+        .filter(space_access.proposals_in(readable))
+        .values_list("public_id", flat=True)
+    )
+    seen |= set(Record.objects.filter(public_id__in=record_ids, scope__in=readable).values_list("public_id", flat=True))
+    return [e for e in events if (e.proposal_ref or e.record_ref or e.subject_id) in seen]
 
 
 def _titles(events: list[AuditEvent]) -> dict[str, str]:

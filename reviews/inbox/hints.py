@@ -3,7 +3,10 @@ and pending proposals that say nearly the same thing, and which of them it
 may contradict (the quality check's rule, retrieval.quality.contradiction_reasons),
 each with what differs and a labelled similarity.
 
-For the reviewer only (who sees everything): nothing here reaches an agent.
+For the reviewer only: nothing here reaches an agent. A reviewer is shown
+records of the spaces they may read and proposals of the spaces they decide
+in (reviews.inbox.viewer, issue 16): a look-alike in another client's space
+does not exist for them.
 An agent is never told of another agent's proposal; the reject-as-duplicate
 action (reviews.actions.reject_as_duplicate) decides what its note may name.
 """
@@ -17,7 +20,10 @@ from django.conf import settings
 from retrieval.embeddings import Embedder
 from retrieval.quality import contradiction_reasons
 from retrieval.similar import pending_similarities, similar_pending, similar_records
-from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState, Record
+from reviews import space_access
+from reviews.models import Proposal, ProposalAction, ProposalState, Record
+
+from . import viewer
 
 # Below this cosine two texts are not worth a reviewer's glance.
 FLOOR = 0.5
@@ -85,18 +91,29 @@ def _text(title: str, body: str) -> str:
     return f"{title}\n{body}"
 
 
+def _viewer_spaces() -> tuple[list[str], list[str]]:
+    """(readable, deciding) spaces of the person viewing; every space outside
+    a request (a bench or a command run by the operator)."""
+    readable, deciding = viewer.readable(), viewer.deciding()
+    if readable is None or deciding is None:
+        every = space_access.space_slugs()
+        return every, every
+    return readable, deciding
+
+
 def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
     """The hints for a pending create or revise (empty for anything else).
     Raises what the index raises (VettedError, IndexModelMismatch): the view
     shows it in place of the hint."""
     if proposal.action not in (ProposalAction.CREATE, ProposalAction.REVISE) or not proposal.title:
         return Hints()
+    readable, deciding = _viewer_spaces()
     text = _text(proposal.title, proposal.body)
     own_target = proposal.target.public_id if proposal.target is not None else ""
     found = similar_records(
         proposal.title,
         proposal.body,
-        scopes=SCOPES,
+        scopes=readable,
         tags=proposal.tags,
         threshold=FLOOR,
         limit=3 * RECORDS_SHOWN,
@@ -120,7 +137,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
         for h in similar_pending(
             proposal.title,
             proposal.body,
-            scope=SCOPES,
+            scope=deciding,
             tags=proposal.tags,
             threshold=settings.VETTED_CONTRADICTION_SIMILARITY,
             limit=PENDING_SHOWN,
@@ -133,6 +150,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
     targets = [m.record.pk for m in records if m.record is not None] + ([proposal.target_id] if own_target else [])
     rivals = list(
         Proposal.objects.filter(state=ProposalState.PENDING, action=ProposalAction.REVISE, target_id__in=targets)
+        .filter(space_access.proposals_in(deciding))
         .exclude(pk=proposal.pk)
         .select_related("agent", "target")[:PENDING_SHOWN]
     )

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from reviews import confusables, textsafety
 from reviews.models import Proposal, Record, RecordStatus
 
+from . import viewer
+
 _LIVE = (RecordStatus.APPROVED, RecordStatus.DISPUTED)
 _SHOWN_RECORDS = 3
 
@@ -41,8 +43,9 @@ def warnings_for(proposals: Iterable[Proposal]) -> dict[int, list[str]]:
     keys = {p.pk: confusables.title_key(p.title) for p in titled}
     twins: dict[str, list[Record]] = {}
     if keys:
+        # Only records the viewer may read: another space's title does not exist for them (issue 16).
         rows = (
-            Record.objects.filter(title_skeleton__in=set(keys.values()), status__in=_LIVE)
+            viewer.records(Record.objects.filter(title_skeleton__in=set(keys.values()), status__in=_LIVE))
             .only("public_id", "title", "title_skeleton")
             .order_by("-approved_at")
         )

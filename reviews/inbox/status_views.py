@@ -14,9 +14,9 @@ from notify import status as notify_status
 from retrieval import embeddings, index
 from reviews import actions, lockouts
 from reviews.errors import VettedError
-from reviews.models import SCOPES
 from reviews.space_models import Membership, Role
 
+from . import viewer
 from .page_helpers import nav_counts, site_login_required
 
 
@@ -105,9 +105,12 @@ def quality_page(request):
     """The quality report (read-only: it flags, the reviewer decides)."""
     from retrieval import quality
 
+    # Only the spaces the viewer may read (issue 16); the index's own
+    # problems name ids of every space, so only a superuser gets them in detail.
+    readable = viewer.readable() or []
     scope = request.GET.get("scope", "")
-    scopes = [scope] if scope in SCOPES else None
-    report = quality.run(scopes)
+    scopes = [scope] if scope in readable else readable
+    report = quality.run(scopes, full_index_report=request.user.is_superuser)
     groups = [
         (label, [f for f in report.findings if f.kind == kind], report.omitted.get(kind, 0))
         for kind, label in quality.LABELS.items()
@@ -120,7 +123,7 @@ def quality_page(request):
             "nav": "quality",
             "report": report,
             "groups": [g for g in groups if g[1]],
-            "scope": scope if scopes else "",
-            "scopes": SCOPES,
+            "scope": scope if scope in readable else "",
+            "scopes": readable,
         },
     )
