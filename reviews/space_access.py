@@ -64,12 +64,26 @@ def owned_spaces(user: object) -> list[str]:
     return _ordered(rows.values_list("space__kind", "space__slug"))
 
 
-def proposals_in(slugs: Iterable[str]) -> Q:
+def proposals_in(slugs: Iterable[str], *, prefix: str = "") -> Q:
     """Proposals whose space is one of ``slugs``: a create or revise carries
     its space in ``scope``; a retire or dispute has none and is in its
-    target's space."""
+    target's space. ``prefix`` reaches them through a relation ("proposals__")."""
     slugs = list(slugs)
-    return Q(scope__in=slugs) | Q(scope="", target__scope__in=slugs)
+    return Q(**{f"{prefix}scope__in": slugs}) | Q(**{f"{prefix}scope": "", f"{prefix}target__scope__in": slugs})
+
+
+def sees_agent(user: object, agent: object, owned: Iterable[str] | None = None) -> bool:
+    """Whether ``user`` is shown (and may revoke) ``agent``: their own agent,
+    or one granted a space they own (an owner answers for who reads their
+    space). Not a reviewer's or reader's view of others' agents: an agent's
+    name, tool and grants tell of its person's other work. ``owned``: the
+    user's owned slugs, when the caller has them already."""
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return False
+    if getattr(agent, "owner_id", None) == user.pk:  # type: ignore[attr-defined]
+        return True
+    mine = set(owned_spaces(user) if owned is None else owned)
+    return bool(mine & set(getattr(agent, "scopes", None) or []))
 
 
 def space_of(obj: object) -> str:

@@ -21,7 +21,7 @@ def test_agents_lists_last_seen_and_decision_counts(signed_in, reviewer, agent, 
     proposal = actions.propose_retirement(record, agent=agent, reason="The repository was archived")
     actions.reject_proposal(proposal, actor=reviewer, note="Still used")
     response = signed_in.get(reverse("agents"))
-    row = response.context["agents"].get(name="claude-code")
+    row = next(a for a in response.context["agents"] if a.name == "claude-code")
     assert row.accepted == 1 and row.rejected == 1 and row.pending == 0
     html = response.content.decode()
     assert "claude-code" in html and "never" in html

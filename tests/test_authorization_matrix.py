@@ -7,7 +7,7 @@ Callers:
   team       agent token with scope team (team-bot)
   revoked    a revoked agent's token (gone)
   user       session cookie of a signed-in account that is not staff
-  staff      session cookie of a staff account that is not a superuser
+  staff      session cookie of a staff account that is not a superuser (an owner of team)
   super      session cookie of the reviewer (rita, a staff superuser)
 
 Every POST to the site carries a valid CSRF cookie and header, so a refusal
@@ -348,6 +348,8 @@ def decided_as_expected(t: dict) -> list[str]:
 def callers(agent_tokens, reviewer, django_user_model):
     user = django_user_model.objects.create_user("una", "una@example.com", "a-long-password-3")
     staff = django_user_model.objects.create_user("stan", "stan@example.com", "a-long-password-4", is_staff=True)
+    # Spaces (issue 16): deciding needs a role in the space; stan co-owns team (the targets' space).
+    actions.add_member("team", staff, role="owner", actor=reviewer)
     made = {"anon": Caller("anon")}
     for name, agent_name in AGENT_CALLERS.items():
         made[name] = Caller(name, token=agent_tokens[agent_name])

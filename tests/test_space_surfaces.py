@@ -100,3 +100,56 @@ def test_the_hint_names_no_look_alike_of_another_space(clients, client):
     text = page.content.decode()
     assert acme_record.public_id not in text and clients["pending"]["acme"].public_id not in text
     assert_none_of(text, "acme", "sam's hint")
+
+
+# --------------------------------------------------------------------------- 3. agents, nav counts, settings
+
+
+def test_the_agents_page_shows_own_agents_and_those_granted_a_space_one_owns(clients, client):
+    """sam sees his two bots, not acme-bot; rita (owner of northrail) sees
+    sam-bot once it is granted northrail, but not its personal grant."""
+    sam, rita = clients["sam"], clients["rita"]
+    actions.grant_space(clients["bots"]["personal:sam"], "northrail", actor=sam)
+    client.force_login(sam)
+    page = client.get("/agents/").content.decode()
+    assert "north-bot" in page and "sam-bot" in page and "acme-bot" not in page
+    assert 'id="agents-stat">2<' in client.get("/").content.decode()
+    client.force_login(rita)
+    page = client.get("/agents/").content.decode()
+    assert "acme-bot" in page and "sam-bot" in page
+    assert "personal:sam" not in page
+
+
+def test_a_person_cannot_revoke_an_agent_they_are_not_shown(clients, client):
+    acme_bot = clients["bots"]["acme"]
+    with pytest.raises(NotFound) as theirs:
+        actions.revoke_agent(acme_bot.name, actor=clients["sam"])
+    with pytest.raises(NotFound) as nobody:
+        actions.revoke_agent("no-such-bot", actor=clients["sam"])
+    assert theirs.value.message.replace("acme-bot", "X") == nobody.value.message.replace("no-such-bot", "X")
+    acme_bot.refresh_from_db()
+    assert acme_bot.is_active
+    actions.revoke_agent(clients["bots"]["northrail"].name, actor=clients["sam"])  # his own
+
+
+def test_changed_outside_counts_only_the_viewers_spaces(clients, client):
+    from reviews.models import Record
+
+    theirs = clients["records"]["acme"][0]
+    Record.objects.filter(pk=theirs.pk).update(body=theirs.body + " Edited by hand (quokka).")
+    client.force_login(clients["rita"])
+    assert clients["records"]["acme"][0].public_id in client.get("/edited/").content.decode()
+    client.force_login(clients["sam"])
+    assert client.get("/").context["edited_count"] == 0
+    page = client.get("/edited/")
+    assert page.context["total"] == 0
+    assert theirs.public_id not in page.content.decode()
+    assert_none_of(page.content.decode(), "acme", "sam's changed-outside page")
+
+
+def test_the_settings_page_gives_index_counts_only_to_the_operator(clients, client):
+    client.force_login(clients["sam"])
+    page = client.get("/settings/").content.decode()
+    assert " records · " not in page and " chunks · " not in page
+    client.force_login(clients["rita"])  # a superuser
+    assert " records · " in client.get("/settings/").content.decode()

@@ -11,8 +11,9 @@ from collections.abc import Callable, Collection, Iterable
 from django.db import transaction
 from django.utils import timezone
 
+from .. import space_access
 from .. import validation as v
-from ..errors import InvalidTransition, Unauthorized, ValidationFailed
+from ..errors import InvalidTransition, NotFound, Unauthorized, ValidationFailed
 from ..models import Agent
 from ..oauth_models import OAuthGrant, OAuthToken, TokenKind
 from ..space_access import space_slugs
@@ -76,10 +77,14 @@ def create_agent(
 
 def revoke_agent(agent: Agent | str, *, actor: Actor) -> Agent:
     """Revoke an agent: its token and its OAuth grants (with their tokens)
-    stop working at once. Its proposals stay."""
+    stop working at once. Its proposals stay. Only its person, an owner of a
+    space it is granted (space_access.sees_agent), or a superuser (the
+    operator's emergency stop) may; to anyone else it does not exist."""
     with transaction.atomic():
-        _require_reviewer(actor)
+        reviewer = _require_reviewer(actor)
         agent = _locked_agent(agent)
+        if not (reviewer.is_superuser or space_access.sees_agent(reviewer, agent)):
+            raise NotFound(f"No agent named {agent.name!r}.")
         if not agent.is_active:
             raise InvalidTransition(f"Agent {agent.name!r} was already revoked on {agent.revoked_at:%Y-%m-%d}.")
         agent.is_active = False

@@ -12,23 +12,34 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_site import clients
-from reviews import actions
+from reviews import actions, space_access
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, Agent, ProposalState
+from reviews.models import Agent, ProposalState
 from reviews.oauth_models import OAuthGrant
 
+from . import viewer
 from .page_helpers import back, nav_counts, site_login_required
 
 
 def _context(**extra) -> dict:
-    agents = Agent.objects.annotate(
-        accepted=Count("proposals", filter=Q(proposals__state=ProposalState.ACCEPTED)),
-        rejected=Count("proposals", filter=Q(proposals__state=ProposalState.REJECTED)),
-        pending=Count("proposals", filter=Q(proposals__state=ProposalState.PENDING)),
+    # Spaces (issue 16): the viewer's own agents and those granted a space
+    # they own (space_access.sees_agent); their grants and proposal counts
+    # only within the spaces the viewer may read.
+    readable = viewer.readable() or []
+    mine = space_access.proposals_in(readable, prefix="proposals__")
+    rows = Agent.objects.annotate(
+        accepted=Count("proposals", filter=Q(proposals__state=ProposalState.ACCEPTED) & mine),
+        rejected=Count("proposals", filter=Q(proposals__state=ProposalState.REJECTED) & mine),
+        pending=Count("proposals", filter=Q(proposals__state=ProposalState.PENDING) & mine),
     ).order_by("-is_active", "name")
     # OAuth grants (remote clients acting as the agent), newest first, with their client.
-    agents = agents.prefetch_related(Prefetch("oauth_grants", queryset=OAuthGrant.objects.select_related("client")))
-    return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": SCOPES, "errors": {}, "values": {}, **extra}
+    rows = rows.prefetch_related(Prefetch("oauth_grants", queryset=OAuthGrant.objects.select_related("client")))
+    agents = viewer.agents(rows)
+    for a in agents:
+        a.shown_scopes = viewer.shown_spaces(a.scopes)
+        for g in a.oauth_grants.all():
+            g.shown_scopes = viewer.shown_spaces(g.scopes)
+    return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": readable, "errors": {}, "values": {}, **extra}
 
 
 @site_login_required

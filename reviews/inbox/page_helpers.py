@@ -29,6 +29,7 @@ from . import viewer
 from .outside_edits import edited_count
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
+_AG = ("owner", "scopes")  # what space_access.sees_agent reads
 
 
 def nav_counts() -> dict:
@@ -41,7 +42,7 @@ def nav_counts() -> dict:
         "approved_count": live.count(),
         "overdue_count": viewer.records(Record.objects.overdue()).count(),
         "disputed_count": viewer.records(Record.objects.filter(status=RecordStatus.DISPUTED)).count(),
-        "agent_count": Agent.objects.filter(is_active=True).exclude(token_digest=None).count(),
+        "agent_count": len(viewer.agents(Agent.objects.filter(is_active=True).exclude(token_digest=None).only(*_AG))),
         # Changed outside Vetted (inbox-hints): a checksum per record, remembered per row (outside_edits).
         "edited_count": edited_count(),
         "today": timezone.localdate(),

@@ -41,6 +41,7 @@ def site_settings(request):
             "nav": "settings",
             "version": __version__,
             "report": report,
+            "index_detail": request.user.is_superuser,  # spaces (issue 16): counts span every space
             "model_configured": settings.VETTED_MODEL_NAME or settings.VETTED_EMBEDDER,
             "model_loaded": loaded.name if loaded else "",
             "db_path": db,

@@ -10,7 +10,7 @@ actions check it again for every decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ class _Viewer:
     def __init__(self, user: Any):
         self.user = user
         self._spaces: tuple[list[str], list[str]] | None = None
+        self._owned: list[str] | None = None
 
     def spaces(self) -> tuple[list[str], list[str]]:
         if self._spaces is None:
@@ -36,10 +37,16 @@ class _Viewer:
                 self._spaces = space_access.spaces_and_deciding(user)
         return self._spaces
 
+    def owned(self) -> list[str]:
+        if self._owned is None:
+            self._owned = space_access.owned_spaces(self.user) if self.user is not None else []
+        return self._owned
+
 
 _viewer: ContextVar[_Viewer | None] = ContextVar("vetted_viewer_spaces", default=None)
 
 Q = TypeVar("Q", bound=QuerySet[Any])
+A = TypeVar("A")
 
 
 def readable() -> list[str] | None:
@@ -63,6 +70,22 @@ def proposals(queryset: Q) -> Q:
     """``queryset`` of proposals narrowed to the spaces the viewer decides in."""
     slugs = deciding()
     return queryset if slugs is None else queryset.filter(space_access.proposals_in(slugs))
+
+
+def agents(rows: Iterable[A]) -> list[A]:
+    """The agents the viewer is shown (space_access.sees_agent); every one outside a request."""
+    viewer = _viewer.get()
+    if viewer is None:
+        return list(rows)
+    owned = viewer.owned()
+    return [a for a in rows if space_access.sees_agent(viewer.user, a, owned)]
+
+
+def shown_spaces(slugs: Iterable[str]) -> list[str]:
+    """Of an agent's or grant's spaces, those the viewer may read: another
+    person's space is not named to them, even as a grant."""
+    seen = readable()
+    return list(slugs) if seen is None else [s for s in slugs if s in seen]
 
 
 class SpaceViewerMiddleware:
