@@ -7,6 +7,9 @@ reviews northrail and owns personal:sam; rita owns acme and northrail."""
 # ruff: noqa: F811  (test_spaces.py's ``clients`` fixture, imported, is every test's argument)
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from reviews import actions
@@ -153,3 +156,42 @@ def test_the_settings_page_gives_index_counts_only_to_the_operator(clients, clie
     assert " records · " not in page and " chunks · " not in page
     client.force_login(clients["rita"])  # a superuser
     assert " records · " in client.get("/settings/").content.decode()
+
+
+# --------------------------------------------------------------------------- 4. a moved record's history
+
+
+def test_a_moved_records_page_names_nothing_of_the_space_it_came_from(clients, client):
+    """rita moves an acme record into northrail; sam reads northrail, not acme."""
+    old = clients["records"]["acme"][1]
+    moved = actions.move_record(old, actor=clients["rita"], scope="northrail", note="Belongs to the shared client.")
+    client.force_login(clients["sam"])
+    page = client.get(f"/records/{moved.public_id}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "record.moved" in text or "moved" in text.lower()
+    assert old.public_id not in text, "the predecessor's id in another space"
+    # Its text and tags crossed on purpose ("acme-only" is a tag); the space's slug and name did not.
+    assert not re.search(r"\bacme\b(?!-only)", text.lower()), re.findall(r".{60}\bacme\b(?!-only).{60}", text.lower())
+    client.force_login(clients["rita"])
+    text = client.get(f"/records/{moved.public_id}/").content.decode()
+    assert old.public_id in text and "acme" in text  # who reads both sees where it came from
+
+
+def test_a_record_moved_away_names_neither_where_it_went_nor_its_new_id(clients, client):
+    """rita moves a northrail record into acme, closing a pending retirement
+    of it; sam (northrail only) reads the old record's page."""
+    from mcp_bridge import agent_api
+
+    old = clients["records"]["northrail"][1]
+    north_bot = clients["bots"]["northrail"]
+    retire = actions.propose_retirement(old, agent=north_bot, reason="The repositories were archived.")
+    moved = actions.move_record(old, actor=clients["rita"], scope="acme", note="Acme took this over.")
+    client.force_login(clients["sam"])
+    page = client.get(f"/records/{old.public_id}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert moved.public_id not in text, "the successor's id in another space"
+    assert not re.search(r"\\bacme\\b(?!-only)", text.lower()), re.findall(r".{80}\\bacme\\b.{40}", text.lower())
+    told = json.dumps(agent_api.proposal_status(north_bot, retire.public_id))
+    assert moved.public_id not in told and not re.search(r"\bacme\b", told.lower()), told

@@ -185,7 +185,10 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
             reviewer=reviewer,
             event="record.moved",
             reason=note,
-            resolved=f"moved to {new_scope} as {{new}}",
+            # The closed proposals stay in the old space, whose readers (people and
+            # agents, through proposal_status) may not know the new one: the note
+            # names neither it nor the new id; the record.moved event keeps both.
+            resolved="was moved to another space",
             snippet=note,
             extra={
                 "previous_status": RecordStatus.APPROVED,  # a disputed record cannot be moved
