@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import actions, vocabulary
+from . import actions, admin_spaces, vocabulary
 from .errors import VettedError
 from .models import Agent, AuditEvent, Proposal, Record
 
@@ -60,6 +60,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Record)
 class RecordAdmin(ReadOnlyAdmin):
+    def get_queryset(self, request):
+        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        return admin_spaces.records(request, super().get_queryset(request))
+
     list_display = (
         "public_id",
         "title",
@@ -71,7 +75,8 @@ class RecordAdmin(ReadOnlyAdmin):
         "proposed_by",
         "approved_at",
     )
-    list_filter = ("status", "kind", "scope", "review_by", "proposed_by")
+    # RelatedOnly: the agents among the rows shown, not every agent (issue 16).
+    list_filter = ("status", "kind", "scope", "review_by", ("proposed_by", admin.RelatedOnlyFieldListFilter))
     search_fields = ("public_id", "title", "body", "approved_checksum")
     date_hierarchy = "approved_at"
     readonly_fields = ("checksum_state", "history")
@@ -119,6 +124,10 @@ class RecordAdmin(ReadOnlyAdmin):
 
 @admin.register(Proposal)
 class ProposalAdmin(ReadOnlyAdmin):
+    def get_queryset(self, request):
+        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        return admin_spaces.proposals(request, super().get_queryset(request))
+
     list_display = (
         "public_id",
         "action",
@@ -129,7 +138,7 @@ class ProposalAdmin(ReadOnlyAdmin):
         "decided_by",
         "decided_at",
     )
-    list_filter = ("state", "action", "agent", "scope")
+    list_filter = ("state", "action", ("agent", admin.RelatedOnlyFieldListFilter), "scope")
     search_fields = ("public_id", "title", "body", "reason", "target__public_id")
     date_hierarchy = "created_at"
     readonly_fields = ("history",)
@@ -160,6 +169,10 @@ class ProposalAdmin(ReadOnlyAdmin):
 
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdmin):
+    def get_queryset(self, request):
+        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        return admin_spaces.agents(request, super().get_queryset(request))
+
     list_display = (
         "name",
         "public_id",
@@ -182,6 +195,10 @@ class AgentAdmin(ReadOnlyAdmin):
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
+    def get_queryset(self, request):
+        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        return admin_spaces.events(request, super().get_queryset(request))
+
     list_display = (
         "at",
         "event_type",
@@ -219,6 +236,10 @@ for _model in (get_user_model(), Group):
 
 @admin.register(get_user_model())
 class UserAdmin(ReadOnlyAdmin):
+    def get_queryset(self, request):
+        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        return admin_spaces.users(request, super().get_queryset(request))
+
     list_display = ("username", "email", "is_active", "is_staff", "is_superuser", "last_login", "date_joined")
     list_filter = ("is_active", "is_staff", "is_superuser")
     search_fields = ("username", "email", "first_name", "last_name")

@@ -195,3 +195,43 @@ def test_a_record_moved_away_names_neither_where_it_went_nor_its_new_id(clients,
     assert not re.search(r"\\bacme\\b(?!-only)", text.lower()), re.findall(r".{80}\\bacme\\b.{40}", text.lower())
     told = json.dumps(agent_api.proposal_status(north_bot, retire.public_id))
     assert moved.public_id not in told and not re.search(r"\bacme\b", told.lower()), told
+
+
+# --------------------------------------------------------------------------- 5. the admin
+
+
+@pytest.fixture
+def sam_may_view_the_admin(clients):
+    from django.contrib.auth.models import Permission
+
+    sam = clients["sam"]
+    for codename in ("view_record", "view_proposal", "view_agent", "view_auditevent", "view_user"):
+        sam.user_permissions.add(Permission.objects.get(codename=codename))
+    return sam
+
+
+@pytest.mark.parametrize("model", ["record", "proposal", "agent", "auditevent", "user"])
+def test_a_staff_member_sees_only_their_spaces_rows_in_the_admin(
+    clients, sam_may_view_the_admin, client, model, django_user_model
+):
+    django_user_model.objects.create_user("outsider-olga", password="a-long-password-9", is_staff=True)
+    client.force_login(sam_may_view_the_admin)
+    page = client.get(f"/admin/reviews/{model}/" if model != "user" else "/admin/auth/user/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert_none_of(text, "acme", f"sam's admin {model} list")
+    assert "acme-bot" not in text and clients["records"]["acme"][0].public_id not in text
+    assert "outsider-olga" not in text  # an account in none of his spaces
+    if model in ("record", "auditevent"):
+        assert "wombat" in text.lower()  # his own spaces' rows are there
+
+
+def test_another_spaces_row_is_not_found_in_the_admin(clients, sam_may_view_the_admin, client):
+    client.force_login(sam_may_view_the_admin)
+    theirs = clients["records"]["acme"][0]
+    page = client.get(f"/admin/reviews/record/{theirs.pk}/change/")
+    nobody = client.get("/admin/reviews/record/999999/change/")
+    assert (page.status_code, page.get("Location")) == (nobody.status_code, nobody.get("Location"))
+    assert "quokka" not in page.content.decode().lower()
+    client.force_login(clients["rita"])  # a superuser sees every row
+    assert "quokka" in client.get("/admin/reviews/record/").content.decode().lower()
