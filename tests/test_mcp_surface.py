@@ -412,3 +412,43 @@ def test_a_2026_client_gets_the_same_answers_as_a_2025_one(agent_tokens, record)
         negotiated, caps = run_client(token, capabilities, mode)
         assert negotiated == version
         assert caps.resources.subscribe is True and caps.prompts is not None and caps.tools is not None
+
+
+def test_tools_take_space_and_scope_still_works_saying_it_is_deprecated(agent_tokens, record):
+    """Spaces (issue 16): ``space`` is the argument, ``scope`` its deprecated
+    alias (the answer says so, and the outputSchema admits it); no tool
+    describes the three old fixed names."""
+
+    async def steps(c):
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        fact = {k: v for k, v in FACT.items() if k != "scope"}
+        by_space = {
+            "search": await c.call_tool("search", {"query": "billing", "space": "team"}),
+            "list": await c.call_tool("list", {"space": "team"}),
+            "quality_check": await c.call_tool("quality_check", {"space": "team"}),
+            "propose_context": await c.call_tool("propose_context", {**fact, "space": "team"}),
+        }
+        by_scope = {
+            "search": await c.call_tool("search", {"query": "billing", "scope": "team"}),
+            "list": await c.call_tool("list", {"scope": "team"}),
+            "quality_check": await c.call_tool("quality_check", {"scope": "team"}),
+            "propose_context": await c.call_tool(
+                "propose_context", {**fact, "title": "Payments service deploy window, again", "scope": "team"}
+            ),
+        }
+        return tools, by_space, by_scope
+
+    tools, by_space, by_scope = run_client(agent_tokens["claude-code"], steps)
+    for name in by_space:
+        assert "space" in tools[name].input_schema["properties"], name
+        for answers, deprecated in ((by_space, False), (by_scope, True)):
+            result = answers[name]
+            assert not result.is_error, (name, text_of(result))
+            jsonschema.validate(result.structured_content, tools[name].output_schema)
+            assert ("deprecated" in result.structured_content) is deprecated, name
+            if deprecated:
+                assert "use space" in result.structured_content["deprecated"]["scope"]
+    assert by_space["search"].structured_content["results"], "space filters like scope did"
+    for tool in tools.values():
+        text = json.dumps(tool.input_schema) + (tool.description or "")
+        assert "'personal', 'team'" not in text and "'personal' (only you" not in text, tool.name

@@ -100,7 +100,9 @@ Kind = Annotated[
     str | None,
     Field(description="Only this kind (see describe: fact, preference, procedure, decision, reference, event, ...)."),
 ]
-Scope = Annotated[str | None, Field(description="Only this scope: 'personal', 'team' or 'system' (one of yours).")]
+# Spaces (issue 16): ``space`` takes a space slug; ``scope`` is its deprecated alias (the answer says so).
+Space = Annotated[str | None, Field(description="Only this space: its slug, one of yours (describe lists them).")]
+Scope = Annotated[str | None, Field(description="Deprecated alias of space; still works, and the answer says so.")]
 Tags = Annotated[list[str] | None, Field(description="Only records carrying all of these tags.", max_length=20)]
 RecordId = Annotated[
     str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).", max_length=40)
@@ -139,9 +141,9 @@ def build_server() -> MCPServer:
     @_tool
     def describe(agent: Agent) -> dict[str, Any]:
         """Call this first in a session. Returns what this memory holds and how to write to it: the kinds
-        (with review periods and record counts), your scopes with counts, the tags in use (reuse them),
+        (with review periods and record counts), your spaces (slug, name, record count), the tags in use (reuse them),
         the write rules and limits, and how many of your proposals wait for review. Takes no arguments.
-        Example: describe() -> {"scopes": [{"name": "team", "records": 42}], "kinds": [...], "tags": [...], ...}"""
+        Example: describe() -> {"spaces": [{"slug": "acme", "name": "Acme Corp", ...}], "kinds": [...], ...}"""
         return agent_api.describe(agent)
 
     @server.tool(annotations=READ_ONLY)
@@ -151,6 +153,7 @@ def build_server() -> MCPServer:
         query: Query,
         mode: Mode = "hybrid",
         kind: Kind = None,
+        space: Space = None,
         scope: Scope = None,
         tags: Tags = None,
         limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
@@ -159,11 +162,20 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         """Search approved memory before you answer from memory or propose something. Returns only records
         that are true right now (approved, not overdue, unchanged since approval, not disputed, retired or
-        superseded): id, title, kind, scope, tags, body (the most relevant excerpt when long), approval and
+        superseded): id, title, kind, scope (its space), tags, body (the most relevant excerpt when long), approval and
         verification dates, review_by and score; plus how many matches were withheld and why.
         Example: search(query="billing API deploy window", kind="procedure")"""
         return agent_api.search(
-            agent, query, mode=mode, kind=kind, scope=scope, tags=tags, limit=limit, as_of=as_of, valid_at=valid_at
+            agent,
+            query,
+            mode=mode,
+            kind=kind,
+            space=space,
+            scope=scope,
+            tags=tags,
+            limit=limit,
+            as_of=as_of,
+            valid_at=valid_at,
         )
 
     @server.tool(annotations=READ_ONLY)
@@ -185,6 +197,7 @@ def build_server() -> MCPServer:
     def list_records(
         agent: Agent,
         kind: Kind = None,
+        space: Space = None,
         scope: Scope = None,
         tag: Annotated[str | None, Field(description="Only records with this tag.")] = None,
         since: Annotated[
@@ -195,9 +208,17 @@ def build_server() -> MCPServer:
         valid_at: ValidAt = None,
     ) -> dict[str, Any]:
         """List recently approved records you can rely on, newest first, with a short excerpt each (use read
-        for the whole text). Good for catching up on what changed. Example: list(since="2026-11-01", scope="team")"""
+        for the whole text). Good for catching up on what changed. Example: list(since="2026-11-01", space="acme")"""
         return agent_api.list_records(
-            agent, kind=kind, scope=scope, tag=tag, since=since, limit=limit, as_of=as_of, valid_at=valid_at
+            agent,
+            kind=kind,
+            space=space,
+            scope=scope,
+            tag=tag,
+            since=since,
+            limit=limit,
+            as_of=as_of,
+            valid_at=valid_at,
         )
 
     @server.tool(annotations=PROPOSE)
@@ -225,14 +246,11 @@ def build_server() -> MCPServer:
                 "(describe lists the kinds in use)."
             ),
         ],
-        scope: Annotated[
-            str,
-            Field(
-                description="'personal' (only you and the user), 'team' (shared) or 'system'; "
-                "must be one of your scopes."
-            ),
-        ],
         reason: Reason,
+        space: Annotated[
+            str | None, Field(description="The space it belongs in: its slug, one of yours (describe lists them).")
+        ] = None,
+        scope: Scope = None,
         tags: Annotated[
             list[str] | None, Field(description="Up to 20 lowercase tags; reuse tags from describe.")
         ] = None,
@@ -270,7 +288,7 @@ def build_server() -> MCPServer:
         Nothing is stored as true: the proposal waits for a human reviewer, who accepts, edits or rejects it.
         Search first. An exact copy of a record you can read, or of your own pending proposal (or one differing
         only in look-alike characters), is refused with its id; text nearly the same as one of those (same
-        scope) returns status "similar_exists" with the ids and is not stored. Content of yours a reviewer
+        space) returns status "similar_exists" with the ids and is not stored. Content of yours a reviewer
         rejected returns status "already_rejected" with the decision and its note, and is not stored unless
         you resubmit (resubmit=true, resubmit_reason). Other agents' proposals are never
         named: the reviewer sees and compares them. Characters a reviewer cannot see (zero-width, bidi
@@ -279,13 +297,14 @@ def build_server() -> MCPServer:
         Do not save secrets, credentials, guesses or transient task state.
         Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
         (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",
-        kind="procedure", scope="team", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
-        return agent_api.propose_context(
+        kind="procedure", space="acme", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
+        space, deprecated = agent_api.space_or_scope(space, scope)
+        answer = agent_api.propose_context(
             agent,
             title=title,
             body=body,
             kind=kind,
-            scope=scope,
+            scope=space,
             tags=tags,
             reason=reason,
             review_by=review_by,
@@ -294,6 +313,7 @@ def build_server() -> MCPServer:
             resubmit=resubmit,
             resubmit_reason=resubmit_reason,
         )
+        return {**answer, "deprecated": deprecated} if deprecated else answer
 
     @server.tool(annotations=PROPOSE)
     @_tool
@@ -340,13 +360,15 @@ def build_server() -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     @_tool
-    def quality_check(agent: Agent, scope: Scope = None) -> dict[str, Any]:
-        """Ask where the memory looks inconsistent, in your scopes: possible contradictions between records you
+    def quality_check(agent: Agent, space: Space = None, scope: Scope = None) -> dict[str, Any]:
+        """Ask where the memory looks inconsistent, in your spaces: possible contradictions between records you
         can read (close in meaning but differing in a negation, number, version, date or name), broken
         supersession, your own proposals waiting too long, and records withheld from you (overdue or edited
         since approval), by id only. It only flags; it changes nothing.
-        Use it when search results disagree with each other. Example: quality_check(scope="team")"""
-        return agent_api.quality_check(agent, scope=scope)
+        Use it when search results disagree with each other. Example: quality_check(space="acme")"""
+        space, deprecated = agent_api.space_or_scope(space, scope)
+        answer = agent_api.quality_check(agent, scope=space)
+        return {**answer, "deprecated": deprecated} if deprecated else answer
 
     finish_tools(server)
     add_prompt(server)
