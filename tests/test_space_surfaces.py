@@ -235,3 +235,52 @@ def test_another_spaces_row_is_not_found_in_the_admin(clients, sam_may_view_the_
     assert "quokka" not in page.content.decode().lower()
     client.force_login(clients["rita"])  # a superuser sees every row
     assert "quokka" in client.get("/admin/reviews/record/").content.decode().lower()
+
+
+# --------------------------------------------------------------------------- 6. the OAuth consent page
+
+
+@pytest.fixture
+def consent_request(clients):
+    from reviews.actions import oauth
+
+    oauth.save_oauth_client(
+        "client-123",
+        registration="dynamic",
+        client_name="Test Connector",
+        redirect_uris=["https://client.example/cb"],
+        metadata={},
+    )
+    return oauth.sign_authorization_request(
+        {
+            "client_id": "client-123",
+            "redirect_uri": "https://client.example/cb",
+            "redirect_uri_explicit": True,
+            "code_challenge": "x" * 43,
+            "resource": oauth.mcp_resource(),
+            "scopes": ["personal", "team"],
+            "state": "st-1",
+        }
+    )
+
+
+def test_the_consent_page_offers_the_persons_own_spaces_and_agents(clients, client, consent_request):
+    client.force_login(clients["sam"])
+    page = client.get("/oauth/consent", {"request": consent_request})
+    assert page.status_code == 200
+    assert page.context["scopes"] == ["personal:sam", "northrail"]
+    assert page.context["values"]["scopes"] == ["personal:sam"]  # "personal" asked: his personal space
+    text = page.content.decode()
+    assert "acme" not in text.lower() and 'value="team"' not in text
+    assert {a.name for a in page.context["agents"]} == {"north-bot", "sam-bot"}
+
+
+def test_a_consent_grants_only_the_persons_spaces_as_their_own_agent(clients, client, consent_request):
+    client.force_login(clients["sam"])
+    form = {"request": consent_request, "decision": "allow"}
+    as_theirs = client.post("/oauth/consent", {**form, "agent": "acme-bot", "scopes": ["northrail"]})
+    assert as_theirs.status_code == 400 and b"no agent named" in as_theirs.content
+    into_theirs = client.post("/oauth/consent", {**form, "agent": "new", "new_agent_name": "c1", "scopes": ["acme"]})
+    assert into_theirs.status_code == 400
+    granted = client.post("/oauth/consent", {**form, "agent": "new", "new_agent_name": "c2", "scopes": ["northrail"]})
+    assert granted.status_code == 302 and "code=" in granted["Location"]

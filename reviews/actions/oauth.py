@@ -23,10 +23,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..errors import InvalidTransition, ValidationFailed
-from ..models import SCOPES, Agent
+from ..models import Agent
 from ..oauth_models import ClientRegistration, OAuthClient, OAuthCode, OAuthGrant, OAuthToken, TokenKind
 from ._common import Actor, SystemActor, _audit, _require_reviewer
 from .agents import IMPORT_AGENT_NAME, OAUTH_ACCESS_PREFIX, TOKEN_PREFIX, _token_digest, create_agent
+from .spaces import check_grants
 
 ACCESS_PREFIX = OAUTH_ACCESS_PREFIX
 REFRESH_PREFIX = TOKEN_PREFIX + "rt_"
@@ -162,13 +163,13 @@ def save_oauth_client(
 # --------------------------------------------------------------------------- consent
 
 
-def _clean_scopes(scopes: Iterable[str]) -> list[str]:
+def _clean_scopes(scopes: Iterable[str], reviewer: Any) -> list[str]:
+    """The spaces of a grant: among the reviewer's own (issue 16: a grant,
+    like an agent's, is only of spaces its person is a member of)."""
     chosen = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
-    bad = [s for s in chosen if s not in SCOPES]
-    if bad or not chosen:
-        raise ValidationFailed(
-            {"scopes": f"got {', '.join(bad) or 'none'}; choose one or more of: {', '.join(SCOPES)}"}
-        )
+    why = check_grants(reviewer, chosen)
+    if why:
+        raise ValidationFailed({"scopes": why})
     return chosen
 
 
@@ -196,7 +197,7 @@ def grant_oauth_consent(
         if redirect_uri not in client.redirect_uris:
             raise ValidationFailed({"redirect_uri": "not one the client registered"})
         resource = resource_for_request(resource)
-        chosen = _clean_scopes(scopes)
+        chosen = _clean_scopes(scopes, reviewer)
         if agent is not None and new_agent_name:
             raise ValidationFailed({"agent": "choose an existing agent or name a new one, not both"})
         if agent is None:
@@ -208,7 +209,8 @@ def grant_oauth_consent(
         else:
             name = agent if isinstance(agent, str) else agent.name
             found = Agent.objects.filter(name=name).first()
-            if found is None or found.name == IMPORT_AGENT_NAME:
+            # Only one's own agent: another person's does not exist here (issue 16).
+            if found is None or found.name == IMPORT_AGENT_NAME or found.owner_id != reviewer.pk:
                 raise ValidationFailed({"agent": f"no agent named {name!r} can sign in"})
             if not found.is_active:
                 raise ValidationFailed({"agent": f"agent {name!r} is revoked; name a new one"})

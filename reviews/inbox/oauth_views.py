@@ -21,9 +21,11 @@ from django.views.decorators.http import require_http_methods
 
 from reviews.actions import IMPORT_AGENT_NAME, oauth
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, Agent
+from reviews.models import Agent
 from reviews.oauth_models import OAuthClient
+from reviews.space_models import Space, SpaceKind
 
+from . import viewer
 from .page_helpers import nav_counts, site_login_required
 
 
@@ -46,7 +48,10 @@ def _answer(request_data: dict, **params: str | None) -> _ClientRedirect:
 
 
 def _page(request, data: dict, client: OAuthClient, signed: str, errors: dict, values: dict, status: int = 200):
-    agents = Agent.objects.filter(is_active=True).exclude(name=IMPORT_AGENT_NAME).order_by("name")
+    # Spaces (issue 16): the person's own agents and spaces only (the action checks both again).
+    agents = Agent.objects.filter(is_active=True, owner=request.user).exclude(name=IMPORT_AGENT_NAME).order_by("name")
+    for a in agents:
+        a.shown_scopes = viewer.shown_spaces(a.scopes)
     response = render(
         request,
         "reviews/oauth_consent.html",
@@ -58,7 +63,7 @@ def _page(request, data: dict, client: OAuthClient, signed: str, errors: dict, v
             "resource": data["resource"],
             "signed": signed,
             "agents": agents,
-            "scopes": SCOPES,
+            "scopes": viewer.readable() or [],
             "errors": errors,
             "values": values,
         },
@@ -66,6 +71,18 @@ def _page(request, data: dict, client: OAuthClient, signed: str, errors: dict, v
     )
     response["Cache-Control"] = "no-store"
     return response
+
+
+def _requested(asked: list[str]) -> list[str]:
+    """What the form starts with: the client asks in OAuth's fixed scope names
+    (personal, team, system: its metadata names no space); ``personal`` is the
+    person's personal space, a name that is one of their spaces is itself."""
+    mine = viewer.readable() or []
+    personal = list(Space.objects.filter(slug__in=mine, kind=SpaceKind.PERSONAL).values_list("slug", flat=True))
+    chosen = [s for s in asked if s in mine and s != "personal"]
+    if "personal" in asked or not chosen:
+        chosen += personal[:1]
+    return list(dict.fromkeys(chosen))
 
 
 @never_cache
@@ -81,7 +98,7 @@ def consent(request):
     if client is None:
         return HttpResponse("This client is not known here; start the sign-in again.", status=400)
     if request.method == "GET":
-        requested = [s for s in data.get("scopes") or [] if s in SCOPES] or ["personal"]
+        requested = _requested(data.get("scopes") or [])
         return _page(request, data, client, signed, {}, {"scopes": requested, "agent": "", "new_agent_name": ""})
     if request.POST.get("decision") != "allow":
         return _answer(data, error="access_denied", error_description="The reviewer declined.")
