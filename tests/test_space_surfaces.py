@@ -284,3 +284,23 @@ def test_a_consent_grants_only_the_persons_spaces_as_their_own_agent(clients, cl
     assert into_theirs.status_code == 400
     granted = client.post("/oauth/consent", {**form, "agent": "new", "new_agent_name": "c2", "scopes": ["northrail"]})
     assert granted.status_code == 302 and "code=" in granted["Location"]
+
+
+@pytest.mark.parametrize("option", ["--space", "--scope"])
+def test_import_markdown_takes_any_space_slug(clients, tmp_path, option):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from reviews.models import Proposal
+
+    note = tmp_path / "acme-oncall.md"
+    note.write_text("# Acme on-call rota\n\nThe Acme on-call rota changes every Monday at 09:00 in the ops channel.\n")
+    err = io.StringIO()
+    call_command("import_markdown", str(tmp_path), option, "acme", stdout=io.StringIO(), stderr=err)
+    made = Proposal.objects.get(title="Acme on-call rota")
+    assert made.scope == "acme"
+    assert ("deprecated" in err.getvalue()) is (option == "--scope")
+    with pytest.raises(CommandError, match="No space"):
+        call_command("import_markdown", str(tmp_path), option, "nowhere", stdout=io.StringIO(), stderr=io.StringIO())

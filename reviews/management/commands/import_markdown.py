@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from memory_site.cli import dumps, resolve_reviewer
+from memory_site.space_args import add_space_argument, spaces_from
 from reviews.errors import VettedError
-from reviews.models import SCOPES
 from reviews.portability import markdown_io
 from reviews.validation import kinds
 
@@ -21,11 +21,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("source", help="a folder of .md files (searched recursively) or one .md file")
-        parser.add_argument(
-            "--scope",
-            choices=SCOPES,
-            help="the space to import into (default: each file's own scope, else the export "
-            "manifest's, else personal); files saying another scope are errors",
+        add_space_argument(
+            parser,
+            many=False,
+            required=False,
+            help="the space (slug) to import into (default: each file's own space, else the export "
+            "manifest's, else personal); files saying another space are errors",
         )
         parser.add_argument(
             "--kind",
@@ -41,6 +42,7 @@ class Command(BaseCommand):
         if opts["kind"] and opts["kind"].strip().lower() not in kinds():
             raise CommandError(f"Unknown kind {opts['kind']!r}; allowed kinds: {', '.join(sorted(kinds()))}.")
         reviewer = resolve_reviewer(opts["reviewer"]) if opts["approve"] else None
+        space = (spaces_from(opts, self.stderr) or [None])[0]
         try:
             _base, files = markdown_io.collect_files(opts["source"])
         except markdown_io.MarkdownError as exc:
@@ -51,7 +53,7 @@ class Command(BaseCommand):
         try:
             outcome = markdown_io.import_markdown(
                 opts["source"],
-                scope=opts["scope"],
+                scope=space,
                 kind=opts["kind"],
                 reviewer=reviewer,
                 strict=opts["strict"],

@@ -16,6 +16,7 @@ from reviews import validation as v
 from reviews.checksum import content_checksum
 from reviews.errors import DuplicateContent, VettedError
 from reviews.models import Agent, Record, RecordStatus
+from reviews.space_access import space_slugs
 
 from .export import _iter_markdown
 from .notes import MANIFEST_NAME, MarkdownError, TooShort
@@ -82,7 +83,7 @@ def manifest_scope(base: Path) -> str | None:
     except (OSError, ValueError):
         return None
     scope = data.get("scope") if isinstance(data, dict) else None
-    return scope if scope in ("personal", "team", "system") else None
+    return scope if isinstance(scope, str) and scope in space_slugs() else None  # any space (issue 16)
 
 
 def import_markdown(
