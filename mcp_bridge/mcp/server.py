@@ -298,13 +298,13 @@ def build_server() -> MCPServer:
         Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
         (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",
         kind="procedure", space="acme", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
-        space, deprecated = agent_api.space_or_scope(space, scope)
+        chosen, deprecated = agent_api.space_or_scope(space, scope)
         answer = agent_api.propose_context(
             agent,
             title=title,
             body=body,
             kind=kind,
-            scope=space,
+            scope=chosen,
             tags=tags,
             reason=reason,
             review_by=review_by,
@@ -366,8 +366,8 @@ def build_server() -> MCPServer:
         supersession, your own proposals waiting too long, and records withheld from you (overdue or edited
         since approval), by id only. It only flags; it changes nothing.
         Use it when search results disagree with each other. Example: quality_check(space="acme")"""
-        space, deprecated = agent_api.space_or_scope(space, scope)
-        answer = agent_api.quality_check(agent, scope=space)
+        chosen, deprecated = agent_api.space_or_scope(space, scope)
+        answer = agent_api.quality_check(agent, scope=chosen)
         return {**answer, "deprecated": deprecated} if deprecated else answer
 
     finish_tools(server)

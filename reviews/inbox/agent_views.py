@@ -36,9 +36,9 @@ def _context(**extra) -> dict:
     rows = rows.prefetch_related(Prefetch("oauth_grants", queryset=OAuthGrant.objects.select_related("client")))
     agents = viewer.agents(rows)
     for a in agents:
-        a.shown_scopes = viewer.shown_spaces(a.scopes)
+        a.shown_scopes = viewer.shown_spaces(a.scopes)  # type: ignore[attr-defined]  # for the template
         for g in a.oauth_grants.all():
-            g.shown_scopes = viewer.shown_spaces(g.scopes)
+            g.shown_scopes = viewer.shown_spaces(g.scopes)  # type: ignore[attr-defined]  # for the template
     return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": readable, "errors": {}, "values": {}, **extra}
 
 

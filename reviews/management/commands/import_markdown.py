@@ -42,7 +42,8 @@ class Command(BaseCommand):
         if opts["kind"] and opts["kind"].strip().lower() not in kinds():
             raise CommandError(f"Unknown kind {opts['kind']!r}; allowed kinds: {', '.join(sorted(kinds()))}.")
         reviewer = resolve_reviewer(opts["reviewer"]) if opts["approve"] else None
-        space = (spaces_from(opts, self.stderr) or [None])[0]
+        given = spaces_from(opts, self.stderr)
+        space = given[0] if given else None
         try:
             _base, files = markdown_io.collect_files(opts["source"])
         except markdown_io.MarkdownError as exc:
