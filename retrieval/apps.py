@@ -17,14 +17,15 @@ def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
     rebuild of reviews_record drops them (see retrieval/schema.py)."""
     from django.db import connections
 
-    from .schema import DOCS, RECORD_TABLE, TRIGGERS
+    from .engine import index_triggers
+    from .schema import DOCS, RECORD_TABLE
 
     connection = connections[using]
     tables = connection.introspection.table_names()
     if RECORD_TABLE not in tables or DOCS not in tables:
         return
     with connection.cursor() as cursor:
-        for sql in TRIGGERS.values():
+        for sql in index_triggers(cursor).values():
             cursor.execute(sql)
 
 

@@ -40,8 +40,9 @@ writer_lock = threading.RLock()
 
 
 def vec_exists(cursor: CursorWrapper) -> bool:
-    cursor.execute("SELECT 1 FROM sqlite_master WHERE name = %s", [schema.VEC])
-    return cursor.fetchone() is not None
+    from .engine import table_exists
+
+    return table_exists(cursor, schema.VEC)
 
 
 def set_vector_state(cursor: CursorWrapper, states: dict[int, str]) -> None:
@@ -187,7 +188,8 @@ def _sweep(scope: str, today: date) -> int:
         current_sql, params = Record.objects.current(today).values("pk").query.sql_with_params()
         decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{schema.LIVE}' ELSE '{schema.HELD}' END"
         cursor.execute(
-            f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state IS NOT {decided}",
+            # <>, not SQLite's IS NOT: neither side is NULL, and PostgreSQL's IS NOT takes only NULL/booleans.
+            f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state <> {decided}",
             [*params, scope, *params],
         )
         states = dict(cursor.fetchall())

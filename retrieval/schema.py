@@ -33,6 +33,8 @@ retrieval_meta).
 
 Django rebuilds a table (create, copy, drop, rename) for many ALTERs on
 SQLite, which drops its triggers; post_migrate re-creates them (apps.py).
+
+On PostgreSQL the same tables are created by pg_schema.py (issue 17).
 """
 
 from django.db.backends.utils import CursorWrapper
@@ -222,6 +224,11 @@ DROP = DROP_KEYWORD + [f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, 
 
 
 def create_all(cursor: CursorWrapper) -> None:
+    if cursor.db.vendor == "postgresql":  # the same tables in PostgreSQL's terms (issue 17)
+        from . import pg_schema
+
+        pg_schema.create_all(cursor)
+        return
     for sql in TABLES:
         cursor.execute(sql)
     for sql in TRIGGERS.values():
