@@ -1,0 +1,212 @@
+"""PostgreSQL + pgvector (issue 17): VETTED_DATABASE_URL and its checks, and
+what only PostgreSQL has to prove (the write log refused to a raw
+connection, the HNSW path of vector search).
+
+The URL and message tests run in every pass. The rest need the suite on
+PostgreSQL (VETTED_TEST_ENGINE=postgres, which starts a throwaway server);
+on SQLite they are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, connection
+from django.db.utils import ConnectionHandler
+
+from memory_site import env
+from memory_site.postgres_backend import base as pg_backend
+from reviews.audit_sql import AUDIT_TABLE
+
+on_postgres = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="needs the suite on PostgreSQL (VETTED_TEST_ENGINE=postgres)"
+)
+
+
+# --------------------------------------------------------------------------- VETTED_DATABASE_URL
+
+
+def test_an_unset_url_keeps_sqlite(monkeypatch):
+    monkeypatch.delenv("VETTED_DATABASE_URL", raising=False)
+    assert env.env_database_url("VETTED_DATABASE_URL") is None
+
+
+def test_a_postgres_url_becomes_a_database_entry(monkeypatch):
+    monkeypatch.setenv("VETTED_DATABASE_URL", "postgresql://vetted:s%40cret@db.example.com:6543/memory?sslmode=require")
+    entry = env.env_database_url("VETTED_DATABASE_URL")
+    assert entry == {
+        "ENGINE": "memory_site.postgres_backend",
+        "NAME": "memory",
+        "USER": "vetted",
+        "PASSWORD": "s@cret",
+        "HOST": "db.example.com",
+        "PORT": "6543",
+        "OPTIONS": {"sslmode": "require"},
+    }
+
+
+def test_a_socket_folder_is_the_host(monkeypatch):
+    monkeypatch.setenv("VETTED_DATABASE_URL", "postgresql://postgres:@/postgres?host=/run/postgresql")
+    entry = env.env_database_url("VETTED_DATABASE_URL")
+    assert entry is not None and entry["HOST"] == "/run/postgresql" and entry["OPTIONS"] == {}
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("mysql://u:p@h/db", "must start with postgresql://"),
+        ("sqlite:///var/x.sqlite3", "unset it to use the SQLite file"),
+        ("postgresql://u:p@db.example.com", "names no database"),
+        ("postgresql://u:p@db.example.com:notaport/db", "is not a URL"),
+        ("postgresql:///db", "names no host"),
+    ],
+)
+def test_a_bad_url_stops_the_process_saying_what_is_wrong(monkeypatch, value, message):
+    monkeypatch.setenv("VETTED_DATABASE_URL", value)
+    with pytest.raises(ImproperlyConfigured, match=message) as caught:
+        env.env_database_url("VETTED_DATABASE_URL")
+    assert "VETTED_DATABASE_URL" in str(caught.value)
+
+
+# --------------------------------------------------------------------------- start-up checks
+
+
+def test_an_unreachable_server_is_named_with_where_it_was_looked_for(django_db_blocker):
+    folder = tempfile.mkdtemp(prefix="vetted-no-server-")
+    handler = ConnectionHandler(
+        {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "memory", "HOST": folder, "USER": "u"}}
+    )
+    with django_db_blocker.unblock(), pytest.raises(DatabaseError) as caught:
+        handler["default"].ensure_connection()
+    message = str(caught.value)
+    assert "Cannot reach PostgreSQL" in message
+    assert f"database 'memory' on socket folder {folder}" in message
+    assert "VETTED_DATABASE_URL" in message
+
+
+class _Answers:
+    """What a server says to server_problems' two queries (the server is the
+    boundary here: a real one cannot be made to lack pgvector)."""
+
+    def __init__(self, version_num: int, extensions: list[tuple[str, str, str | None]]):
+        self.answers = [[(str(version_num),)], extensions]
+        self.rows: list = []
+
+    def execute(self, sql, params=None):
+        self.rows = self.answers.pop(0)
+
+    def fetchone(self):
+        return self.rows[0]
+
+    def fetchall(self):
+        return self.rows
+
+
+GOOD_EXTENSIONS = [("vector", "0.8.0", None), ("pg_trgm", "1.6", "1.6")]
+
+
+def test_a_server_with_everything_has_no_problems():
+    assert pg_backend.server_problems(_Answers(180003, GOOD_EXTENSIONS)) == []
+
+
+def test_a_server_without_pgvector_is_told_how_to_install_it():
+    (problem,) = pg_backend.server_problems(_Answers(160004, [("pg_trgm", "1.6", None)]))
+    assert "'vector' (pgvector) is not installed" in problem
+    assert "CREATE EXTENSION vector;" in problem and "postgresql-NN-pgvector" in problem
+
+
+def test_an_old_server_and_an_old_pgvector_are_both_named():
+    problems = pg_backend.server_problems(_Answers(130011, [("vector", "0.4.4", "0.4.4"), ("pg_trgm", "1.6", None)]))
+    assert "PostgreSQL 13.11 is too old" in problems[0]
+    assert "pgvector 0.4.4 is too old" in problems[1] and "ALTER EXTENSION vector UPDATE;" in problems[1]
+
+
+def test_a_server_without_pg_trgm_names_the_contrib_package():
+    (problem,) = pg_backend.server_problems(_Answers(170000, [("vector", "0.8.0", None)]))
+    assert "'pg_trgm' is not available" in problem
+
+
+@on_postgres
+@pytest.mark.django_db
+def test_the_test_server_passes_the_checks():
+    with connection.cursor() as cursor:
+        assert pg_backend.server_problems(cursor) == []
+        cursor.execute("SHOW hnsw.ef_search")
+        assert cursor.fetchone()[0] == str(pg_backend.EF_SEARCH)
+
+
+# --------------------------------------------------------------------------- the write log
+
+
+@on_postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"UPDATE {AUDIT_TABLE} SET snippet = 'rewritten'",
+        f"DELETE FROM {AUDIT_TABLE}",
+        f"TRUNCATE {AUDIT_TABLE}",
+        f"TRUNCATE {AUDIT_TABLE} CASCADE",
+    ],
+)
+def test_a_separate_raw_connection_cannot_rewrite_the_write_log(record, sql):
+    import psycopg
+
+    from reviews.models import AuditEvent
+
+    assert AuditEvent.objects.exists()  # proposing and accepting the record wrote some
+    before = list(AuditEvent.objects.order_by("id").values_list("id", "snippet"))
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    with psycopg.connect(**params, autocommit=True) as raw:
+        with pytest.raises(psycopg.errors.RestrictViolation, match="append-only"):
+            raw.execute(sql)
+    assert list(AuditEvent.objects.order_by("id").values_list("id", "snippet")) == before
+
+
+# --------------------------------------------------------------------------- vectors through HNSW
+
+
+@on_postgres
+@pytest.mark.django_db
+def test_hnsw_search_ranks_as_the_exact_in_memory_search(make_record, settings):
+    from retrieval.gate import Reader
+    from retrieval.search import search
+
+    make_record(title="Billing API repository")
+    make_record(title="Deploy window", body="Production deploys happen on weekdays between 9 and 16 UTC.")
+    make_record(title="Coffee machine", body="The office coffee machine is descaled every Friday.", scope="personal")
+    reader = Reader.everything()
+    exact = [
+        (h.record.pk, round(h.score, 5))
+        for h in search("when do deploys happen", mode="semantic", reader=reader).results
+    ]
+    settings.VETTED_VECTOR_CACHE = False
+    through_hnsw = [
+        (h.record.pk, round(h.score, 5))
+        for h in search("when do deploys happen", mode="semantic", reader=reader).results
+    ]
+    assert through_hnsw == exact and len(exact) == 3
+
+
+@on_postgres
+@pytest.mark.django_db
+def test_a_knn_of_one_space_can_use_that_spaces_hnsw_index(make_record):
+    from retrieval import index
+    from retrieval.embeddings import get_embedder
+
+    make_record()
+    index.sync(get_embedder())
+    vector = "[" + ",".join(["0.1"] * get_embedder().dimension) + "]"
+    with connection.cursor() as cursor:
+        # Three rows would be scanned; forbid that to see the index is there and fits the query.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            "EXPLAIN SELECT rowid FROM retrieval_vec WHERE scope = 'team' AND held = 0 "
+            "ORDER BY embedding <=> %s::vector LIMIT 5",
+            [vector],
+        )
+        plan = " ".join(row[0] for row in cursor.fetchall())
+    assert "retrieval_vec_hnsw_team" in plan
