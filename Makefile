@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8765
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast check install migrate static clean
+.PHONY: run test test-fast test-postgres check install migrate static clean
 
 run: install migrate static
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
@@ -24,6 +24,13 @@ test: install
 # `make test` runs all of it.
 test-fast: install
 	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser and not model" $(PYTEST_ARGS)
+
+# PostgreSQL (issue 17): every test that touches the database, again on a
+# throwaway PostgreSQL 18 + pgvector that the test settings start themselves
+# (or on VETTED_DATABASE_URL's server). Tests that start processes or a
+# browser, and those that test SQLite itself, run in `make test` only.
+test-postgres: install
+	VETTED_TEST_ENGINE=postgres $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.
 check: install

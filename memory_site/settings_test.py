@@ -27,6 +27,12 @@ if _engine == "postgres" and not os.environ.get("VETTED_DATABASE_URL"):
     # server as when the tests run as root (VETTED_HOME is private to us).
     _folder = tempfile.mkdtemp(prefix="vetted-test-pg-")
     os.chmod(_folder, 0o755)
+    import atexit
+    import shutil
+
+    # Registered before pgserver's own exit handler, so it runs after it
+    # (atexit is last in, first out): the server is stopped, then its folder goes.
+    atexit.register(shutil.rmtree, _folder, True)
     _server = pgserver.get_server(os.path.join(_folder, "data"), cleanup_mode="delete")
     os.environ["VETTED_DATABASE_URL"] = _server.get_uri()
 # ---- end PostgreSQL

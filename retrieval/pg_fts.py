@@ -21,6 +21,8 @@ Quirks, each where it matters:
 
 from __future__ import annotations
 
+import threading
+
 from django.db.backends.utils import CursorWrapper
 
 from reviews.models import SCOPES
@@ -54,18 +56,46 @@ def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str)
     return int(cursor.fetchone()[0])
 
 
+# (database, scope, state) -> (the space's docs token, documents, {term: documents with it}).
+# Each count is a round trip to the server (FTS5's are function calls), so
+# they are kept until the space's ``docs:<scope>`` token changes, which the
+# triggers renew in the transaction of any change to its documents.
+_counts: dict[tuple[str, str, str], tuple[str | None, int, dict[str, int]]] = {}
+_counts_lock = threading.Lock()
+
+
 def _idfs(cursor: CursorWrapper, scope: str, state: str, terms: list[str]) -> dict[str, float]:
     from .fts import bm25_idf
 
-    total = document_count(cursor, scope, state)
-    return {term: bm25_idf(total, document_frequency(cursor, scope, state, term)) for term in terms}
+    cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"docs:{scope}"])
+    row = cursor.fetchone()
+    token = row[0] if row else None
+    key = (str(cursor.db.settings_dict["NAME"]), scope, state)
+    with _counts_lock:
+        entry = _counts.get(key)
+    if entry is None or entry[0] != token:
+        entry = (token, document_count(cursor, scope, state), {})
+    _token, total, known = entry
+    with _counts_lock:
+        found = {term: known[term] for term in terms if term in known}
+    for term in terms:
+        if term not in found:
+            found[term] = document_frequency(cursor, scope, state, term)
+    with _counts_lock:
+        fresh = dict(known) if len(known) < 50_000 else {}
+        fresh.update(found)
+        _counts[key] = (token, total, fresh)
+    return {term: bm25_idf(total, found[term]) for term in terms}
 
 
 def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
     if not terms:
         return {}
     idf = _idfs(cursor, scope, state, terms)
-    ranks, matches, params_rank, params_match = [], [], [], []
+    ranks: list[str] = []
+    matches: list[str] = []
+    params_rank: list[float | str] = []
+    params_match: list[str] = []
     for term in terms:
         query, params = _query(term)
         ranks.append(f"%s * ts_rank({WEIGHTS}, tsv, {query}, {NORMALISATION})")

@@ -26,6 +26,8 @@ database itself instead of FTS5 tables.
 
 from __future__ import annotations
 
+from django.db.backends.utils import CursorWrapper
+
 from reviews.models import SCOPES
 
 from .schema import _WATCHED, CHUNKS, DIRTY, DOCS, META, PARTITIONS, QUEUE, RECORD_TABLE, VEC
@@ -212,13 +214,13 @@ DROP = [
 ]
 
 
-def create_all(cursor) -> None:
+def create_all(cursor: CursorWrapper) -> None:
     for sql in [*TABLES, *FUNCTIONS, *TRIGGERS.values()]:
         cursor.execute(sql)
     cursor.execute(f"INSERT INTO {QUEUE} (record_id) SELECT id FROM {RECORD_TABLE} ON CONFLICT (record_id) DO NOTHING")
 
 
-def create_extensions(cursor) -> None:
+def create_extensions(cursor: CursorWrapper) -> None:
     """pgvector and pg_trgm in this database, or an error saying what a superuser must run."""
     from django.db import DatabaseError, transaction
 

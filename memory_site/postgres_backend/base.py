@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 
+import psycopg as _psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base as _django_pg
 
@@ -101,9 +102,9 @@ class DatabaseWrapper(_django_pg.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         try:
             return super().get_new_connection(conn_params)
-        except _django_pg.Database.OperationalError as exc:
+        except _psycopg.OperationalError as exc:
             # Re-raised as the driver's own class, so Django wraps it as usual.
-            raise _django_pg.Database.OperationalError(
+            raise _psycopg.OperationalError(
                 f"Cannot reach PostgreSQL ({where(self.settings_dict)}, from VETTED_DATABASE_URL): "
                 f"{str(exc).strip()}. Is the server running, and do the host, port, user and password "
                 "in VETTED_DATABASE_URL match it?"
@@ -123,3 +124,28 @@ class DatabaseWrapper(_django_pg.DatabaseWrapper):
             raise ImproperlyConfigured(f"{where(self.settings_dict)}: " + " ".join(problems))
         with _checked_lock:
             _checked.add(key)
+
+
+# --------------------------------------------------------------------------- backup / restore
+
+
+def _uri(settings_dict: dict) -> str:
+    """The database as a libpq URI without the password (which is never printed:
+    pg_dump reads it from PGPASSWORD or ~/.pgpass)."""
+    from urllib.parse import quote
+
+    user = quote(str(settings_dict.get("USER") or ""), safe="")
+    host = str(settings_dict.get("HOST") or "localhost")
+    port = settings_dict.get("PORT") or ""
+    name = quote(str(settings_dict["NAME"]), safe="")
+    if host.startswith("/"):
+        return f"postgresql://{user + '@' if user else ''}/{name}?host={quote(host)}"
+    return f"postgresql://{user + '@' if user else ''}{host}{':' + str(port) if port else ''}/{name}"
+
+
+def dump_command(settings_dict: dict, path: str) -> str:
+    return f"pg_dump --format=custom --file={path} '{_uri(settings_dict)}'"
+
+
+def restore_command(settings_dict: dict, path: str) -> str:
+    return f"pg_restore --clean --if-exists --no-owner --single-transaction --dbname='{_uri(settings_dict)}' {path}"
