@@ -240,3 +240,37 @@ def test_backup_and_restore_refuse_on_postgres_with_the_command_to_use(tmp_path)
         call_command("restore", str(tmp_path / "copy.dump"), "--yes")
     assert "pg_restore --clean" in str(restored.value) and str(tmp_path / "copy.dump") in str(restored.value)
     assert not (tmp_path / "copy.dump").exists()
+
+
+def test_the_serve_lock_of_a_postgres_instance_lives_in_vetted_home(settings, tmp_path):
+    from memory_site.files import serve_lock_path
+
+    settings.VETTED_HOME = tmp_path
+    settings.DATABASES = {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "vetted"}}
+    assert serve_lock_path() == tmp_path / "postgres-vetted.serve-lock"
+
+
+@pytest.mark.slow  # starts a throwaway PostgreSQL server (a process) beside the SQLite run
+@pytest.mark.django_db(transaction=True)
+def test_bench_search_runs_both_engines_side_by_side_in_one_run():
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command(
+        "bench_search",
+        "--records",
+        "20",
+        "--queries",
+        "3",
+        "--embedders",
+        "fake",
+        "--engine",
+        "sqlite,postgres",
+        stdout=out,
+    )
+    text = out.getvalue()
+    for line in ("sqlite         20 fake", "postgres       20 fake"):
+        assert line in text
+    assert "semantic-hnsw" in text and "HNSW recall@8 against exact search (hnsw.ef_search = 100)" in text
