@@ -29,8 +29,10 @@ test-fast: install
 # throwaway PostgreSQL 18 + pgvector that the test settings start themselves
 # (or on VETTED_DATABASE_URL's server). Tests that start processes or a
 # browser, and those that test SQLite itself, run in `make test` only.
+# Property tests run a few examples each here (VETTED_HYPOTHESIS=fast): their
+# full runs are engine-independent logic and stay in `make test`.
 test-postgres: install
-	VETTED_TEST_ENGINE=postgres $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.
 check: install

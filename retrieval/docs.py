@@ -111,7 +111,11 @@ def reconcile_now(record_ids: list[int], today: date | None = None) -> int:
 
 
 def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
-    records = Record.objects.in_bulk(ids)
+    # Hold the rows (PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the
+    # database): a reconcile racing an action's own reconcile_now would
+    # otherwise read the record as it was before that action and could commit
+    # that stale text last. In id order, as every batch takes them.
+    records = {r.pk: r for r in Record.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk")}
     current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
     marks = ",".join(["%s"] * len(ids))
     cursor.execute(
