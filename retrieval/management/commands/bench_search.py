@@ -85,12 +85,9 @@ class Command(BaseCommand):
         self.recall: list[tuple[int, str, float, int]] = []
         for size in sizes:
             for engine_name in engines:
-                try:
-                    with use_engine(engine_name):
-                        for kind in kinds:
-                            rows.extend(self._run(size, modes, opts, kind, embedders[kind], engine_name))
-                except RuntimeError as exc:
-                    raise CommandError(str(exc)) from None
+                with use_engine(engine_name):
+                    for kind in kinds:
+                        rows.extend(self._run(size, modes, opts, kind, embedders[kind], engine_name))
         self._report(kinds, embedders, load_s, embed, batch, rows, modes, opts)
 
     def _embedding_latency(self, embedders, opts):
