@@ -28,7 +28,7 @@ test-fast: install
 # PostgreSQL (issue 17): every test that touches the database, again on a
 # throwaway PostgreSQL 18 + pgvector that the test settings start themselves
 # (or on VETTED_DATABASE_URL's server). Tests that start processes or a
-# browser, and those that test SQLite itself, run in `make test` only.
+# browser or the real model, and those that test SQLite itself, run in `make test` only.
 # Property tests run a few examples each here (VETTED_HYPOTHESIS=fast): their
 # full runs are engine-independent logic and stay in `make test`.
 test-postgres: install

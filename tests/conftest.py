@@ -42,7 +42,8 @@ def steps(n: int) -> int:
 # VETTED_TEST_ENGINE=postgres (memory_site/settings_test.py starts the server)
 # runs the tests that touch the database, and only those: a test that never
 # asks for the database runs the same code on either engine. Tests that start
-# processes (slow) or a browser stay on the SQLite pass.
+# processes (slow), a browser or the real model, and those marked sqlite_only,
+# stay on the SQLite pass.
 POSTGRES = os.environ.get("VETTED_TEST_ENGINE") == "postgres"
 _DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
 
@@ -59,8 +60,9 @@ def pytest_collection_modifyitems(config, items):
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
-        sqlite_only = item.get_closest_marker("slow") or item.get_closest_marker("browser")
-        sqlite_only = sqlite_only or item.get_closest_marker("sqlite_only")
+        # The real model's tests (model) measure the embedder, which no engine changes, and take minutes.
+        marks = ("slow", "browser", "model", "sqlite_only")
+        sqlite_only = any(item.get_closest_marker(mark) for mark in marks)
         (keep if touches_database(item) and not sqlite_only else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
