@@ -75,7 +75,7 @@ def use_engine(engine: str) -> Iterator[None]:
     if engine == current:
         yield
         return
-    server = None
+    server, folder = None, ""
     if engine == "postgres":
         try:
             import pgserver
@@ -107,3 +107,4 @@ def use_engine(engine: str) -> Iterator[None]:
         connections["default"] = old_connection
         if server is not None:
             server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
