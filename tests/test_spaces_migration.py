@@ -20,7 +20,9 @@ import pytest
 
 from reviews.checksum import checksum_of, is_approved_copy
 
-pytestmark = pytest.mark.slow
+# A SQLite fixture file migrated by a subprocess: SQLite only (the PostgreSQL
+# pass would hand the subprocess its VETTED_DATABASE_URL).
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "data" / "migration" / "main-e4b4632.sqlite3"
