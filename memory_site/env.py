@@ -141,3 +141,49 @@ def env_base_url(name: str, default: str) -> str:
             "e.g. https://vetted.example.com"
         )
     return value
+
+
+# --------------------------------------------------------------------------- postgres (issue 17)
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def env_database_url(name: str) -> dict[str, object] | None:
+    """A Django DATABASES entry for ``postgresql://user:password@host:port/dbname?options``,
+    or None when the variable is unset (SQLite). ``?host=/dir`` gives a Unix
+    socket folder (as libpq does); any other query parameter (sslmode,
+    sslrootcert, connect_timeout, ...) is passed on to libpq as it is."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    value = _raw(name)
+    if value is None:
+        return None
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"{name} is not a URL ({exc}); write postgresql://user:password@host:5432/dbname."
+        ) from None
+    if parts.scheme not in POSTGRES_SCHEMES:
+        raise ImproperlyConfigured(
+            f"{name} must start with postgresql:// (got {parts.scheme or 'no scheme'}://); "
+            "unset it to use the SQLite file in VETTED_HOME."
+        )
+    options = dict(parse_qsl(parts.query, keep_blank_values=False))
+    host = options.pop("host", "") or (unquote(parts.hostname) if parts.hostname else "")
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname or "/" in dbname:
+        raise ImproperlyConfigured(f"{name} names no database; write postgresql://user:password@host:5432/dbname.")
+    if not host:
+        raise ImproperlyConfigured(
+            f"{name} names no host; add one (@db.example.com) or a socket folder (?host=/run/postgresql)."
+        )
+    return {
+        "ENGINE": "memory_site.postgres_backend",
+        "NAME": dbname,
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(port or ""),
+        "OPTIONS": options,
+    }

@@ -71,4 +71,8 @@ def serve_lock_path() -> Path:
     life, so `restore` can tell for certain that a server has the database open."""
     from django.conf import settings
 
-    return Path(f"{settings.DATABASES['default']['NAME']}.serve-lock")
+    database = settings.DATABASES["default"]
+    if "postgres" in str(database["ENGINE"]):
+        # A database name, not a file (issue 17): the lock lives in VETTED_HOME.
+        return Path(settings.VETTED_HOME) / f"postgres-{database['NAME']}.serve-lock"
+    return Path(f"{database['NAME']}.serve-lock")

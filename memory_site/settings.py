@@ -5,6 +5,7 @@ VETTED_SECRET_KEY      overrides the key generated in VETTED_HOME/secret_key
 VETTED_DEBUG           default off
 VETTED_ALLOWED_HOSTS   comma separated; default 127.0.0.1,localhost
 VETTED_DB_PATH         SQLite file; default VETTED_HOME/vetted.sqlite3
+VETTED_DATABASE_URL    postgresql://user:password@host:5432/dbname selects PostgreSQL
 VETTED_KINDS           extra record kinds and review periods, "runbook:90,..."
 VETTED_TIME_ZONE       default UTC
 """
@@ -18,7 +19,18 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from .defaults import DEFAULT_URL
-from .env import env_base_url, env_bool, env_choice, env_float, env_int, env_kinds, env_list, env_path, env_str
+from .env import (
+    env_base_url,
+    env_bool,
+    env_choice,
+    env_database_url,
+    env_float,
+    env_int,
+    env_kinds,
+    env_list,
+    env_path,
+    env_str,
+)
 from .files import write_atomic
 from .logscrub import install as install_log_scrubbing
 
@@ -137,6 +149,14 @@ DATABASES = {
         "TEST": {"NAME": str(VETTED_HOME / "test_vetted.sqlite3")},
     }
 }
+# ---- PostgreSQL (issue 17): VETTED_DATABASE_URL=postgresql://... replaces the
+# SQLite file (memory_site/postgres_backend checks the server, its version and
+# pgvector on the first connection). Connections are kept for a minute and
+# checked before reuse, as every request would otherwise pay a new login.
+_postgres = env_database_url("VETTED_DATABASE_URL")
+if _postgres is not None:
+    DATABASES = {"default": {**_postgres, "CONN_MAX_AGE": 60, "CONN_HEALTH_CHECKS": True}}
+# ---- end PostgreSQL
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

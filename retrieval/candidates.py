@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.backends.utils import CursorWrapper
 
 from . import fts, schema, vectors
+from .engine import is_postgres, vector_value
 from .index import KNN_MAX as KNN_MAX
 from .query import contains_identifier
 from .scoring import Candidate, DocFreq, keyword_evidence
@@ -33,6 +34,8 @@ def nearest_chunks(
     if settings.VETTED_VECTOR_CACHE:
         snap = vectors.cache.current(cursor, scope, len(query_vector))
         return vectors.nearest([snap], query_vector, k, state)
+    if is_postgres(cursor):
+        return _pg_nearest(cursor, query_vector, k, scope, state)
     # vec0: the partition key and the metadata column filter inside the KNN.
     # (vec0 quirk: SQLite flattens the subquery, and vec0 refuses any ORDER
     # BY besides its own distance order, so ties are ordered in Python.)
@@ -46,6 +49,31 @@ def nearest_chunks(
     best: dict[int, tuple[float, int]] = {}
     for chunk_id, distance, record_id in rows:
         similarity = 1.0 - float(distance)  # cosine distance -> similarity
+        if record_id not in best or similarity > best[record_id][0]:
+            best[record_id] = (similarity, chunk_id)
+    return best, len(rows)
+
+
+def _pg_nearest(
+    cursor: CursorWrapper, query_vector: np.ndarray, k: int, scope: str, state: str
+) -> tuple[dict[int, tuple[float, int]], int]:
+    """pgvector's HNSW index of one space: ``scope`` as a literal, so the
+    planner can use that space's partial index; ``held`` is filtered during
+    the scan (hnsw.iterative_scan, memory_site/postgres_backend), so withheld
+    chunks never take a place among the k nearest. The KNN runs in a
+    subquery of its own so the join cannot keep the index out."""
+    vector = vector_value(cursor, query_vector)
+    cursor.execute(
+        f"SELECT v.rowid, v.distance, c.record_id FROM (SELECT rowid, embedding <=> %s::vector AS distance "
+        f"FROM {schema.VEC} WHERE scope = '{schema.literal(scope)}' AND held = %s "
+        "ORDER BY embedding <=> %s::vector LIMIT %s) v "
+        f"JOIN {schema.CHUNKS} c ON c.id = v.rowid",
+        [vector, int(state == schema.HELD), vector, k],
+    )
+    rows = sorted(cursor.fetchall(), key=lambda row: (row[1], row[0]))
+    best: dict[int, tuple[float, int]] = {}
+    for chunk_id, distance, record_id in rows:
+        similarity = 1.0 - float(distance)
         if record_id not in best or similarity > best[record_id][0]:
             best[record_id] = (similarity, chunk_id)
     return best, len(rows)

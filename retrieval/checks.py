@@ -13,6 +13,7 @@ from reviews.checksum import content_checksum
 
 from . import schema
 from .embeddings import Embedder
+from .engine import index_triggers, is_postgres, trigger_names
 from .index import chunk_texts, read_meta, text_hash, vec_table_exists
 
 
@@ -48,15 +49,15 @@ def check(embedder: Embedder | None = None) -> IndexReport:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {schema.RECORD_TABLE}")
         report.records = cursor.fetchone()[0]
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        triggers = {row[0] for row in cursor.fetchall()}
-        for name in schema.TRIGGERS:
+        triggers = trigger_names(cursor)
+        for name in index_triggers(cursor):
             if name not in triggers:
                 report.problems.append(
                     f"trigger {name} is missing: the indexes no longer follow the records "
                     "(`python manage.py reindex` restores it and rebuilds them)"
                 )
-        for table in schema.keyword_tables(schema.current_scopes(cursor)):
+        # (PostgreSQL's keyword index is a generated column: it cannot drift.)
+        for table in [] if is_postgres(cursor) else schema.keyword_tables(schema.current_scopes(cursor)):
             try:
                 # With rank 1, FTS5 compares the index with its content (the
                 # partition's view of retrieval_doc).
@@ -174,7 +175,8 @@ def _check_vectors(cursor: CursorWrapper, report: IndexReport, model_name: str) 
     # vec0's partition and state columns must match the documents.
     cursor.execute(
         f"SELECT count(*) FROM {schema.VEC} v JOIN {schema.CHUNKS} c ON c.id = v.rowid "
-        f"JOIN {schema.DOCS} d ON d.id = c.record_id WHERE v.scope IS NOT d.scope OR v.held IS NOT (d.state = %s)",
+        f"JOIN {schema.DOCS} d ON d.id = c.record_id "
+        "WHERE v.scope <> d.scope OR v.held <> CASE WHEN d.state = %s THEN 1 ELSE 0 END",
         [schema.HELD],
     )
     misfiled = cursor.fetchone()[0]

@@ -41,8 +41,9 @@ writer_lock = threading.RLock()
 
 
 def vec_exists(cursor: CursorWrapper) -> bool:
-    cursor.execute("SELECT 1 FROM sqlite_master WHERE name = %s", [schema.VEC])
-    return cursor.fetchone() is not None
+    from .engine import table_exists
+
+    return table_exists(cursor, schema.VEC)
 
 
 def set_vector_state(cursor: CursorWrapper, states: dict[int, str]) -> None:
@@ -111,7 +112,11 @@ def reconcile_now(record_ids: list[int], today: date | None = None) -> int:
 
 
 def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
-    records = Record.objects.in_bulk(ids)
+    # Hold the rows (PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the
+    # database): a reconcile racing an action's own reconcile_now would
+    # otherwise read the record as it was before that action and could commit
+    # that stale text last. In id order, as every batch takes them.
+    records = {r.pk: r for r in Record.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk")}
     current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
     marks = ",".join(["%s"] * len(ids))
     cursor.execute(
@@ -188,7 +193,8 @@ def _sweep(scope: str, today: date) -> int:
         current_sql, params = Record.objects.current(today).values("pk").query.sql_with_params()
         decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{schema.LIVE}' ELSE '{schema.HELD}' END"
         cursor.execute(
-            f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state IS NOT {decided}",
+            # <>, not SQLite's IS NOT: neither side is NULL, and PostgreSQL's IS NOT takes only NULL/booleans.
+            f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state <> {decided}",
             [*params, scope, *params],
         )
         states = dict(cursor.fetchall())

@@ -4,7 +4,8 @@ Each function reads one partition (a space and a state, see schema.py), so
 a reader's queries never touch a space it may not read, and deliverable
 documents are ranked apart from withheld ones. A Postgres backend would
 provide these same functions over its own tables; nothing outside this
-module writes FTS5 syntax.
+module writes FTS5 syntax. On PostgreSQL each function hands over to
+pg_fts.py's of the same name (issue 17).
 
 FTS5 quirks relied on here, each where it matters:
 - bm25() is lower-is-better (negated below) and takes one weight per column;
@@ -25,7 +26,8 @@ import math
 
 from django.db.backends.utils import CursorWrapper
 
-from . import schema
+from . import pg_fts, schema
+from .engine import is_postgres
 from .query import fts_or_query, fts_string
 
 # Column weights for bm25: title 10, body 1, tags 5.
@@ -36,6 +38,8 @@ def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: lis
     """The ``k`` best BM25 matches of any of ``terms`` in one partition {rowid: bm25}."""
     if not terms:
         return {}
+    if is_postgres(cursor):
+        return pg_fts.keyword_candidates(cursor, scope, state, terms, k)
     table = schema.fts(scope, state)
     cursor.execute(
         f"SELECT rowid, -bm25({table}, {_WEIGHTS}) AS s FROM {table} WHERE {table} MATCH %s ORDER BY s DESC LIMIT %s",
@@ -47,6 +51,8 @@ def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: lis
 def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int) -> list[int]:
     """Up to ``k`` documents of one partition containing ``identifier`` as a
     substring (whole-token checking is the caller's, on the approved text)."""
+    if is_postgres(cursor):
+        return pg_fts.identifier_candidates(cursor, scope, state, identifier, k)
     table = schema.ident(scope, state)
     cursor.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH %s LIMIT %s", [fts_string(identifier), k])
     return [rowid for (rowid,) in cursor.fetchall()]
@@ -54,12 +60,16 @@ def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identif
 
 def document_count(cursor: CursorWrapper, scope: str, state: str = schema.LIVE) -> int:
     """Documents in one partition (the N of its idf)."""
+    if is_postgres(cursor):
+        return pg_fts.document_count(cursor, scope, state)
     cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, state])
     return int(cursor.fetchone()[0])
 
 
 def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
     """Documents of one partition that contain ``term`` (stemmed as indexed)."""
+    if is_postgres(cursor):
+        return pg_fts.document_frequency(cursor, scope, state, term)
     table = schema.fts(scope, state)
     cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [fts_string(term)])
     return int(cursor.fetchone()[0])
@@ -83,6 +93,8 @@ def term_scores(
     other statistics can weight; see scoring.keyword_evidence.)"""
     if not terms or not candidate_ids:
         return {}
+    if is_postgres(cursor):
+        return pg_fts.term_scores(cursor, scope, state, terms, candidate_ids)
     cursor.execute("CREATE TEMP TABLE IF NOT EXISTS retrieval_candidates (id INTEGER PRIMARY KEY)")
     cursor.execute("DELETE FROM temp.retrieval_candidates")
     cursor.executemany("INSERT INTO temp.retrieval_candidates (id) VALUES (%s)", [(rowid,) for rowid in candidate_ids])

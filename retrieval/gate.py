@@ -88,7 +88,9 @@ def read_record(public_id: str, reader: Reader) -> ReadResult:
     reason (and the current successor of a superseded one), never its text.
     """
     public_id = str(public_id or "").strip()
-    record = Record.objects.filter(public_id=public_id).first() if len(public_id) <= 20 else None
+    # No id holds a NUL (and PostgreSQL refuses one in any text parameter).
+    findable = len(public_id) <= 20 and "\x00" not in public_id
+    record = Record.objects.filter(public_id=public_id).first() if findable else None
     if record is None or not reader.may_know_of(record):
         raise NotFound(f"No record with id {public_id[:40]!r}.")
     reason = withhold_reason(record)

@@ -37,8 +37,9 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
-from . import docs, schema, vectors
+from . import docs, pg_schema, schema, vectors
 from .embeddings import Embedder
+from .engine import is_postgres, vector_placeholder, vector_value
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +98,19 @@ VEC_COLUMNS = "scope text partition key, held integer, embedding float[{dimensio
 
 
 def _create_vec_table(cursor: CursorWrapper, embedder: Embedder) -> None:
-    cursor.execute(f"DROP TABLE IF EXISTS {schema.VEC}")
-    cursor.execute(
-        f"CREATE VIRTUAL TABLE {schema.VEC} USING vec0({VEC_COLUMNS.format(dimension=int(embedder.dimension))})"
-    )
+    if is_postgres(cursor):
+        for sql in pg_schema.vec_table(int(embedder.dimension), schema.current_scopes(cursor)):
+            cursor.execute(sql)
+    else:
+        cursor.execute(f"DROP TABLE IF EXISTS {schema.VEC}")
+        cursor.execute(
+            f"CREATE VIRTUAL TABLE {schema.VEC} USING vec0({VEC_COLUMNS.format(dimension=int(embedder.dimension))})"
+        )
     # Every chunk must be re-embedded: the queue gets every document.
     cursor.execute(f"DELETE FROM {schema.CHUNKS}")
     cursor.execute(
         f"INSERT INTO {schema.DIRTY} (record_id) SELECT id FROM {schema.DOCS} WHERE true "
-        "ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1"
+        "ON CONFLICT (record_id) DO UPDATE SET gen = retrieval_dirty.gen + 1"
     )
     _write_meta(cursor, schema_version=SCHEMA_VERSION, model_name=embedder.name, dimension=embedder.dimension)
     vectors.renew_tokens(cursor, schema.current_scopes(cursor), base=True)
@@ -306,15 +311,17 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                         stats.removed += 1
                         reload.add(previous[2])
                     blob = np.ascontiguousarray(new_vectors[vector_index], dtype=np.float32).tobytes()
+                    # RETURNING, not lastrowid: psycopg has no lastrowid (SQLite 3.35+ has RETURNING).
                     cursor.execute(
                         f"INSERT INTO {schema.CHUNKS} (record_id, seq, text_hash, text, embedding, scope) "
-                        "VALUES (%s, %s, %s, %s, %s, %s)",
+                        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
                         [record_id, seq, digest, text, blob, scope],
                     )
-                    chunk_id = cursor.lastrowid
+                    chunk_id = cursor.fetchone()[0]
                     cursor.execute(
-                        f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s)",
-                        [chunk_id, scope, held, blob],
+                        f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) "
+                        f"VALUES (%s, %s, %s, {vector_placeholder(cursor)})",
+                        [chunk_id, scope, held, vector_value(cursor, blob)],
                     )
                     stats.embedded += 1
                     touched.add(scope)
@@ -341,10 +348,11 @@ def reindex(embedder: Embedder, *, progress: Callable[[int], None] | None = None
     with docs.writer_lock:
         with transaction.atomic(), connection.cursor() as cursor:
             scopes = schema.current_scopes(cursor)
-            for sql in schema.drop_keyword(scopes):
+            for sql in pg_schema.drop_keyword(scopes) if is_postgres(cursor) else schema.drop_keyword(scopes):
                 cursor.execute(sql)
-            schema.create_all(cursor)  # re-queues every record
-            for table in schema.keyword_tables(scopes):
+            schema.create_all(cursor)  # re-queues every record, re-makes every space's partitions
+            # (PostgreSQL's tsvector is a generated column: its GIN indexes are made anew above.)
+            for table in [] if is_postgres(cursor) else schema.keyword_tables(scopes):
                 cursor.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
             cursor.execute(f"DELETE FROM {schema.META} WHERE key LIKE 'swept_on:%%'")
         with transaction.atomic(), connection.cursor() as cursor:

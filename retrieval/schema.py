@@ -33,6 +33,8 @@ retrieval_meta).
 
 Django rebuilds a table (create, copy, drop, rename) for many ALTERs on
 SQLite, which drops its triggers; post_migrate re-creates them (apps.py).
+
+On PostgreSQL the same tables are created by pg_schema.py (issue 17).
 """
 
 import hashlib
@@ -70,7 +72,9 @@ def partition_key(scope: str) -> str:
     return "x_" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
 
 
-def _literal(scope: str) -> str:
+def literal(scope: str) -> str:
+    """A space's slug inside a SQL string literal (partition SQL names its
+    space as a literal, so that triggers and partial indexes can use it)."""
     return scope.replace("'", "''")
 
 
@@ -137,7 +141,7 @@ def partition_tables(scope: str) -> list[str]:
     for _scope, state in partitions([scope]):
         sql.append(
             f"CREATE VIEW IF NOT EXISTS {view(scope, state)} AS SELECT id, title, body, tags FROM {DOCS} "
-            f"WHERE scope = '{_literal(scope)}' AND state = '{state}'"
+            f"WHERE scope = '{literal(scope)}' AND state = '{state}'"
         )
         for name, tokenizer in _TOKENIZERS.items():
             sql.append(f"""CREATE VIRTUAL TABLE IF NOT EXISTS {name(scope, state)} USING fts5(
@@ -183,7 +187,7 @@ def _keyword_insert(row: str, scopes: Iterable[str]) -> str:
         for table in (fts(scope, state), ident(scope, state)):
             parts.append(
                 f"INSERT INTO {table} (rowid, title, body, tags) SELECT {row}.id, {row}.title, {row}.body, "
-                f"{row}.tags WHERE {row}.scope = '{_literal(scope)}' AND {row}.state = '{state}';"
+                f"{row}.tags WHERE {row}.scope = '{literal(scope)}' AND {row}.state = '{state}';"
             )
     return " ".join(parts)
 
@@ -195,7 +199,7 @@ def _keyword_delete(row: str, scopes: Iterable[str]) -> str:
         for table in (fts(scope, state), ident(scope, state)):
             parts.append(
                 f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', {row}.id, "
-                f"{row}.title, {row}.body, {row}.tags WHERE {row}.scope = '{_literal(scope)}' "
+                f"{row}.title, {row}.body, {row}.tags WHERE {row}.scope = '{literal(scope)}' "
                 f"AND {row}.state = '{state}';"
             )
     return " ".join(parts)
@@ -287,8 +291,7 @@ def current_scopes(cursor: CursorWrapper) -> list[str]:
     """Every space that has or may get documents: the base three, every
     space in reviews_space, and any scope already filed in retrieval_doc."""
     found = set(BASE_SCOPES)
-    cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('reviews_space', %s)", [DOCS])
-    tables = {row[0] for row in cursor.fetchall()}
+    tables = set(cursor.db.introspection.table_names(cursor)) & {"reviews_space", DOCS}
     if "reviews_space" in tables:
         cursor.execute("SELECT slug FROM reviews_space")
         found |= {row[0] for row in cursor.fetchall()}
@@ -298,11 +301,16 @@ def current_scopes(cursor: CursorWrapper) -> list[str]:
     return [*BASE_SCOPES, *sorted(found - set(BASE_SCOPES))]
 
 
+def wanted_scopes(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
+    """Every current space, and ``scopes`` besides (a space being made)."""
+    wanted = current_scopes(cursor)
+    return wanted + [s for s in scopes or () if s not in wanted]
+
+
 def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
     """Make the partitions of every current space (or of ``scopes`` besides)
     and the triggers that feed them; idempotent. Returns the scopes."""
-    wanted = current_scopes(cursor)
-    wanted += [s for s in scopes or () if s not in wanted]
+    wanted = wanted_scopes(cursor, scopes)
     for scope in wanted:
         for sql in partition_tables(scope):
             cursor.execute(sql)
@@ -315,6 +323,11 @@ def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None
 
 
 def create_all(cursor: CursorWrapper) -> None:
+    if cursor.db.vendor == "postgresql":  # the same tables in PostgreSQL's terms (issue 17)
+        from . import pg_schema
+
+        pg_schema.create_all(cursor)
+        return
     for sql in TABLES:
         cursor.execute(sql)
     ensure_partitions(cursor)

@@ -13,13 +13,14 @@ def _ensure_audit_triggers(sender, using, **kwargs):
     """
     from django.db import connections
 
-    from .audit_sql import AUDIT_TABLE, CREATE_TRIGGERS
+    from .audit_sql import AUDIT_TABLE, for_vendor
 
     connection = connections[using]
     if AUDIT_TABLE not in connection.introspection.table_names():
         return
+    create, _drop = for_vendor(connection.vendor)
     with connection.cursor() as cursor:
-        for sql in CREATE_TRIGGERS:
+        for sql in create:
             cursor.execute(sql)
 
 

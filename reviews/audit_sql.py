@@ -1,7 +1,8 @@
 """SQL that makes the write log append-only at the database level.
 
 Used by migration 0002 and by the test harness (which must flush tables
-between transactional tests; see tests/conftest.py)."""
+between transactional tests; see tests/conftest.py). One form per engine
+(``for_vendor``); CREATE_TRIGGERS / DROP_TRIGGERS are SQLite's."""
 
 AUDIT_TABLE = "reviews_auditevent"
 
@@ -16,3 +17,39 @@ DROP_TRIGGERS = [
     "DROP TRIGGER IF EXISTS auditevent_no_update",
     "DROP TRIGGER IF EXISTS auditevent_no_delete",
 ]
+
+# PostgreSQL (issue 17). Row triggers refuse UPDATE and DELETE; TRUNCATE skips
+# row triggers, so a statement trigger refuses it too. restrict_violation is an
+# integrity error class (23001), so Django raises IntegrityError as on SQLite.
+# CREATE OR REPLACE (PostgreSQL 14+) keeps the post_migrate re-run idempotent.
+POSTGRES_CREATE_TRIGGERS = [
+    """CREATE OR REPLACE FUNCTION auditevent_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'audit log is append-only: % is not allowed', TG_OP USING ERRCODE = 'restrict_violation';
+        END $$""",
+    f"""CREATE OR REPLACE TRIGGER auditevent_no_update BEFORE UPDATE ON {AUDIT_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION auditevent_refuse()""",
+    f"""CREATE OR REPLACE TRIGGER auditevent_no_delete BEFORE DELETE ON {AUDIT_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION auditevent_refuse()""",
+    f"""CREATE OR REPLACE TRIGGER auditevent_no_truncate BEFORE TRUNCATE ON {AUDIT_TABLE}
+        FOR EACH STATEMENT EXECUTE FUNCTION auditevent_refuse()""",
+]
+
+POSTGRES_DROP_TRIGGERS = [
+    f"DROP TRIGGER IF EXISTS auditevent_no_update ON {AUDIT_TABLE}",
+    f"DROP TRIGGER IF EXISTS auditevent_no_delete ON {AUDIT_TABLE}",
+    f"DROP TRIGGER IF EXISTS auditevent_no_truncate ON {AUDIT_TABLE}",
+]
+
+# Trigger names per engine, as the engine's catalogue lists them.
+TRIGGER_NAMES = {
+    "sqlite": {"auditevent_no_update", "auditevent_no_delete"},
+    "postgresql": {"auditevent_no_update", "auditevent_no_delete", "auditevent_no_truncate"},
+}
+
+
+def for_vendor(vendor: str) -> tuple[list[str], list[str]]:
+    """(create, drop) statements for ``connection.vendor``."""
+    if vendor == "postgresql":
+        return POSTGRES_CREATE_TRIGGERS, POSTGRES_DROP_TRIGGERS
+    return CREATE_TRIGGERS, DROP_TRIGGERS

@@ -389,22 +389,9 @@ class AuditEvent(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.event_type} {self.subject_id} by {self.actor}"
 
 
-class InboxView(models.TextChoices):
-    CARDS = "cards", "Cards"
-    COMPACT = "compact", "Compact list"
-
-
-class ReviewerPreference(models.Model):
-    """How one reviewer likes the inbox (``?view=compact|cards`` sets it)."""
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_preference")
-    inbox_view = models.CharField(max_length=16, choices=InboxView.choices, default=InboxView.CARDS)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.user_id}: {self.inbox_view}"
-
-
-# OAuth clients, grants, codes and tokens live in their own module (registered here).
+# OAuth clients, grants, codes and tokens, spaces, and the reviewers' inbox
+# preference live in their own modules (registered here).
 from .oauth_models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken  # noqa: E402, F401
+from .preference_models import InboxView as InboxView  # noqa: E402
+from .preference_models import ReviewerPreference as ReviewerPreference  # noqa: E402
 from .space_models import Membership, ProposalApproval, Space  # noqa: E402, F401

@@ -99,10 +99,20 @@ def space_slugs() -> list[str]:
     return _ordered(Space.objects.values_list("kind", "slug"))
 
 
+def _required(kind: str, required: int) -> int:
+    return 1 if kind == "personal" else max(1, required)
+
+
 def required_approvals(slug: str) -> int:
     """How many different reviewers must accept a proposal in ``slug`` (personal: always 1)."""
     row = Space.objects.filter(slug=slug).values_list("kind", "required_approvals").first()
-    if row is None:
-        return 1
-    kind, required = row
-    return 1 if kind == "personal" else max(1, required)
+    return 1 if row is None else _required(*row)
+
+
+def approval_rules() -> dict[str, int]:
+    """``required_approvals`` of every space at once (slug -> count), for a
+    page that shows many cards (one query instead of one per card)."""
+    return {
+        slug: _required(kind, required)
+        for slug, kind, required in Space.objects.values_list("slug", "kind", "required_approvals")
+    }

@@ -17,7 +17,7 @@ from django.test import TransactionTestCase
 
 from retrieval import schema
 from reviews import actions
-from reviews.audit_sql import CREATE_TRIGGERS, DROP_TRIGGERS
+from reviews.audit_sql import for_vendor
 
 # Hypothesis profiles: "fast" (`make test-fast`, via VETTED_HYPOTHESIS=fast)
 # runs a few examples of each property test; otherwise each test runs the
@@ -36,6 +36,37 @@ def examples(n: int) -> int:
 def steps(n: int) -> int:
     """``n`` state-machine steps per example, or the fast profile's fewer."""
     return min(n, hypothesis.settings.get_profile("fast").stateful_step_count) if FAST else n
+
+
+# --------------------------------------------------------------------------- PostgreSQL (issue 17)
+# VETTED_TEST_ENGINE=postgres (memory_site/settings_test.py starts the server)
+# runs the tests that touch the database, and only those: a test that never
+# asks for the database runs the same code on either engine. Tests that start
+# processes (slow), a browser or the real model, and those marked sqlite_only,
+# stay on the SQLite pass.
+POSTGRES = os.environ.get("VETTED_TEST_ENGINE") == "postgres"
+_DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
+
+def touches_database(item: pytest.Item) -> bool:
+    if item.get_closest_marker("django_db"):
+        return True
+    return bool(_DB_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config, items):
+    if not POSTGRES:
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        # The real model's tests (model) measure the embedder, which no engine changes, and take minutes.
+        marks = ("slow", "browser", "model", "sqlite_only")
+        sqlite_only = any(item.get_closest_marker(mark) for mark in marks)
+        (keep if touches_database(item) and not sqlite_only else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 # --------------------------------------------------------------------------- the fast subset
@@ -70,6 +101,8 @@ RESET_RETRIEVAL = [
     f"DELETE FROM {schema.META}",
 ]
 
+RESET_POSTGRES = [f"DELETE FROM {schema.DOCS}", f"DELETE FROM {schema.QUEUE}"]
+
 # A private Django hook, not in the stubs.
 _original_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
 
@@ -80,19 +113,22 @@ def _teardown_with_audit_flush(self):
     only, then put them back. Production code has no such path."""
     for alias in connections:
         with connections[alias].cursor() as cursor:
-            for sql in DROP_TRIGGERS:
+            for sql in for_vendor(connections[alias].vendor)[1]:
                 cursor.execute(sql)
     try:
         _original_teardown(self)
     finally:
         for alias in connections:
+            postgres = connections[alias].vendor == "postgresql"
             with connections[alias].cursor() as cursor:
-                for sql in CREATE_TRIGGERS:
+                for sql in for_vendor(connections[alias].vendor)[0]:
                     cursor.execute(sql)
                 # The retrieval tables are not Django models, so the flush
                 # leaves them: reset them too (the FTS tables follow the
-                # record table through their triggers).
-                for sql in RESET_RETRIEVAL:
+                # record table through their triggers; PostgreSQL's flush is
+                # a TRUNCATE, which fires no row triggers, so its documents
+                # and queue are emptied here).
+                for sql in RESET_RETRIEVAL + (RESET_POSTGRES if postgres else []):
                     cursor.execute(sql)
         # The flush also empties reviews_space, which migration 0008 filled:
         # put back the three spaces every database starts with (no members).

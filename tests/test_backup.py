@@ -28,6 +28,10 @@ from reviews.portability import backup
 from .conftest import content
 from .gateway_support import free_port
 
+# SQLite's online backup API and its file; on PostgreSQL both commands refuse
+# with the pg_dump / pg_restore command (tests/test_postgres.py).
+pytestmark = pytest.mark.sqlite_only
+
 
 def live_db() -> Path:
     return Path(settings.DATABASES["default"]["NAME"])

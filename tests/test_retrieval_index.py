@@ -49,12 +49,48 @@ def isolated_process_state(monkeypatch):
 def sql(query: str, params=()):
     with connection.cursor() as cursor:
         cursor.execute(query, params)
-        return cursor.fetchall()
+        # psycopg refuses fetchall() after a statement that returns no rows.
+        return cursor.fetchall() if cursor.description is not None else []
+
+
+POSTGRES = connection.vendor == "postgresql"
 
 
 def fts_rowids(table: str, text: str) -> set[int]:
+    """Documents whose keyword index ``table`` (schema.fts / schema.ident
+    names, which stand for the same partitions on PostgreSQL) holds ``text``."""
+    if POSTGRES:
+        from retrieval import pg_fts, pg_schema
+
+        what, scope, state = table.removeprefix("retrieval_").split("_")
+        where = pg_fts.partition(scope, state)
+        if what == "fts":
+            query = f"tsv @@ phraseto_tsquery('{pg_schema.CONFIG}', %s)"
+            return {row[0] for row in sql(f"SELECT id FROM {schema.DOCS} WHERE {where} AND {query}", [text])}
+        pattern = f"%{text.lower()}%"
+        query = f"{pg_schema.IDENT_TEXT} LIKE %s"
+        return {row[0] for row in sql(f"SELECT id FROM {schema.DOCS} WHERE {where} AND {query}", [pattern])}
     phrase = '"' + text.replace('"', '""') + '"'
     return {row[0] for row in sql(f"SELECT rowid FROM {table} WHERE {table} MATCH %s", [phrase])}
+
+
+def drop_trigger(name: str) -> None:
+    table = schema.DOCS if name.startswith("retrieval_doc") else schema.RECORD_TABLE
+    sql(f"DROP TRIGGER {name} ON {table}" if POSTGRES else f"DROP TRIGGER {name}")
+
+
+def create_trigger(name: str) -> None:
+    from retrieval.engine import index_triggers
+
+    with connection.cursor() as cursor:
+        cursor.execute(index_triggers(cursor)[name])
+
+
+def trigger_exists(name: str) -> bool:
+    from retrieval.engine import trigger_names
+
+    with connection.cursor() as cursor:
+        return name in trigger_names(cursor)
 
 
 def in_both_keyword_indexes(text: str, scope: str = "team", state: str = schema.LIVE) -> tuple[set[int], set[int]]:
@@ -111,7 +147,8 @@ def chunk_rows(record: Record) -> list[tuple[int, int, str]]:
 def queue(record: Record) -> None:
     """Put a record in the vector queue without changing it."""
     sql(
-        f"INSERT INTO {schema.DIRTY} (record_id) VALUES (%s) ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1",
+        f"INSERT INTO {schema.DIRTY} (record_id) VALUES (%s) "
+        "ON CONFLICT (record_id) DO UPDATE SET gen = retrieval_dirty.gen + 1",
         [record.pk],
     )
 
@@ -289,13 +326,13 @@ def test_a_space_is_swept_for_date_changes_once_a_day(record):
     sql(f"UPDATE {schema.META} SET value = '2000-01-01' WHERE key LIKE 'swept_on:%%'")
     # A date change without any write: the record became overdue "at midnight".
     sql(f"DELETE FROM {schema.QUEUE}")
+    drop_trigger("retrieval_record_au")
     with connection.cursor() as cursor:
-        cursor.execute("DROP TRIGGER retrieval_record_au")
         cursor.execute(
             "UPDATE reviews_record SET review_by = %s WHERE id = %s",
             [timezone.localdate() - timedelta(days=1), record.pk],
         )
-        cursor.execute(schema.TRIGGERS["retrieval_record_au"])
+    create_trigger("retrieval_record_au")
 
     response = keyword("billing")
 
@@ -720,7 +757,7 @@ def test_check_index_fails_before_any_vectors_exist(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_missing_trigger(record):
     run("check_index", "--sync")
-    sql("DROP TRIGGER retrieval_record_au")
+    drop_trigger("retrieval_record_au")
 
     output = check_fails()
 
@@ -729,30 +766,27 @@ def test_check_index_finds_a_missing_trigger(record):
     # reindex restores the trigger and rebuilds what it missed.
     run("reindex")
     assert "Index OK." in run("check_index")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'retrieval_record_au'")
-        assert cursor.fetchone() is not None
+    assert trigger_exists("retrieval_record_au")
 
 
 @pytest.mark.django_db
 def test_migrate_recreates_a_dropped_index_trigger(record):
-    sql("DROP TRIGGER retrieval_record_au")
+    drop_trigger("retrieval_record_au")
 
     call_command("migrate", verbosity=0, stdout=io.StringIO())
 
-    assert sql("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'retrieval_record_au'") == [(1,)]
+    assert trigger_exists("retrieval_record_au")
 
 
 @pytest.mark.django_db
 def test_check_index_finds_an_edit_the_index_missed(record):
     run("check_index", "--sync")
-    sql("DROP TRIGGER retrieval_record_au")
+    drop_trigger("retrieval_record_au")
     sql(
         "UPDATE reviews_record SET body = %s WHERE id = %s",
         ["The billing API moved to the acme/payments-api repository last spring.", record.pk],
     )
-    with connection.cursor() as cursor:
-        cursor.execute(schema.TRIGGERS["retrieval_record_au"])
+    create_trigger("retrieval_record_au")
 
     output = check_fails("--sync")
 
@@ -763,6 +797,7 @@ def test_check_index_finds_an_edit_the_index_missed(record):
     assert keyword("billing repository").withheld == {"edited": 1}
 
 
+@pytest.mark.sqlite_only  # PostgreSQL's keyword index is a generated column: it cannot drift
 @pytest.mark.django_db
 def test_check_index_finds_a_keyword_index_that_drifted(record):
     run("check_index", "--sync")
@@ -785,11 +820,15 @@ def test_check_index_finds_a_keyword_index_that_drifted(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_stray_vector(record):
     run("check_index", "--sync")
+    from retrieval.engine import vector_placeholder, vector_value
+
     vector = get_embedder().embed_one("stray")
-    sql(
-        f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, %s)",
-        [987654, vector.tobytes()],
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, "
+            f"{vector_placeholder(cursor)})",
+            [987654, vector_value(cursor, vector)],
+        )
 
     assert "1 vector(s) without a chunk" in check_fails()
     assert "1 vector(s) without a chunk" in check_fails("--sync")

@@ -21,11 +21,15 @@ import memory_site.settings as base_settings
 from memory_site import env
 from memory_site.sqlite_backend import base as backend
 from reviews.apps import _ensure_audit_triggers
-from reviews.audit_sql import AUDIT_TABLE, DROP_TRIGGERS
+from reviews.audit_sql import AUDIT_TABLE, TRIGGER_NAMES, for_vendor
 from reviews.models import AuditEvent
 
 MAIN = Path(__file__).resolve().parent.parent
-TRIGGERS = {"auditevent_no_update", "auditevent_no_delete"}
+# The write-log tests run on both engines (VETTED_TEST_ENGINE); the rest of
+# this file tests SQLite itself and is marked sqlite_only.
+TRIGGERS = TRIGGER_NAMES[connection.vendor]
+DROP_TRIGGERS = for_vendor(connection.vendor)[1]
+sqlite_only = pytest.mark.sqlite_only
 
 
 def scalar(sql: str, params=(), using=connection):
@@ -36,7 +40,12 @@ def scalar(sql: str, params=(), using=connection):
 
 def audit_triggers(using=connection) -> set[str]:
     with using.cursor() as cursor:
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [AUDIT_TABLE])
+        if using.vendor == "postgresql":
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal", [AUDIT_TABLE]
+            )
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [AUDIT_TABLE])
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -61,12 +70,14 @@ def db_path() -> str:
 # --------------------------------------------------------------------------- sqlite-vec on every connection
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_default_connection_has_sqlite_vec():
     version = scalar("SELECT vec_version()")
     assert isinstance(version, str) and version.startswith("v")
 
 
+@sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_opened_in_another_thread_has_sqlite_vec():
     connection.ensure_connection()
@@ -92,6 +103,7 @@ def test_a_connection_opened_in_another_thread_has_sqlite_vec():
     assert seen["version"] == scalar("SELECT vec_version()")
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_extension_loading_is_switched_off_again_after_sqlite_vec_is_loaded():
     with pytest.raises(DatabaseError, match="not authorized"), transaction.atomic():
@@ -101,32 +113,38 @@ def test_extension_loading_is_switched_off_again_after_sqlite_vec_is_loaded():
 # --------------------------------------------------------------------------- pragmas and transactions
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_journal_mode_is_wal():
     assert scalar("PRAGMA journal_mode").lower() == "wal"
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_busy_timeout_is_5000_ms():
     assert scalar("PRAGMA busy_timeout") == 5000
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_foreign_keys_are_enforced():
     assert scalar("PRAGMA foreign_keys") == 1
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_synchronous_is_normal():
     assert scalar("PRAGMA synchronous") == 1  # NORMAL
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_transaction_mode_immediate_is_configured():
     assert connection.settings_dict["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert connection.transaction_mode == "IMMEDIATE"  # type: ignore[attr-defined]  # SQLite's wrapper only
 
 
+@sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_atomic_begins_with_begin_immediate():
     with CaptureQueriesContext(connection) as captured, transaction.atomic():
@@ -135,6 +153,7 @@ def test_atomic_begins_with_begin_immediate():
     assert statements[0] == "BEGIN IMMEDIATE", statements
 
 
+@sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_atomic_holds_the_write_lock_before_any_write():
     other = backend.DRIVER.connect(db_path(), timeout=0)
@@ -149,6 +168,7 @@ def test_atomic_holds_the_write_lock_before_any_write():
         other.close()
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_test_database_is_a_real_file():
     name = db_path()
@@ -165,6 +185,7 @@ def test_test_database_is_a_real_file():
 # --------------------------------------------------------------------------- vec0 and FTS5
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_vec0_table_with_cosine_distance_ranks_by_angle_not_length():
     with connection.cursor() as cursor:
@@ -183,6 +204,7 @@ def test_vec0_table_with_cosine_distance_ranks_by_angle_not_length():
     assert rows[2][1] == pytest.approx(1.0, abs=1e-6)
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_fts5_trigram_table_matches_substrings():
     with connection.cursor() as cursor:
@@ -253,6 +275,7 @@ def test_orm_cannot_change_or_delete_audit_events():
     assert AuditEvent.objects.get(pk=event.pk).snippet == "original"
 
 
+@sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_a_separate_raw_connection_cannot_change_or_delete_audit_events():
     event = make_event()  # committed: this test runs in autocommit
@@ -595,6 +618,7 @@ def test_djangos_sqlite_backend_uses_the_chosen_driver():
     assert django_sqlite.Database is backend.DRIVER  # type: ignore[attr-defined]  # a module global, not exported
 
 
+@sqlite_only
 @pytest.mark.django_db
 def test_the_live_connection_comes_from_the_chosen_driver():
     connection.ensure_connection()

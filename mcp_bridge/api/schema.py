@@ -114,11 +114,18 @@ class NamedCountSerializer(serializers.Serializer):
     review_days = serializers.IntegerField(required=False)
 
 
+class SpaceSummarySerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    records = serializers.IntegerField(help_text="Records of this space the agent can receive right now.")
+
+
 class DescribeSerializer(serializers.Serializer):
     server = serializers.CharField()
     about = serializers.CharField()
     agent = serializers.DictField()
     scopes = NamedCountSerializer(many=True)
+    spaces = SpaceSummarySerializer(many=True, help_text="The spaces this agent was granted, by slug and name.")
     kinds = NamedCountSerializer(many=True)
     tags = NamedCountSerializer(many=True)
     records_current = serializers.IntegerField()

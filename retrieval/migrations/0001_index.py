@@ -5,14 +5,20 @@ def forwards(apps, schema_editor):
     from retrieval.schema import create_all
 
     with schema_editor.connection.cursor() as cursor:
+        if schema_editor.connection.vendor == "postgresql":
+            from retrieval import pg_schema
+
+            pg_schema.create_extensions(cursor)
         create_all(cursor)
 
 
 def backwards(apps, schema_editor):
+    from retrieval import pg_schema
     from retrieval.schema import DROP
 
+    drop = pg_schema.DROP if schema_editor.connection.vendor == "postgresql" else DROP
     with schema_editor.connection.cursor() as cursor:
-        for sql in DROP:
+        for sql in drop:
             cursor.execute(sql)
 
 

@@ -2,6 +2,8 @@ from django.db import migrations
 
 
 def forwards(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        return  # 0001 created the current layout on PostgreSQL (retrieval/pg_schema.py); this upgrades SQLite
     with schema_editor.connection.cursor() as cursor:
         # A copy of each chunk's vector beside its text: vec0 point lookups by
         # rowid read whole 1024-vector blocks (8 ms for 64 rows at 10k

@@ -8,6 +8,8 @@ from django.db import migrations
 
 
 def forwards(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        return  # 0001 created the current layout on PostgreSQL (retrieval/pg_schema.py); this upgrades SQLite
     from retrieval import schema
 
     with schema_editor.connection.cursor() as cursor:

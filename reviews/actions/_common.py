@@ -119,7 +119,9 @@ def _locked_record(record: Record | str) -> Record:
 def _locked_proposal(proposal: Proposal | str) -> Proposal:
     public_id = proposal if isinstance(proposal, str) else proposal.public_id
     try:
-        return Proposal.objects.select_for_update().select_related("target").get(public_id=public_id)
+        # of=self: PostgreSQL cannot lock the nullable side of the outer join
+        # to the target (actions lock a target with _locked_record); SQLite ignores it.
+        return Proposal.objects.select_for_update(of=("self",)).select_related("target").get(public_id=public_id)
     except Proposal.DoesNotExist:
         raise NotFound(f"No proposal with id {public_id!r}.") from None
 

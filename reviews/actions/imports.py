@@ -154,6 +154,7 @@ def import_snapshot(
                 "backup instead)."
             )
         details = snapshot.write_snapshot(data, progress=progress)
+        _advance_id_sequences()
         _audit(
             "snapshot.imported",
             actor=reviewer,
@@ -170,3 +171,18 @@ def import_snapshot(
             },
         )
         return ImportSummary(counts=counts, details=details)
+
+
+def _advance_id_sequences() -> None:
+    """Rows were written with the ids of the file: move PostgreSQL's id
+    sequences past them, or the next insert would reuse an id (SQLite takes
+    max(id) + 1 by itself, and Django's sequence_reset_sql is empty there)."""
+    from django.apps import apps
+    from django.contrib.auth import get_user_model
+    from django.core.management.color import no_style
+    from django.db import connection
+
+    models = [*apps.get_app_config("reviews").get_models(), get_user_model()]
+    with connection.cursor() as cursor:
+        for sql in connection.ops.sequence_reset_sql(no_style(), models):
+            cursor.execute(sql)

@@ -276,12 +276,14 @@ def _change_grant(agent: Agent | str, slug: str, *, actor: Actor, grant: bool) -
         return agent
 
 
+@transaction.atomic  # its own, or a savepoint in the caller's (PostgreSQL locks only inside one)
 def claim_unowned_spaces(user: Any, *, actor: Actor) -> list[str]:
     """First run: the first reviewer becomes owner of every space that has no
-    member yet (a fresh install's personal, team and system spaces). Called
-    inside the caller's transaction; audited per space."""
+    member yet (a fresh install's personal, team and system spaces). Atomic
+    (within the caller's transaction when there is one); audited per space."""
     claimed = []
-    for space in Space.objects.select_for_update().filter(memberships__isnull=True).order_by("slug"):
+    # of=("self",): PostgreSQL cannot lock the nullable side of the outer join.
+    for space in Space.objects.select_for_update(of=("self",)).filter(memberships__isnull=True).order_by("slug"):
         Membership.objects.create(space=space, user=user, role=Role.OWNER)
         if space.kind == SpaceKind.PERSONAL and space.name == "Personal":
             space.name = f"Personal ({user.get_username()})"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib import messages
+from django.db import connection
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -31,6 +32,15 @@ def _size(path: Path) -> int:
 @require_GET
 def site_settings(request):
     db = Path(str(settings.DATABASES["default"]["NAME"]))
+    if connection.vendor == "postgresql":  # issue 17: a database on a server, not a file
+        from memory_site.postgres_backend.base import where
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_database_size(current_database())")
+            pg_size = int(cursor.fetchone()[0])
+        db, db_size, wal_size = where(connection.settings_dict), pg_size, 0  # type: ignore[assignment]
+    else:
+        db_size, wal_size = _size(db), _size(Path(f"{db}-wal"))
     loaded = embeddings.loaded_embedder()
     report = index.check()  # read-only: lists problems, fixes nothing
     return render(
@@ -45,8 +55,8 @@ def site_settings(request):
             "model_configured": settings.VETTED_MODEL_NAME or settings.VETTED_EMBEDDER,
             "model_loaded": loaded.name if loaded else "",
             "db_path": db,
-            "db_size": _size(db),
-            "wal_size": _size(Path(f"{db}-wal")),
+            "db_size": db_size,
+            "wal_size": wal_size,
             "home": settings.VETTED_HOME,
             "kinds": sorted(settings.VETTED_KINDS.items()),
             "lockouts": lockouts.current(),

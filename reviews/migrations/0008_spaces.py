@@ -13,7 +13,8 @@
   A grant of a space its owner is not a member of is removed (it would let
   one person's agent read another's personal memory); the removal is
   audited (``agent.grants_narrowed``), as is each space made (``space.created``).
-Only ORM operations: the same on SQLite and Postgres.
+Only ORM operations, the same on SQLite and Postgres, but for one trigger
+PostgreSQL needs dropped first (drop_index_trigger_on_postgres).
 """
 
 import django.db.models.deletion
@@ -87,6 +88,15 @@ def make_spaces(apps, schema_editor):
         agent.save(update_fields=["owner", "scopes"])
 
 
+def drop_index_trigger_on_postgres(apps, schema_editor):
+    """PostgreSQL refuses to change the type of a column a trigger names, and
+    retrieval's retrieval_record_au watches ``scope``: drop it first, as
+    SQLite's table rebuild does by itself. post_migrate makes it again
+    (retrieval/apps.py), on both engines. Nothing to undo going back."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("DROP TRIGGER IF EXISTS retrieval_record_au ON reviews_record")
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -119,6 +129,7 @@ class Migration(migrations.Migration):
             name='scope',
             field=models.CharField(blank=True, max_length=64),
         ),
+        migrations.RunPython(drop_index_trigger_on_postgres, migrations.RunPython.noop),
         migrations.AlterField(
             model_name='record',
             name='scope',

@@ -16,7 +16,7 @@ from datetime import date
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from reviews.formats import iso
@@ -50,6 +50,13 @@ def read_snapshot():
     connection.ensure_connection()
     if connection.in_atomic_block:
         yield  # already inside a transaction (tests): that is the snapshot
+        return
+    if connection.vendor == "postgresql":
+        # MVCC: a repeatable-read transaction reads one snapshot and blocks no
+        # writer (SET TRANSACTION must be its first statement).
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
         return
     with connection.cursor() as cursor:
         cursor.execute("BEGIN DEFERRED")

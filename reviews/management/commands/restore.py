@@ -22,6 +22,15 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     def handle(self, *args, **opts):
+        if connections["default"].vendor == "postgresql":  # issue 17
+            from memory_site.postgres_backend.base import restore_command
+
+            raise CommandError(
+                "restore replaces the SQLite file; this instance runs on PostgreSQL. Stop every Vetted daemon, "
+                "then restore a pg_dump file with pg_restore (it drops and re-creates what the dump holds):\n"
+                f"  {restore_command(connections['default'].settings_dict, opts['path'])}\n"
+                "and run `python manage.py check_index --sync` afterwards."
+            )
         db_path = Path(str(settings.DATABASES["default"]["NAME"]))
         home = settings.VETTED_HOME
         busy = backup.server_running(opts["port"], home)

@@ -1,0 +1,291 @@
+"""The retrieval tables on PostgreSQL (issue 17): the same tables, queues and
+meta as schema.py describes for SQLite, with the keyword indexes kept by the
+database itself instead of FTS5 tables.
+
+- retrieval_doc.tsv: a generated column, setweight(title) A, tags B, body D,
+  over the text with every run of non-alphanumerics made a space. (Quirk:
+  PostgreSQL's parser keeps acme/billing-api as one "file" token and 21.0.3
+  as one "version" token, where FTS5's unicode61 and the query side split
+  them into words; this makes both sides split alike.)
+- The text search configuration vetted_english is English Snowball stemming
+  with *no* stop words, as FTS5's porter tokenizer has none: a query of
+  stop words only ("what is it") still matches. (No unaccent: diacritics are
+  kept, where FTS5 removes them; a known difference.)
+- Per partition (space, state; every space's, as schema.current_scopes lists
+  them, made with the space: ensure_partitions), one partial GIN index on tsv and one partial
+  trigram (pg_trgm) index on the lower-cased text for exact identifiers. The
+  partition is written into each query as literals (pg_fts.partition), so
+  the planner always picks that partition's index: a query reads only its
+  reader's spaces, as with FTS5's table per partition.
+- retrieval_vec (created by the indexer, whose model fixes the dimension):
+  vector(N) with one partial HNSW cosine index per space; its key column is
+  named rowid so the statements shared with vec0 (delete, update held) read
+  the same.
+- Triggers are plpgsql and do what schema.py's do: queue changed records,
+  queue vector work, renew the per-space ``docs:<scope>`` token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.backends.utils import CursorWrapper
+
+from .schema import (
+    _WATCHED,
+    CHUNKS,
+    DIRTY,
+    DOCS,
+    META,
+    QUEUE,
+    RECORD_TABLE,
+    VEC,
+    literal,
+    partition_key,
+    partitions,
+    wanted_scopes,
+)
+
+CONFIG = "vetted_english"
+TRGM_OPS = "gin_trgm_ops"
+
+
+def _clean(column: str) -> str:
+    return f"regexp_replace({column}, '[^[:alnum:]]+', ' ', 'g')"
+
+
+TSV = (
+    f"setweight(to_tsvector('{CONFIG}', {_clean('title')}), 'A') || "
+    f"setweight(to_tsvector('{CONFIG}', {_clean('tags')}), 'B') || "
+    f"setweight(to_tsvector('{CONFIG}', {_clean('body')}), 'D')"
+)
+# What identifier search reads: the approved text, lower-cased (so LIKE on it
+# is the case-insensitive substring search FTS5's trigram tokenizer does).
+IDENT_TEXT = "lower(title || ' ' || body || ' ' || tags)"
+
+EXTENSIONS = ["CREATE EXTENSION IF NOT EXISTS vector", "CREATE EXTENSION IF NOT EXISTS pg_trgm"]
+
+# The configuration must exist before the generated column that names it.
+TEXT_SEARCH = [
+    f"""DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'vetted_stem') THEN
+            CREATE TEXT SEARCH DICTIONARY vetted_stem (TEMPLATE = snowball, Language = english);
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = '{CONFIG}') THEN
+            CREATE TEXT SEARCH CONFIGURATION {CONFIG} (COPY = english);
+            ALTER TEXT SEARCH CONFIGURATION {CONFIG} ALTER MAPPING FOR
+                asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH vetted_stem;
+        END IF;
+    END $$""",
+]
+
+
+def _name(scope: str, state: str, what: str) -> str:
+    return f"retrieval_doc_{what}_{partition_key(scope)}_{state}"
+
+
+def _hnsw(scope: str) -> str:
+    return f"retrieval_vec_hnsw_{partition_key(scope)}"
+
+
+TABLES = [
+    *TEXT_SEARCH,
+    f"CREATE TABLE IF NOT EXISTS {META} (key text PRIMARY KEY, value text NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {QUEUE} (record_id bigint PRIMARY KEY)",
+    f"""CREATE TABLE IF NOT EXISTS {DOCS} (
+        id bigint PRIMARY KEY,
+        scope text NOT NULL,
+        kind text NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        tags text NOT NULL,
+        checksum text NOT NULL,
+        edited integer NOT NULL DEFAULT 0,
+        state text NOT NULL,
+        tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED)""",
+    f"CREATE INDEX IF NOT EXISTS retrieval_doc_partition ON {DOCS} (scope, state)",
+    # An identity column only grows (a rolled-back insert burns its number):
+    # chunk ids are vector keys and must never be reused.
+    f"""CREATE TABLE IF NOT EXISTS {CHUNKS} (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        record_id bigint NOT NULL,
+        seq integer NOT NULL,
+        text_hash text NOT NULL,
+        text text NOT NULL,
+        embedding bytea,
+        scope text NOT NULL DEFAULT '',
+        UNIQUE (record_id, seq))""",
+    f"CREATE INDEX IF NOT EXISTS retrieval_chunk_scope ON {CHUNKS} (scope, id)",
+    f"CREATE TABLE IF NOT EXISTS {DIRTY} (record_id bigint PRIMARY KEY, gen integer NOT NULL DEFAULT 1)",
+]
+
+
+def partition_indexes(scope: str) -> list[str]:
+    """The keyword indexes of one space's two partitions (partial, so a
+    query naming the partition as literals reads only its own)."""
+    sql = []
+    for _scope, state in partitions([scope]):
+        where = f"WHERE scope = '{literal(scope)}' AND state = '{state}'"
+        sql.append(f"CREATE INDEX IF NOT EXISTS {_name(scope, state, 'tsv')} ON {DOCS} USING gin (tsv) {where}")
+        sql.append(
+            f"CREATE INDEX IF NOT EXISTS {_name(scope, state, 'ident')} ON {DOCS} "
+            f"USING gin (({IDENT_TEXT}) {TRGM_OPS}) {where}"
+        )
+    return sql
+
+
+def vec_index(scope: str) -> str:
+    """One space's HNSW cosine index on the vector table."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {_hnsw(scope)} ON {VEC} USING hnsw (embedding vector_cosine_ops) "
+        f"WHERE scope = '{literal(scope)}'"
+    )
+
+
+def vec_table(dimension: int, scopes: Iterable[str]) -> list[str]:
+    """The vector table for one model, with one HNSW cosine index per space."""
+    return [
+        f"DROP TABLE IF EXISTS {VEC}",
+        f"""CREATE TABLE {VEC} (rowid bigint PRIMARY KEY, scope text NOT NULL, held integer NOT NULL,
+            embedding vector({int(dimension)}) NOT NULL)""",
+        *(vec_index(scope) for scope in scopes),
+    ]
+
+
+# --------------------------------------------------------------------------- triggers
+
+
+def _token(row: str) -> str:
+    # The random per-space token of schema._token, as plpgsql.
+    return (
+        f"INSERT INTO {META} (key, value) VALUES ('docs:' || {row}.scope, substr(md5(random()::text), 1, 16)) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
+    )
+
+
+def _vector_work(row: str) -> str:
+    return (
+        f"INSERT INTO {DIRTY} (record_id, gen) VALUES ({row}.id, 1) "
+        f"ON CONFLICT (record_id) DO UPDATE SET gen = {DIRTY}.gen + 1;"
+    )
+
+
+_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in ("scope", "title", "body", "tags"))
+
+FUNCTIONS = [
+    f"""CREATE OR REPLACE FUNCTION retrieval_enqueue_record() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            INSERT INTO {QUEUE} (record_id) VALUES (OLD.id) ON CONFLICT (record_id) DO NOTHING;
+        ELSE
+            INSERT INTO {QUEUE} (record_id) VALUES (NEW.id) ON CONFLICT (record_id) DO NOTHING;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    # Nested IFs, not one OR: plpgsql does not promise to short-circuit, and
+    # OLD is NULL on INSERT (NEW on DELETE).
+    f"""CREATE OR REPLACE FUNCTION retrieval_doc_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            {_vector_work("NEW")} {_token("NEW")}
+        ELSIF TG_OP = 'DELETE' THEN
+            {_vector_work("OLD")} {_token("OLD")}
+        ELSE
+            IF {_CHANGED} THEN
+                {_vector_work("NEW")}
+            END IF;
+            {_token("OLD")} {_token("NEW")}
+        END IF;
+        RETURN NULL;
+    END $$""",
+]
+
+_RECORD_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _WATCHED)
+
+TRIGGERS = {
+    "retrieval_record_ai": f"""CREATE OR REPLACE TRIGGER retrieval_record_ai AFTER INSERT ON {RECORD_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION retrieval_enqueue_record()""",
+    "retrieval_record_ad": f"""CREATE OR REPLACE TRIGGER retrieval_record_ad AFTER DELETE ON {RECORD_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION retrieval_enqueue_record()""",
+    # Counter bumps and provenance edits leave the index alone.
+    "retrieval_record_au": f"""CREATE OR REPLACE TRIGGER retrieval_record_au
+        AFTER UPDATE OF {", ".join(_WATCHED)} ON {RECORD_TABLE}
+        FOR EACH ROW WHEN ({_RECORD_CHANGED}) EXECUTE FUNCTION retrieval_enqueue_record()""",
+    "retrieval_doc_ai": f"""CREATE OR REPLACE TRIGGER retrieval_doc_ai AFTER INSERT ON {DOCS}
+        FOR EACH ROW EXECUTE FUNCTION retrieval_doc_changed()""",
+    "retrieval_doc_ad": f"""CREATE OR REPLACE TRIGGER retrieval_doc_ad AFTER DELETE ON {DOCS}
+        FOR EACH ROW EXECUTE FUNCTION retrieval_doc_changed()""",
+    # The flags (edited) alone change nothing indexed.
+    "retrieval_doc_au": f"""CREATE OR REPLACE TRIGGER retrieval_doc_au
+        AFTER UPDATE OF scope, state, title, body, tags ON {DOCS}
+        FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR {_CHANGED})
+        EXECUTE FUNCTION retrieval_doc_changed()""",
+}
+
+_DROP_TRIGGERS = [
+    f"DROP TRIGGER IF EXISTS {name} ON {name_table}"
+    for name, name_table in (
+        ("retrieval_record_ai", RECORD_TABLE),
+        ("retrieval_record_ad", RECORD_TABLE),
+        ("retrieval_record_au", RECORD_TABLE),
+        ("retrieval_doc_ai", DOCS),
+        ("retrieval_doc_ad", DOCS),
+        ("retrieval_doc_au", DOCS),
+    )
+]
+
+
+def drop_keyword(scopes: Iterable[str]) -> list[str]:
+    """The triggers and the keyword indexes of ``scopes`` (reindex makes them anew)."""
+    names = [_name(scope, state, what) for scope, state in partitions(scopes) for what in ("tsv", "ident")]
+    return [*_DROP_TRIGGERS, *(f"DROP INDEX IF EXISTS {name}" for name in names)]
+
+
+DROP = [
+    *_DROP_TRIGGERS,
+    *(f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, VEC, CHUNKS, DIRTY, META)),
+    "DROP FUNCTION IF EXISTS retrieval_doc_changed()",
+    "DROP FUNCTION IF EXISTS retrieval_enqueue_record()",
+]
+
+
+def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
+    """schema.ensure_partitions on PostgreSQL: the triggers (which need no
+    per-space text here), and the keyword indexes and, once the indexer made
+    the vector table, the HNSW index of every current space (or of ``scopes``
+    besides); idempotent. Returns the scopes."""
+    wanted = wanted_scopes(cursor, scopes)
+    for sql in [*FUNCTIONS, *TRIGGERS.values()]:
+        cursor.execute(sql)
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [VEC])
+    has_vectors = bool(cursor.fetchone()[0])
+    for scope in wanted:
+        for sql in partition_indexes(scope):
+            cursor.execute(sql)
+        if has_vectors:
+            cursor.execute(vec_index(scope))
+    return wanted
+
+
+def create_all(cursor: CursorWrapper) -> None:
+    for sql in TABLES:
+        cursor.execute(sql)
+    ensure_partitions(cursor)
+    cursor.execute(f"INSERT INTO {QUEUE} (record_id) SELECT id FROM {RECORD_TABLE} ON CONFLICT (record_id) DO NOTHING")
+
+
+def create_extensions(cursor: CursorWrapper) -> None:
+    """pgvector and pg_trgm in this database, or an error saying what a superuser must run."""
+    from django.db import DatabaseError, transaction
+
+    for sql in EXTENSIONS:
+        try:
+            # A savepoint, so the error below is what the migration reports.
+            with transaction.atomic(using=cursor.db.alias):
+                cursor.execute(sql)
+        except DatabaseError as exc:
+            name = sql.rsplit(" ", 1)[-1]
+            raise DatabaseError(
+                f"Could not run `{sql}` ({str(exc).strip()}). Ask a superuser to run `CREATE EXTENSION {name};` "
+                f"in database {cursor.db.settings_dict['NAME']!r}, then run `python manage.py migrate` again."
+            ) from exc
