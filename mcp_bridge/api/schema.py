@@ -41,7 +41,17 @@ class HitSerializer(serializers.Serializer):
     supersedes = serializers.CharField(required=False, help_text="Set when shown in place of a superseded record.")
 
 
-class SearchSerializer(serializers.Serializer):
+class DeprecationNote(serializers.Serializer):
+    # Spaces (issue 16): an answer to a call that used the deprecated ``scope``
+    # says so (REST and MCP alike; the MCP outputSchemas come from here).
+    deprecated = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Deprecated arguments you used, each with what to use instead (e.g. scope: use space).",
+    )
+
+
+class SearchSerializer(DeprecationNote):
     query = serializers.CharField()
     mode = serializers.CharField()
     results = HitSerializer(many=True)
@@ -100,7 +110,7 @@ class SummarySerializer(serializers.Serializer):
     review_by = serializers.DateField()
 
 
-class ListSerializer(serializers.Serializer):
+class ListSerializer(DeprecationNote):
     records = SummarySerializer(many=True)
     count = serializers.IntegerField()
     limit = serializers.IntegerField()
@@ -155,7 +165,7 @@ class ProposalSerializer(serializers.Serializer):
     next = serializers.CharField()
 
 
-class ProposalCreatedSerializer(serializers.Serializer):
+class ProposalCreatedSerializer(DeprecationNote):
     status = serializers.ChoiceField(choices=["pending"])
     proposal_id = serializers.CharField()
     proposal = ProposalSerializer()
@@ -180,14 +190,14 @@ class SimilarSerializer(serializers.Serializer):
     pending = serializers.BooleanField(required=False, help_text="Set for a proposal waiting for review.")
 
 
-class SimilarExistsSerializer(serializers.Serializer):
+class SimilarExistsSerializer(DeprecationNote):
     status = serializers.ChoiceField(choices=["similar_exists"])
     similar = SimilarSerializer(many=True)
     threshold = serializers.FloatField()
     message = serializers.CharField()
 
 
-class AlreadyRejectedSerializer(serializers.Serializer):
+class AlreadyRejectedSerializer(DeprecationNote):
     status = serializers.ChoiceField(choices=["already_rejected"])
     proposal_id = serializers.CharField(help_text="Your earlier proposal with this same content, rejected.")
     proposal = ProposalSerializer()
@@ -288,7 +298,7 @@ class FindingSerializer(serializers.Serializer):
     similarity = serializers.FloatField(required=False)
 
 
-class QualitySerializer(serializers.Serializer):
+class QualitySerializer(DeprecationNote):
     scopes = serializers.ListField(child=serializers.CharField())
     checked_records = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Findings by kind, listed or not.")

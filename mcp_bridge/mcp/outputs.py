@@ -86,21 +86,6 @@ def _either(*choices: type[serializers.Serializer]) -> dict[str, Any]:
     return {"type": "object", "oneOf": [_one(choice) for choice in choices]}
 
 
-# Spaces (issue 16): a tool given the deprecated ``scope`` says so in its answer.
-DEPRECATED = {
-    "type": "object",
-    "additionalProperties": {"type": "string"},
-    "description": "Deprecated arguments you used, each with what to use instead (e.g. scope: use space).",
-}
-
-
-def _deprecating(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` (or each of its branches) admitting the ``deprecated`` key."""
-    for branch in schema.get("oneOf", [schema]):
-        branch.setdefault("properties", {})["deprecated"] = DEPRECATED
-    return schema
-
-
 def tool_output_schemas() -> dict[str, dict[str, Any]]:
     """Tool name -> its outputSchema. Every tool of the MCP server has one
     (mcp_bridge/mcp/server.py checks that none is left out)."""
@@ -108,13 +93,13 @@ def tool_output_schemas() -> dict[str, dict[str, Any]]:
     proposed = _either(s.ProposalCreatedSerializer, s.SimilarExistsSerializer, s.AlreadyRejectedSerializer)
     return {
         "describe": _one(s.DescribeSerializer),
-        "search": _deprecating(_one(s.SearchSerializer)),
+        "search": _one(s.SearchSerializer),
         "read": _one(s.ReadSerializer),
-        "list": _deprecating(_one(s.ListSerializer)),
-        "propose_context": _deprecating(proposed),
+        "list": _one(s.ListSerializer),
+        "propose_context": proposed,
         "propose_retirement": created,
         "dispute": created,
         "proposal_status": _one(s.ProposalSerializer),
         "withdraw_proposal": _one(s.WithdrawnSerializer),
-        "quality_check": _deprecating(_one(s.QualitySerializer)),
+        "quality_check": _one(s.QualitySerializer),
     }

@@ -92,7 +92,8 @@ def drop_index_trigger_on_postgres(apps, schema_editor):
     """PostgreSQL refuses to change the type of a column a trigger names, and
     retrieval's retrieval_record_au watches ``scope``: drop it first, as
     SQLite's table rebuild does by itself. post_migrate makes it again
-    (retrieval/apps.py), on both engines. Nothing to undo going back."""
+    (retrieval/apps.py), on both engines. Run again, in reverse, before
+    the column is changed back."""
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute("DROP TRIGGER IF EXISTS retrieval_record_au ON reviews_record")
 
@@ -135,6 +136,8 @@ class Migration(migrations.Migration):
             name='scope',
             field=models.CharField(db_index=True, max_length=64),
         ),
+        # Going back, the same trigger is dropped before the column shrinks again.
+        migrations.RunPython(migrations.RunPython.noop, drop_index_trigger_on_postgres),
         migrations.CreateModel(
             name='Membership',
             fields=[
