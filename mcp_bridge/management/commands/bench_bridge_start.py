@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mcp_bridge.daemon_process import free_port
+from mcp_bridge.handshake import opening
 from memory_site import listening
 from retrieval.scratch import scratch_database, scratch_reviewer
 from reviews import actions
@@ -29,17 +30,7 @@ STEPS = ("initialize", "tools/list", "tools/call describe")
 
 def _messages() -> list[dict]:
     return [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *opening(),
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "describe", "arguments": {}}},
     ]

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, wait_for_health
+from mcp_bridge.handshake import opening
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
@@ -166,17 +167,7 @@ class Command(BaseCommand):
         for _ in range(spawns):
             for name, arguments in calls.items():
                 messages = [
-                    {
-                        "jsonrpc": "2.0",
-                        "id": 1,
-                        "method": "initialize",
-                        "params": {
-                            "protocolVersion": "2025-06-18",
-                            "capabilities": {},
-                            "clientInfo": {"name": "bench", "version": "1"},
-                        },
-                    },
-                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    *opening(),
                     {
                         "jsonrpc": "2.0",
                         "id": 2,
