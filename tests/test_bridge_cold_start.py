@@ -151,3 +151,25 @@ def test_a_failed_start_is_reported_to_the_waiting_call_then_the_usual_path_resu
     assert written[-1]["error"]["code"] == bridge.DAEMON_UNAVAILABLE
     assert "exited with code 1 while starting" in written[-1]["error"]["message"]
     assert relay._starting is None  # the next call starts (or reports) afresh
+
+
+def test_a_start_that_fails_before_initialized_arrives_is_still_reported_to_the_next_request(cold, monkeypatch):
+    # The order CI once met: the start failed while initialized was on its way,
+    # and the notification used the report up, so the call met a silent port.
+    relay, written, _release, _stand_in = cold
+    # The stand-in's port is bound but never served: a call that takes the
+    # usual path meets a silent daemon, as in CI; it gives up after a second.
+    monkeypatch.setattr(bridge, "REQUEST_TIMEOUT", 1.0)
+
+    def cannot_start(cfg):
+        raise bridge.BridgeError("The Vetted daemon exited with code 1 while starting; see daemon.log.")
+
+    for module in (bridge, cold_start):
+        monkeypatch.setattr(module, "ensure_daemon", cannot_start)
+    relay.expect_initialize()
+    relay.handle(INIT)
+    relay._starting.join(10)  # the failure is in before initialized
+    relay.handle(INITIALIZED)
+    relay.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "describe"}})
+    assert written[-1]["id"] == 2 and written[-1]["error"]["code"] == bridge.DAEMON_UNAVAILABLE
+    assert "exited with code 1 while starting" in written[-1]["error"]["message"]

@@ -99,6 +99,11 @@ class ColdStart:
         if not self._daemon_up.wait(timeout=START_TIMEOUT + 10):
             raise BridgeError(f"The Vetted daemon did not start within {START_TIMEOUT:.0f} s.")
         if self._start_error is not None:
+            if msg_id is None:
+                # A notification cannot carry the report, so it must not use it
+                # up: the next request receives it (the start may fail before or
+                # after the client's initialized arrives; either way the same).
+                return True
             error = self._start_error
             # Reported once; later requests take the usual path (which starts
             # the daemon again, or says how), as if the bridge had just started.
