@@ -7,14 +7,13 @@ talk to the daemon at /mcp with their bearer token.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from reviews import actions
 from reviews.models import Agent, Proposal, ProposalState, Record
 from tests.gateway_support import http, running_daemon
-from tests.mcp_client import call, over_http, text_of, tool_names
+from tests.mcp_client import NEW_FACT, call, over_http, text_of, tool_names
 
 pytestmark = pytest.mark.slow
 
@@ -48,15 +47,6 @@ FORBIDDEN_WORDS = (
     "revoke",
     "admin",
 )
-
-NEW_FACT: dict[str, Any] = {
-    "title": "Payments service deploy window",
-    "body": "The payments service deploys every Tuesday at 14:00 UTC after the change review meeting.",
-    "kind": "procedure",
-    "scope": "team",
-    "tags": ["payments", "deploy"],
-    "reason": "The user explained the deploy routine in this session.",
-}
 
 
 def structured(result) -> dict:

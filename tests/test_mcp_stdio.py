@@ -203,34 +203,8 @@ def test_bridge_reconnects_when_the_daemon_restarts(agent_tokens, tmp_path):
 def test_autostart_starts_one_daemon_for_concurrent_bridges(tmp_path):
     """Two bridges spawned at once against a stopped daemon: one starts it
     (under the lock), the other waits for it; both get answers."""
+    env, token = _home_with_agent(tmp_path / "home", "auto")
     home = tmp_path / "home"
-    env = {
-        **os.environ,
-        "VETTED_HOME": str(home),
-        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
-        "VETTED_EMBEDDER": "fake",
-    }
-    env.pop("VETTED_DB_PATH", None)
-    manage = [sys.executable, str(PROJECT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, timeout=120)
-    subprocess.run(
-        [*manage, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com"],
-        env={**env, "DJANGO_SUPERUSER_PASSWORD": "a-long-password-1"},
-        check=True,
-        timeout=60,
-    )
-    token = (
-        subprocess.run(
-            [*manage, "create_agent", "auto", "--scopes", "team"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
     port = free_port()
     bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
     session = "".join(
@@ -266,7 +240,7 @@ def test_autostart_starts_one_daemon_for_concurrent_bridges(tmp_path):
     assert time.monotonic() - started < 150
 
 
-def _home_with_agent(home):
+def _home_with_agent(home, agent="cold"):
     """A fresh VETTED_HOME with a reviewer and one agent; returns (env, token)."""
     env = {
         **os.environ,
@@ -284,7 +258,12 @@ def _home_with_agent(home):
         timeout=60,
     )
     made = subprocess.run(
-        [*manage, "create_agent", "cold", "--scopes", "team"], env=env, check=True, capture_output=True, text=True
+        [*manage, "create_agent", agent, "--scopes", "team"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return env, made.stdout.strip().splitlines()[-1]
 

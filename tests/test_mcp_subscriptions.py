@@ -8,35 +8,13 @@ from __future__ import annotations
 import asyncio
 
 import anyio
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from reviews import actions
+from tests.mcp_client import NEW_FACT as FACT
+from tests.mcp_client import over_http, over_stdio
 
 pytestmark = pytest.mark.slow
-
-FACT = {
-    "title": "Payments service deploy window",
-    "body": "The payments service deploys every Tuesday at 14:00 UTC after the change review meeting.",
-    "kind": "procedure",
-    "scope": "team",
-    "tags": ["payments", "deploy"],
-    "reason": "The user explained the deploy routine in this session.",
-}
-
-
-def run(url, token, steps, mode, on_message=None):
-    async def go():
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=60))
-        async with (
-            http,
-            Client(streamable_http_client(url, http_client=http), mode=mode, message_handler=on_message) as client,
-        ):
-            return await steps(client)
-
-    return asyncio.run(go())
 
 
 def _decide_and_change(reviewer, pid, personal_id, record_id):
@@ -72,7 +50,7 @@ def test_listen_hears_a_decision_and_a_withheld_record_and_nothing_else(gateway,
         note = (await c.read_resource(uris[0])).contents[0].text
         return heard, note
 
-    heard, note = run(gateway.mcp_url, agent_tokens["team-bot"], steps, "2026-07-28")
+    heard, note = over_http(gateway.mcp_url, agent_tokens["team-bot"], steps, "2026-07-28")
     assert sorted(heard) == sorted([uris[0], uris[2]])
     assert "We deploy on Wednesdays now." in note
 
@@ -102,7 +80,7 @@ def test_resources_subscribe_hears_the_decision_note_in_the_notification(gateway
         await asyncio.sleep(1.5)  # anything more would come within a poll
         return pid
 
-    pid = run(gateway.mcp_url, agent_tokens["team-bot"], steps, "legacy", on_message)
+    pid = over_http(gateway.mcp_url, agent_tokens["team-bot"], steps, "legacy", on_message)
     by_uri = {str(p.uri): p.meta or {} for p in heard}
     assert set(by_uri) == {f"vetted://proposals/{pid}", f"vetted://records/{record.public_id}"}
     told = by_uri[f"vetted://proposals/{pid}"]
@@ -116,11 +94,7 @@ def test_resources_subscribe_hears_the_decision_note_in_the_notification(gateway
 def _over_bridge(gateway, token, steps, mode, on_message=None):
     from tests.test_mcp_stdio import bridge_params
 
-    async def go():
-        async with Client(bridge_params(gateway.base, token), mode=mode, message_handler=on_message) as client:
-            return await steps(client)
-
-    return asyncio.run(go())
+    return over_stdio(bridge_params(gateway.base, token), steps, mode, on_message)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
@@ -133,10 +107,10 @@ def test_the_bridge_gives_the_same_answers_as_http_on_both_revisions(gateway, ag
         return tools, prompt, read, found, c.protocol_version
 
     token = agent_tokens["team-bot"]
-    over_http = run(gateway.mcp_url, token, steps, mode)
-    over_stdio = _over_bridge(gateway, token, steps, mode)
-    assert over_stdio == over_http
-    assert over_stdio[-1] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    via_http = over_http(gateway.mcp_url, token, steps, mode)
+    via_bridge = _over_bridge(gateway, token, steps, mode)
+    assert via_bridge == via_http
+    assert via_bridge[-1] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
 
 
 def test_a_2026_client_through_the_bridge_discovers_instead_of_falling_back(gateway, agent_tokens):
@@ -195,10 +169,11 @@ def test_an_agent_holds_at_most_its_session_cap_of_listen_streams(gateway, agent
                 refused = exc.error.message
             else:
                 refused = ""
-            other = await asyncio.to_thread(run, gateway.mcp_url, agent_tokens["team-bot"], _listen_once, "2026-07-28")
+            token = agent_tokens["team-bot"]
+            other = await asyncio.to_thread(over_http, gateway.mcp_url, token, _listen_once, "2026-07-28")
             return refused, other
 
-    refused, other = run(gateway.mcp_url, agent_tokens["claude-code"], steps, "2026-07-28")
+    refused, other = over_http(gateway.mcp_url, agent_tokens["claude-code"], steps, "2026-07-28")
     assert "[limit_reached] at most 16 open listen streams per agent" in refused
     assert other is True
 

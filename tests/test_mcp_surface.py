@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memory_site import guidance
 from reviews import actions
+from tests.mcp_client import NEW_FACT as FACT
 from tests.mcp_client import text_of
 
 MODES = ["legacy", "2026-07-28"]
@@ -39,16 +40,6 @@ def run_client(token: str, steps, mode: str = "legacy"):
                 return await steps(c)
 
     return asyncio.run(go())
-
-
-FACT = {
-    "title": "Payments service deploy window",
-    "body": "The payments service deploys every Tuesday at 14:00 UTC after the change review meeting.",
-    "kind": "procedure",
-    "scope": "team",
-    "tags": ["payments", "deploy"],
-    "reason": "The user explained the deploy routine in this session.",
-}
 
 
 @pytest.mark.parametrize("mode", MODES)

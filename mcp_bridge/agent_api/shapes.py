@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from retrieval.gate import REASONS
-from reviews.formats import iso
-from reviews.models import SCOPES, Proposal, ProposalState, Record
 
-EXCERPT_CHARS = 280
+# The record shapes live below the gateway, where the `records` command uses them too.
+from retrieval.shapes import EXCERPT_CHARS, record_full, record_summary
+from reviews.formats import iso
+from reviews.models import Proposal, ProposalState
 
 WITHHELD_EXPLAINED = {
     "retired": "a reviewer retired it: it no longer holds",
@@ -21,46 +22,7 @@ WITHHELD_EXPLAINED = {
 }
 assert set(WITHHELD_EXPLAINED) == set(REASONS)
 
-
-def record_summary(record: Record) -> dict:
-    body = record.body
-    excerpt = body if len(body) <= EXCERPT_CHARS else body[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
-    return {
-        "id": record.public_id,
-        "title": record.title,
-        "kind": record.kind,
-        "scope": record.scope,
-        "tags": record.tags,
-        "excerpt": excerpt,
-        "approved_at": iso(record.approved_at),
-        "verified_at": iso(record.verified_at),
-        "review_by": iso(record.review_by),
-    }
-
-
-def record_full(record: Record, scopes=SCOPES) -> dict:
-    """Every field an agent may see. Links to versions in scopes the reader
-    cannot read (a record moved from personal to team) are left out."""
-    supersedes = record.supersedes if record.supersedes_id else None
-    return {
-        "id": record.public_id,
-        "title": record.title,
-        "kind": record.kind,
-        "scope": record.scope,
-        "tags": record.tags,
-        "body": record.body,
-        "status": record.status,
-        "approved_at": iso(record.approved_at),
-        "approved_by": record.approved_by.get_username() if record.approved_by is not None else None,
-        "verified_at": iso(record.verified_at),
-        "review_by": iso(record.review_by),
-        "valid_from": iso(record.valid_from),
-        "valid_until": iso(record.valid_until),
-        "supersedes": supersedes.public_id if supersedes is not None and supersedes.scope in scopes else None,
-        "checksum": record.approved_checksum,
-        "confidence": record.confidence,
-        "source_tool": record.source_tool,
-    }
+__all__ = ["EXCERPT_CHARS", "WITHHELD_EXPLAINED", "proposal_shape", "record_full", "record_summary"]
 
 
 def proposal_shape(proposal: Proposal) -> dict:

@@ -2,30 +2,15 @@
 through the same gate as agents, now or at a past moment (--as-of, --valid-at)."""
 
 import json
-from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.asof import list_at, read_at
 from retrieval.cli import moment_from, reader_from
 from retrieval.gate import read_record
+from retrieval.shapes import record_full
 from reviews.errors import VettedError
 from reviews.history import Moment
-from reviews.models import Record
-
-
-def _summary(record: Record) -> dict[str, Any]:
-    return {
-        "id": record.public_id,
-        "title": record.title,
-        "kind": record.kind,
-        "scope": record.scope,
-        "tags": record.tags,
-        "body": record.body,
-        "status": record.status,
-        "approved_at": record.approved_at.isoformat(),
-        "review_by": record.review_by.isoformat(),
-    }
 
 
 class Command(BaseCommand):
@@ -60,9 +45,8 @@ class Command(BaseCommand):
             limit=opts["limit"],
         )
         if opts["json"]:
-            self.stdout.write(
-                json.dumps({"records": [_summary(r) for r in rows], **(moment.as_dict() if moment else {})})
-            )
+            records = [record_full(r, reader.scopes) for r in rows]
+            self.stdout.write(json.dumps({"records": records, **(moment.as_dict() if moment else {})}))
             return
         for r in rows:
             self.stdout.write(f"{r.public_id}  [{r.kind}/{r.scope}] {r.title}  (approved {r.approved_at:%Y-%m-%d})")
@@ -80,7 +64,7 @@ class Command(BaseCommand):
             **(moment.as_dict() if moment else {}),
         }
         if result.record is not None:
-            data["record"] = _summary(result.record)
+            data["record"] = record_full(result.record, reader.scopes)
         else:
             data["withheld"] = result.withheld
             if result.successor is not None:
