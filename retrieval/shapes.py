@@ -13,15 +13,22 @@ from reviews.models import SCOPES, Record
 EXCERPT_CHARS = 280
 
 
-def record_summary(record: Record) -> dict[str, Any]:
-    body = record.body
-    excerpt = body if len(body) <= EXCERPT_CHARS else body[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
+def _heading(record: Record) -> dict[str, Any]:
+    """What names a record in every shape (the summary and the full record)."""
     return {
         "id": record.public_id,
         "title": record.title,
         "kind": record.kind,
         "scope": record.scope,
         "tags": record.tags,
+    }
+
+
+def record_summary(record: Record) -> dict[str, Any]:
+    body = record.body
+    excerpt = body if len(body) <= EXCERPT_CHARS else body[:EXCERPT_CHARS].rsplit(" ", 1)[0] + " …"
+    return {
+        **_heading(record),
         "excerpt": excerpt,
         "approved_at": iso(record.approved_at),
         "verified_at": iso(record.verified_at),
@@ -34,11 +41,7 @@ def record_full(record: Record, scopes: Collection[str] = SCOPES) -> dict[str, A
     cannot read (a record moved from personal to team) are left out."""
     supersedes = record.supersedes if record.supersedes_id else None
     return {
-        "id": record.public_id,
-        "title": record.title,
-        "kind": record.kind,
-        "scope": record.scope,
-        "tags": record.tags,
+        **_heading(record),
         "body": record.body,
         "status": record.status,
         "approved_at": iso(record.approved_at),

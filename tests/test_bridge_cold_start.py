@@ -135,14 +135,17 @@ def test_without_a_cached_answer_initialize_waits_for_the_daemon(cold, tmp_path)
     assert AnswerCache(tmp_path, "vt_x").get(VERSION, "initialize") == INIT_RESULT  # and cached for next time
 
 
-def test_a_failed_start_is_reported_to_the_waiting_call_then_the_usual_path_resumes(cold, monkeypatch):
-    relay, written, _release, _stand_in = cold
-
+def _daemon_cannot_start(monkeypatch):
     def cannot_start(cfg):
         raise bridge.BridgeError("The Vetted daemon exited with code 1 while starting; see daemon.log.")
 
     for module in (bridge, cold_start):
         monkeypatch.setattr(module, "ensure_daemon", cannot_start)
+
+
+def test_a_failed_start_is_reported_to_the_waiting_call_then_the_usual_path_resumes(cold, monkeypatch):
+    relay, written, _release, _stand_in = cold
+    _daemon_cannot_start(monkeypatch)
     relay.expect_initialize()
     relay.handle(INIT)
     relay.handle(INITIALIZED)
@@ -160,12 +163,7 @@ def test_a_start_that_fails_before_initialized_arrives_is_still_reported_to_the_
     # The stand-in's port is bound but never served: a call that takes the
     # usual path meets a silent daemon, as in CI; it gives up after a second.
     monkeypatch.setattr(bridge, "REQUEST_TIMEOUT", 1.0)
-
-    def cannot_start(cfg):
-        raise bridge.BridgeError("The Vetted daemon exited with code 1 while starting; see daemon.log.")
-
-    for module in (bridge, cold_start):
-        monkeypatch.setattr(module, "ensure_daemon", cannot_start)
+    _daemon_cannot_start(monkeypatch)
     relay.expect_initialize()
     relay.handle(INIT)
     relay._starting.join(10)  # the failure is in before initialized
