@@ -90,3 +90,37 @@ def test_the_split_is_a_fixed_partition_by_query_id():
     # Pinned: the published dev/test tables depend on these never moving.
     assert [split_of(i) for i in ("conv-26:0", "conv-26:1", "conv-26:2")] == ["test", "test", "dev"]
     assert 0.35 < len(dev) / len(ids) < 0.65
+
+
+def test_keep_reuses_each_imported_conversation_and_gives_the_same_table(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([SAMPLE]))
+    keep = tmp_path / "cache"
+
+    def run():
+        out = io.StringIO()
+        call_command("bench_locomo", str(path), "--json", "--keep", str(keep), stdout=out, stderr=io.StringIO())
+        return json.loads(out.getvalue())
+
+    first, second = run(), run()
+
+    assert first["totals"]["cached"] == 0 and first["totals"]["imported"] == 4
+    assert second["totals"]["cached"] == 1 and second["totals"]["imported"] == 0
+    assert second["recall"] == first["recall"]
+    assert len(list(keep.glob("*.sqlite3"))) == 1
+
+
+def test_keep_never_reuses_an_entry_made_from_other_turns(tmp_path):
+    path = tmp_path / "locomo.json"
+    keep = tmp_path / "cache"
+    path.write_text(json.dumps([SAMPLE]))
+    call_command("bench_locomo", str(path), "--json", "--keep", str(keep), stdout=io.StringIO(), stderr=io.StringIO())
+    changed = json.loads(json.dumps(SAMPLE))
+    changed["conversation"]["session_1"][0]["text"] = "I gave a talk about pottery at the library."
+    path.write_text(json.dumps([changed]))
+    out = io.StringIO()
+
+    call_command("bench_locomo", str(path), "--json", "--keep", str(keep), stdout=out, stderr=io.StringIO())
+
+    assert json.loads(out.getvalue())["totals"]["cached"] == 0
+    assert len(list(keep.glob("*.sqlite3"))) == 2

@@ -1,16 +1,22 @@
 """LoCoMo recall: one approved record per conversation turn, every category
 1-4 question searched in each mode. See README ("Search quality")."""
 
+import hashlib
 import json
 import logging
 import re
+import shutil
 import sys
 import time
 from collections import defaultdict
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from tqdm import tqdm
 
 from retrieval import index
@@ -41,6 +47,12 @@ class Command(BaseCommand):
         parser.add_argument("--split", default="all", choices=SPLITS, help="questions of the dev or test half")
         parser.add_argument("--json", action="store_true", help="print the table as JSON")
         parser.add_argument("--dump", help="write each question's hybrid candidates to this JSON Lines file")
+        parser.add_argument(
+            "--keep",
+            metavar="DIR",
+            help="cache each imported conversation's database in DIR and reuse it on the next run, so a rerun "
+            "only searches (SQLite only; an entry is used only for the same turns, migrations and model)",
+        )
 
     def handle(self, *args, **opts):
         samples = _read(opts["path"])
@@ -63,6 +75,8 @@ class Command(BaseCommand):
         hits: defaultdict[tuple[str, str, str, int, str], list[bool]] = defaultdict(list)
         times: defaultdict[str, list[float]] = defaultdict(list)  # mode -> per-search ms
         totals = {"turns": 0, "questions": 0, "no_evidence": 0, "unknown_evidence": 0, "import_s": 0.0}
+        totals |= {"cached": 0, "imported": 0}  # conversations from --keep; turns imported (and timed)
+        keep = _keep_folder(opts["keep"]) if opts["keep"] else None
         dump = open(opts["dump"], "w", encoding="utf-8") if opts["dump"] else nullcontext()  # noqa: SIM115
         quiet = [logging.getLogger(name) for name in ("reviews.actions", "retrieval.index")]
         levels = [log.level for log in quiet]
@@ -70,7 +84,7 @@ class Command(BaseCommand):
             log.setLevel(logging.WARNING)
         with dump as out:
             for sample in samples:
-                self._conversation(sample, modes, ks, opts["split"], embedder, hits, times, totals, out)
+                self._conversation(sample, modes, ks, opts["split"], embedder, hits, times, totals, out, keep)
         for log, level in zip(quiet, levels, strict=True):
             log.setLevel(level)
         table = _table(hits, modes, ks)
@@ -79,7 +93,7 @@ class Command(BaseCommand):
             return
         self._print(table, modes, ks, times, totals, len(samples), opts["split"])
 
-    def _conversation(self, sample, modes, ks, split, embedder, hits, times, totals, out):
+    def _conversation(self, sample, modes, ks, split, embedder, hits, times, totals, out, keep):
         turns = _turns(sample)
         questions = []
         for n, qa in enumerate(sample["qa"]):
@@ -93,15 +107,23 @@ class Command(BaseCommand):
             if in_split(qid, split):
                 questions.append((qid, qa, evidence))
         with scratch_database():
-            reviewer = scratch_reviewer()
-            started = time.perf_counter()
-            rows = [(n, fields) for n, (_dia, fields) in enumerate(turns, 1)]
-            result = actions.import_records(rows, reviewer=reviewer, reason="LoCoMo benchmark")
-            if result.errors:
-                raise CommandError(f"{sample['sample_id']}: turns refused by the import: {result.errors[:3]}")
-            record_of = {dia: public_id for (dia, _f), public_id in zip(turns, result.created, strict=True)}
-            index.sync(embedder, batch=256)  # usually done already, as the import committed
-            totals["import_s"] += time.perf_counter() - started
+            cached = _cache_entry(keep, sample["sample_id"], turns, embedder) if keep else None
+            if cached is not None and cached.with_suffix(".json").exists():
+                record_of = _restore(cached, embedder)
+                totals["cached"] += 1
+            else:
+                reviewer = scratch_reviewer()
+                started = time.perf_counter()
+                rows = [(n, fields) for n, (_dia, fields) in enumerate(turns, 1)]
+                result = actions.import_records(rows, reviewer=reviewer, reason="LoCoMo benchmark")
+                if result.errors:
+                    raise CommandError(f"{sample['sample_id']}: turns refused by the import: {result.errors[:3]}")
+                record_of = {dia: public_id for (dia, _f), public_id in zip(turns, result.created, strict=True)}
+                index.sync(embedder, batch=256)  # usually done already, as the import committed
+                totals["import_s"] += time.perf_counter() - started
+                totals["imported"] += len(turns)
+                if cached is not None:
+                    _store(cached, record_of)
             totals["turns"] += len(turns)
             reader, limit = Reader.everything(), max(ks)
             public_ids = {}
@@ -139,10 +161,13 @@ class Command(BaseCommand):
             f"(split: {split}); left out {totals['no_evidence']} without evidence; "
             f"{totals['unknown_evidence']} evidence ids match no turn (counted as misses)"
         )
-        w(
-            f"import (proposed, approved and embedded): {totals['import_s']:.1f} s, "
-            f"{totals['turns'] / max(totals['import_s'], 1e-9):.0f} turns/s"
-        )
+        if totals["cached"]:
+            w(f"{totals['cached']} of {convs} conversations from the --keep cache (not imported, not timed)")
+        if totals["imported"]:
+            w(
+                f"import (proposed, approved and embedded): {totals['imported']} turns in {totals['import_s']:.1f} s, "
+                f"{totals['imported'] / totals['import_s']:.0f} turns/s"
+            )
         cuts = [f"{kind}@{k}" for k in ks for kind in ("any", "all")]
         parts = ["dev", "test", "all"] if split == "all" else [split]
         w(f"{'split':<5} {'category':<12} {'n':>5} {'mode':<9} " + " ".join(f"{c:>7}" for c in cuts))
@@ -194,6 +219,52 @@ def _turns(sample):
             }
             turns.append((turn["dia_id"], fields))
     return turns
+
+
+def _keep_folder(path: str) -> Path:
+    if connection.vendor != "sqlite":
+        raise CommandError("--keep caches SQLite files; on PostgreSQL run without it.")
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"--keep {path}: cannot make the folder: {exc.strerror}") from None
+    return folder
+
+
+def _cache_entry(folder: Path, sample_id: str, turns, embedder) -> Path:
+    """The cache file for one conversation. Its name carries a hash of
+    everything the imported database depends on: the turns as mapped, the
+    migrations on disk, the index's schema version and the model, so an entry
+    made by other code or data is never reused (it is simply not found)."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    key = json.dumps(
+        [turns, sorted(loader.disk_migrations), index.SCHEMA_VERSION, embedder.name, embedder.dimension],
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    safe = re.sub(r"[^\w.-]", "_", sample_id)
+    return folder / f"{safe}-{digest}.sqlite3"
+
+
+def _store(entry: Path, record_of: dict[str, str]) -> None:
+    """Copy the scratch database (complete: the import and the sync have
+    committed) and then its turn map: the map is written last, so a run cut
+    short leaves no entry that looks complete."""
+    connection.close()
+    shutil.copyfile(connection.settings_dict["NAME"], entry)
+    entry.with_suffix(".json").write_text(json.dumps(record_of), encoding="utf-8")
+
+
+def _restore(entry: Path, embedder) -> dict[str, str]:
+    """Put a cached database in place of the fresh scratch one (a copy, so
+    searching, which may sweep or sync, never changes the cache)."""
+    connection.close()
+    shutil.copyfile(entry, connection.settings_dict["NAME"])
+    call_command("migrate", verbosity=0, interactive=False)
+    index.sync(embedder, batch=256)
+    record_of: dict[str, str] = json.loads(entry.with_suffix(".json").read_text(encoding="utf-8"))
+    return record_of
 
 
 def _read(path):
