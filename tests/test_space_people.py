@@ -159,9 +159,9 @@ def test_as_seen_answers_anothers_agent_as_an_unknown_one(clients):
     theirs = browser.get(reverse("records_as_of"), {"as_of": day, "agent": "acme-bot"})
     unknown = browser.get(reverse("records_as_of"), {"as_of": day, "agent": "no-such-bot"})
     assert theirs.status_code == unknown.status_code == 400
-    assert theirs.context["errors"]["agent"].replace("acme-bot", "X") == unknown.context["errors"][
-        "agent"
-    ].replace("no-such-bot", "X")
+    assert theirs.context["errors"]["agent"].replace("acme-bot", "X") == unknown.context["errors"]["agent"].replace(
+        "no-such-bot", "X"
+    )
     for word in MARKERS["acme"]:
         assert word not in theirs.content.decode().lower()
 

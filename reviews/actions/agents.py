@@ -40,7 +40,7 @@ def _own_name(name: str, person: object) -> str:
     base = f"{name[: 62 - len(user)]}-{user}"[:64]
     candidate, n = base, 2
     while Agent.objects.filter(name=candidate).exists():
-        candidate, n = f"{base[: 60]}-{n}", n + 1
+        candidate, n = f"{base[:60]}-{n}", n + 1
     return candidate
 
 

@@ -356,9 +356,9 @@ def revoke_oauth_grant(grant: OAuthGrant | str, *, actor: Actor, reason: str = "
         row = (
             OAuthGrant.objects.select_for_update().select_related("agent", "client").filter(public_id=public_id).first()
         )
-        if row is not None and reviewer is not None and not reviewer.is_superuser:
-            if not space_access.sees_agent(reviewer, row.agent):
-                row = None
+        hidden = row is not None and reviewer is not None and not reviewer.is_superuser
+        if hidden and not space_access.sees_agent(reviewer, row.agent):  # type: ignore[union-attr]
+            row = None
         if row is None:
             raise ValidationFailed({"grant": f"no grant {public_id[:40]!r}"})
         if row.revoked_at is not None:

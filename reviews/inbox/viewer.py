@@ -74,7 +74,7 @@ def proposals(queryset: Q) -> Q:
 def agents(rows: Q) -> Q:
     """The agents the viewer is shown (space_access.agents_seen_by, in SQL); every one outside a request."""
     viewer = _viewer.get()
-    return rows if viewer is None else space_access.agents_seen_by(viewer.user, rows)
+    return rows if viewer is None else space_access.agents_seen_by(viewer.user, rows)  # type: ignore[return-value]
 
 
 def shown_spaces(slugs: Iterable[str]) -> list[str]:
