@@ -207,3 +207,43 @@ def test_a_space_slug_inside_another_slug_grants_no_view(clients, django_user_mo
     actions.remove_member("acme-labs", rita, actor=other)
     actions.create_agent("labs-bot", scopes=["acme-labs"], actor=other)
     assert "labs-bot" not in set(space_access.agents_seen_by(rita).values_list("name", flat=True))
+
+
+# --------------------------------------------------------------------------- 7 and 8 without JavaScript
+
+
+def test_a_plain_post_moves_a_record_and_the_form_offers_only_deciding_spaces(clients):
+    rita, sam = clients["rita"], clients["sam"]
+    record = clients["records"]["northrail"][0]
+    browser = Client()
+    browser.force_login(sam)
+    page = browser.get(reverse("record_detail", args=[record.public_id]))
+    assert page.context["move_targets"] == ["personal:sam"]  # not acme, not northrail itself
+    acme = clients["records"]["acme"][0]
+    assert browser.get(reverse("record_detail", args=[acme.public_id])).status_code == 404
+    refused = browser.post(reverse("record_move", args=[acme.public_id]), {"scope": "northrail", "note": "mine now"})
+    assert refused.status_code == 302
+    acme.refresh_from_db()
+    assert acme.scope == "acme" and acme.status == "approved"
+    browser.force_login(rita)
+    answer = browser.post(reverse("record_move", args=[record.public_id]), {"scope": "acme", "note": "Acme's now"})
+    record.refresh_from_db()
+    moved = record.superseded_by
+    assert moved is not None and moved.scope == "acme"
+    assert answer.status_code == 302 and answer["Location"] == reverse("record_detail", args=[moved.public_id])
+
+
+def test_a_first_of_two_approvals_by_plain_post_is_counted_not_an_error(clients):
+    """It used to answer 500: the view looked for the decision's Undo, and a first approval is no decision."""
+    rita = clients["rita"]
+    actions.set_required_approvals("northrail", 2, actor=rita)
+    pending = clients["pending"]["northrail"]  # from north-bot, sam's agent: rita may approve
+    browser = Client()
+    browser.force_login(rita)
+    answer = browser.post(reverse("proposal_accept", args=[pending.public_id]))
+    assert answer.status_code == 302
+    pending.refresh_from_db()
+    assert pending.state == "pending"
+    assert "1 of 2 approvals: accepted by rita" in browser.get(reverse("home")).content.decode()
+    htmx = browser.post(reverse("proposal_accept", args=[pending.public_id]), HTTP_HX_REQUEST="true")
+    assert htmx.status_code == 200 and "You already accepted" in htmx.content.decode()
