@@ -5,6 +5,8 @@ process, naming the variable). Imported by settings.py; see README
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_choice, env_float, env_int, env_list, env_str
@@ -16,11 +18,20 @@ from .env import env_choice, env_float, env_int, env_list, env_str
 VETTED_NOTIFY_MIN_SECONDS = env_int("VETTED_NOTIFY_MIN_SECONDS", 60, minimum=0, maximum=24 * 3600)
 # A batch waits until no event came for this long (so a burst is one message).
 VETTED_NOTIFY_QUIET_SECONDS = env_float("VETTED_NOTIFY_QUIET_SECONDS", 1.0, minimum=0.0, maximum=600.0)
-VETTED_NOTIFY_SCOPES = env_list("VETTED_NOTIFY_SCOPES", ["team", "system"])
-for _scope in VETTED_NOTIFY_SCOPES:
-    if _scope not in ("personal", "team", "system"):
+# Spaces (issue 16): which spaces notifications and the feed may name, by
+# slug or by kind ("team" is every team space, as the fixed scope was). Each
+# person is told only of the spaces they decide in among these (notify/recipients.py).
+# VETTED_NOTIFY_SCOPES is the deprecated alias (read when this is unset).
+_NOTIFY_SPACES_NAME = "VETTED_NOTIFY_SPACES" if env_str("VETTED_NOTIFY_SPACES", "") else "VETTED_NOTIFY_SCOPES"
+VETTED_NOTIFY_SPACES = env_list(_NOTIFY_SPACES_NAME, ["team", "system"])
+VETTED_NOTIFY_SPACES_DEPRECATED = _NOTIFY_SPACES_NAME == "VETTED_NOTIFY_SCOPES" and bool(
+    env_str("VETTED_NOTIFY_SCOPES", "")
+)
+for _space in VETTED_NOTIFY_SPACES:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9:._-]{0,63}", _space):
         raise ImproperlyConfigured(
-            f"VETTED_NOTIFY_SCOPES: {_scope!r} is not a scope; use personal, team and/or system."
+            f"{_NOTIFY_SPACES_NAME}: {_space!r} is not a space slug or kind; "
+            "give slugs (acme, personal:sam) and/or kinds (personal, team, system), comma-separated."
         )
 VETTED_WEBHOOK_URL = env_str("VETTED_WEBHOOK_URL", "")
 if VETTED_WEBHOOK_URL and not VETTED_WEBHOOK_URL.startswith(("http://", "https://")):

@@ -196,7 +196,8 @@ def email_message(delivery_id: str, payload: dict[str, Any]) -> EmailMultiAltern
         subject=f"Vetted: {context['summary']}",
         body=text,
         from_email=settings.DEFAULT_FROM_EMAIL,
-        to=list(settings.VETTED_NOTIFY_EMAIL),
+        # A message made per person (notify/recipients.py) carries its addresses.
+        to=list(payload.get("to") or settings.VETTED_NOTIFY_EMAIL),
         headers={"X-Vetted-Delivery": delivery_id, "Message-ID": f"<{delivery_id}@vetted>"},
     )
     message.attach_alternative(html, "text/html")

@@ -2,7 +2,7 @@
 secret URL (``/feed/atom?key=SECRET``). The secret travels as the ``key``
 query parameter, which memory_site/logscrub.py redacts from every log line,
 the daemon's access log included. Titles only, never a body; only the
-scopes in VETTED_NOTIFY_SCOPES; an unknown key and a key of a reviewer who
+spaces in VETTED_NOTIFY_SPACES that the key's person decides in; an unknown key and a key of a reviewer who
 may no longer review get the same 404."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from reviews.models import Proposal, ProposalAction, ProposalState
 
+from . import recipients
 from .channels import clean_text
 from .models import FeedKey
 
@@ -75,7 +76,8 @@ def atom(request):
     if key is None or not (key.user.is_active and key.user.is_staff):
         raise Http404("No such feed.")
     response = HttpResponse(content_type="application/atom+xml; charset=utf-8")
-    feed_for_scopes(list(settings.VETTED_NOTIFY_SCOPES)).write(response, "utf-8")
+    # Spaces (issue 16): the key's person is told only of the spaces they decide in.
+    feed_for_scopes(sorted(recipients.spaces_of(key.user))).write(response, "utf-8")
     response["Cache-Control"] = "private, no-store"
     response["Referrer-Policy"] = "no-referrer"
     return response

@@ -6,9 +6,10 @@ One pass (``run_once``) does three things:
    configured channel. It waits until no event came for
    VETTED_NOTIFY_QUIET_SECONDS (a burst is one message) and makes at most
    one message per VETTED_NOTIFY_MIN_SECONDS, except for disputes, which go
-   out at once. Events outside VETTED_NOTIFY_SCOPES, and proposals decided
+   out at once. Events outside VETTED_NOTIFY_SPACES (by slug or kind), and proposals decided
    before they were told, are dropped. The payload is frozen in the row, so
-   every retry is the same message under the same delivery id.
+   every retry is the same message under the same delivery id. Who is
+   told what: notify/recipients.py (an e-mail per person and their spaces).
 2. ``send_due``: claims the messages whose time has come (a lease, so two
    senders never send the same one at once) and sends them; a failure is
    retried with exponential backoff for RETRY_FOR, then marked failed with
@@ -43,8 +44,8 @@ from django.utils import timezone
 
 from reviews.models import Proposal, ProposalState
 
-from . import channels, refusals, wake
-from .models import URGENT_EVENTS, Delivery, DeliveryState, Event, OutboxEvent
+from . import channels, recipients, refusals, wake
+from .models import URGENT_EVENTS, Channel, Delivery, DeliveryState, Event, OutboxEvent
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def summary_of(items: list[dict[str, str]]) -> str:
 def _wanted(events: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[OutboxEvent]]:
     """(to tell, to drop): outside the channels' scopes, or a proposal
     already decided or withdrawn, is dropped."""
-    scopes = set(settings.VETTED_NOTIFY_SCOPES)
+    scopes = recipients.notified_slugs(e.scope for e in events if e.scope)
     asked = [e.subject_id for e in events if e.event in (Event.PROPOSAL_CREATED, Event.DISPUTE_CREATED)]
     pending = set(
         Proposal.objects.filter(public_id__in=asked, state=ProposalState.PENDING).values_list("public_id", flat=True)
@@ -145,25 +146,40 @@ def batch(now: datetime | None = None) -> list[Delivery]:
             counted = {}
         if not take and not counted:
             return []
-        items = [{"id": e.subject_id, "title": e.title, "agent": e.agent, "action": e.action} for e in take]
+        items = [
+            {"id": e.subject_id, "title": e.title, "agent": e.agent, "action": e.action}
+            | {"space": e.scope, "event": e.event}  # for choosing recipients, not sent
+            for e in take
+        ]
         items += [
             {"id": "", "title": f"{n} call(s) refused by a rate limit", "agent": name, "action": "rate_limited"}
             for name, n in sorted(counted.items())
         ]
-        kinds = {e.event for e in take}
-        event = kinds.pop() if len(kinds) == 1 and not counted else Event.DIGEST
-        payload = {
-            "event": event,
-            "created_at": now.isoformat().replace("+00:00", "Z"),
-            "summary": summary_of(items),
-            "items": items,
-        }
-        made = [
-            Delivery.objects.create(channel=ch, event=event, payload=payload, next_attempt_at=now) for ch in targets
-        ]
+        # Spaces (issue 16): the webhook is the operator's; each e-mail
+        # address of an account is told only of its person's spaces.
+        messages: list[tuple[str, list[str] | None, list[dict[str, str]]]] = []
+        for ch in targets:
+            if ch == Channel.EMAIL:
+                messages += [(ch, to, mine) for to, mine in recipients.email_groups(items)]
+            else:
+                messages.append((ch, None, items))
+        made = []
+        for ch, to, mine in messages:
+            kinds = {i.get("event", "") for i in mine}
+            event = kinds.pop() if len(kinds) == 1 and "" not in kinds else Event.DIGEST
+            payload: dict[str, object] = {
+                "event": event,
+                "created_at": now.isoformat().replace("+00:00", "Z"),
+                "summary": summary_of(mine),
+                "items": recipients.public(mine),
+            }
+            if to is not None:
+                payload["to"] = to
+            made.append(Delivery.objects.create(channel=ch, event=event, payload=payload, next_attempt_at=now))
         OutboxEvent.objects.filter(pk__in=[e.pk for e in take]).update(batched_at=now)
     for delivery in made:
-        log.info("notify: made %s for %s (%s, %d item(s))", delivery.public_id, delivery.channel, event, len(items))
+        n = len(delivery.payload["items"])
+        log.info("notify: made %s for %s (%s, %d item(s))", delivery.public_id, delivery.channel, delivery.event, n)
     return made
 
 

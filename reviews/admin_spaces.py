@@ -38,10 +38,8 @@ def proposals(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
     return queryset.filter(space_access.proposals_in(space_access.readable_spaces(request.user)))
 
 
-def agent_pks(user: Any) -> list[int]:
-    owned = space_access.owned_spaces(user)
-    rows = Agent.objects.only("pk", "owner", "scopes")
-    return [a.pk for a in rows if space_access.sees_agent(user, a, owned)]
+def agent_pks(user: Any) -> QuerySet[Any]:
+    return space_access.agents_seen_by(user).values("pk")
 
 
 def agents(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:

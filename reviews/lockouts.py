@@ -45,6 +45,25 @@ class Lockout:
         return self.last_attempt + settings.AXES_COOLOFF_TIME
 
 
+def concerning(user: object) -> list[Lockout]:
+    """The lockouts ``user`` is shown (issue 16): a superuser (the operator)
+    every one; anyone else only their own username's. An address is shared
+    by whoever signs in from it and its failures name other accounts, so it
+    is the operator's."""
+    found = current()
+    if getattr(user, "is_superuser", False):
+        return found
+    mine = getattr(user, "get_username", lambda: None)()
+    return [lockout for lockout in found if lockout.kind == "username" and lockout.value == mine]
+
+
+def may_clear(user: object, *, username: str = "") -> bool:
+    """Whether ``user`` may clear this lockout: a superuser any, anyone else their own username's only."""
+    return bool(getattr(user, "is_superuser", False)) or (
+        bool(username) and username == getattr(user, "get_username", lambda: None)()
+    )
+
+
 def current() -> list[Lockout]:
     """Every username and address locked right now, the most recent first."""
     since = timezone.now() - settings.AXES_COOLOFF_TIME

@@ -11,8 +11,9 @@ actions (reviews/actions/spaces.py and the deciding actions through
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from .space_models import DECIDING_ROLES, Membership, Role, Space
 
@@ -84,6 +85,23 @@ def sees_agent(user: object, agent: object, owned: Iterable[str] | None = None) 
         return True
     mine = set(owned_spaces(user) if owned is None else owned)
     return bool(mine & set(getattr(agent, "scopes", None) or []))
+
+
+def agents_seen_by(user: object, queryset: QuerySet[Any] | None = None) -> QuerySet[Any]:
+    """``queryset`` of agents (default: all) narrowed to those ``user`` is
+    shown, the rule of ``sees_agent`` in SQL: their own, or one granted a
+    space they own. A grant list is JSON, and neither SQLite nor every engine
+    has a JSON-array "contains"; a slug never holds a quote, so the quoted
+    slug in the list's text is exactly one of its elements."""
+    from .models import Agent
+
+    rows = Agent.objects.all() if queryset is None else queryset
+    if getattr(user, "pk", None) is None or not getattr(user, "is_active", False):
+        return rows.none()
+    rule = Q(owner_id=user.pk)  # type: ignore[attr-defined]
+    for slug in owned_spaces(user):
+        rule |= Q(scopes__icontains=f'"{slug}"')
+    return rows.filter(rule)
 
 
 def space_of(obj: object) -> str:

@@ -52,6 +52,7 @@ TEAM_SLUG = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
 PERSONAL_SLUG = re.compile(r"personal:[a-z0-9_.@+-]{1,54}")
 # Slugs no team space may take: the fixed names of before and the kind prefixes.
 RESERVED_SLUGS = frozenset({"personal", "team", "system"})
+MAX_APPROVALS = 2  # the two-person rule; more would need a reviewer pool no small team has
 
 
 def personal_slug(username: str) -> str:

@@ -567,7 +567,7 @@ def test_agent_creation_validates_name_and_scopes(reviewer, agent):
     with pytest.raises(ValidationFailed) as info, Unchanged():
         actions.create_agent("Bad Name!", scopes=["world"], actor=reviewer)
     assert "lowercase" in info.value.fields["name"] and "personal, team, system" in info.value.fields["scopes"]
-    with pytest.raises(ValidationFailed, match="already exists"), Unchanged():
+    with pytest.raises(ValidationFailed, match="is not available"), Unchanged():
         actions.create_agent("claude-code", scopes=["team"], actor=reviewer)
     with pytest.raises(ValidationFailed, match="reserved"), Unchanged():
         actions.create_agent("import", scopes=["team"], actor=reviewer)

@@ -202,7 +202,7 @@ def test_messages_are_spaced_by_the_minimum_but_disputes_go_at_once(webhook, age
 def test_only_the_configured_scopes_are_reported(settings, webhook, agent):
     propose(agent, 1, scope="personal")
     assert sender.batch(later(2)) == []
-    settings.VETTED_NOTIFY_SCOPES = ["personal", "team"]
+    settings.VETTED_NOTIFY_SPACES = ["personal", "team"]
     propose(agent, 2, scope="personal")
     (made,) = sender.batch(later(2))
     assert [i["title"] for i in made.payload["items"]] == ["Proposal number 2"]

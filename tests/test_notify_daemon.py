@@ -135,7 +135,7 @@ def test_bench_notify_prints_its_table_on_a_scratch_database(tmp_path):
     ("name", "value", "says"),
     [
         ("VETTED_WEBHOOK_FORMAT", "xml", "use one of: json, ntfy, slack"),
-        ("VETTED_NOTIFY_SCOPES", "team,public", "'public' is not a scope"),
+        ("VETTED_NOTIFY_SPACES", "team,Public!", "'Public!' is not a space slug or kind"),
         ("VETTED_WEBHOOK_URL", "ftp://x", "must start with http"),
         ("VETTED_EMAIL_SECURITY", "tls", "use one of: starttls, ssl, none"),
         ("VETTED_NOTIFY_MIN_SECONDS", "-1", "below the minimum"),

@@ -650,9 +650,9 @@ def test_create_agent_requires_scopes(reviewer):
 def test_create_agent_refuses_a_duplicate_name(reviewer):
     run("create_agent", "laptop-bot", "--scopes", "personal")
 
-    with pytest.raises(CommandError, match="already exists"):
+    with pytest.raises(CommandError, match="is not available"):
         run("create_agent", "laptop-bot", "--scopes", "team")
-    with pytest.raises(CommandError, match="already exists"):
+    with pytest.raises(CommandError, match="is not available"):
         run("create_agent", "Laptop-Bot", "--scopes", "team")  # names are case-insensitive
     assert Agent.objects.get(name="laptop-bot").scopes == ["personal"]
 

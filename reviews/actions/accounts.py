@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from .. import lockouts
 from .. import setup_code as setup_codes
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..models import InboxView, ReviewerPreference, SubjectType
@@ -93,6 +94,12 @@ def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") 
     username, address = (username or "").strip(), (address or "").strip()
     if bool(username) == bool(address):
         raise ValidationFailed({"lockout": "name exactly one: a username or an address"})
+    # Spaces (issue 16): another account's or an address's lockout is the
+    # operator's to clear; the answer is the same whether it is locked or not.
+    if not lockouts.may_clear(actor, username=username):
+        raise InvalidTransition(
+            "Only a superuser can clear another account's or an address's sign-in lockout; you may clear your own."
+        )
     if address:
         try:
             address = str(ipaddress.ip_address(address))

@@ -33,6 +33,17 @@ def _token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def _own_name(name: str, person: object) -> str:
+    """A free name in ``person``'s namespace (``NAME-USERNAME``, then a counter),
+    to suggest when ``name`` is in use."""
+    user = re.sub(r"[^a-z0-9._-]", "-", str(getattr(person, "get_username", lambda: "")()).lower()) or "me"
+    base = f"{name[: 62 - len(user)]}-{user}"[:64]
+    candidate, n = base, 2
+    while Agent.objects.filter(name=candidate).exists():
+        candidate, n = f"{base[:60]}-{n}", n + 1
+    return candidate
+
+
 def create_agent(
     name: str, *, scopes: Iterable[str], actor: Actor, source_tool: str = "", with_token: bool = True
 ) -> tuple[Agent, str]:
@@ -50,7 +61,13 @@ def create_agent(
         elif name == IMPORT_AGENT_NAME:
             errors["name"] = f"{IMPORT_AGENT_NAME!r} is reserved for imports"
         elif Agent.objects.filter(name=name).exists():
-            errors["name"] = f"an agent named {name!r} already exists"
+            # Names stay unique on the instance: a name is the agent's handle in
+            # the write log, the inbox filters and the command line, so one name
+            # is one agent. The refusal says the same whoever holds the name
+            # (you, someone else, a revoked agent) and names none of them: it
+            # tells only that the name is in use, and offers one in the
+            # creator's own namespace (issue 16).
+            errors["name"] = f"{name!r} is not available; choose another name, e.g. {_own_name(name, reviewer)!r}"
         scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
         # Grants: only spaces the agent's person (the reviewer creating it) is a member of.
         problem = check_grants(reviewer, scope_list)

@@ -166,6 +166,7 @@ def import_snapshot(
                 "exported_at": data["exported_at"],
                 "audit_id_offset": details["audit_id_offset"],
                 "users_created_inactive": details["users_created_inactive"],
+                "spaces_created": details["spaces_created"],
                 "agents_created": details["agents_created"],
                 "agents_mapped": details["agents_mapped"],
             },

@@ -22,6 +22,7 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
+from .. import space_access
 from ..errors import InvalidTransition, ValidationFailed
 from ..models import Agent
 from ..oauth_models import ClientRegistration, OAuthClient, OAuthCode, OAuthGrant, OAuthToken, TokenKind
@@ -345,16 +346,19 @@ def revoke_oauth_grant(grant: OAuthGrant | str, *, actor: Actor, reason: str = "
     """Revoke a grant and every token issued under it, at once. A reviewer
     revokes from the agents page; the authorization server revokes on a
     client's request (RFC 7009), a replayed code or a reused refresh token.
-    Revoking a revoked grant changes nothing (and writes nothing)."""
+    Revoking a revoked grant changes nothing (and writes nothing). A person
+    may revoke only a grant of an agent they may manage (its owner, an owner
+    of a space it is granted: space_access.sees_agent) or as a superuser;
+    any other grant answers exactly as an unknown id (issue 16)."""
     with transaction.atomic():
-        if isinstance(actor, SystemActor):
-            pass
-        else:
-            _require_reviewer(actor)
+        reviewer = None if isinstance(actor, SystemActor) else _require_reviewer(actor)
         public_id = grant if isinstance(grant, str) else grant.public_id
         row = (
             OAuthGrant.objects.select_for_update().select_related("agent", "client").filter(public_id=public_id).first()
         )
+        hidden = row is not None and reviewer is not None and not reviewer.is_superuser
+        if hidden and not space_access.sees_agent(reviewer, row.agent):  # type: ignore[union-attr]
+            row = None
         if row is None:
             raise ValidationFailed({"grant": f"no grant {public_id[:40]!r}"})
         if row.revoked_at is not None:

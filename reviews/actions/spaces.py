@@ -19,6 +19,7 @@ from .. import space_access
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..models import Agent, SubjectType
 from ..space_models import (
+    MAX_APPROVALS,
     PERSONAL_SLUG,
     RESERVED_SLUGS,
     ROLES,
@@ -31,8 +32,6 @@ from ..space_models import (
     personal_slug,
 )
 from ._common import Actor, SystemActor, _audit, _locked_agent
-
-MAX_APPROVALS = 2  # the two-person rule; more would need a reviewer pool no small team has
 
 
 def _subject(space: Space) -> tuple[str, str]:

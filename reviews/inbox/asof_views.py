@@ -15,8 +15,9 @@ from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, search
 from reviews import history
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, Agent
+from reviews.models import Agent
 
+from . import viewer
 from .page_helpers import nav_counts, site_login_required
 
 SHOWN = 50
@@ -26,16 +27,22 @@ SHOWN = 50
 @require_GET
 def as_seen(request):
     params = {name: request.GET.get(name, "").strip() for name in ("as_of", "valid_at", "agent", "q", "mode")}
-    agents = list(Agent.objects.order_by("name"))
+    # Spaces (issue 16): only agents the viewer is shown and spaces they read;
+    # another person's agent is the same error as an unknown name, and a
+    # chosen agent reads here only its grants the viewer may read (so the
+    # withheld counts are of readable spaces only).
+    readable = viewer.readable() or []
+    agents = list(viewer.agents(Agent.objects.order_by("name")))
     chosen = next((a for a in agents if a.name == params["agent"]), None)
-    scopes = list(chosen.scopes) if chosen else [s for s in request.GET.getlist("scopes") if s in SCOPES]
+    picked = chosen.scopes if chosen else request.GET.getlist("scopes")
+    scopes = [s for s in picked if s in readable]
     context = {
         **nav_counts(),
         "nav": "records",
         "p": params,
         "agents": agents,
         "chosen": chosen,
-        "scopes": SCOPES,
+        "scopes": readable,
         "reader_scopes": scopes,
         "modes": MODES,
     }

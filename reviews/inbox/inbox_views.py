@@ -104,6 +104,14 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200, undo
 def _decided(request, proposal: Proposal):
     """After one decision: the decided card (htmx) or back to the next card
     (plain POST), with the Undo toast; named by title in the shared vocabulary."""
+    if proposal.state == ProposalState.PENDING:
+        # A first approval of two (spaces, issue 16): no decision yet, so no
+        # Undo; the card shows "1 of 2 approvals".
+        text = f"Your approval of {decision_views.proposal_title(proposal)} is counted; it needs another reviewer."
+        if request.htmx:
+            return _card(request, proposal.public_id)
+        messages.success(request, text)
+        return back(request, reverse("home"), anchor=f"proposal-{proposal.pk}")
     text = vocabulary.summary(decision_views.proposal_done(proposal), [decision_views.proposal_title(proposal)])
     events = [actions.decision_event(proposal)]
     if request.htmx:

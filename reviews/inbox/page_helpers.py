@@ -29,7 +29,6 @@ from . import viewer
 from .outside_edits import edited_count
 
 EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
-_AG = ("owner", "scopes")  # what space_access.sees_agent reads
 
 
 def nav_counts() -> dict:
@@ -42,7 +41,7 @@ def nav_counts() -> dict:
         "approved_count": live.count(),
         "overdue_count": viewer.records(Record.objects.overdue()).count(),
         "disputed_count": viewer.records(Record.objects.filter(status=RecordStatus.DISPUTED)).count(),
-        "agent_count": len(viewer.agents(Agent.objects.filter(is_active=True).exclude(token_digest=None).only(*_AG))),
+        "agent_count": viewer.agents(Agent.objects.filter(is_active=True).exclude(token_digest=None)).count(),
         # Changed outside Vetted (inbox-hints): a checksum per record, remembered per row (outside_edits).
         "edited_count": edited_count(),
         "today": timezone.localdate(),

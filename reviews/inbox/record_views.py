@@ -23,7 +23,7 @@ from reviews import actions, validation, vocabulary
 from reviews.errors import ValidationFailed, VettedError
 from reviews.models import SCOPES, AuditEvent, Proposal, Record, RecordStatus
 
-from . import decision_views, viewer
+from . import decision_views, move_views, viewer
 from .page_helpers import (
     approved_form_values,
     back,
@@ -366,6 +366,7 @@ def detail(request, public_id):
             "undone": undone,
             "undone_reads": undone.extra.get("reads_before_undo", 0) if undone else 0,
             "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
+            "move_targets": move_views.targets(record),  # spaces (issue 16)
         },
     )
 

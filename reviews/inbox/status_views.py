@@ -59,7 +59,7 @@ def site_settings(request):
             "wal_size": wal_size,
             "home": settings.VETTED_HOME,
             "kinds": sorted(settings.VETTED_KINDS.items()),
-            "lockouts": lockouts.current(),
+            "lockouts": lockouts.concerning(request.user),  # spaces (issue 16): own account only
             "lockout_minutes": lockouts.minutes(),
             "lockout_failures": settings.AXES_FAILURE_LIMIT,
             **notify_status.settings_context(request.user),  # notify: channels, deliveries, feed URL

@@ -6,6 +6,7 @@ from . import (
     decision_views,
     hint_views,
     inbox_views,
+    move_views,
     notify_views,
     oauth_views,
     record_views,
@@ -38,6 +39,7 @@ urlpatterns = [
     path("records/<str:public_id>/", record_views.detail, name="record_detail"),
     path("records/<str:public_id>/verify", record_views.verify, name="record_verify"),
     path("records/<str:public_id>/retire", record_views.retire, name="record_retire"),
+    path("records/<str:public_id>/move", move_views.move, name="record_move"),  # spaces (issue 16)
     path("records/<str:public_id>/revise", record_views.revise, name="record_revise"),
     path("records/<str:public_id>/keep", record_views.clear, name="record_keep"),
     # The old name of Keep record, kept for forms and links made before it.

@@ -46,7 +46,6 @@ class _Viewer:
 _viewer: ContextVar[_Viewer | None] = ContextVar("vetted_viewer_spaces", default=None)
 
 Q = TypeVar("Q", bound=QuerySet[Any])
-A = TypeVar("A")
 
 
 def readable() -> list[str] | None:
@@ -72,13 +71,10 @@ def proposals(queryset: Q) -> Q:
     return queryset if slugs is None else queryset.filter(space_access.proposals_in(slugs))
 
 
-def agents(rows: Iterable[A]) -> list[A]:
-    """The agents the viewer is shown (space_access.sees_agent); every one outside a request."""
+def agents(rows: Q) -> Q:
+    """The agents the viewer is shown (space_access.agents_seen_by, in SQL); every one outside a request."""
     viewer = _viewer.get()
-    if viewer is None:
-        return list(rows)
-    owned = viewer.owned()
-    return [a for a in rows if space_access.sees_agent(viewer.user, a, owned)]
+    return rows if viewer is None else space_access.agents_seen_by(viewer.user, rows)  # type: ignore[return-value]
 
 
 def shown_spaces(slugs: Iterable[str]) -> list[str]:

@@ -30,6 +30,7 @@ from reviews.snapshot.format import (
     RECORD_FIELDS,
     VERSION,
 )
+from reviews.snapshot.spaces import export_spaces
 from reviews.space_access import space_slugs
 
 
@@ -139,6 +140,9 @@ def export_snapshot(
             progress(1)
 
     proposers = {row["proposed_by"] for row in records} | {row["agent"] for row in proposals}
+    # Spaces (issue 16): the exported spaces with their rules and members (only theirs).
+    spaces = export_spaces(scope_list)
+    members = {m["user"] for space in spaces for m in space["members"]}
     agents = []
     for a in Agent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(a, name)) for name in AGENT_FIELDS}
@@ -148,6 +152,8 @@ def export_snapshot(
             if not row["scopes"] and a.public_id not in proposers:
                 continue
         row["owner"] = users.get(a.owner_id) if a.owner_id else None
+        if not full and row["owner"] not in members:
+            row["owner"] = None  # a person outside the exported spaces is not named
         if not include_token_digests:
             row["token_digest"] = None
             row["token_prefix"] = ""
@@ -172,6 +178,7 @@ def export_snapshot(
         "version": VERSION,
         "exported_at": timezone.now().isoformat(),
         "scopes": scope_list,
+        "spaces": spaces,
         "include_token_digests": include_token_digests,
         "records": records,
         "proposals": proposals,

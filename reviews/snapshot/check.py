@@ -34,6 +34,7 @@ from .format import (
     TOP_LEVEL,
     SnapshotInvalid,
 )
+from .spaces import check_spaces
 
 Names = Sequence[str] | set[str]
 
@@ -145,8 +146,8 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         _parse_dt(str(data["exported_at"]) if data["exported_at"] is not None else "")
     except ValueError:
         c.add("exported_at", f"must be an ISO 8601 date-time with offset, got {data['exported_at']!r}")
-    # Spaces (issue 16): a file's spaces must exist here (`manage.py space create` them first).
-    known = space_slugs()
+    # Spaces (issue 16): a file's spaces must exist here or be in the file (snapshot/spaces.py).
+    known = space_slugs() + sorted(check_spaces(data, c.add) - set(space_slugs()))
     bad_scopes = [s for s in data["scopes"] if s not in known]
     if bad_scopes:
         c.add(

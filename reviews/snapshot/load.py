@@ -26,6 +26,7 @@ from .format import (
     RECORD_FIELDS_V1,
     SnapshotInvalid,
 )
+from .spaces import member_names, write_spaces
 
 
 def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, Any]:
@@ -48,6 +49,7 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
     usernames = {row["approved_by"] for row in data["records"]}
     usernames |= {row["decided_by"] for row in data["proposals"] if row["decided_by"]}
     usernames |= {row["owner"] for row in data["agents"] if row.get("owner")}
+    usernames |= member_names(data)
     user_pk, created_users = {}, []
     for name in sorted(usernames):
         user = User.objects.filter(username=name).first()
@@ -58,6 +60,7 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
             created_users.append(name)
         user_pk[name] = user.pk
 
+    spaces_created = write_spaces(data, user_pk)  # before the records that live in them
     agent_pk, mapped_agents, created_agents, tokenless = {}, [], [], []
     for row in data["agents"]:
         existing = Agent.objects.filter(public_id=row["public_id"]).first()
@@ -179,6 +182,7 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
     ]
     return {
         "users_created_inactive": created_users,
+        "spaces_created": spaces_created,
         "agents_created": created_agents,
         "agents_mapped": mapped_agents,
         "agents_without_token": tokenless,

@@ -1,0 +1,86 @@
+"""Who is told what (issue 16): notifications per person and space.
+
+VETTED_NOTIFY_SPACES names the spaces notifications may carry titles of, by
+slug or by kind ("team": every team space). Within those:
+
+- an address in VETTED_NOTIFY_EMAIL that belongs to an account (an active
+  staff user with that e-mail) is told only of the spaces that account
+  decides in (owner or reviewer), and of rate-limit refusals only of agents
+  it is shown (space_access); addresses told the same get one message;
+- an address of no account, and the webhook, are the operator's channels
+  (set by who runs the instance): they are told of every space listed;
+- a person's feed lists only the spaces they decide in.
+
+An event without a space (a test message) goes to everyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from reviews import space_access
+from reviews.space_models import Space
+
+
+def _listed() -> set[str]:
+    return set(settings.VETTED_NOTIFY_SPACES)
+
+
+def notified_slugs(slugs: Iterable[str]) -> set[str]:
+    """Of ``slugs``, those VETTED_NOTIFY_SPACES names (by slug or kind)."""
+    listed = _listed()
+    slugs = set(slugs)
+    kinds = dict(Space.objects.filter(slug__in=slugs).values_list("slug", "kind"))
+    return {s for s in slugs if s in listed or kinds.get(s) in listed}
+
+
+def wanted(slug: str) -> bool:
+    """Whether an event of space ``slug`` may be told at all ("" = no space: yes)."""
+    return not slug or bool(notified_slugs([slug]))
+
+
+def spaces_of(user: Any) -> set[str]:
+    """The spaces ``user`` is told of: they decide in them and they are listed."""
+    return notified_slugs(space_access.deciding_spaces(user))
+
+
+def _accounts(address: str) -> list[Any]:
+    users = get_user_model().objects.filter(email__iexact=address, is_active=True, is_staff=True)
+    return list(users)
+
+
+def email_groups(items: list[dict[str, str]]) -> list[tuple[list[str], list[dict[str, str]]]]:
+    """(addresses, items) for each distinct message the e-mail channel sends.
+    ``items`` carry their event's space in "space" (stripped before sending)."""
+    groups: dict[str, tuple[list[str], list[dict[str, str]]]] = {}
+    for address in settings.VETTED_NOTIFY_EMAIL:
+        accounts = _accounts(address)
+        if accounts:
+            # Several accounts sharing an address: only what all of them may be told.
+            allowed = set.intersection(*(spaces_of(u) for u in accounts))
+            seen_agents = set.intersection(
+                *(set(space_access.agents_seen_by(u).values_list("name", flat=True)) for u in accounts)
+            )
+            mine = [i for i in items if _for(i, allowed, seen_agents)]
+        else:
+            mine = list(items)
+        if not mine:
+            continue
+        key = repr([sorted(i.items()) for i in mine])
+        groups.setdefault(key, ([], mine))[0].append(address)
+    return list(groups.values())
+
+
+def _for(item: dict[str, str], allowed: set[str], seen_agents: set[str]) -> bool:
+    if item["action"] == "rate_limited":
+        return item["agent"] in seen_agents
+    return not item.get("space") or item["space"] in allowed
+
+
+def public(items: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Items as a payload carries them (space and event are for choosing recipients and the message kind)."""
+    return [{k: v for k, v in i.items() if k not in ("space", "event")} for i in items]
