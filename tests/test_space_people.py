@@ -247,3 +247,17 @@ def test_a_first_of_two_approvals_by_plain_post_is_counted_not_an_error(clients)
     assert "1 of 2 approvals: accepted by rita" in browser.get(reverse("home")).content.decode()
     htmx = browser.post(reverse("proposal_accept", args=[pending.public_id]), HTTP_HX_REQUEST="true")
     assert htmx.status_code == 200 and "You already accepted" in htmx.content.decode()
+
+
+def test_a_first_of_two_approvals_in_bulk_is_counted_not_an_error(clients):
+    """The bulk accept looked for each decision's Undo too (a 500), though a first approval decides nothing."""
+    rita = clients["rita"]
+    actions.set_required_approvals("northrail", 2, actor=rita)
+    pending = clients["pending"]["northrail"]
+    browser = Client()
+    browser.force_login(rita)
+    answer = browser.post(reverse("proposal_bulk"), {"op": "accept", "ids": [pending.public_id]}, follow=True)
+    assert answer.status_code == 200
+    pending.refresh_from_db()
+    assert pending.state == "pending"
+    assert "Your approval is counted for 1, each needs another reviewer" in answer.content.decode()

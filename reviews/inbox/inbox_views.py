@@ -233,14 +233,21 @@ def bulk(request):
             done.append(do(public_id, actor=request.user, note=note))
         except VettedError as exc:
             failed.append(exc.message)
-    if done:
+    # A first approval of two (spaces, issue 16) decides nothing yet: it is
+    # said so, with no Undo (as for one accept, in _decided).
+    counted = [p for p in done if p.state == ProposalState.PENDING]
+    decided = [p for p in done if p.state != ProposalState.PENDING]
+    if counted:
+        names = ", ".join(decision_views.proposal_title(p) for p in counted)
+        messages.success(request, f"Your approval is counted for {len(counted)}, each needs another reviewer: {names}.")
+    if decided:
         # Named by title and by what happened (a dispute accepted retires its
         # record); one Undo for all of them (each undone as its own action).
         by_outcome: dict[str, list[str]] = {}
-        for p in done:
+        for p in decided:
             by_outcome.setdefault(decision_views.proposal_done(p), []).append(decision_views.proposal_title(p))
         text = " ".join(vocabulary.summary(verb, names) for verb, names in by_outcome.items())
-        decision_views.announce(request, text, [actions.decision_event(p) for p in done])
+        decision_views.announce(request, text, [actions.decision_event(p) for p in decided])
     for message in failed:
         messages.error(request, message)
     anchor = decision_views.next_card_anchor(done, request.POST.get("next", ""))
