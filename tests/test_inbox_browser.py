@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -110,7 +111,7 @@ def signed_in(browser, live_server, size, **options):
     """A new browser context at ``size`` (``options`` go to ``new_context``,
     e.g. ``java_script_enabled=False``), signed in as rita on the inbox; the
     caller closes the context. Returns (context, page)."""
-    context = browser.new_context(**{**SIZES[size], **options})
+    context = browser.new_context(**{**cast(dict[str, Any], SIZES[size]), **options})
     page = context.new_page()
     page.set_default_timeout(10_000)
     # The first request of a run also starts the live server's work: on a loaded machine it took over 10 s.
