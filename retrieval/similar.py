@@ -58,14 +58,17 @@ def similar_records(
     limit: int = 5,
     exclude_ids: Iterable[str] = (),
     embedder: Embedder | None = None,
+    vectors: np.ndarray | None = None,
 ) -> list[Similar]:
     """Deliverable records in ``scopes`` whose best chunk pair with this text
-    has cosine similarity >= ``threshold``, most similar first."""
+    has cosine similarity >= ``threshold``, most similar first. ``vectors``:
+    the text's chunk vectors when the caller has them (embedded otherwise)."""
     embedder = embedder or get_embedder()
     scopes = [s for s in space_slugs() if s in set(scopes)]
     docs.reconcile(sweep_scopes=scopes)
     index.sync(embedder)  # a record approved a moment ago must count
-    vectors = embedder.embed(index.chunk_texts(title, body, tags))
+    if vectors is None:
+        vectors = embedder.embed(index.chunk_texts(title, body, tags))
     best: dict[int, float] = {}
     with connection.cursor() as cursor:
         for vector in vectors:
@@ -148,6 +151,7 @@ def similar_pending(
     agent: Agent | None = None,
     exclude_ids: Iterable[str] = (),
     embedder: Embedder | None = None,
+    vectors: np.ndarray | None = None,
 ) -> list[SimilarPending]:
     """Pending create/revise proposals in ``scope`` whose best chunk pair with
     this text has cosine similarity >= ``threshold``, most similar first.
@@ -167,20 +171,30 @@ def similar_pending(
         .order_by("pk")
     )
     hits = [
-        h for h in pending_similarities(title, body, pending, tags=tags, embedder=embedder) if h.similarity >= threshold
+        h
+        for h in pending_similarities(title, body, pending, tags=tags, embedder=embedder, vectors=vectors)
+        if h.similarity >= threshold
     ]
     return hits[:limit]
 
 
 def pending_similarities(
-    title: str, body: str, proposals: list[Proposal], *, tags: list[str] | None = None, embedder: Embedder | None = None
+    title: str,
+    body: str,
+    proposals: list[Proposal],
+    *,
+    tags: list[str] | None = None,
+    embedder: Embedder | None = None,
+    vectors: np.ndarray | None = None,
 ) -> list[SimilarPending]:
     """How similar this text is to each of ``proposals`` (pending creates or
-    revises the caller chose), most similar first: the best chunk pair's cosine."""
+    revises the caller chose), most similar first: the best chunk pair's cosine.
+    ``vectors``: the text's chunk vectors when the caller has them."""
     if not proposals:
         return []
     embedder = embedder or get_embedder()
-    new = np.asarray(embedder.embed(index.chunk_texts(title, body, tags)), dtype=np.float32)
+    new = vectors if vectors is not None else embedder.embed(index.chunk_texts(title, body, tags))
+    new = np.asarray(new, dtype=np.float32)
     stored = pending_vectors.for_proposals(proposals, embedder)
     hits = [SimilarPending(p, float((stored[p.pk] @ new.T).max())) for p in proposals]
     hits.sort(key=lambda h: (-h.similarity, h.proposal.public_id))

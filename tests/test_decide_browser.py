@@ -9,12 +9,13 @@ import pytest
 from reviews import actions
 from reviews.models import Proposal, ProposalState, Record, RecordStatus
 from tests import test_inbox_browser as base
-from tests.test_inbox_browser import PASSWORD, SIZES, assert_fits, card, open_page, shot, wait_decided
+from tests.test_inbox_browser import assert_fits, card, open_page, shot, wait_decided
 
 pytestmark = base.pytestmark
 # The browser and the three seeded proposals, shared with the inbox's browser tests.
 browser = base.browser
 seeded = base.seeded
+page_without_js = base.page_without_js
 
 LABELS = ("Keep record…", "Correct record…", "Retire record…")
 
@@ -120,32 +121,22 @@ def test_undo_by_the_toast_and_by_u(browser, live_server, seeded, size):
 
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_undo_without_javascript(browser, live_server, seeded, size):
-    context = browser.new_context(java_script_enabled=False, **SIZES[size])
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    first = seeded["first"]
-    try:
-        page.goto(f"{live_server.url}/accounts/login/")
-        page.fill("input[name=username]", "rita")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        card(page, first).get_by_role("button", name="Accept").click()
-        toast = page.locator("#undo-toast")
-        toast.wait_for(state="visible")
-        assert "Accepted: Staging database host." in toast.inner_text()
-        assert page.url.endswith(f"#proposal-{seeded['revision'].pk}")  # at the next card, not the top
-        shot(page, f"{size}-decide-nojs-toast")
-        toast.get_by_role("button", name="Undo").click()
-        page.wait_for_selector("text=Undone: Staging database host.")
-        assert Proposal.objects.get(pk=first.pk).state == ProposalState.PENDING
-        # Recent decisions shows it undone.
-        page.goto(f"{live_server.url}/decisions/")
-        assert "Undone." in page.inner_text("ol.decisions")
-        assert_fits(page, size)
-        shot(page, f"{size}-decide-recent", full=True)
-    finally:
-        context.close()
+def test_undo_without_javascript(seeded, live_server, page_without_js, size):
+    page, first = page_without_js, seeded["first"]
+    card(page, first).get_by_role("button", name="Accept").click()
+    toast = page.locator("#undo-toast")
+    toast.wait_for(state="visible")
+    assert "Accepted: Staging database host." in toast.inner_text()
+    assert page.url.endswith(f"#proposal-{seeded['revision'].pk}")  # at the next card, not the top
+    shot(page, f"{size}-decide-nojs-toast")
+    toast.get_by_role("button", name="Undo").click()
+    page.wait_for_selector("text=Undone: Staging database host.")
+    assert Proposal.objects.get(pk=first.pk).state == ProposalState.PENDING
+    # Recent decisions shows it undone.
+    page.goto(f"{live_server.url}/decisions/")
+    assert "Undone." in page.inner_text("ol.decisions")
+    assert_fits(page, size)
+    shot(page, f"{size}-decide-recent", full=True)
 
 
 def test_the_toast_goes_once_undo_would_be_refused(browser, live_server, seeded, settings):

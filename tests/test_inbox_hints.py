@@ -14,6 +14,8 @@ from django.db import connection
 from django.urls import reverse
 
 from mcp_bridge import agent_api
+from retrieval import index
+from retrieval.embeddings import FakeEmbedder
 from reviews import actions, vocabulary
 from reviews.errors import InvalidTransition, ScopeNotAllowed, ValidationFailed
 from reviews.inbox.hints import similarity_label
@@ -80,6 +82,28 @@ def test_a_create_shows_the_approved_record_it_contradicts_and_the_pending_revis
     assert "team-bot" in revise and "of <a href" in revise and postgres["approved"].public_id in revise
     assert "Possible contradiction" not in revise  # it says the same thing
     assert "1 possible contradiction" in html
+
+
+def test_the_hint_embeds_the_proposal_once_and_not_again_on_the_next_request(postgres):
+    # inbox-fast: the hint made three look-ups, each embedding the proposal's text again (the similar
+    # hint's server time was mostly the model); its vectors now come once from the pending-vector cache.
+    from reviews.inbox import hints
+
+    class Counting(FakeEmbedder):
+        texts: list[str] = []
+
+        def embed(self, texts):
+            Counting.texts.extend(texts)
+            return super().embed(texts)
+
+    create, embedder = postgres["create"], Counting()
+    first = hints.for_proposal(create, embedder=embedder)
+    own = index.chunk_texts(create.title, create.body, create.tags)
+    assert sum(Counting.texts.count(text) for text in own) == len(own)  # once, not once per look-up
+    assert [m.proposal.pk for m in first.pending] == [postgres["revise"].pk]  # still finds the rival revise
+    Counting.texts.clear()
+    again = hints.for_proposal(create, embedder=embedder)
+    assert not set(own) & set(Counting.texts) and again.records == first.records
 
 
 def test_a_revise_gets_the_hint_too_with_the_competing_revise_of_the_same_record(signed_in, agent, postgres):

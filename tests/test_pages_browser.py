@@ -7,14 +7,13 @@ files change only when someone asks for them, not on every run."""
 from __future__ import annotations
 
 import os
-from typing import Any, cast
 
 import pytest
 
 from reviews import actions
 from tests import test_accessibility_browser as a11y
 from tests import test_inbox_browser as base
-from tests.test_inbox_browser import ARTIFACTS, PASSWORD, SIZES, assert_fits
+from tests.test_inbox_browser import ARTIFACTS, assert_fits, signed_in
 
 pytestmark = base.pytestmark
 browser = base.browser  # fixtures shared with the other browser tests
@@ -68,16 +67,8 @@ def test_every_page_answers_and_fits(
     actions.accept_proposal(extra, actor=reviewer)
     save = os.environ.get("VETTED_SCREENSHOTS") == "1"
     # Device scale 1: the saved files stay small; the layout is the same.
-    options: dict[str, Any] = {**cast(dict[str, Any], SIZES[size]), "device_scale_factor": 1}
-    context = browser.new_context(**options)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
+    context, page = signed_in(browser, live_server, size, device_scale_factor=1)
     try:
-        page.goto(f"{live_server.url}/accounts/login/")
-        page.fill("input[name=username]", "rita")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_selector("#pending-count")
         for name, path in pages(every_kind):
             response = page.goto(live_server.url + path)
             assert response is not None and response.status == 200, f"{path} answered {response and response.status}"

@@ -431,6 +431,19 @@ def test_the_inbox_shows_older_invisible_characters_as_marked_code_points(old_da
     assert "\u27e8U+200B\u27e9" in html.split("Floor", 1)[1]  # the Markdown reference renders marked too
 
 
+def test_the_page_check_finds_every_refused_character_the_rule_finds_in_any_position():
+    # The middleware's fast check (inbox-fast) must agree with the rule on every code point, ASCII or
+    # not, alone, between ASCII and next to other non-ASCII text; otherwise a page would skip marking.
+    # Every code point of the planes where refused characters live (BMP, SMP, and plane 14's tags and
+    # selectors), and each plane's last two (noncharacters); the other planes hold none.
+    planes = [*range(0x20000), *range(0xE0000, 0xE1000)]
+    for code in planes + [plane * 0x10000 + last for plane in range(17) for last in (0xFFFE, 0xFFFF)]:
+        ch = chr(code)
+        refused = bool(textsafety._REFUSED.match(ch))
+        for page in (ch, f"<p>a{ch}b</p>", f"é{ch}→"):
+            assert textsafety._holds_refused(page) is refused, hex(code)
+
+
 def test_the_record_page_and_the_admin_show_them_marked(old_data, client, reviewer):
     record, _ = old_data
     client.force_login(reviewer)

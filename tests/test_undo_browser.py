@@ -15,10 +15,11 @@ from reviews import actions
 from reviews.models import Proposal, ProposalState, Record, RecordStatus
 from tests import test_inbox_browser as base
 from tests.conftest import content
-from tests.test_inbox_browser import PASSWORD, SIZES, card, open_page
+from tests.test_inbox_browser import card, open_page
 
 pytestmark = base.pytestmark
 browser = base.browser  # the module's Chromium fixture
+page_without_js = base.page_without_js
 UNDO = re.compile("^Undo")
 
 
@@ -135,23 +136,13 @@ def test_every_kind_of_decision_is_undone_from_its_toast(browser, live_server, k
 
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_retire_record_is_undone_without_javascript(browser, live_server, kinds, size):
-    context = browser.new_context(java_script_enabled=False, **SIZES[size])
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    retirement = kinds["retirement"]
-    try:
-        page.goto(f"{live_server.url}/accounts/login/")
-        page.fill("input[name=username]", "rita")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.goto(f"{live_server.url}/?view=cards")
-        confirm(card(page, retirement), "retire")
-        page.locator("#undo-toast").wait_for(state="visible")
-        assert status(retirement.target) == RecordStatus.RETIRED
-        page.locator("#undo-toast").get_by_role("button", name=UNDO).click()
-        page.wait_for_selector("text=Undone")
-        assert state(retirement) == ProposalState.PENDING
-        assert status(retirement.target) == RecordStatus.APPROVED
-    finally:
-        context.close()
+def test_retire_record_is_undone_without_javascript(kinds, live_server, page_without_js, size):
+    page, retirement = page_without_js, kinds["retirement"]
+    page.goto(f"{live_server.url}/?view=cards")
+    confirm(card(page, retirement), "retire")
+    page.locator("#undo-toast").wait_for(state="visible")
+    assert status(retirement.target) == RecordStatus.RETIRED
+    page.locator("#undo-toast").get_by_role("button", name=UNDO).click()
+    page.wait_for_selector("text=Undone")
+    assert state(retirement) == ProposalState.PENDING
+    assert status(retirement.target) == RecordStatus.APPROVED

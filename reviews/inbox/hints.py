@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from retrieval.embeddings import Embedder
+from retrieval.embeddings import Embedder, get_embedder
 from retrieval.quality import contradiction_reasons
-from retrieval.similar import pending_similarities, similar_pending, similar_records
+from retrieval.similar import pending_similarities, pending_vectors, similar_pending, similar_records
 from reviews import space_access
 from reviews.models import Proposal, ProposalAction, ProposalState, Record
 
@@ -109,6 +109,10 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
         return Hints()
     readable, deciding = _viewer_spaces()
     text = _text(proposal.title, proposal.body)
+    # inbox-fast: the proposal's chunk vectors once, from the per-process cache of pending proposals'
+    # vectors (keyed by its content checksum), not embedded again by each of the three look-ups below.
+    embedder = embedder or get_embedder()
+    vectors = pending_vectors.for_proposals([proposal], embedder)[proposal.pk]
     own_target = proposal.target.public_id if proposal.target is not None else ""
     found = similar_records(
         proposal.title,
@@ -119,6 +123,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
         limit=3 * RECORDS_SHOWN,
         exclude_ids=[own_target] if own_target else [],
         embedder=embedder,
+        vectors=vectors,
     )
     records = [
         Match(
@@ -143,6 +148,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
             limit=PENDING_SHOWN,
             exclude_ids=[proposal.public_id],
             embedder=embedder,
+            vectors=vectors,
         )
     }
     # Pending revises of this proposal's record, or of a record shown above,
@@ -156,7 +162,10 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
     )
     same_target = {p.pk for p in rivals}
     missing = [p for p in rivals if p.pk not in waiting]
-    for hit in pending_similarities(proposal.title, proposal.body, missing, tags=proposal.tags, embedder=embedder):
+    found_rivals = pending_similarities(
+        proposal.title, proposal.body, missing, tags=proposal.tags, embedder=embedder, vectors=vectors
+    )
+    for hit in found_rivals:
         waiting[hit.proposal.pk] = hit
     pending = [
         Match(

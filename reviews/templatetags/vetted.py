@@ -1,4 +1,8 @@
+import functools
+from urllib.parse import quote
+
 from django import template
+from django.urls import get_script_prefix, reverse
 
 from reviews import vocabulary
 from reviews.inbox import decision_views, lookalikes, markdown
@@ -104,3 +108,36 @@ def approvals_note(context, proposal) -> str:
     so_far = approvals_of(proposal)
     who = ", ".join(a.user.get_username() for a in so_far)
     return f"{len(so_far)} of {required} approvals" + (f": accepted by {who}" if who else "")
+
+
+# --------------------------------------------------------------------------- card links (inbox-fast, issue 13)
+
+_CARD_URLS = ("proposal_card", "proposal_accept", "proposal_reject", "proposal_revise", "proposal_similar")
+_ID = "__public_id__"
+
+
+@functools.lru_cache(maxsize=8)
+def _card_url_patterns(prefix: str) -> dict[str, tuple[str, str]]:
+    """Each card URL split around its id, reversed once per script prefix:
+    a page of 25 cards otherwise reverses about 200 URLs (a tenth of its time)."""
+    patterns = {}
+    for name in (*_CARD_URLS, "record_detail"):
+        before, _, after = reverse(name, args=[_ID]).partition(_ID)
+        patterns[name] = (before, after)
+    patterns["home"] = (reverse("home"), "")
+    return patterns
+
+
+@register.simple_tag
+def card_links(proposal):
+    """The URLs one card links to, as ``reverse`` gives them:
+    ``{% card_links p as u %}`` then ``{{ u.proposal_accept }}``, ``{{ u.target }}`` (the
+    target record's page), ``{{ u.home }}``."""
+    patterns = _card_url_patterns(get_script_prefix())
+    public_id = quote(proposal.public_id, safe="")
+    links = {name: f"{patterns[name][0]}{public_id}{patterns[name][1]}" for name in _CARD_URLS}
+    links["home"] = patterns["home"][0]
+    if proposal.target_id:
+        before, after = patterns["record_detail"]
+        links["target"] = f"{before}{quote(proposal.target.public_id, safe='')}{after}"
+    return links

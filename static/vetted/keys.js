@@ -277,3 +277,72 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watchBulkBar);
   else watchBulkBar();
 })();
+
+// ---- inbox-fast (issue 13 §2): the desktop detail pane. At 75rem and wider
+// the compact list shows the open card beside it (site.css). One card is open
+// at a time: opening a line puts the card that was open back as its line.
+// The current line opens by itself (j/k, Tab, a click on it), so the pane
+// follows the selection; after a decision the next line opens. Each line's
+// own link (hx-get of the card; without JS, ?expand=) does the opening.
+(function () {
+  "use strict";
+  var wide = window.matchMedia("(min-width: 75rem)");
+  var lines = {};  // card id -> the line's HTML, to put back when another opens
+  var timer = null;
+
+  function list() { return document.querySelector(".cards.compact-list"); }
+  function split() { return wide.matches && !!list(); }
+
+  function openCards(except) {
+    return Array.prototype.filter.call(
+      list().querySelectorAll(":scope > [data-card]:not(.line):not(.decided):not(.editing)"),
+      function (card) { return card !== except && lines[card.id]; }
+    );
+  }
+
+  function open(line) {
+    clearTimeout(timer);
+    if (!split() || !line || !line.classList.contains("line") || !document.body.contains(line)) return;
+    var link = line.querySelector(".line-main");
+    if (link) link.click();
+  }
+
+  // A line about to become its card: keep the line, to fold back to later.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (split() && target && target.matches && target.matches(".cards.compact-list > .line")) {
+      lines[target.id] = target.outerHTML;
+    }
+  });
+
+  document.addEventListener("htmx:load", function (event) {
+    var card = event.target;
+    if (card === document.body) { start(); return; }  // htmx has processed the page
+    if (!split() || !card.matches || !card.matches(".cards.compact-list > [data-card]:not(.line)")) return;
+    if (card.classList.contains("decided") || card.classList.contains("editing")) return;
+    openCards(card).forEach(function (other) {
+      var holder = document.createElement("div");
+      holder.innerHTML = lines[other.id];
+      var line = holder.firstElementChild;
+      line.classList.remove("current");  // kept as it was when it opened, selected then
+      delete lines[other.id];
+      other.replaceWith(line);
+      htmx.process(line);
+    });
+  });
+
+  // The pane follows the current line (a short delay, so holding j does not
+  // open every line it passes).
+  document.addEventListener("focusin", function (event) {
+    var line = event.target;
+    if (!split() || !line.matches || !line.matches(".cards.compact-list > .line")) return;
+    clearTimeout(timer);
+    timer = setTimeout(function () { open(line); }, 120);
+  });
+
+  // With nothing open yet, the first line opens (no-JS: the ?expand= link).
+  function start() {
+    if (!split() || list().querySelector(":scope > [data-card]:not(.line):not(.decided)")) return;
+    open(list().querySelector(":scope > .line"));
+  }
+})();

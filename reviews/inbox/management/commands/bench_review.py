@@ -42,17 +42,25 @@ def _p95(values: list[float]) -> float:
 
 
 class Timed:
-    """Wraps the live server's WSGI handler: (method, path, ms) of every request."""
+    """Wraps the live server's WSGI handler: (method, path, ms, status) of
+    every request (the status for a failed run's report)."""
 
     def __init__(self, app):
         self.app, self.log = app, []
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
+        status = ["?"]
+
+        def recording(code, headers, *exc_info):
+            status[0] = code
+            return start_response(code, headers, *exc_info)
+
         try:
-            return list(self.app(environ, start_response))
+            return list(self.app(environ, recording))
         finally:
-            self.log.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], (time.perf_counter() - started) * 1000))
+            ms = (time.perf_counter() - started) * 1000
+            self.log.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], ms, status[0]))
 
 
 class Command(BaseCommand):
@@ -187,7 +195,10 @@ class Command(BaseCommand):
                             page.locator(wait).first.wait_for(state="visible")
                         if step.settle:
                             page.wait_for_function(SETTLED, arg=card_id)
-                    page.wait_for_selector(f"#{card_id}.decided")
+                    try:
+                        page.wait_for_selector(f"#{card_id}.decided")
+                    except Exception as error:
+                        raise CommandError(self._stuck(page, card_id, how, timed)) from error
                     counts[how].append(taps + keys)
                     done += 1
                     if done == UNDO_AFTER and not undone:
@@ -202,11 +213,11 @@ class Command(BaseCommand):
                         break
             wall = time.perf_counter() - started
             browser.close()
-        for method, path, ms in timed.log:
+        for method, path, ms, _status in timed.log:
             if method == "POST" and (path.startswith("/proposals/") or path == "/decisions/undo"):
                 decisions.append(ms)
         pages: dict[str, list[float]] = defaultdict(list)
-        for method, path, ms in timed.log:
+        for method, path, ms, _status in timed.log:
             if method == "GET" and not path.startswith("/static/"):
                 pages["similar (htmx)" if path.endswith("/similar") else path if path == "/" else "other"].append(ms)
         return {
@@ -217,6 +228,19 @@ class Command(BaseCommand):
             "first_screen": first_screen,
             "wall": wall,
         }
+
+    def _stuck(self, page, card_id: str, how: str, timed: Timed) -> str:
+        """What a run that waited in vain for a decided card saw: the card, the focus, the last requests."""
+        shown = page.evaluate(
+            "id => { const c = document.getElementById(id); return [c ? c.outerHTML.slice(0, 600) : 'no card',"
+            " document.activeElement && document.activeElement.outerHTML.slice(0, 200)] }",
+            card_id,
+        )
+        requests = [f"  {method} {path} {status} {ms:.0f} ms" for method, path, ms, status in timed.log[-12:]]
+        return "\n".join(
+            [f"#{card_id} ({how}) never showed as decided", f"card: {shown[0]}", f"focus: {shown[1]}", "last requests:"]
+            + requests
+        )
 
     def _first_page_bytes(self, context, base: str) -> dict[str, list[int]]:
         """Bytes of the inbox page and its files in a fresh tab with an empty
