@@ -1,0 +1,110 @@
+"""Several daemons over one PostgreSQL database (issue 17): the state a
+daemon used to keep in its own memory is shared or coherent across them.
+
+Two "daemons" here are two connections (two threads, each with its own
+Django connection, and each with its own in-process objects); the tests
+that need real daemons start them and are marked slow.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection, connections
+from django.test import override_settings
+
+from mcp_bridge import agent_api
+from reviews.errors import RateLimited
+
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="one SQLite file has one daemon (the serve lock)"
+)
+
+
+def in_thread(fn, *args):
+    """Run ``fn`` on another thread, so on another database connection (as
+    another daemon would), and return its result or raise its error."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # handed back to the caller
+            out["error"] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+# --------------------------------------------------------------------------- limits
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+@override_settings(VETTED_PROPOSALS_PER_MINUTE=4)
+def test_an_agent_at_its_limit_on_one_daemon_is_at_it_on_the_other(agent, team_agent):
+    daemon_a = agent_api.SlidingWindowLimiter("VETTED_PROPOSALS_PER_MINUTE", "send", "proposals")
+    daemon_b = agent_api.SlidingWindowLimiter("VETTED_PROPOSALS_PER_MINUTE", "send", "proposals")
+    assert daemon_a.shared()
+    in_thread(daemon_a.hit, agent)
+    in_thread(daemon_b.hit, agent)
+    in_thread(daemon_a.hit, agent)
+    in_thread(daemon_b.hit, agent)
+    for daemon in (daemon_a, daemon_b):
+        with pytest.raises(RateLimited) as refused:
+            in_thread(daemon.hit, agent)
+        assert 55 <= refused.value.retry_after <= 60
+    in_thread(daemon_b.hit, team_agent)  # another agent has its own window
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+@override_settings(VETTED_READS_PER_MINUTE=30)
+def test_two_daemons_racing_let_in_exactly_the_limit(agent):
+    """Sixty calls at once from two daemons, thirty allowed: the advisory
+    lock makes the count and the insert one step, so exactly thirty pass."""
+    daemons = [agent_api.SlidingWindowLimiter("VETTED_READS_PER_MINUTE", "make", "reads") for _ in range(2)]
+    allowed, refused = [], []
+    start = threading.Barrier(6)
+
+    def caller(limiter):
+        start.wait()
+        try:
+            for _ in range(10):
+                try:
+                    limiter.hit(agent)
+                    allowed.append(1)
+                except RateLimited:
+                    refused.append(1)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=caller, args=(daemons[i % 2],)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert (len(allowed), len(refused)) == (30, 30)
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+@override_settings(VETTED_READS_PER_MINUTE=3)
+def test_the_shared_window_frees_a_call_a_minute_after_it_and_prunes_old_marks(agent):
+    from mcp_bridge.models import CallMark
+
+    limiter = agent_api.SlidingWindowLimiter("VETTED_READS_PER_MINUTE", "make", "reads")
+    for t in (0.0, 10.0, 20.0):
+        limiter.hit(agent, now=1000 + t)
+    with pytest.raises(RateLimited) as refused:
+        limiter.hit(agent, now=1030.0)
+    assert refused.value.retry_after == 30
+    limiter.hit(agent, now=1060.5)  # the first call's minute is over
+    assert sorted(CallMark.objects.values_list("at", flat=True)) == [1010.0, 1020.0, 1060.5]
