@@ -73,8 +73,15 @@ class SlidingWindowLimiter:
         if not limit:
             return
         if self.shared():
-            wait = self._hit_in_database(agent, limit, time.time() if now is None else now)
+            wall = time.time() if now is None else now
             now = time.monotonic() if now is None else now  # the early-refusal cache is this process's
+            # Refused moments ago: still refused (only time frees the window,
+            # on every daemon alike), and a flood of refusals costs no query.
+            cached = self.refusing(agent.token_digest, now=now) if agent.token_digest else None
+            if cached is not None:
+                refusals.note(agent.name)
+                raise cached
+            wait = self._hit_in_database(agent, limit, wall)
             if not wait:
                 return
         else:
