@@ -108,3 +108,113 @@ def test_the_shared_window_frees_a_call_a_minute_after_it_and_prunes_old_marks(a
     assert refused.value.retry_after == 30
     limiter.hit(agent, now=1060.5)  # the first call's minute is over
     assert sorted(CallMark.objects.values_list("at", flat=True)) == [1010.0, 1020.0, 1060.5]
+
+
+# --------------------------------------------------------------------------- the notification sender
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_senders_racing_send_each_message_once(settings, agent):
+    """Two daemons' senders pass at the same moment, round after round, each
+    round after a new proposal: the receiver gets one message per round."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from notify import sender
+    from notify.models import Delivery
+    from reviews import actions
+    from tests.conftest import content
+    from tests.notify_support import Receiver
+
+    receiver = Receiver().start()
+    settings.VETTED_WEBHOOK_URL = receiver.url
+    settings.VETTED_WEBHOOK_SECRET = "s3cret-for-tests"
+    settings.VETTED_WEBHOOK_FORMAT = "json"
+    settings.VETTED_NOTIFY_EMAIL = []
+    settings.VETTED_NOTIFY_MIN_SECONDS = 0
+    settings.VETTED_NOTIFY_QUIET_SECONDS = 0
+    rounds = 8
+    try:
+        for n in range(rounds):
+            actions.propose_create(
+                agent=agent,
+                reason="Seen in the repository",
+                **content(
+                    title=f"Race number {n}", body=f"Body {n}: the nightly deploy of service {n} reports to ops."
+                ),
+            )
+            now = timezone.now() + timedelta(seconds=1)
+            start = threading.Barrier(2)
+
+            def one_pass(owner, start=start, now=now):
+                start.wait()
+                try:
+                    sender.batch(now)
+                    sender.send_due(now, owner=owner)
+                finally:
+                    connections.close_all()
+
+            threads = [threading.Thread(target=one_pass, args=(f"daemon-{d}",)) for d in "ab"]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+        ids = [item.headers["x-vetted-delivery"] for item in receiver.got]
+        assert len(ids) == len(set(ids)) == Delivery.objects.count() == rounds
+        assert sorted(item.json()["items"][0]["title"] for item in receiver.got) == [
+            f"Race number {n}" for n in range(rounds)
+        ]
+    finally:
+        receiver.stop()
+
+
+# --------------------------------------------------------------------------- subscriptions
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_the_change_feed_finds_an_event_that_committed_after_a_newer_one(agent, team_agent):
+    """Daemon B's proposal takes an audit id, daemon A's later one commits
+    first and the feed reads past it; B's commit must still be heard."""
+    from django.db import transaction
+
+    from reviews import actions
+    from reviews.models import AuditEvent
+    from tests.conftest import content
+
+    def propose(who, n):
+        return actions.propose_create(
+            agent=who,
+            reason="Seen in the repository",
+            **content(title=f"Late commit {n}", body=f"Body {n}: the nightly deploy of service {n} reports to ops."),
+        )
+
+    after = agent_api.newest_change_ids()
+    seen = agent_api.seen_below(*after)
+    holding, release = threading.Event(), threading.Event()
+    slow: dict = {}
+
+    def slow_daemon():
+        try:
+            with transaction.atomic():
+                slow["proposal"] = propose(agent, 1)
+                holding.set()
+                release.wait(20)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=slow_daemon)
+    thread.start()
+    assert holding.wait(20)
+    fast = propose(team_agent, 2)
+    uris, *after = agent_api.changed_uris(*after, seen)
+    late = slow["proposal"].public_id
+    assert any(fast.public_id in uri for uri in uris) and not any(late in uri for uri in uris)
+    release.set()
+    thread.join(20)
+    assert AuditEvent.objects.filter(pk__lte=after[0], subject_id=late).exists()  # below the cursor
+    uris, *after = agent_api.changed_uris(*after, seen)
+    assert any(late in uri for uri in uris)
+    assert agent_api.changed_uris(*after, seen)[0] == []  # each row told once
