@@ -218,3 +218,54 @@ def test_the_change_feed_finds_an_event_that_committed_after_a_newer_one(agent, 
     uris, *after = agent_api.changed_uris(*after, seen)
     assert any(late in uri for uri in uris)
     assert agent_api.changed_uris(*after, seen)[0] == []  # each row told once
+
+
+# --------------------------------------------------------------------------- serve --workers
+
+
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="the refusal is SQLite's")
+def test_serve_refuses_several_workers_on_sqlite_and_says_what_to_do():
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match=r"--workers 2 needs PostgreSQL.*VETTED_DATABASE_URL.*--workers 1"):
+        call_command("serve", "--workers", "2", "--port", "1")
+
+
+def _worker_pids(parent: int) -> list[int]:
+    from pathlib import Path
+
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return [int(pid) for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+
+
+@postgres_only
+@pytest.mark.slow
+@pytest.mark.postgres_slow
+def test_serve_with_two_workers_answers_from_each(tmp_path, agent_tokens):
+    """Two worker processes on one port: with either one stopped, the other
+    answers alone (so each serves), and an agent's limit is one across both."""
+    import os
+    import signal
+    import time
+
+    from tests.gateway_support import http, running_daemon
+
+    token = agent_tokens["claude-code"]
+    with running_daemon(tmp_path, args=("--workers", "2"), VETTED_READS_PER_MINUTE="6") as daemon:
+        deadline = time.monotonic() + 60
+        while len(workers := _worker_pids(daemon.process.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(workers) == 2, daemon.log()[-2000:]
+        statuses = []
+        for stopped in workers:
+            os.kill(stopped, signal.SIGSTOP)
+            try:
+                for _ in range(3):
+                    status, _headers, _body = http("GET", daemon.base + "/api/v1/records", token=token)
+                    statuses.append(status)
+            finally:
+                os.kill(stopped, signal.SIGCONT)
+        assert statuses == [200] * 6
+        status, _headers, _body = http("GET", daemon.base + "/api/v1/records", token=token)
+        assert status == 429  # the seventh read in the minute, whichever worker took it
