@@ -269,3 +269,60 @@ def test_serve_with_two_workers_answers_from_each(tmp_path, agent_tokens):
         assert statuses == [200] * 6
         status, _headers, _body = http("GET", daemon.base + "/api/v1/records", token=token)
         assert status == 429  # the seventh read in the minute, whichever worker took it
+
+
+# --------------------------------------------------------------------------- two real daemons
+
+MCP_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+@postgres_only
+@pytest.mark.slow
+@pytest.mark.postgres_slow
+def test_two_daemons_on_one_database_see_each_others_writes_and_keep_sessions_their_own(
+    tmp_path, agent_tokens, reviewer
+):
+    """Daemon A has searched (its vector copy and statistics are warm); a
+    proposal made through daemon B and approved by the reviewer is found by
+    A's next search. An MCP session opened on A is unknown on B (404, which
+    makes a client open a new one: the proxy routes an agent to one daemon,
+    README "Several daemons"), and B's new session works."""
+    from reviews import actions
+    from reviews.models import Proposal
+    from tests.gateway_support import http, running_daemon
+
+    token = agent_tokens["claude-code"]
+    with running_daemon(tmp_path) as a, running_daemon(tmp_path) as b:
+        status, _h, data = http("GET", a.base + "/api/v1/search?q=quasar+ledger+rotation", token=token)
+        assert status == 200 and data["results"] == []
+        status, _h, data = http(
+            "POST",
+            b.base + "/api/v1/proposals",
+            token=token,
+            body={
+                "title": "Quasar ledger rotation",
+                "kind": "fact",
+                "scope": "team",
+                "reason": "Seen in the runbook.",
+                "body": "The quasar ledger rotation runs every Sunday night and pages the on-call engineer.",
+            },
+        )
+        assert status == 201, data
+        actions.accept_proposal(Proposal.objects.get(public_id=data["proposal_id"]), actor=reviewer)
+        status, _h, data = http("GET", a.base + "/api/v1/search?q=quasar+ledger+rotation", token=token)
+        assert status == 200 and [r["title"] for r in data["results"]][:1] == ["Quasar ledger rotation"], data
+
+        status, headers, _body = http("POST", a.base + "/mcp", token=token, body=MCP_INIT, headers=MCP_HEADERS)
+        assert status == 200 and headers.get("mcp-session-id")
+        session = {**MCP_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert http("POST", a.base + "/mcp", token=token, body=ping, headers=session)[0] == 200
+        assert http("POST", b.base + "/mcp", token=token, body=ping, headers=session)[0] == 404
+        status, headers, _body = http("POST", b.base + "/mcp", token=token, body=MCP_INIT, headers=MCP_HEADERS)
+        assert status == 200 and headers.get("mcp-session-id")
