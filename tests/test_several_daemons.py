@@ -326,3 +326,54 @@ def test_two_daemons_on_one_database_see_each_others_writes_and_keep_sessions_th
         assert http("POST", b.base + "/mcp", token=token, body=ping, headers=session)[0] == 404
         status, headers, _body = http("POST", b.base + "/mcp", token=token, body=MCP_INIT, headers=MCP_HEADERS)
         assert status == 200 and headers.get("mcp-session-id")
+
+
+# --------------------------------------------------------------------------- the index queues
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_daemons_draining_the_vector_queue_at_once_embed_each_record_once(make_record):
+    """Past each process's own lock (docs.writer_lock), two daemons drain one
+    queue: no error (chunk rows are unique per record and place) and one set
+    of chunks per record."""
+    from retrieval import docs, index, schema
+    from retrieval.embeddings import get_embedder
+
+    records = [
+        make_record(title=f"Queue race {n}", body=f"Body {n}: the nightly deploy of service {n}.") for n in range(40)
+    ]
+    docs.reconcile()
+    assert index.pending_count() >= 40
+    start = threading.Barrier(2)
+
+    def drain():
+        start.wait()
+        return index._sync(get_embedder(), batch=8, progress=None)
+
+    results: list = []
+    errors: list = []
+
+    def daemon():
+        try:
+            results.append(drain())
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=daemon) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert index.pending_count() == 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT record_id, seq, count(*) FROM {schema.CHUNKS} GROUP BY record_id, seq HAVING count(*) > 1"
+        )
+        assert cursor.fetchall() == []
+        cursor.execute(f"SELECT count(DISTINCT record_id) FROM {schema.CHUNKS}")
+        assert cursor.fetchone()[0] == len(records)
+    assert index.check().ok
