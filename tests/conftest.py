@@ -64,7 +64,8 @@ def pytest_collection_modifyitems(config, items):
         marks = ("slow", "browser", "model", "sqlite_only")
         sqlite_only = any(item.get_closest_marker(mark) for mark in marks)
         if item.get_closest_marker("postgres_slow"):  # pg-daemons: slow, and run on the PostgreSQL pass
-            sqlite_only = False
+            keep.append(item)
+            continue
         (keep if touches_database(item) and not sqlite_only else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
