@@ -42,10 +42,10 @@ class Daemon:
         return self.log_path.read_text(errors="replace")
 
 
-def test_database_url() -> str:
+def postgres_test_url() -> str:
     """VETTED_DATABASE_URL with the test database's name (PostgreSQL)."""
     parts = urlsplit(os.environ["VETTED_DATABASE_URL"])
-    return urlunsplit(parts._replace(path="/" + settings.DATABASES["default"]["NAME"]))
+    return urlunsplit(parts._replace(path="/" + str(settings.DATABASES["default"]["NAME"])))
 
 
 @contextmanager
@@ -60,7 +60,7 @@ def running_daemon(tmp_dir: Path, *, port: int | None = None, args: tuple[str, .
         "VETTED_EMBEDDER": "fake",
     }
     if connection.vendor == "postgresql":
-        env["VETTED_DATABASE_URL"] = test_database_url()
+        env["VETTED_DATABASE_URL"] = postgres_test_url()
     env.update(env_overrides)
     log_path = tmp_dir / f"serve-{port}.log"
     process = start_serve(PROJECT, env, port, log_path, args=args)

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -99,6 +100,7 @@ class Database:
     psycopg (``?`` placeholders either way)."""
 
     def __init__(self, folder: Path, env: dict[str, str]):
+        self.conn: Any
         if POSTGRES:
             import psycopg
 

@@ -209,15 +209,15 @@ def test_the_change_feed_finds_an_event_that_committed_after_a_newer_one(agent, 
     thread.start()
     assert holding.wait(20)
     fast = propose(team_agent, 2)
-    uris, *after = agent_api.changed_uris(*after, seen)
+    uris, audit_after, outbox_after = agent_api.changed_uris(*after, seen)
     late = slow["proposal"].public_id
     assert any(fast.public_id in uri for uri in uris) and not any(late in uri for uri in uris)
     release.set()
     thread.join(20)
-    assert AuditEvent.objects.filter(pk__lte=after[0], subject_id=late).exists()  # below the cursor
-    uris, *after = agent_api.changed_uris(*after, seen)
+    assert AuditEvent.objects.filter(pk__lte=audit_after, subject_id=late).exists()  # below the cursor
+    uris, audit_after, outbox_after = agent_api.changed_uris(audit_after, outbox_after, seen)
     assert any(late in uri for uri in uris)
-    assert agent_api.changed_uris(*after, seen)[0] == []  # each row told once
+    assert agent_api.changed_uris(audit_after, outbox_after, seen)[0] == []  # each row told once
 
 
 # --------------------------------------------------------------------------- serve --workers
