@@ -377,3 +377,47 @@ def test_two_daemons_draining_the_vector_queue_at_once_embed_each_record_once(ma
         cursor.execute(f"SELECT count(DISTINCT record_id) FROM {schema.CHUNKS}")
         assert cursor.fetchone()[0] == len(records)
     assert index.check().ok
+
+
+# --------------------------------------------------------------------------- access counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_daemons_flushing_access_counts_lose_none(make_record):
+    from retrieval.access import AccessCounter
+    from reviews.models import Record
+
+    ids = [make_record(title=f"Counted {n}", body=f"Body {n}: the nightly deploy of service {n}.").pk for n in range(6)]
+    start = threading.Barrier(2)
+
+    def daemon(order):
+        counter = AccessCounter(flush_every=0)
+        start.wait()
+        try:
+            for _ in range(25):
+                counter.add(order)
+            counter.flush()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=daemon, args=(o,)) for o in (ids, list(reversed(ids)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert list(Record.objects.filter(pk__in=ids).values_list("access_count", flat=True)) == [50] * 6
+
+
+@pytest.mark.django_db
+def test_an_access_count_flush_that_fails_keeps_its_counts(record, monkeypatch):
+    from retrieval import access
+    from retrieval.access import AccessCounter
+
+    counter = AccessCounter(flush_every=3600)
+    counter.add([record.pk, record.pk])
+    monkeypatch.setattr(access.schema, "RECORD_TABLE", "no_such_table")
+    counter.flush()  # no error for the search that flushed
+    monkeypatch.undo()
+    counter.flush()
+    record.refresh_from_db()
+    assert record.access_count == 2
