@@ -410,12 +410,12 @@ def test_two_daemons_flushing_access_counts_lose_none(make_record):
 
 @pytest.mark.django_db
 def test_an_access_count_flush_that_fails_keeps_its_counts(record, monkeypatch):
-    from retrieval import access
+    from retrieval import schema
     from retrieval.access import AccessCounter
 
     counter = AccessCounter(flush_every=3600)
     counter.add([record.pk, record.pk])
-    monkeypatch.setattr(access.schema, "RECORD_TABLE", "no_such_table")
+    monkeypatch.setattr(schema, "RECORD_TABLE", "no_such_table")
     counter.flush()  # no error for the search that flushed
     monkeypatch.undo()
     counter.flush()
