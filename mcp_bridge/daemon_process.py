@@ -22,14 +22,14 @@ def free_port() -> int:
 
 
 def start_serve(
-    project: Path, env: dict[str, str], port: int, log_path: Path, *, append: bool = False
+    project: Path, env: dict[str, str], port: int, log_path: Path, *, append: bool = False, args: tuple[str, ...] = ()
 ) -> subprocess.Popen:
-    """`manage.py serve --port PORT` in ``project`` with ``env``, its output
+    """`manage.py serve --port PORT [ARGS]` in ``project`` with ``env``, its output
     in ``log_path`` (appended to with ``append``, as a restart does). Returns
     at once; call wait_for_health before using it."""
     with open(log_path, "ab" if append else "wb") as log:
         return subprocess.Popen(
-            [sys.executable, str(Path(project) / "manage.py"), "serve", "--port", str(port)],
+            [sys.executable, str(Path(project) / "manage.py"), "serve", "--port", str(port), *args],
             cwd=project,
             env=env,
             stdout=log,

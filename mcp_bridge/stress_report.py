@@ -44,3 +44,19 @@ def flood_report(write: Callable[[str], object], flood: list[dict], items: list[
     if before and during:
         ratio = statistics.median(i["ms"] for i in during) / statistics.median(i["ms"] for i in before)
         write(f"others' search median during / before the flood: {ratio:.2f}")
+
+
+def database_integrity() -> tuple[str, bool, str]:
+    """The engine's own consistency check, as a (label, ok, detail) row:
+    SQLite's ``PRAGMA integrity_check``; on PostgreSQL, that no index is left
+    invalid (a crashed or failed build) and the write log's triggers hold."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute("PRAGMA integrity_check")
+            integrity = cursor.fetchone()[0]
+            return ("PRAGMA integrity_check", integrity == "ok", integrity)
+        cursor.execute("SELECT count(*) FROM pg_index WHERE NOT indisvalid OR NOT indisready")
+        invalid = cursor.fetchone()[0]
+        return ("PostgreSQL indexes valid and ready", invalid == 0, f"{invalid} invalid index(es)")

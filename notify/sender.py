@@ -11,7 +11,9 @@ One pass (``run_once``) does three things:
    every retry is the same message under the same delivery id. Who is
    told what: notify/recipients.py (an e-mail per person and their spaces).
 2. ``send_due``: claims the messages whose time has come (a lease, so two
-   senders never send the same one at once) and sends them; a failure is
+   senders never send the same one at once; with several daemons on one
+   PostgreSQL database, ``batch`` takes a turn so one sender batches at a
+   time, and the claim skips rows another sender has locked) and sends them; a failure is
    retried with exponential backoff for RETRY_FOR, then marked failed with
    its last error.
 3. the daily scan (``reviews.actions.scan_for_notices``) when the day changed.
@@ -42,6 +44,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from memory_site.db_turns import take_turn
 from reviews.models import Proposal, ProposalState
 
 from . import channels, recipients, refusals, wake
@@ -119,6 +122,8 @@ def batch(now: datetime | None = None) -> list[Delivery]:
     """Make the messages that are due now (see the module docstring)."""
     now = now or timezone.now()
     with transaction.atomic():
+        if not take_turn("notify-batch"):
+            return []  # another daemon's sender is batching these very events: one message, not two
         events = list(OutboxEvent.objects.filter(batched_at=None).order_by("id")[:BATCH_LIMIT])
         keep, drop = _wanted(events)
         targets = channels.configured()
@@ -211,22 +216,26 @@ def release_dead_claims() -> int:
         return Delivery.objects.filter(pk__in=dead).update(claimed_by="", claimed_until=None)
 
 
-def _claim(now: datetime, limit: int = 50) -> list[Delivery]:
+def _claim(now: datetime, limit: int = 50, owner: str = OWNER) -> list[Delivery]:
     with transaction.atomic():
-        free = Q(claimed_by="") | Q(claimed_until__lt=now) | Q(claimed_by=OWNER)
+        free = Q(claimed_by="") | Q(claimed_until__lt=now) | Q(claimed_by=owner)
+        # SKIP LOCKED (PostgreSQL): rows another daemon's sender is claiming
+        # right now are its own, not waited for; SQLite's BEGIN IMMEDIATE
+        # already lets one claim run at a time.
         rows = list(
-            Delivery.objects.select_for_update()
+            Delivery.objects.select_for_update(skip_locked=True)
             .filter(free, state=DeliveryState.PENDING, next_attempt_at__lte=now)
             .order_by("id")[:limit]
         )
-        Delivery.objects.filter(pk__in=[d.pk for d in rows]).update(claimed_by=OWNER, claimed_until=now + LEASE)
+        Delivery.objects.filter(pk__in=[d.pk for d in rows]).update(claimed_by=owner, claimed_until=now + LEASE)
         return rows
 
 
-def send_due(now: datetime | None = None, result: PassResult | None = None) -> PassResult:
-    """Send every claimed message once; record the outcome of each."""
+def send_due(now: datetime | None = None, result: PassResult | None = None, *, owner: str = OWNER) -> PassResult:
+    """Send every claimed message once; record the outcome of each.
+    ``owner`` names the sender in its claims (one per process)."""
     result = result or PassResult()
-    for delivery in _claim(now or timezone.now()):
+    for delivery in _claim(now or timezone.now(), owner=owner):
         try:
             channels.send(delivery.channel, delivery.public_id, delivery.payload)
         except channels.SendFailed as exc:
@@ -295,8 +304,11 @@ def scan_if_new_day() -> None:
     if _scanned_on != today:
         from reviews import actions
 
-        actions.scan_for_notices(today)
-        prune()
+        with transaction.atomic():
+            if not take_turn("notify-scan"):
+                return  # another daemon is scanning now; this one looks again next pass (each fact is told once)
+            actions.scan_for_notices(today)
+            prune()
         _scanned_on = today
 
 

@@ -3,13 +3,16 @@ the write lock."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from . import schema
+
+log = logging.getLogger(__name__)
 
 
 class AccessCounter:
@@ -34,17 +37,34 @@ class AccessCounter:
             self._last = time.monotonic()
         if not pending:
             return
-        with connection.cursor() as cursor:
-            # Raw SQL on purpose: a counter bump is not a change of what is
-            # true, so it has no audit event, leaves updated_at alone and (as
-            # access_count is not a watched column) fires no index trigger.
-            for count in set(pending.values()):
-                ids = [rid for rid, c in pending.items() if c == count]
-                marks = ",".join(["%s"] * len(ids))
-                cursor.execute(
-                    f"UPDATE {schema.RECORD_TABLE} SET access_count = access_count + %s WHERE id IN ({marks})",
-                    [count, *ids],
-                )
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                if connection.vendor == "postgresql":
+                    # Several daemons flush overlapping batches: rows locked in
+                    # id order, as the actions and the reconcile take them, wait
+                    # for each other instead of deadlocking.
+                    every = sorted(pending)
+                    marks = ",".join(["%s"] * len(every))
+                    cursor.execute(
+                        f"SELECT id FROM {schema.RECORD_TABLE} WHERE id IN ({marks}) ORDER BY id FOR UPDATE", every
+                    )
+                # Raw SQL on purpose: a counter bump is not a change of what is
+                # true, so it has no audit event, leaves updated_at alone and (as
+                # access_count is not a watched column) fires no index trigger.
+                # `access_count + n` in the database: no daemon loses another's counts.
+                for count in set(pending.values()):
+                    ids = [rid for rid, c in pending.items() if c == count]
+                    marks = ",".join(["%s"] * len(ids))
+                    cursor.execute(
+                        f"UPDATE {schema.RECORD_TABLE} SET access_count = access_count + %s WHERE id IN ({marks})",
+                        [count, *ids],
+                    )
+        except DatabaseError as exc:
+            # A counter must never fail the search that bumped it: keep the
+            # counts for the next flush.
+            log.warning("access counts not flushed (kept for the next flush): %s", exc)
+            with self._lock:
+                self._pending.update(pending)
 
 
 access_counter = AccessCounter()

@@ -86,7 +86,10 @@ def reconcile(sweep_scopes: Iterable[str] = (), today: date | None = None) -> in
             with transaction.atomic(), connection.cursor() as cursor:
                 # BEGIN IMMEDIATE holds the write lock from here: nobody can
                 # change a record between reading it and writing its document.
-                cursor.execute(f"SELECT record_id FROM {schema.QUEUE} ORDER BY record_id LIMIT %s", [BATCH])
+                # On PostgreSQL (several daemons) each batch is one daemon's:
+                # rows another daemon is reconciling are skipped, not redone.
+                skip = " FOR UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
+                cursor.execute(f"SELECT record_id FROM {schema.QUEUE} ORDER BY record_id LIMIT %s{skip}", [BATCH])
                 ids = [row[0] for row in cursor.fetchall()]
                 if not ids:
                     break

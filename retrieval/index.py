@@ -91,6 +91,12 @@ def ensure_ready(embedder: Embedder) -> None:
             )
         return
     with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Two daemons starting on a new database: one creates the table,
+            # the other waits here and then finds it made.
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('vetted-vector-table'))")
+            if read_meta().get("model_name") is not None:
+                return ensure_ready(embedder)
         _create_vec_table(cursor, embedder)
 
 
@@ -273,11 +279,15 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             plans.append((record_id, gen, scope, planned))
         new_vectors = embedder.embed(to_embed) if to_embed else None
 
+        # PostgreSQL (several daemons): FOR UPDATE holds the queue row, so a
+        # daemon syncing the same record waits here, then finds it gone and
+        # skips it (SQLite's BEGIN IMMEDIATE already lets one writer in).
+        hold = " FOR UPDATE" if connection.vendor == "postgresql" else ""
         with transaction.atomic(), connection.cursor() as cursor:
             touched: set[str] = set()
             reload: set[str] = set()
             for record_id, gen, scope, plan in plans:
-                cursor.execute(f"SELECT gen FROM {schema.DIRTY} WHERE record_id = %s", [record_id])
+                cursor.execute(f"SELECT gen FROM {schema.DIRTY} WHERE record_id = %s{hold}", [record_id])
                 current = cursor.fetchone()
                 if current is None or current[0] != gen:
                     # Another process synced it, or it changed again meanwhile

@@ -63,6 +63,9 @@ def pytest_collection_modifyitems(config, items):
         # The real model's tests (model) measure the embedder, which no engine changes, and take minutes.
         marks = ("slow", "browser", "model", "sqlite_only")
         sqlite_only = any(item.get_closest_marker(mark) for mark in marks)
+        if item.get_closest_marker("postgres_slow"):  # pg-daemons: slow, and run on the PostgreSQL pass
+            keep.append(item)
+            continue
         (keep if touches_database(item) and not sqlite_only else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -18,8 +18,10 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
+from django.db import connection
 
 from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, wait_for_health  # noqa: F401 (re-exported for tests)
 
@@ -40,19 +42,28 @@ class Daemon:
         return self.log_path.read_text(errors="replace")
 
 
+def postgres_test_url() -> str:
+    """VETTED_DATABASE_URL with the test database's name (PostgreSQL)."""
+    parts = urlsplit(os.environ["VETTED_DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + str(settings.DATABASES["default"]["NAME"])))
+
+
 @contextmanager
-def running_daemon(tmp_dir: Path, *, port: int | None = None, **env_overrides: str):
-    """`manage.py serve` on the test database, with the fake embedder."""
+def running_daemon(tmp_dir: Path, *, port: int | None = None, args: tuple[str, ...] = (), **env_overrides: str):
+    """`manage.py serve` on the test database, with the fake embedder. On
+    PostgreSQL, the test database on the test server."""
     port = port or free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memory_site.settings",
         "VETTED_DB_PATH": str(settings.DATABASES["default"]["NAME"]),
         "VETTED_EMBEDDER": "fake",
-        **env_overrides,
     }
+    if connection.vendor == "postgresql":
+        env["VETTED_DATABASE_URL"] = postgres_test_url()
+    env.update(env_overrides)
     log_path = tmp_dir / f"serve-{port}.log"
-    process = start_serve(PROJECT, env, port, log_path)
+    process = start_serve(PROJECT, env, port, log_path, args=args)
     daemon = Daemon(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for_health(daemon.base, process)

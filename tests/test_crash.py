@@ -1,12 +1,16 @@
 """Crash safety: SIGKILL the daemon in the middle of a stream of agent
 proposals (REST and MCP) and reviewer approvals (through the site's forms,
 so they are in flight in the daemon too), restart it, and check that
-everything acknowledged survived and nothing is half-applied."""
+everything acknowledged survived and nothing is half-applied.
+
+On the PostgreSQL pass (marker postgres_slow) the daemon serves a new
+database on the test server, and the checks read it over psycopg."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import sqlite3
 import subprocess
@@ -14,13 +18,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from mcp_bridge.daemon_process import start_serve, stress_argv
+from tests.conftest import POSTGRES
 from tests.gateway_support import PROJECT, free_port, http, wait_for_health
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres_slow]
 
 PASSWORD = "crash-password-1234"
 
@@ -66,6 +73,13 @@ def home():
         "VETTED_OPEN_DISPUTES_PER_AGENT": "0",
     }
     env.pop("VETTED_DB_PATH", None)
+    if POSTGRES:  # a database of its own on the test server
+        import psycopg
+
+        url, name = os.environ["VETTED_DATABASE_URL"], f"vetted_crash_{secrets.token_hex(4)}"
+        with psycopg.connect(url, autocommit=True) as server:
+            server.execute(f'CREATE DATABASE "{name}"')
+        env["VETTED_DATABASE_URL"] = urlunsplit(urlsplit(url)._replace(path="/" + name))
     manage(env, "migrate", "-v0")
     manage(
         env,
@@ -79,6 +93,33 @@ def home():
     )
     token = manage(env, "create_agent", "crasher", "--scopes", "personal,team").stdout.strip().splitlines()[-1]
     return folder, env, token
+
+
+class Database:
+    """The daemon's database read directly: SQLite's file, or PostgreSQL over
+    psycopg (``?`` placeholders either way)."""
+
+    def __init__(self, folder: Path, env: dict[str, str]):
+        self.conn: Any
+        if POSTGRES:
+            import psycopg
+
+            self.conn = psycopg.connect(env["VETTED_DATABASE_URL"])
+        else:
+            self.conn = sqlite3.connect(folder / "vetted.sqlite3")
+
+    def execute(self, sql: str, params=()):
+        return self.conn.execute(sql.replace("?", "%s") if POSTGRES else sql, params)
+
+    def intact(self) -> bool:
+        if POSTGRES:
+            return (
+                self.execute("SELECT count(*) FROM pg_index WHERE NOT indisvalid OR NOT indisready").fetchone()[0] == 0
+            )
+        return self.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_done(home):
@@ -135,9 +176,9 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
     acked = [i["proposal_id"] for n in range(2) for i in read_acks(folder / f"agent-{n}.jsonl") if i.get("proposal_id")]
     assert len(acked) >= 40, "the load never built up"
 
-    db = sqlite3.connect(folder / "vetted.sqlite3")
+    db = Database(folder, env)
     try:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.intact()
         stored = {row[0] for row in db.execute("SELECT public_id FROM reviews_proposal")}
         assert set(acked) <= stored, f"lost acknowledged proposals: {set(acked) - stored}"
         assert len(acked) == len(set(acked))

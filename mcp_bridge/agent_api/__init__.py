@@ -28,6 +28,7 @@ from .resources import (
     list_resources,
     newest_change_ids,
     read_resource,
+    seen_below,
 )
 from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
@@ -39,6 +40,7 @@ __all__ = [
     "changed_uris",
     "list_resources",
     "newest_change_ids",
+    "seen_below",
     "read_resource",
     "LIST_LIMIT_DEFAULT",
     "LIST_LIMIT_MAX",

@@ -1,5 +1,14 @@
 """The per-agent rate limits: writes (proposals) and reads per minute, and
-new MCP sessions per minute, all one sliding-window class."""
+new MCP sessions per minute, all one sliding-window class.
+
+Where the window lives (issue 17, several daemons): on SQLite, in this
+process. One daemon serves a SQLite file (the serve lock in VETTED_HOME), so
+an in-memory window sees every call and costs no write. On PostgreSQL,
+several daemons may serve one database, so the window is in the database
+(``mcp_bridge.models.CallMark``, one row per allowed call for a minute), held
+per agent and limiter by a transaction-scoped advisory lock: an agent at its
+limit on one daemon is at it on every other.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +18,9 @@ import threading
 import time
 from collections import deque
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection, transaction
 
 from notify import refusals
 from reviews.errors import RateLimited
@@ -25,8 +36,10 @@ class SlidingWindowLimiter:
     ``60 / spread`` seconds, so an agent cannot spend the whole minute's
     allowance in one burst (which is what slows the other agents down).
 
-    Vetted runs as one daemon process (REST and MCP share it, and the stdio
-    bridge proxies to it), so an in-memory window sees every call. A refused
+    On SQLite one daemon process serves the database (REST and MCP share it,
+    and the stdio bridge proxies to it), so an in-memory window sees every
+    call; on PostgreSQL the window is in the database (see the module
+    docstring), and ``now`` is wall-clock time, shared by every host. A refused
     call is not counted, so an agent that keeps knocking gets in again as
     soon as the window allows. Cheap: one short critical section, one
     timestamp per allowed call (at most ``limit`` per agent, sorted), old
@@ -59,19 +72,32 @@ class SlidingWindowLimiter:
         limit = self.limit
         if not limit:
             return
-        now = time.monotonic() if now is None else now
-        wait = 0.0
-        with self._lock:
-            calls = self._calls.setdefault(agent.public_id, deque())
-            while calls and calls[0] <= now - self.WINDOW:
-                calls.popleft()
-            for span, allowed in self._windows(limit):
-                # Full when the allowed-th most recent call is still inside the span.
-                if len(calls) >= allowed and calls[-allowed] > now - span:
-                    wait = max(wait, calls[-allowed] + span - now)
+        if self.shared():
+            wall = time.time() if now is None else now
+            now = time.monotonic() if now is None else now  # the early-refusal cache is this process's
+            # Refused moments ago: still refused (only time frees the window,
+            # on every daemon alike), and a flood of refusals costs no query.
+            cached = self.refusing(agent.token_digest, now=now) if agent.token_digest else None
+            if cached is not None:
+                refusals.note(agent.name)
+                raise cached
+            wait = self._hit_in_database(agent, limit, wall)
             if not wait:
-                calls.append(now)
                 return
+        else:
+            now = time.monotonic() if now is None else now
+            wait = 0.0
+            with self._lock:
+                calls = self._calls.setdefault(agent.public_id, deque())
+                while calls and calls[0] <= now - self.WINDOW:
+                    calls.popleft()
+                for span, allowed in self._windows(limit):
+                    # Full when the allowed-th most recent call is still inside the span.
+                    if len(calls) >= allowed and calls[-allowed] > now - span:
+                        wait = max(wait, calls[-allowed] + span - now)
+                if not wait:
+                    calls.append(now)
+                    return
         refusals.note(agent.name)  # notify: counted in memory, summarised in the next message
         message = f"Rate limit: agent {agent.name!r} may {self.verb} {self.describe()} ({self.setting})"
         with self._lock:
@@ -89,6 +115,48 @@ class SlidingWindowLimiter:
             )
         retry_after = max(1, math.ceil(wait))
         raise RateLimited(f"{message}; retry in {retry_after} s.", retry_after=retry_after)
+
+    async def ahit(self, agent: Agent) -> None:
+        """``hit`` from async code (the /mcp guard): through a worker thread
+        when the window is in the database, at once when it is in memory."""
+        if self.shared():
+            await sync_to_async(self.hit)(agent)
+        else:
+            self.hit(agent)
+
+    @staticmethod
+    def shared() -> bool:
+        """Is the window in the database (PostgreSQL: several daemons may serve it)?"""
+        return connection.vendor == "postgresql"
+
+    def _hit_in_database(self, agent: Agent, limit: int, now: float) -> float:
+        """The shared window: the seconds to wait, or 0 with this call counted.
+        The advisory lock serialises one agent's calls on one limiter across
+        every daemon, so two daemons cannot both let the limit-th call in."""
+        from mcp_bridge.models import CallMark
+
+        table = CallMark._meta.db_table
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"vetted-limit:{self.setting}:{agent.pk}"])
+            cursor.execute(
+                f"DELETE FROM {table} WHERE agent_id = %s AND limiter = %s AND at <= %s",
+                [agent.pk, self.setting, now - self.WINDOW],
+            )
+            wait = 0.0
+            for span, allowed in self._windows(limit):
+                # Full when the allowed-th most recent call is still inside the span.
+                cursor.execute(
+                    f"SELECT at FROM {table} WHERE agent_id = %s AND limiter = %s ORDER BY at DESC LIMIT 1 OFFSET %s",
+                    [agent.pk, self.setting, allowed - 1],
+                )
+                row = cursor.fetchone()
+                if row is not None and row[0] > now - span:
+                    wait = max(wait, row[0] + span - now)
+            if not wait:
+                cursor.execute(
+                    f"INSERT INTO {table} (agent_id, limiter, at) VALUES (%s, %s, %s)", [agent.pk, self.setting, now]
+                )
+        return wait
 
     def refusing(self, token_digest: str, *, now: float | None = None) -> RateLimited | None:
         """The refusal for a token whose agent was refused moments ago and may
@@ -120,6 +188,10 @@ class SlidingWindowLimiter:
         with self._lock:
             self._calls.clear()
             self._refusing.clear()
+        if self.shared():
+            from mcp_bridge.models import CallMark
+
+            CallMark.objects.filter(limiter=self.setting).delete()
 
 
 # Every write call counts, refused ones included: an agent stuck in a loop of

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
 
@@ -146,11 +147,25 @@ def change_notice(agent_id: str, uri: str) -> tuple[str, dict] | None:
     return json.dumps(seen, sort_keys=True, default=str), meta
 
 
-def changed_uris(after_audit: int, after_outbox: int) -> tuple[list[str], int, int]:
+# PostgreSQL (several daemons): an id is taken at INSERT but seen only at
+# COMMIT, so a row with a lower id can appear after a higher one was read.
+# The feed reads this many ids back below its cursor, and ``seen`` keeps it
+# from telling the same row twice. SQLite writers take one lock in turn, so
+# its ids appear in order.
+LATE_COMMITS = 256
+
+
+def changed_uris(
+    after_audit: int, after_outbox: int, seen: set[tuple[str, int]] | None = None
+) -> tuple[list[str], int, int]:
     """The resource uris named by audit events and outbox rows newer than the
     given ids (a decision, a revision, a retirement, a dispute, a record
-    gone overdue or edited outside Vetted), and the newest ids seen."""
+    gone overdue or edited outside Vetted), and the newest ids seen. With
+    ``seen`` (the caller's, kept between calls) on PostgreSQL, rows that
+    committed late below the cursor are found too, each once."""
     uris: dict[str, None] = {}
+    back = LATE_COMMITS if seen is not None and connection.vendor == "postgresql" else 0
+    seen = set() if seen is None else seen
 
     def note(value) -> None:
         for text in value if isinstance(value, list) else [value]:
@@ -159,17 +174,42 @@ def changed_uris(after_audit: int, after_outbox: int) -> tuple[list[str], int, i
             elif isinstance(text, str) and ids.PROPOSAL_ID_RE.match(text):
                 uris[PROPOSAL_URI.format(id=text)] = None
 
-    for pk, record_ref, proposal_ref, subject_id, extra in AuditEvent.objects.filter(pk__gt=after_audit).values_list(
+    audit_rows = AuditEvent.objects.filter(pk__gt=after_audit - back)
+    for pk, record_ref, proposal_ref, subject_id, extra in audit_rows.values_list(
         "pk", "record_ref", "proposal_ref", "subject_id", "extra"
     ):
+        if ("audit", pk) in seen or (not back and pk <= after_audit):
+            continue
+        if back:
+            seen.add(("audit", pk))
         after_audit = max(after_audit, pk)
         note([record_ref, proposal_ref, subject_id])
         for key in ("supersedes", "closed_proposals", "rejected_disputes", "reopened_proposals", "retired"):
             note((extra or {}).get(key))
-    for pk, subject_id in OutboxEvent.objects.filter(pk__gt=after_outbox).values_list("pk", "subject_id"):
+    for pk, subject_id in OutboxEvent.objects.filter(pk__gt=after_outbox - back).values_list("pk", "subject_id"):
+        if ("outbox", pk) in seen or (not back and pk <= after_outbox):
+            continue
+        if back:
+            seen.add(("outbox", pk))
         after_outbox = max(after_outbox, pk)
         note(subject_id)
+    if back:  # forget what can no longer come back into the window
+        floors = {"audit": after_audit - back, "outbox": after_outbox - back}
+        seen.difference_update({key for key in seen if key[1] <= floors[key[0]]})
     return list(uris), after_audit, after_outbox
+
+
+def seen_below(after_audit: int, after_outbox: int) -> set[tuple[str, int]]:
+    """The ``seen`` a feed starts with at this cursor: the rows already
+    committed in its look-back window (PostgreSQL), which are old news; a row
+    still in flight there is not among them, so it is told when it commits."""
+    if connection.vendor != "postgresql":
+        return set()
+    audit = AuditEvent.objects.filter(pk__gt=after_audit - LATE_COMMITS, pk__lte=after_audit)
+    outbox = OutboxEvent.objects.filter(pk__gt=after_outbox - LATE_COMMITS, pk__lte=after_outbox)
+    return {("audit", pk) for pk in audit.values_list("pk", flat=True)} | {
+        ("outbox", pk) for pk in outbox.values_list("pk", flat=True)
+    }
 
 
 def newest_change_ids() -> tuple[int, int]:

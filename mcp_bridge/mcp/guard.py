@@ -151,7 +151,7 @@ def require_agent_token(app):
             )
         if opens_session(scope):
             try:
-                initialize_limiter.hit(agent)
+                await initialize_limiter.ahit(agent)
             except RateLimited as exc:
                 return await _send_error(send, exc)
         return await app({**scope, "user": agent_user(agent.public_id)}, receive, send)

@@ -102,6 +102,7 @@ class ChangeFeed:
         self.subscribers: set[Subscriber] = set()
         self._task: asyncio.Task | None = None
         self._after: tuple[int, int] | None = None
+        self._seen: set[tuple[str, int]] = set()  # rows told near the cursor (late commits, PostgreSQL)
 
     async def add(self, subscriber: Subscriber, uri: str) -> None:
         if uri in subscriber.told:
@@ -110,6 +111,7 @@ class ChangeFeed:
             raise MCPError(INVALID_PARAMS, f"[invalid] uri: at most {MAX_URIS} subscriptions at a time")
         if self._task is None or self._task.done():  # nobody was listening: changes from now on
             self._after = await _db(agent_api.newest_change_ids)
+            self._seen = await _db(agent_api.seen_below, *self._after)
         notice = await _db(agent_api.change_notice, subscriber.agent_id, uri)
         subscriber.told[uri] = notice[0] if notice else None
         self.subscribers.add(subscriber)
@@ -137,7 +139,7 @@ class ChangeFeed:
     async def check(self) -> None:
         """One pass: read the newer rows, tell whoever may hear of them."""
         assert self._after is not None
-        uris, *after = await _db(agent_api.changed_uris, *self._after)
+        uris, *after = await _db(agent_api.changed_uris, *self._after, self._seen)
         self._after = (after[0], after[1])
         for uri in uris:
             for subscriber in [s for s in self.subscribers if uri in s.told]:

@@ -108,10 +108,15 @@ def _check_agent_scope(agent: Agent, scope: str) -> None:
         )
 
 
+# pg-daemons: FOR NO KEY UPDATE (no_key) on PostgreSQL. It serialises the
+# actions on a row as FOR UPDATE does, but lets other transactions' foreign-key
+# checks (FOR KEY SHARE, run at COMMIT: Django's keys are deferred) through; with
+# FOR UPDATE a proposal committing beside an agent's next write could deadlock
+# (met under `stress --daemons 2`). SQLite ignores it (BEGIN IMMEDIATE).
 def _locked_record(record: Record | str) -> Record:
     public_id = record if isinstance(record, str) else record.public_id
     try:
-        return Record.objects.select_for_update().get(public_id=public_id)
+        return Record.objects.select_for_update(no_key=True).get(public_id=public_id)
     except Record.DoesNotExist:
         raise NotFound(f"No record with id {public_id!r}.") from None
 
@@ -129,7 +134,7 @@ def _locked_proposal(proposal: Proposal | str) -> Proposal:
 def _locked_agent(agent: Agent | str) -> Agent:
     name = agent if isinstance(agent, str) else agent.name
     try:
-        return Agent.objects.select_for_update().get(name=name)
+        return Agent.objects.select_for_update(no_key=True).get(name=name)
     except Agent.DoesNotExist:
         raise NotFound(f"No agent named {name!r}.") from None
 

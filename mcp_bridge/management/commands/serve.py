@@ -7,6 +7,7 @@ import urllib.request
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from memory_site import listening
 from memory_site.defaults import DEFAULT_PORT
@@ -22,11 +23,29 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            help="Worker processes on this port (default 1). More than one needs PostgreSQL (VETTED_DATABASE_URL).",
+        )
 
     def handle(self, *args, **opts):
         host, port = opts["host"], opts["port"]
         if not 1 <= port <= 65535:
             raise CommandError(f"--port {port}: use 1-65535.")
+        workers = opts["workers"]
+        if not 1 <= workers <= 64:
+            raise CommandError(f"--workers {workers}: use 1-64.")
+        if workers > 1 and connection.vendor != "postgresql":
+            # Several processes on one SQLite file would each keep their own
+            # rate-limit windows (mcp_bridge/agent_api/limits.py), so an agent
+            # would get N times its limit: refuse rather than weaken it.
+            raise CommandError(
+                f"--workers {workers} needs PostgreSQL: on SQLite one process serves the file and keeps the "
+                "per-agent rate limits in its memory. Set VETTED_DATABASE_URL=postgresql://… (README, "
+                '"Running on PostgreSQL") or run with --workers 1.'
+            )
         bare_host = host.strip("[]")
         if (
             bare_host not in settings.ALLOWED_HOSTS
@@ -43,12 +62,12 @@ class Command(BaseCommand):
         if self._refuse_if_running(host, port) is None:
             listening.write(home, host=host, port=port, state="starting")
         try:
-            self._serve(host, port)
+            self._serve(host, port, workers)
         finally:
             listening.remove(home)  # a clean stop, or a start that failed
         sys.stderr.flush()
 
-    def _serve(self, host: str, port: int) -> None:
+    def _serve(self, host: str, port: int, workers: int = 1) -> None:
         import uvicorn
 
         from retrieval import index
@@ -87,6 +106,8 @@ class Command(BaseCommand):
         from notify import sender
 
         sender.start_thread()
+        if workers > 1:
+            return _serve_workers(host, port, workers)
         from memory_site.asgi import application
 
         # X-Forwarded-For/-Proto are believed only when an operator said a
@@ -164,6 +185,39 @@ class Command(BaseCommand):
         handle = open(path, "a")  # noqa: SIM115 - held open (and locked) for the life of the process
         fcntl.flock(handle, fcntl.LOCK_SH)
         self._serve_lock = handle  # kept open (and locked) until the process ends
+
+
+def _serve_workers(host: str, port: int, workers: int) -> None:
+    """``workers`` uvicorn processes on one socket (PostgreSQL only, checked
+    by the caller). uvicorn starts each worker from an import string, not an
+    app object; each builds its own application. This process keeps the
+    socket, the serve lock and the notification sender (which takes its turn
+    in the database, notify/sender.py); each worker loads the model on its
+    first search."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(
+        "memory_site.asgi:application",
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        lifespan="on",
+        access_log=True,
+        server_header=False,
+        proxy_headers=settings.VETTED_BEHIND_PROXY,
+    )
+    sock = config.bind_socket()
+    record = listening.read(settings.VETTED_HOME)
+    listening.write(
+        settings.VETTED_HOME,
+        host=host,
+        port=port,
+        state="listening",
+        started=record.started if record is not None else None,
+    )
+    Multiprocess(config, sockets=[sock]).run()
 
 
 def _recording_server(config):

@@ -5,7 +5,11 @@ throwaway data folder; then checks that nothing was lost or doubled.
 With ``--flood N`` one more agent searches from N concurrent workers for the
 second half of the run, ignoring Retry-After, and the report compares the
 other agents' search latency before and during the flood (the read limit is
-what keeps them apart)."""
+what keeps them apart).
+
+With ``--daemons 2`` (PostgreSQL) two daemons serve the one scratch database
+and each agent stays on one of them, as the documented proxy routes an
+agent's token to one daemon."""
 
 import json
 import os
@@ -14,6 +18,7 @@ import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -22,7 +27,7 @@ from django.db import connection
 
 from mcp_bridge import stress_report
 from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, stress_argv, wait_for_health
-from mcp_bridge.stress_report import FLOOD_NICE
+from mcp_bridge.stress_report import FLOOD_NICE, database_integrity
 from retrieval import index
 from retrieval.embeddings import get_embedder, make_embedder
 from retrieval.scratch import scratch_database
@@ -61,6 +66,9 @@ class Command(BaseCommand):
         parser.add_argument("--embedder", choices=["onnx", "torch", "fake"], default=settings.VETTED_EMBEDDER)
         parser.add_argument("--keep", action="store_true", help="keep the data folder and logs; print where")
         parser.add_argument(
+            "--daemons", type=int, default=1, help="daemons serving the one database (more than 1: PostgreSQL)"
+        )
+        parser.add_argument(
             "--flood",
             type=int,
             default=0,
@@ -87,6 +95,8 @@ class Command(BaseCommand):
             raise CommandError("--agents 1-64 and --seconds of at least 1.")
         if not 0 <= opts["flood"] <= 256:
             raise CommandError("--flood takes 0-256 threads.")
+        if not 1 <= opts["daemons"] <= 4 or (opts["daemons"] > 1 and connection.vendor != "postgresql"):
+            raise CommandError("--daemons takes 1-4, and more than 1 needs PostgreSQL (VETTED_DATABASE_URL).")
         if opts["interval"] is None:
             opts["interval"] = 0.25 if opts["flood"] else 0.0
         if opts["reads_per_minute"] is None:
@@ -122,8 +132,8 @@ class Command(BaseCommand):
         return tokens
 
     def _run(self, folder: Path, tokens, opts) -> dict:
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
+        ports = [free_port() for _ in range(opts["daemons"])]
+        bases = [f"http://127.0.0.1:{port}" for port in ports]
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "memory_site.settings",
@@ -133,12 +143,17 @@ class Command(BaseCommand):
             "VETTED_READS_PER_MINUTE": str(opts["reads_per_minute"]),
             "VETTED_EMBEDDER": opts["embedder"],
         }
+        if connection.vendor == "postgresql":  # the scratch database on the same server
+            url = urlsplit(os.environ["VETTED_DATABASE_URL"])
+            env["VETTED_DATABASE_URL"] = urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
         flooder = tokens.pop() if opts["flood"] else None
-        daemon_log = folder / "serve.log"
-        daemon = start_serve(PROJECT, env, port, daemon_log)
+        logs = [folder / ("serve.log" if n == 0 else f"serve-{n}.log") for n in range(len(ports))]
+        daemons = [start_serve(PROJECT, env, port, log) for port, log in zip(ports, logs, strict=True)]
+        base = bases[0]
         try:
             try:
-                wait_for_health(base, daemon, log_path=daemon_log)
+                for url_base, daemon, log in zip(bases, daemons, logs, strict=True):
+                    wait_for_health(url_base, daemon, log_path=log)
             except DaemonFailed as exc:
                 raise CommandError(str(exc)) from None
             seconds = str(opts["seconds"])
@@ -151,7 +166,7 @@ class Command(BaseCommand):
                         subprocess.Popen(
                             stress_argv(
                                 "agent",
-                                url=base,
+                                url=bases[n % len(bases)],
                                 token=token,
                                 name=name,
                                 seconds=seconds,
@@ -220,16 +235,18 @@ class Command(BaseCommand):
                     process.kill()
             elapsed = time.monotonic() - started
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+            for daemon in daemons:
+                daemon.send_signal(signal.SIGTERM)
+            for daemon in daemons:
+                try:
+                    daemon.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    daemon.kill()
         items = [item for out, _p in workers for item in _read_lines(out)]
         return {
             "items": items,
             "elapsed": elapsed,
-            "daemon_log": daemon_log.read_text(errors="replace"),
+            "daemon_log": "".join(log.read_text(errors="replace") for log in logs),
             "worker_errors": "".join(
                 (folder / f).read_text(errors="replace")[-2000:] for f in os.listdir(folder) if f.endswith(".err")
             ),
@@ -246,7 +263,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{opts['agents']} agents + 1 reviewer for {results['elapsed']:.0f} s "
             f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}{paced}, reads per minute "
-            f"{opts['reads_per_minute'] or 'unlimited'}); cpu count {os.cpu_count()}"
+            f"{opts['reads_per_minute'] or 'unlimited'}; {opts['daemons']} daemon(s) on {connection.vendor}); "
+            f"cpu count {os.cpu_count()}"
         )
         self.stdout.write(
             f"{'operation':<16} {'calls':>7} {'ok':>7} {'refused':>8} {'failed':>7} {'per s':>7} "
@@ -311,10 +329,7 @@ class Command(BaseCommand):
             ("audit events = acknowledged mutations", audit == mutations, f"{audit} events, {mutations} mutations")
         )
 
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA integrity_check")
-            integrity = cursor.fetchone()[0]
-        checks.append(("PRAGMA integrity_check", integrity == "ok", integrity))
+        checks.append(database_integrity())
 
         live_per_chain: defaultdict[int, int] = defaultdict(int)
         for record in Record.objects.filter(status__in=[RecordStatus.APPROVED, RecordStatus.DISPUTED]):
