@@ -171,7 +171,7 @@ class Command(BaseCommand):
             from memory_site.postgres_backend.base import EF_SEARCH
 
             # (label, mode, through the in-memory copy, hnsw.ef_search)
-            runs = [(m, m, True, None) for m in modes]
+            runs: list[tuple[str, str, bool, int | None]] = [(m, m, True, None) for m in modes]
             efs = (self.ef_values or [EF_SEARCH]) if postgres else []
             for ef in efs:
                 suffix = f"-hnsw@ef{ef}" if self.ef_values else "-hnsw"
@@ -179,10 +179,10 @@ class Command(BaseCommand):
                 self._set_ef(ef)
                 self.recall.append((size, kind, ef, *self._hnsw_recall(queries, embedder)))
             cache = settings.VETTED_VECTOR_CACHE
-            for (label, mode, cached, ef), moment in ((run, at) for run in runs for at in moments):
+            for (label, mode, cached, run_ef), moment in ((run, at) for run in runs for at in moments):
                 settings.VETTED_VECTOR_CACHE = cached
-                if ef is not None:
-                    self._set_ef(ef)
+                if run_ef is not None:
+                    self._set_ef(run_ef)
                 engine.search(queries[0], mode=mode, reader=reader, embedder=embedder, count_access=False)  # warm
                 timings = []
                 for q in queries:
