@@ -27,7 +27,7 @@ import threading
 from django.db.backends.utils import CursorWrapper
 
 from . import schema
-from .pg_schema import CONFIG, IDENT_TEXT
+from .pg_schema import CONFIG, FOLD, IDENT_TEXT
 
 WEIGHTS = "'{0.1, 0.2, 0.5, 1.0}'::float4[]"  # D (body), C (unused), B (tags), A (title)
 NORMALISATION = 1
@@ -41,7 +41,8 @@ def partition(scope: str, state: str) -> str:
 
 
 def _query(term: str) -> tuple[str, list[str]]:
-    return f"plainto_tsquery('{CONFIG}', %s)", [term]
+    # Folded as the documents are (pg_schema.FOLD), so "cafe" and "café" meet.
+    return f"plainto_tsquery('{CONFIG}', {FOLD}(%s))", [term]
 
 
 def document_count(cursor: CursorWrapper, scope: str, state: str) -> int:
