@@ -93,9 +93,20 @@ IDENT_TEXT = "lower(title || ' ' || body || ' ' || tags)"
 
 EXTENSIONS = ["CREATE EXTENSION IF NOT EXISTS vector", "CREATE EXTENSION IF NOT EXISTS pg_trgm"]
 
+# A document's length in tokens, BM25's |D| (FTS5 counts every token of
+# every column; a tsvector keeps one position per token). A generated column
+# cannot read another, so it runs TSV again: on writes only, which are rare.
+TOKENS_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION vetted_tokens(v tsvector) RETURNS integer LANGUAGE sql IMMUTABLE STRICT "
+    "PARALLEL SAFE AS $$ SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::integer "
+    "FROM unnest(v) $$"
+)
+
+
 # The configuration and the fold must exist before the generated column that names them.
 TEXT_SEARCH = [
     FOLD_FUNCTION,
+    TOKENS_FUNCTION,
     f"""DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'vetted_stem') THEN
             CREATE TEXT SEARCH DICTIONARY vetted_stem (TEMPLATE = snowball, Language = english);
@@ -121,6 +132,10 @@ def tsv_column() -> str:
     return f"tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED"
 
 
+def tokens_column() -> str:
+    return f"tokens integer GENERATED ALWAYS AS (vetted_tokens({TSV})) STORED"
+
+
 TABLES = [
     *TEXT_SEARCH,
     f"CREATE TABLE IF NOT EXISTS {META} (key text PRIMARY KEY, value text NOT NULL)",
@@ -135,7 +150,8 @@ TABLES = [
         checksum text NOT NULL,
         edited integer NOT NULL DEFAULT 0,
         state text NOT NULL,
-        {tsv_column()})""",
+        {tsv_column()},
+        {tokens_column()})""",
     f"CREATE INDEX IF NOT EXISTS retrieval_doc_partition ON {DOCS} (scope, state)",
     # An identity column only grows (a rolled-back insert burns its number):
     # chunk ids are vector keys and must never be reused.

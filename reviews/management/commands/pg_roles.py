@@ -44,13 +44,12 @@ class Command(BaseCommand):
         import psycopg
 
         try:
-            entry = database_entry(url, "--apply")
+            database_entry(url, "--apply")  # the same checks and messages as VETTED_DATABASE_URL's
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
-        params = {"dbname": entry["NAME"], "user": entry["USER"], "password": entry["PASSWORD"]}
-        params.update({"host": entry["HOST"], "port": entry["PORT"] or None, **entry["OPTIONS"]})
         try:
-            with psycopg.connect(**{k: v for k, v in params.items() if v}) as conn, conn.cursor() as cursor:
+            # libpq reads the URL itself (socket folders as ?host=, sslmode, ...).
+            with psycopg.connect(url) as conn, conn.cursor() as cursor:
                 cursor.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s", [app_role])
                 row = cursor.fetchone()
                 if row is None:
