@@ -216,8 +216,10 @@ def schema_has(cursor: CursorWrapper, table: str) -> bool:
 
 def _sequences(src: CursorWrapper, out: CursorWrapper) -> None:
     """Each id sequence past the highest id SQLite ever gave out in that table."""
-    src.execute("SELECT name, seq FROM sqlite_sequence")
-    given = dict(src.fetchall())
+    given: dict[str, int] = {}
+    if schema_has(src, "sqlite_sequence"):  # made with the first AUTOINCREMENT table
+        src.execute("SELECT name, seq FROM sqlite_sequence")
+        given = dict(src.fetchall())
     tables = [(m._meta.db_table, m._meta.pk.column) for m in model_tables() if m._meta.pk.get_internal_type()]
     tables.append((schema.CHUNKS, "id"))
     for table, column in tables:
