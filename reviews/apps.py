@@ -20,6 +20,15 @@ def _ensure_audit_triggers(sender, using, **kwargs):
         return
     create, _drop = for_vendor(connection.vendor)
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Once made, PostgreSQL keeps them (no table rebuilds); and after
+            # `pg_roles` the log belongs to another role, so the application's
+            # role could not replace them (only its owner may).
+            from .audit_sql import TRIGGER_NAMES
+
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass", [AUDIT_TABLE])
+            if TRIGGER_NAMES["postgresql"] <= {row[0] for row in cursor.fetchall()}:
+                return
         for sql in create:
             cursor.execute(sql)
 

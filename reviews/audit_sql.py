@@ -53,3 +53,29 @@ def for_vendor(vendor: str) -> tuple[list[str], list[str]]:
     if vendor == "postgresql":
         return POSTGRES_CREATE_TRIGGERS, POSTGRES_DROP_TRIGGERS
     return CREATE_TRIGGERS, DROP_TRIGGERS
+
+
+# --------------------------------------------------------------------------- a role that cannot rewrite the log
+# Issue 17: besides the triggers, the application's role gets no UPDATE, DELETE
+# or TRUNCATE on the write log. A table's owner holds every privilege on it,
+# so the log is handed to a role of its own (NOLOGIN, never granted to the
+# application's role), which grants the application SELECT and INSERT only.
+# Applied by a superuser (ALTER ... OWNER needs one, or membership of the new
+# owner, which would hand the privileges back): `manage.py pg_roles`.
+ROLE_NAME = r"^[a-z_][a-z0-9_]{0,62}$"
+
+
+def log_role_grants(app_role: str, log_owner: str) -> list[str]:
+    """The statements, in order, for database roles already checked against ROLE_NAME."""
+    return [
+        f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{log_owner}') THEN "
+        f"CREATE ROLE {log_owner} NOLOGIN; END IF; END $$",
+        f"REVOKE {log_owner} FROM {app_role}",
+        # The identity sequence follows its table to the new owner.
+        f"ALTER TABLE {AUDIT_TABLE} OWNER TO {log_owner}",
+        f"ALTER FUNCTION auditevent_refuse() OWNER TO {log_owner}",
+        f"REVOKE ALL ON TABLE {AUDIT_TABLE} FROM PUBLIC, {app_role}",
+        f"GRANT SELECT, INSERT ON TABLE {AUDIT_TABLE} TO {app_role}",
+        f"DO $$ BEGIN EXECUTE format('GRANT USAGE ON SEQUENCE %s TO {app_role}', "
+        f"pg_get_serial_sequence('{AUDIT_TABLE}', 'id')); END $$",
+    ]

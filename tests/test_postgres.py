@@ -273,7 +273,8 @@ def test_bench_search_runs_both_engines_side_by_side_in_one_run():
     text = out.getvalue()
     for line in ("sqlite         20 fake", "postgres       20 fake"):
         assert line in text
-    assert "semantic-hnsw" in text and "HNSW recall@8 against exact search (hnsw.ef_search = 100)" in text
+    assert "semantic-hnsw" in text
+    assert f"HNSW recall@8 against exact search (hnsw.ef_search = {pg_backend.EF_SEARCH})" in text
 
 
 # --------------------------------------------------------------------------- spaces (issue 16) on PostgreSQL

@@ -58,6 +58,12 @@ class Command(BaseCommand):
             "configured one). PostgreSQL runs also time semantic/hybrid through the HNSW index "
             "(VETTED_VECTOR_CACHE off) and report its recall@8 against exact search",
         )
+        parser.add_argument(
+            "--ef-search",
+            default="",
+            help="comma-separated hnsw.ef_search values for the PostgreSQL HNSW rows and recall, each in the same "
+            "run, e.g. 120,160,200 (default: the configured one, memory_site/postgres_backend EF_SEARCH)",
+        )
         # as-of (issue 18 §2): the same queries through the as-of gate, as rows "MODE@as_of".
         parser.add_argument("--as-of", action="store_true", help="also time each mode with as_of (a moment ago)")
 
@@ -85,8 +91,14 @@ class Command(BaseCommand):
             raise CommandError("--engine: comma-separated, each once, from sqlite, postgres")
         embed = self._embedding_latency(embedders, opts)
         batch = self._batch_throughput(embedders, min(sizes[0], 1000), opts)
+        try:
+            self.ef_values = [int(v) for v in opts["ef_search"].split(",") if v.strip()]
+        except ValueError:
+            raise CommandError("--ef-search takes comma-separated whole numbers, e.g. 120,160,200") from None
+        if any(not 1 <= v <= 1000 for v in self.ef_values):
+            raise CommandError("--ef-search: each value must be from 1 to 1000 (pgvector's range)")
         rows = []
-        self.recall: list[tuple[int, str, float, int]] = []
+        self.recall: list[tuple[int, str, int, float, int]] = []
         for size in sizes:
             for engine_name in engines:
                 with use_engine(engine_name):
@@ -156,13 +168,21 @@ class Command(BaseCommand):
             rows = []
             moments = [None, Moment(timezone.now())] if opts["as_of"] else [None]
             # On PostgreSQL also through the HNSW index instead of the in-memory copy.
-            runs = [(m, m, True) for m in modes]
-            runs += [(f"{m}-hnsw", m, False) for m in modes if postgres and m != "keyword"]
-            if postgres:
-                self.recall.append((size, kind, *self._hnsw_recall(queries, embedder)))
+            from memory_site.postgres_backend.base import EF_SEARCH
+
+            # (label, mode, through the in-memory copy, hnsw.ef_search)
+            runs: list[tuple[str, str, bool, int | None]] = [(m, m, True, None) for m in modes]
+            efs = (self.ef_values or [EF_SEARCH]) if postgres else []
+            for ef in efs:
+                suffix = f"-hnsw@ef{ef}" if self.ef_values else "-hnsw"
+                runs += [(f"{m}{suffix}", m, False, ef) for m in modes if m != "keyword"]
+                self._set_ef(ef)
+                self.recall.append((size, kind, ef, *self._hnsw_recall(queries, embedder)))
             cache = settings.VETTED_VECTOR_CACHE
-            for (label, mode, cached), moment in ((run, at) for run in runs for at in moments):
+            for (label, mode, cached, run_ef), moment in ((run, at) for run in runs for at in moments):
                 settings.VETTED_VECTOR_CACHE = cached
+                if run_ef is not None:
+                    self._set_ef(run_ef)
                 engine.search(queries[0], mode=mode, reader=reader, embedder=embedder, count_access=False)  # warm
                 timings = []
                 for q in queries:
@@ -188,7 +208,14 @@ class Command(BaseCommand):
                         "db_mb": db_mb,
                     }
                 )
+            if efs:
+                self._set_ef(EF_SEARCH)
             return rows
+
+    def _set_ef(self, ef):
+        """This session's HNSW breadth (the configured one is a startup option of every connection)."""
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET hnsw.ef_search = {int(ef)}")
 
     def _hnsw_recall(self, queries, embedder):
         """recall@8 of HNSW against exact search, per space and state as
@@ -225,21 +252,26 @@ class Command(BaseCommand):
         out("")
         out(
             f"{'engine':<8} {'records':>8} {'embedder':<9} {'index rec/s':>11} {'rec/cpu-s':>9} {'build s':>8} "
-            f"{'mode':<19} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'db MB':>7}"
+            f"{'mode':<23} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'db MB':>7}"
         )
         for row in rows:
             out(
                 f"{row['engine']:<8} {row['records']:>8} {row['embedder']:<9} {row['index_rps']:>11.1f} "
                 f"{row['index_cpu_rps']:>9.1f} {row['build']:>8.1f} "
-                f"{row['mode']:<19} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
+                f"{row['mode']:<23} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
             )
         if self.recall:
             from memory_site.postgres_backend.base import EF_SEARCH
 
             out("")
-            out(f"PostgreSQL HNSW recall@8 against exact search (hnsw.ef_search = {EF_SEARCH}):")
-            for size, kind, recall, wanted in self.recall:
-                out(f"  {size} records, {kind}: {recall:.4f} ({wanted} nearest records)")
+            if self.ef_values:
+                out(f"PostgreSQL HNSW recall@8 against exact search (configured hnsw.ef_search = {EF_SEARCH}):")
+                for size, kind, ef, recall, wanted in self.recall:
+                    out(f"  {size} records, {kind}, ef_search {ef}: {recall:.4f} ({wanted} nearest records)")
+            else:
+                out(f"PostgreSQL HNSW recall@8 against exact search (hnsw.ef_search = {EF_SEARCH}):")
+                for size, kind, _ef, recall, wanted in self.recall:
+                    out(f"  {size} records, {kind}: {recall:.4f} ({wanted} nearest records)")
         # The embedder ratios below compare rows of the first engine.
         rows = [row for row in rows if row["engine"] == rows[0]["engine"]]
         out("")
