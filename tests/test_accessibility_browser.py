@@ -70,7 +70,7 @@ def every_kind(reviewer, agent, team_agent, make_record):
 def new_page(browser, live_server, size, scheme, sign_in=True):  # noqa: F811
     context = browser.new_context(color_scheme=scheme, **SIZES[size])
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(20_000)  # a busy 2-core machine: an htmx swap took over 10 s once
     if sign_in:
         page.goto(f"{live_server.url}/accounts/login/")
         page.fill("input[name=username]", "rita")

@@ -84,10 +84,14 @@ def test_a_create_shows_the_approved_record_it_contradicts_and_the_pending_revis
     assert "1 possible contradiction" in html
 
 
-def test_the_hint_embeds_the_proposal_once_and_not_again_on_the_next_request(postgres):
+def test_the_hint_embeds_the_proposal_once_and_not_again_on_the_next_request(postgres, monkeypatch):
     # inbox-fast: the hint made three look-ups, each embedding the proposal's text again (the similar
     # hint's server time was mostly the model); its vectors now come once from the pending-vector cache.
+    from retrieval.similar import pending_vectors
     from reviews.inbox import hints
+
+    # Start from an empty per-process cache: an earlier test's proposal may have had this pk and text.
+    monkeypatch.setattr(pending_vectors, "_vectors", {})
 
     class Counting(FakeEmbedder):
         texts: list[str] = []
