@@ -220,6 +220,26 @@ def test_the_change_feed_finds_an_event_that_committed_after_a_newer_one(agent, 
     assert agent_api.changed_uris(audit_after, outbox_after, seen)[0] == []  # each row told once
 
 
+@pytest.mark.django_db
+def test_the_change_feed_names_every_row_above_its_cursor_in_one_pass(agent, reviewer):
+    """On both engines, with ``seen`` as the daemon passes it: the write log
+    reads newest first, and a skip test on the running maximum once passed over
+    every row below the newest (a decision went unheard, beside a retirement)."""
+    from reviews import actions
+    from tests.conftest import content
+
+    proposals = [
+        actions.propose_create(agent=agent, reason="Seen in the repository", **content(title=f"Feed row {n}"))
+        for n in range(3)
+    ]
+    after = agent_api.newest_change_ids()
+    seen = agent_api.seen_below(*after)
+    for proposal in proposals:
+        actions.reject_proposal(proposal.public_id, actor=reviewer, note="Not now.")
+    uris, *_after = agent_api.changed_uris(*after, seen)
+    assert {f"vetted://proposals/{p.public_id}" for p in proposals} <= set(uris)
+
+
 # --------------------------------------------------------------------------- serve --workers
 
 

@@ -174,11 +174,15 @@ def changed_uris(
             elif isinstance(text, str) and ids.PROPOSAL_ID_RE.match(text):
                 uris[PROPOSAL_URI.format(id=text)] = None
 
+    # The cursors as given: rows may come in any order (the write log's
+    # default ordering is newest first), so the skip test must not read the
+    # running maximum, which would pass over every row below the newest.
+    audit_cursor, outbox_cursor = after_audit, after_outbox
     audit_rows = AuditEvent.objects.filter(pk__gt=after_audit - back)
     for pk, record_ref, proposal_ref, subject_id, extra in audit_rows.values_list(
         "pk", "record_ref", "proposal_ref", "subject_id", "extra"
     ):
-        if ("audit", pk) in seen or (not back and pk <= after_audit):
+        if ("audit", pk) in seen or (not back and pk <= audit_cursor):
             continue
         if back:
             seen.add(("audit", pk))
@@ -187,7 +191,7 @@ def changed_uris(
         for key in ("supersedes", "closed_proposals", "rejected_disputes", "reopened_proposals", "retired"):
             note((extra or {}).get(key))
     for pk, subject_id in OutboxEvent.objects.filter(pk__gt=after_outbox - back).values_list("pk", "subject_id"):
-        if ("outbox", pk) in seen or (not back and pk <= after_outbox):
+        if ("outbox", pk) in seen or (not back and pk <= outbox_cursor):
             continue
         if back:
             seen.add(("outbox", pk))
