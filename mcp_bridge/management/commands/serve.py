@@ -68,8 +68,6 @@ class Command(BaseCommand):
         sys.stderr.flush()
 
     def _serve(self, host: str, port: int, workers: int = 1) -> None:
-        import uvicorn
-
         from retrieval import index
         from retrieval.embeddings import get_embedder
 
@@ -110,20 +108,7 @@ class Command(BaseCommand):
             return _serve_workers(host, port, workers)
         from memory_site.asgi import application
 
-        # X-Forwarded-For/-Proto are believed only when an operator said a
-        # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
-        # trust them from any loopback client, e.g. a local agent.
-        config = uvicorn.Config(
-            application,
-            host=host,
-            port=port,
-            log_level="info",
-            lifespan="on",
-            access_log=True,
-            server_header=False,
-            proxy_headers=settings.VETTED_BEHIND_PROXY,
-        )
-        _recording_server(config).run()
+        _recording_server(_uvicorn_config(application, host, port)).run()
 
     def _refuse_if_running(self, host: str, port: int) -> listening.Listening | None:
         """Fail (exit 1) saying where Vetted already runs and how to stop it,
@@ -194,20 +179,9 @@ def _serve_workers(host: str, port: int, workers: int) -> None:
     socket, the serve lock and the notification sender (which takes its turn
     in the database, notify/sender.py); each worker loads the model on its
     first search."""
-    import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    config = uvicorn.Config(
-        "memory_site.asgi:application",
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        lifespan="on",
-        access_log=True,
-        server_header=False,
-        proxy_headers=settings.VETTED_BEHIND_PROXY,
-    )
+    config = _uvicorn_config("memory_site.asgi:application", host, port, workers=workers)
     sock = config.bind_socket()
     record = listening.read(settings.VETTED_HOME)
     listening.write(
@@ -267,3 +241,23 @@ def _vetted_answers(url: str) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "pending_proposals" in data and "model" in data
+
+
+def _uvicorn_config(app, host: str, port: int, **extra):
+    """One uvicorn configuration for one process or several workers."""
+    import uvicorn
+
+    # X-Forwarded-For/-Proto are believed only when an operator said a
+    # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
+    # trust them from any loopback client, e.g. a local agent.
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        lifespan="on",
+        access_log=True,
+        server_header=False,
+        proxy_headers=settings.VETTED_BEHIND_PROXY,
+        **extra,
+    )
