@@ -92,6 +92,7 @@ def test_the_split_is_a_fixed_partition_by_query_id():
     assert 0.35 < len(dev) / len(ids) < 0.65
 
 
+@pytest.mark.sqlite_only  # --keep caches SQLite files (refused on PostgreSQL)
 def test_keep_reuses_each_imported_conversation_and_gives_the_same_table(tmp_path):
     path = tmp_path / "locomo.json"
     path.write_text(json.dumps([SAMPLE]))
@@ -110,6 +111,7 @@ def test_keep_reuses_each_imported_conversation_and_gives_the_same_table(tmp_pat
     assert len(list(keep.glob("*.sqlite3"))) == 1
 
 
+@pytest.mark.sqlite_only  # --keep caches SQLite files (refused on PostgreSQL)
 def test_keep_never_reuses_an_entry_made_from_other_turns(tmp_path):
     path = tmp_path / "locomo.json"
     keep = tmp_path / "cache"
