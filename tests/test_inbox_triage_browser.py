@@ -145,6 +145,15 @@ def test_every_filter_through_the_ui(browser, live_server, triage_seed, size):  
         context.close()
 
 
+def compact_settled(page, size) -> None:
+    """At desktop size the first line opens in the detail pane by itself
+    (inbox-fast); count lines once that swap is done, not in the middle of it."""
+    if size == "desktop":
+        page.wait_for_selector("#cards .card:not(.line):not(.decided)")
+        page.wait_for_load_state("networkidle")
+        page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+
+
 def fully_visible_lines(page) -> int:
     return page.evaluate("""() => {
         const h = window.innerHeight;
@@ -161,6 +170,7 @@ def test_compact_view_fits_many_proposals_and_accepts_in_one_tap(browser, live_s
     try:
         page.goto(f"{live_server.url}/?view=compact")
         page.wait_for_selector("#cards .card.line")
+        compact_settled(page, size)
         assert_fits(page, size)
         visible = fully_visible_lines(page)
         assert visible >= 6, f"only {visible} proposals inside the first {size} screen"
@@ -288,6 +298,7 @@ def test_compact_view_keeps_six_lines_in_the_first_screen_despite_burst_warnings
     try:
         page.goto(f"{live_server.url}/?view=compact")
         page.wait_for_selector("#cards .card.line")
+        compact_settled(page, size)
         visible = fully_visible_lines(page)
         assert visible >= 6, f"only {visible} proposals inside the first {size} screen with the burst warnings"
         warnings = page.locator("#dispute-warnings")
