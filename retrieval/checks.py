@@ -56,7 +56,17 @@ def check(embedder: Embedder | None = None) -> IndexReport:
                     f"trigger {name} is missing: the indexes no longer follow the records "
                     "(`python manage.py reindex` restores it and rebuilds them)"
                 )
-        # (PostgreSQL's keyword index is a generated column: it cannot drift.)
+        # (PostgreSQL's keyword index is a generated column: it cannot drift;
+        # the term rows BM25 reads from are kept by a trigger, and can.)
+        if is_postgres(cursor):
+            from .pg_terms import drift
+
+            wrong = drift(cursor)
+            if wrong:
+                report.problems.append(
+                    f"{wrong} keyword term row(s) do not match the indexed text "
+                    "(`python manage.py reindex` rebuilds them)"
+                )
         for table in [] if is_postgres(cursor) else schema.keyword_tables(schema.current_scopes(cursor)):
             try:
                 # With rank 1, FTS5 compares the index with its content (the

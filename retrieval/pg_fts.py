@@ -7,7 +7,8 @@ so keyword ranking matches SQLite's: for each query term, idf (fts.bm25_idf
 over the partition: its documents and those containing the term) times
 f (k1 + 1) / (f + k1 (1 - b + b |D| / avgdl)), k1 = 1.2, b = 0.75, where f
 is the term's occurrences weighted by column (title 10, tags 5, body 1:
-tsvector weights A, B, D, read from unnest(tsv)), |D| the document's tokens
+tsvector weights A, B, D, kept per document and lexeme in pg_schema.TERMS,
+so a query reads its own lexemes' rows only), |D| the document's tokens
 (the generated column ``tokens``) and avgdl the partition's mean of it.
 Statistics are per partition (a space and a state), as FTS5's are per
 table. ``term_scores`` returns the same per-term values, so
@@ -35,17 +36,18 @@ from django.db.backends.utils import CursorWrapper
 
 from . import schema
 from .pg_schema import CONFIG, FOLD, IDENT_TEXT
+from .pg_terms import TERMS
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
-# FTS5's column weights (fts.py _WEIGHTS) by tsvector weight label.
-COLUMN_WEIGHT = "CASE w WHEN 'A' THEN 10.0 WHEN 'B' THEN 5.0 ELSE 1.0 END"
 
 
-def partition(scope: str, state: str) -> str:
-    """The WHERE clause of one partition, as literals (see the module's quirks)."""
+def partition(scope: str, state: str, table: str = "") -> str:
+    """The WHERE clause of one partition, as literals (see the module's
+    quirks), on the columns of ``table`` (an alias) if given."""
     if state not in schema.STATES:
         raise ValueError(f"unknown partition {scope!r}/{state!r}")
-    return f"scope = '{schema.literal(scope)}' AND state = '{state}'"
+    on = f"{table}." if table else ""
+    return f"{on}scope = '{schema.literal(scope)}' AND {on}state = '{state}'"
 
 
 def _query(term: str) -> tuple[str, list[str]]:
@@ -72,8 +74,11 @@ _counts: dict[tuple[str, str, str], tuple[str | None, int, float, dict[str, int]
 _counts_lock = threading.Lock()
 
 
-def _statistics(cursor: CursorWrapper, scope: str, state: str, terms: list[str]) -> tuple[dict[str, float], float]:
-    """({term: BM25 idf}, mean document length) of one partition."""
+def _statistics(
+    cursor: CursorWrapper, scope: str, state: str, terms: list[str]
+) -> tuple[dict[str, float], float, bool]:
+    """({term: BM25 idf}, mean document length, whether any document of the
+    partition has any of the terms) of one partition."""
     from .fts import bm25_idf
 
     cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"docs:{scope}"])
@@ -89,66 +94,104 @@ def _statistics(cursor: CursorWrapper, scope: str, state: str, terms: list[str])
     _token, total, mean, known = entry
     with _counts_lock:
         found = {term: known[term] for term in terms if term in known}
-    for term in terms:
-        if term not in found:
-            found[term] = document_frequency(cursor, scope, state, term)
+    missing = [term for term in terms if term not in found]
+    if missing:
+        found.update(_frequencies(cursor, scope, state, missing))
     with _counts_lock:
         fresh = dict(known) if len(known) < 50_000 else {}
         fresh.update(found)
         _counts[key] = (token, total, mean, fresh)
-    return {term: bm25_idf(total, found[term]) for term in terms}, mean
+    return {term: bm25_idf(total, found[term]) for term in terms}, mean, any(found[t] for t in terms)
+
+
+# term -> its lexemes. A pure function of the term and the text search
+# configuration, which pg_schema fixes: kept for the process (bounded), as a
+# search asks the same terms once per partition of its reader's spaces.
+_lexeme_cache: dict[str, list[str]] = {}
 
 
 def _lexemes(cursor: CursorWrapper, terms: list[str]) -> list[list[str]]:
-    """Each term's lexemes as the query side makes them (one round trip)."""
-    cursor.execute(
-        f"SELECT tsvector_to_array(to_tsvector('{CONFIG}', {FOLD}(t))) FROM unnest(%s::text[]) "
-        "WITH ORDINALITY AS x(t, n) ORDER BY n",
-        [list(terms)],
-    )
-    return [list(row[0]) for row in cursor.fetchall()]
-
-
-def _bm25(
-    cursor: CursorWrapper, terms: list[str], idf: dict[str, float], mean: float
-) -> tuple[str, list[str], list[Any]]:
-    """(the FROM-clause lateral that reads each term's weighted frequency f0,
-    f1, ... from a row's tsv; the per-term BM25 expressions, for the SELECT
-    list; the parameters in the order they appear in ``SELECT expressions
-    FROM … lateral``: the expressions' first, then the lateral's)."""
-    frequencies: list[str] = []
-    lateral_params: list[Any] = []
-    for n, lexemes in enumerate(_lexemes(cursor, terms)):
-        frequencies.append(
-            f"coalesce(sum({COLUMN_WEIGHT}) FILTER (WHERE u.lexeme = ANY(%s::text[])), 0)::float8 "
-            f"/ {max(len(lexemes), 1)} AS f{n}"
+    """Each term's lexemes as the query side makes them (one round trip for those not known yet)."""
+    unknown = [term for term in dict.fromkeys(terms) if term not in _lexeme_cache]
+    if unknown:
+        cursor.execute(
+            f"SELECT tsvector_to_array(to_tsvector('{CONFIG}', {FOLD}(t))) FROM unnest(%s::text[]) "
+            "WITH ORDINALITY AS x(t, n) ORDER BY n",
+            [unknown],
         )
-        lateral_params.append(lexemes)
-    lateral = f"LATERAL (SELECT {', '.join(frequencies)} FROM unnest(d.tsv) u CROSS JOIN LATERAL unnest(u.weights) w) f"
-    norm = f"{K1} * (1 - {B} + {B} * d.tokens / %s::float8)"
+        found = {term: list(row[0]) for term, row in zip(unknown, cursor.fetchall(), strict=True)}
+        with _counts_lock:
+            if len(_lexeme_cache) > 50_000:
+                _lexeme_cache.clear()
+            _lexeme_cache.update(found)
+    else:
+        found = {}
+    return [found[term] if term in found else _lexeme_cache[term] for term in terms]
+
+
+def _per_document(
+    cursor: CursorWrapper, scope: str, state: str, terms: list[str], only: list[int] | None = None
+) -> tuple[str, list[Any], list[str]]:
+    """(a FROM item ``f``: one row per document of the partition holding any
+    lexeme of ``terms`` (of ``only`` if given), with its length ``tokens``,
+    each term's weighted frequency f0, f1, ... and, as m0, m1, ..., whether
+    the document matches that term as ``tsv @@ plainto_tsquery(term)``
+    would (every lexeme of it: FTS5 matches a term's every token); its
+    parameters; per term, the SQL of m<n>). Read from the term rows' index
+    alone (pg_terms.py)."""
+    columns: list[str] = []
+    params: list[Any] = []
+    every: list[str] = []
+    matches: list[str] = []
+    for n, lexemes in enumerate(_lexemes(cursor, terms)):
+        present = "t.lexeme = ANY(%s::text[])"
+        columns.append(f"coalesce(sum(t.wf) FILTER (WHERE {present}), 0)::float8 / {max(len(lexemes), 1)} AS f{n}")
+        # A term of no lexemes (punctuation) matches nothing, as its empty tsquery does.
+        columns.append(f"count(*) FILTER (WHERE {present}) = {len(lexemes)} AND {len(lexemes)} > 0 AS m{n}")
+        params += [lexemes, lexemes]
+        every += lexemes
+        matches.append(f"f.m{n}")
+    narrow = " AND t.doc_id = ANY(%s)" if only is not None else ""
+    table = (
+        f"(SELECT t.doc_id, max(t.tokens) AS tokens, {', '.join(columns)} FROM {TERMS} t "
+        f"WHERE {partition(scope, state, 't')} AND t.lexeme = ANY(%s::text[]){narrow} GROUP BY t.doc_id) f"
+    )
+    params.append(sorted(set(every)))
+    if only is not None:
+        params.append(list(only))
+    return table, params, matches
+
+
+def _frequencies(cursor: CursorWrapper, scope: str, state: str, terms: list[str]) -> dict[str, int]:
+    """{term: documents of the partition matching it}, in one round trip."""
+    table, params, matches = _per_document(cursor, scope, state, terms)
+    cursor.execute(f"SELECT {', '.join(f'count(*) FILTER (WHERE {m})' for m in matches)} FROM {table}", params)
+    return {term: int(count) for term, count in zip(terms, cursor.fetchone(), strict=True)}
+
+
+def _bm25(terms: list[str], idf: dict[str, float], mean: float) -> tuple[list[str], list[Any]]:
+    """The per-term BM25 expressions over ``_per_document``'s ``f``, with their parameters."""
+    norm = f"{K1} * (1 - {B} + {B} * f.tokens / %s::float8)"
     scores: list[str] = []
-    score_params: list[Any] = []
+    params: list[Any] = []
     for n, term in enumerate(terms):
         scores.append(f"coalesce(%s * f.f{n} * {K1 + 1} / nullif(f.f{n} + {norm}, 0), 0)")
-        score_params += [idf[term], max(mean, 1e-9)]
-    return lateral, scores, [*score_params, *lateral_params]
+        params += [idf[term], max(mean, 1e-9)]
+    return scores, params
 
 
 def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
     if not terms:
         return {}
-    idf, mean = _statistics(cursor, scope, state, terms)
-    lateral, scores, params = _bm25(cursor, terms, idf, mean)
-    matches: list[str] = []
-    params_match: list[str] = []
-    for term in terms:
-        query, query_params = _query(term)
-        matches.append(query)
-        params_match += query_params
+    idf, mean, any_found = _statistics(cursor, scope, state, terms)
+    if not any_found:  # no round trip for a partition none of the terms is in
+        return {}
+    table, table_params, matches = _per_document(cursor, scope, state, terms)
+    scores, score_params = _bm25(terms, idf, mean)
     cursor.execute(
-        f"SELECT d.id, {' + '.join(scores)} AS s FROM {schema.DOCS} d, {lateral} WHERE {partition(scope, state)} "
-        f"AND d.tsv @@ ({' || '.join(matches)}) ORDER BY s DESC, d.id LIMIT %s",
-        [*params, *params_match, k],
+        f"SELECT f.doc_id, {' + '.join(scores)} AS s FROM {table} WHERE {' OR '.join(matches)} "
+        "ORDER BY s DESC, f.doc_id LIMIT %s",
+        [*score_params, *table_params, k],
     )
     return {rowid: float(score) for rowid, score in cursor.fetchall()}
 
@@ -168,13 +211,12 @@ def term_scores(
 ) -> dict[int, dict[str, float]]:
     if not terms or not candidate_ids:
         return {}
-    idf, mean = _statistics(cursor, scope, state, terms)
-    lateral, scores, params = _bm25(cursor, terms, idf, mean)
-    cursor.execute(
-        f"SELECT d.id, {', '.join(scores)} FROM {schema.DOCS} d, {lateral} "
-        f"WHERE {partition(scope, state)} AND d.id = ANY(%s)",
-        [*params, list(candidate_ids)],
-    )
+    idf, mean, any_found = _statistics(cursor, scope, state, terms)
+    if not any_found:
+        return {}
+    table, table_params, _matches = _per_document(cursor, scope, state, terms, list(candidate_ids))
+    scores, score_params = _bm25(terms, idf, mean)
+    cursor.execute(f"SELECT f.doc_id, {', '.join(scores)} FROM {table}", [*score_params, *table_params])
     found: dict[int, dict[str, float]] = {}
     for rowid, *values in cursor.fetchall():
         for term, value in zip(terms, values, strict=True):

@@ -27,6 +27,8 @@ database itself instead of FTS5 tables.
   vector(N) with one partial HNSW cosine index per space; its key column is
   named rowid so the statements shared with vec0 (delete, update held) read
   the same.
+- retrieval_doc_term: BM25's term frequencies, kept from the tsv by a
+  trigger (pg_terms.py says why).
 - Triggers are plpgsql and do what schema.py's do: queue changed records,
   queue vector work, renew the per-space ``docs:<scope>`` token.
 """
@@ -38,6 +40,7 @@ from collections.abc import Iterable
 
 from django.db.backends.utils import CursorWrapper
 
+from . import pg_terms
 from .schema import (
     _WATCHED,
     CHUNKS,
@@ -54,6 +57,7 @@ from .schema import (
 )
 
 CONFIG = "vetted_english"
+
 TRGM_OPS = "gin_trgm_ops"
 
 
@@ -166,6 +170,7 @@ TABLES = [
         UNIQUE (record_id, seq))""",
     f"CREATE INDEX IF NOT EXISTS retrieval_chunk_scope ON {CHUNKS} (scope, id)",
     f"CREATE TABLE IF NOT EXISTS {DIRTY} (record_id bigint PRIMARY KEY, gen integer NOT NULL DEFAULT 1)",
+    *pg_terms.TABLE,
 ]
 
 
@@ -247,6 +252,7 @@ FUNCTIONS = [
         END IF;
         RETURN NULL;
     END $$""",
+    pg_terms.FUNCTION,
 ]
 
 _RECORD_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _WATCHED)
@@ -269,6 +275,14 @@ TRIGGERS = {
         AFTER UPDATE OF scope, state, title, body, tags ON {DOCS}
         FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR {_CHANGED})
         EXECUTE FUNCTION retrieval_doc_changed()""",
+    "retrieval_doc_terms_ai": f"""CREATE OR REPLACE TRIGGER retrieval_doc_terms_ai AFTER INSERT ON {DOCS}
+        FOR EACH ROW EXECUTE FUNCTION retrieval_doc_terms()""",
+    "retrieval_doc_terms_ad": f"""CREATE OR REPLACE TRIGGER retrieval_doc_terms_ad AFTER DELETE ON {DOCS}
+        FOR EACH ROW EXECUTE FUNCTION retrieval_doc_terms()""",
+    "retrieval_doc_terms_au": f"""CREATE OR REPLACE TRIGGER retrieval_doc_terms_au
+        AFTER UPDATE OF scope, state, title, body, tags ON {DOCS}
+        FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR {_CHANGED})
+        EXECUTE FUNCTION retrieval_doc_terms()""",
 }
 
 _DROP_TRIGGERS = [
@@ -280,6 +294,9 @@ _DROP_TRIGGERS = [
         ("retrieval_doc_ai", DOCS),
         ("retrieval_doc_ad", DOCS),
         ("retrieval_doc_au", DOCS),
+        ("retrieval_doc_terms_ai", DOCS),
+        ("retrieval_doc_terms_ad", DOCS),
+        ("retrieval_doc_terms_au", DOCS),
     )
 ]
 
@@ -292,8 +309,9 @@ def drop_keyword(scopes: Iterable[str]) -> list[str]:
 
 DROP = [
     *_DROP_TRIGGERS,
-    *(f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, VEC, CHUNKS, DIRTY, META)),
+    *(f"DROP TABLE IF EXISTS {name}" for name in (DOCS, QUEUE, VEC, CHUNKS, DIRTY, META, pg_terms.TERMS)),
     "DROP FUNCTION IF EXISTS retrieval_doc_changed()",
+    "DROP FUNCTION IF EXISTS retrieval_doc_terms()",
     "DROP FUNCTION IF EXISTS retrieval_enqueue_record()",
 ]
 
@@ -320,6 +338,8 @@ def create_all(cursor: CursorWrapper) -> None:
     for sql in TABLES:
         cursor.execute(sql)
     ensure_partitions(cursor)
+    for sql in pg_terms.REBUILD:  # reindex drops the triggers that keep them
+        cursor.execute(sql)
     cursor.execute(f"INSERT INTO {QUEUE} (record_id) SELECT id FROM {RECORD_TABLE} ON CONFLICT (record_id) DO NOTHING")
 
 

@@ -5,12 +5,14 @@ of fts.py) give the same scores. Needs the suite on PostgreSQL
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
 
-from retrieval import fts, index, schema
+from retrieval import fts, index, pg_terms, schema
 from retrieval.embeddings import get_embedder
 
 pytestmark = pytest.mark.skipif(
@@ -50,3 +52,57 @@ def test_postgres_keyword_scores_are_fts5_bm25(make_record):
     assert ours.keys() == expected.keys()
     for title, score in expected.items():
         assert ours[title] == pytest.approx(score, rel=1e-6), title
+
+
+def _terms_of(cursor, doc_id: int) -> dict[str, int]:
+    cursor.execute(f"SELECT lexeme, wf FROM {pg_terms.TERMS} WHERE doc_id = %s", [doc_id])
+    return dict(cursor.fetchall())
+
+
+@pytest.mark.django_db
+def test_the_term_rows_follow_every_change_of_a_document(make_record):
+    record = make_record(title="Deploy window", body="Deploys happen on Tuesdays.", tags=["deploy"])
+    index.sync(get_embedder())
+    with connection.cursor() as cursor:
+        # title 10 + tags 5 for "deploy", body 1 for "deploys" (the same stem): 16.
+        assert _terms_of(cursor, record.pk)["deploy"] == 16
+        cursor.execute(f"UPDATE {schema.DOCS} SET body = 'Freezes happen on Fridays.' WHERE id = %s", [record.pk])
+        terms = _terms_of(cursor, record.pk)
+        assert terms["deploy"] == 15 and "freez" in terms and "tuesday" not in terms
+        cursor.execute(f"UPDATE {schema.DOCS} SET state = %s WHERE id = %s", [schema.HELD, record.pk])
+        cursor.execute(f"SELECT DISTINCT state FROM {pg_terms.TERMS} WHERE doc_id = %s", [record.pk])
+        assert [row[0] for row in cursor.fetchall()] == [schema.HELD]
+        assert pg_terms.drift(cursor) == 0
+        cursor.execute(f"DELETE FROM {schema.DOCS} WHERE id = %s", [record.pk])
+        assert _terms_of(cursor, record.pk) == {}
+
+
+@pytest.mark.django_db
+def test_check_index_reports_term_rows_that_drifted_and_reindex_mends_them(make_record):
+    for title, body, tags in DOCS:
+        make_record(title=title, body=body, tags=tags)
+    index.sync(get_embedder())
+    assert index.check().ok
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {pg_terms.TERMS} WHERE lexeme = 'runner'")
+    report = index.check()
+    assert any("keyword term row(s) do not match" in problem for problem in report.problems), report.problems
+    index.reindex(get_embedder())
+    assert index.check().ok
+
+
+@pytest.mark.django_db
+def test_a_database_made_before_the_term_table_gets_its_rows_from_the_migration(make_record):
+    for title, body, tags in DOCS:
+        make_record(title=title, body=body, tags=tags)
+    index.sync(get_embedder())
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {pg_terms.TERMS}")  # as before migration 0005
+        cursor.execute("DROP FUNCTION retrieval_doc_terms() CASCADE")  # and its triggers
+    migration = importlib.import_module("retrieval.migrations.0005_term_frequencies")
+    migration.forwards(None, SimpleNamespace(connection=connection))
+    with connection.cursor() as cursor:
+        assert pg_terms.drift(cursor) == 0
+        found = fts.keyword_candidates(cursor, "team", schema.LIVE, ["runner"], 10)
+    assert len(found) == 2
+    assert index.check().ok
