@@ -68,6 +68,13 @@ class Command(BaseCommand):
                 f"{len(d['edited_since_approval'])} record(s) were already edited since approval "
                 "(kept as they are; search withholds them)"
             )
+        # issue 13 follow-up: what merged into spaces and agents this instance already had
+        if d["members_added"]:
+            added = ", ".join(f"{m['user']} ({m['role']}) to {m['space']}" for m in d["members_added"])
+            notes.append(f"members added to spaces that were already here: {added}")
+        if d["grants_added"]:
+            added = ", ".join(f"{g['space']} to {g['agent']}" for g in d["grants_added"])
+            notes.append(f"grants added to agents that were already here: {added}")
         if d["audit_id_offset"]:
             notes.append(f"audit event ids shifted by {d['audit_id_offset']} (this instance already had events)")
         synced = self._sync(opts["no_sync"], notes)
