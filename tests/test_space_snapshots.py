@@ -220,3 +220,21 @@ def test_an_import_never_grants_a_space_to_another_persons_agent_of_the_same_nam
 
     assert "agent 'acme-bot': the file grants it acme; it is sam's here and rita's in the file" in str(refused.value)
     assert grants == ["personal:sam"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_never_gives_a_personal_space_here_a_second_person(clients, tmp_path):
+    from django.core.management.base import CommandError
+
+    export(tmp_path / "all.json")
+    with scratch_database():
+        # The first account here is not rita: it claimed the fresh personal space.
+        get_user_model().objects.create_superuser("admin", "admin@example.com", "another-password-9")
+        with pytest.raises(CommandError) as refused:
+            import_file(tmp_path / "all.json")
+        personal = spaces_state()["personal"][3]
+
+    assert "space 'personal': a personal space has one member, its owner: admin here, rita in the file" in str(
+        refused.value
+    )
+    assert personal == [("admin", "owner")]

@@ -188,7 +188,8 @@ def grant_problems(agent: Agent, row: dict[str, Any]) -> tuple[list[str], list[s
     if here is None or here != there:
         return [], [
             f"{where}: the file grants it {', '.join(missing)}; it is {_whose(here)} here and {_whose(there)} in "
-            "the file, and an import adds grants only to the same person's agent (grant them after the import)"
+            "the file, and an import adds grants only to the same person's agent (grant them here first with "
+            f"`manage.py space grant {agent.name} SLUG`, or take them out of the file)"
         ]
     member_of = set(
         Membership.objects.filter(user=agent.owner, space__slug__in=missing).values_list("space__slug", flat=True)

@@ -15,8 +15,9 @@ class Command(BaseCommand):
         "Load a vetted-export JSON document (from export_json) into this instance, which must hold no "
         "records and no proposals yet. All or nothing. Records, statuses, checksums, supersession chains, "
         "proposals, agents and the write log come back as they were; users named in the file map onto "
-        "accounts with the same username or are created inactive. Then the search vectors are computed "
-        "(--no-sync leaves that to `reindex` or the next `serve`)."
+        "accounts with the same username or are created inactive; spaces and agents already here gain the file's "
+        "missing members and grants, and a conflicting role or rule refuses the import. Then the search "
+        "vectors are computed (--no-sync leaves that to `reindex` or the next `serve`)."
     )
 
     def add_arguments(self, parser):
