@@ -200,8 +200,14 @@ def test_round_trip_into_an_empty_database_is_exact(
     assert after["agents"] == before["agents"]
     imported = [r for r in after["audit"] if r["id"] not in here]
     offset = result["audit_id_offset"]
-    # verbatim, original times, ids shifted by the one recorded offset
-    assert [{**r, "id": r["id"] - offset} for r in imported[:-1]] == before["audit"]
+    # verbatim, original times, ids shifted by the one recorded offset; then, as
+    # new changes, sam rejoining the team and system spaces the new instance had
+    merged = [(r["event_type"], r["subject_id"], r["extra"]) for r in imported[-3:-1]]
+    assert merged == [
+        ("space.member_added", slug, {"member": "sam", "role": "reviewer", "import": True})
+        for slug in ("system", "team")
+    ]
+    assert [{**r, "id": r["id"] - offset} for r in imported[:-3]] == before["audit"]
     assert after["audit"][-1]["event_type"] == "snapshot.imported"
     assert imported_event.actor == "rita" and imported_event.extra["records"] == len(before["records"])
     assert sorted(tokenless) == sorted(["claude-code", "team-bot", "old-bot"])

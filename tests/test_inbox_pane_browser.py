@@ -136,3 +136,34 @@ def test_below_the_wide_layout_a_line_still_opens_in_place(browser, live_server,
         assert at["left"] < at["line_right"], "in place, in the list's one column"
     finally:
         context.close()
+
+
+def test_without_javascript_a_line_past_the_first_page_opens_its_card_on_that_page(
+    browser,  # noqa: F811
+    live_server,
+    triage_seed,  # noqa: F811
+):
+    # The line's plain link (?expand=) kept only the filters: on the page after
+    # "Load more" it led to the first page, which lacks that proposal, and
+    # nothing opened. Desktop: in the pane; phone: in place.
+    for size in ("desktop", "phone"):
+        context, page = signed_in(browser, live_server, size, java_script_enabled=False)
+        try:
+            page.goto(f"{live_server.url}/?view=compact")
+            page.locator("#load-more").click()
+            page.wait_for_url("**after=*")
+            first = page.locator("#cards > .line").first
+            chosen = Proposal.objects.get(pk=int(first.get_attribute("id").removeprefix("proposal-")))
+            first.locator(".line-main").click()
+            page.wait_for_selector(f"#proposal-{chosen.pk}:not(.line) .actions")
+            at = pane(page)
+            assert at["ids"] == [f"proposal-{chosen.pk}"] and "after=" in page.url
+            beside = at["left"] >= at["line_right"]
+            assert beside if size == "desktop" else not beside
+            if size == "desktop":
+                page.locator(f"#proposal-{chosen.pk}").get_by_role("button", name="Accept").click()
+                page.wait_for_selector("text=Accepted:")
+                assert Proposal.objects.get(pk=chosen.pk).state == ProposalState.ACCEPTED
+                assert "after=" in page.url, "back on the page it was decided from"
+        finally:
+            context.close()

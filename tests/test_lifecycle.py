@@ -569,7 +569,7 @@ def test_agent_creation_validates_name_and_scopes(reviewer, agent):
     assert "lowercase" in info.value.fields["name"] and "personal, team, system" in info.value.fields["scopes"]
     with pytest.raises(ValidationFailed, match="is not available"), Unchanged():
         actions.create_agent("claude-code", scopes=["team"], actor=reviewer)
-    with pytest.raises(ValidationFailed, match="reserved"), Unchanged():
+    with pytest.raises(ValidationFailed, match="'import' is not available"), Unchanged():
         actions.create_agent("import", scopes=["team"], actor=reviewer)
 
 

@@ -659,7 +659,7 @@ def test_create_agent_refuses_a_duplicate_name(reviewer):
 
 @pytest.mark.django_db
 def test_create_agent_refuses_the_reserved_import_name(reviewer):
-    with pytest.raises(CommandError, match="reserved"):
+    with pytest.raises(CommandError, match="'import' is not available"):
         run("create_agent", "import", "--scopes", "personal")
     assert not Agent.objects.filter(name="import").exists()
 

@@ -140,6 +140,43 @@ def test_a_name_taken_by_anothers_agent_is_refused_as_ones_own_would_be(clients)
     assert agent.owner == sam
 
 
+def test_the_reserved_import_name_is_refused_in_the_words_of_a_taken_one(clients):
+    sam = clients["sam"]
+    with pytest.raises(ValidationFailed) as reserved:
+        actions.create_agent("import", scopes=["northrail"], actor=sam)
+    with pytest.raises(ValidationFailed) as taken:
+        actions.create_agent("acme-bot", scopes=["northrail"], actor=sam)
+    assert reserved.value.fields["name"].replace("import", "X") == taken.value.fields["name"].replace("acme-bot", "X")
+
+
+def test_the_inbox_agent_filter_answers_anothers_agent_as_an_unknown_one(clients):
+    """sam reviews northrail: he may filter by his own agents and by any agent
+    whose proposals he decides, but rita's acme-bot (acme only) is as unknown
+    to the filter as a made-up name; before, only a made-up name was refused."""
+    rita_north, _token = actions.create_agent("rita-north", scopes=["northrail"], actor=clients["rita"])
+    actions.propose_create(
+        agent=rita_north,
+        reason="From the handbook.",
+        kind="fact",
+        scope="northrail",
+        title="Northrail on-call rota",
+        body="The northrail on-call rota changes every Monday at 09:00 UTC.",
+        tags=["oncall"],
+    )
+    browser = Client()
+    browser.force_login(clients["sam"])
+
+    def says(name: str) -> tuple[int, str]:
+        response = browser.get(reverse("home"), {"agent": name})
+        text = response.content.decode().replace("&#x27;", "'")
+        refused = f"agent='{name}': no agent has that name"
+        return response.status_code, refused.replace(name, "X") if refused in text else ""
+
+    assert says("acme-bot") == says("no-such-bot") == (400, "agent='X': no agent has that name")
+    assert says("north-bot") == (200, "")  # his own
+    assert says("rita-north") == (200, "")  # not his, but he decides its proposals
+
+
 # --------------------------------------------------------------------------- 5. records as an agent saw them
 
 

@@ -109,3 +109,132 @@ def test_a_bad_space_row_is_refused_naming_it(clients, tmp_path):
     text = str(refused.value)
     for part in ("space 'globex': kind", "name must be", "required_approvals must be", "members must be", "created_at"):
         assert part in text
+
+
+# ----------------------------------------------- importing into spaces and agents that exist (issue 13 follow-up)
+
+
+def instance_with_acme(*, sam_role: str | None = None):
+    """A new instance (inside scratch_database) where rita made acme, with joe
+    as a reader, before importing; sam's personal space and agent north-bot
+    (granted only that space) exist too."""
+    User = get_user_model()
+    rita = User.objects.create_superuser("rita", "rita@example.com", "another-password-9")
+    sam = User.objects.create_user("sam", password="a-long-password-2", is_staff=True)
+    joe = User.objects.create_user("joe", password="a-long-password-3")
+    actions.create_space("acme", kind="team", name="Acme here", actor=rita)
+    actions.add_member("acme", joe, role="reader", actor=rita)
+    if sam_role:
+        actions.add_member("acme", sam, role=sam_role, actor=rita)
+    actions.create_space("", kind="personal", name="Sam's memory", actor=sam)
+    actions.create_agent("north-bot", scopes=["personal:sam"], actor=sam)
+    return rita
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_adds_missing_members_and_grants_to_what_exists_and_audits_each(clients, tmp_path):
+    from reviews.models import AuditEvent
+
+    actions.add_member("acme", clients["sam"], role="reader", actor=clients["rita"])
+    export(tmp_path / "all.json")
+    with scratch_database():
+        instance_with_acme()
+        result, stderr = import_file(tmp_path / "all.json")
+        acme = spaces_state()["acme"]
+        grants = Agent.objects.get(name="north-bot").scopes
+        events = list(
+            AuditEvent.objects.filter(extra__import=True)
+            .order_by("id")
+            .values_list("event_type", "actor", "subject_id", "extra")
+        )
+        imported = AuditEvent.objects.get(event_type="snapshot.imported").extra
+
+    # joe (only here) stays; sam (only in the file) joins; the name here is kept.
+    assert acme == ("team", "Acme here", 1, [("joe", "reader"), ("rita", "owner"), ("sam", "reader")])
+    assert grants == ["northrail", "personal:sam"]  # northrail came with the file, and sam is its reviewer
+    assert result["members_added"] == [{"space": "acme", "user": "sam", "role": "reader"}]
+    assert result["grants_added"] == [{"agent": "north-bot", "space": "northrail"}]
+    assert "sam (reader) to acme" in stderr and "northrail to north-bot" in stderr
+    assert [(e, actor, extra) for e, actor, _s, extra in events] == [
+        ("space.member_added", "rita", {"member": "sam", "role": "reader", "import": True}),
+        ("agent.granted", "rita", {"space": "northrail", "grants": ["northrail", "personal:sam"], "import": True}),
+    ]
+    assert events[0][2] == "acme"
+    assert imported["members_added"] == result["members_added"] and imported["grants_added"] == result["grants_added"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_that_would_change_a_role_or_a_rule_is_refused_naming_each_and_writes_nothing(clients, tmp_path):
+    from django.core.management.base import CommandError
+
+    actions.add_member("acme", clients["sam"], role="reader", actor=clients["rita"])
+    actions.set_required_approvals("acme", 2, actor=clients["rita"])
+    export(tmp_path / "all.json")
+    with scratch_database():
+        instance_with_acme(sam_role="reviewer")
+        before = (spaces_state(), agents_state())
+        with pytest.raises(CommandError) as refused:
+            import_file(tmp_path / "all.json")
+        after = (spaces_state(), agents_state(), Record.objects.count())
+
+    text = str(refused.value)
+    assert "space 'acme': sam is its reviewer here and its reader in the file" in text
+    assert "space 'acme': it needs 1 approval(s) here and 2 in the file" in text
+    assert "Nothing was written" in text
+    assert after == (*before, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_adds_members_only_to_a_space_the_importer_owns(clients, tmp_path):
+    from django.core.management.base import CommandError
+
+    actions.add_member("acme", clients["sam"], role="reader", actor=clients["rita"])
+    export(tmp_path / "all.json")
+    with scratch_database():
+        instance_with_acme()
+        # ann reviews, but acme here is rita's: ann may not add people to it.
+        get_user_model().objects.create_user("ann", password="a-long-password-4", is_staff=True)
+        with pytest.raises(CommandError) as refused:
+            import_file(tmp_path / "all.json", "--reviewer", "ann")
+        members = spaces_state()["acme"][3]
+
+    problems = str(refused.value)
+    assert "space 'acme': the file adds sam, and only an owner of acme adds members; ann is not one" in problems
+    assert "problem(s)" in problems and "(1 problem(s))" in problems
+    assert ("sam", "reader") not in members
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_never_grants_a_space_to_another_persons_agent_of_the_same_name(clients, tmp_path):
+    from django.core.management.base import CommandError
+
+    export(tmp_path / "all.json")
+    with scratch_database():
+        instance_with_acme()
+        # Here "acme-bot" is sam's (granted his own space); in the file it is rita's, granted acme.
+        sam = get_user_model().objects.get(username="sam")
+        actions.create_agent("acme-bot", scopes=["personal:sam"], actor=sam)
+        with pytest.raises(CommandError) as refused:
+            import_file(tmp_path / "all.json")
+        grants = Agent.objects.get(name="acme-bot").scopes
+
+    assert "agent 'acme-bot': the file grants it acme; it is sam's here and rita's in the file" in str(refused.value)
+    assert grants == ["personal:sam"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_never_gives_a_personal_space_here_a_second_person(clients, tmp_path):
+    from django.core.management.base import CommandError
+
+    export(tmp_path / "all.json")
+    with scratch_database():
+        # The first account here is not rita: it claimed the fresh personal space.
+        get_user_model().objects.create_superuser("admin", "admin@example.com", "another-password-9")
+        with pytest.raises(CommandError) as refused:
+            import_file(tmp_path / "all.json")
+        personal = spaces_state()["personal"][3]
+
+    assert "space 'personal': a personal space has one member, its owner: admin here, rita in the file" in str(
+        refused.value
+    )
+    assert personal == [("admin", "owner")]

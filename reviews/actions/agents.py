@@ -58,15 +58,14 @@ def create_agent(
             errors["name"] = (
                 "2-64 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
-        elif name == IMPORT_AGENT_NAME:
-            errors["name"] = f"{IMPORT_AGENT_NAME!r} is reserved for imports"
-        elif Agent.objects.filter(name=name).exists():
+        elif name == IMPORT_AGENT_NAME or Agent.objects.filter(name=name).exists():
             # Names stay unique on the instance: a name is the agent's handle in
             # the write log, the inbox filters and the command line, so one name
             # is one agent. The refusal says the same whoever holds the name
-            # (you, someone else, a revoked agent) and names none of them: it
-            # tells only that the name is in use, and offers one in the
-            # creator's own namespace (issue 16).
+            # (you, someone else, a revoked agent, the reserved import agent)
+            # and names none of them: it tells only that the name is in use,
+            # and offers one in the creator's own namespace (issue 16). That
+            # one bit is accepted: README, "People's agents and sign-ins".
             errors["name"] = f"{name!r} is not available; choose another name, e.g. {_own_name(name, reviewer)!r}"
         scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
         # Grants: only spaces the agent's person (the reviewer creating it) is a member of.

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from .. import snapshot
 from ..errors import DuplicateContent, InvalidTransition, ValidationFailed, VettedError
-from ..models import Agent, Proposal, Record
+from ..models import Agent, Proposal, Record, SubjectType
 from ._common import Actor, _audit, _require_reviewer
 from .agents import import_agent
 from .decisions import accept_proposal
@@ -143,7 +143,13 @@ def import_snapshot(
     or are created inactive without a password. The copied audit rows are
     history, not new changes; this import itself writes one more event,
     ``snapshot.imported``. Raises snapshot.SnapshotInvalid for a bad file
-    and InvalidTransition for an instance that already holds memory."""
+    and InvalidTransition for an instance that already holds memory.
+
+    Spaces and agents that exist here are merged into, never changed: a space
+    gains the file's members it lacks (``actor`` must own it), an agent of the
+    same person the file's grants it lacks, each written as its own
+    ``space.member_added`` / ``agent.granted`` event (``import: true``); a
+    different kind, approval rule, role or agent person refuses the import."""
     counts = snapshot.validate_snapshot(data)
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
@@ -153,8 +159,26 @@ def import_snapshot(
                 "proposal(s); import_json only loads into an empty instance (a fresh VETTED_HOME, or restore a "
                 "backup instead)."
             )
-        details = snapshot.write_snapshot(data, progress=progress)
+        details = snapshot.write_snapshot(data, importer=reviewer, progress=progress)
         _advance_id_sequences()
+        # After the copied write log (whose ids may shift), as new changes.
+        for m in details["members_added"]:
+            _audit(
+                "space.member_added",
+                actor=reviewer,
+                subject=(SubjectType.SPACE, m["space"]),
+                snippet=m["user"],
+                extra={"member": m["user"], "role": m["role"], "import": True},
+            )
+        for g in details["grants_added"]:
+            agent = Agent.objects.get(name=g["agent"])
+            _audit(
+                "agent.granted",
+                actor=reviewer,
+                subject=agent,
+                snippet=agent.name,
+                extra={"space": g["space"], "grants": list(agent.scopes), "import": True},
+            )
         _audit(
             "snapshot.imported",
             actor=reviewer,
@@ -167,6 +191,8 @@ def import_snapshot(
                 "audit_id_offset": details["audit_id_offset"],
                 "users_created_inactive": details["users_created_inactive"],
                 "spaces_created": details["spaces_created"],
+                "members_added": details["members_added"],
+                "grants_added": details["grants_added"],
                 "agents_created": details["agents_created"],
                 "agents_mapped": details["agents_mapped"],
             },

@@ -89,11 +89,7 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
             errors.append(f"tag: {exc.fields.get('tags', 'not a tag')}.")
         else:
             raw["tag"] = cleaned[0] if cleaned else ""
-    if (
-        raw["agent"]
-        and not raw["agent"].startswith(USER_PREFIX)
-        and not Agent.objects.filter(name=raw["agent"]).exists()
-    ):
+    if raw["agent"] and not raw["agent"].startswith(USER_PREFIX) and not _named_to_viewer(raw["agent"]):
         errors.append(f"agent={raw['agent'][:64]!r}: no agent has that name (agents are listed on the Agents page).")
     if len(raw["q"]) > Q_MAX:
         errors.append(f"q is {len(raw['q'])} characters long; at most {Q_MAX} allowed.")
@@ -148,6 +144,18 @@ def _text_q(text: str) -> Q:
             | Q(target__title__icontains=word)
         )
     return match
+
+
+def _named_to_viewer(name: str) -> bool:
+    """Whether the agent ``name`` is one the viewer may filter by: one they
+    are shown (space_access.sees_agent) or one whose proposals they decide.
+    Any other agent is as unknown as a made-up name, or the filter would tell
+    that a name exists in a space the viewer has no part in."""
+    agents = Agent.objects.filter(name=name)
+    return (
+        viewer.agents(agents).exists()
+        or viewer.proposals(Proposal.objects.filter(agent__in=agents.values("pk"))).exists()
+    )
 
 
 def matching(f: InboxFilter, queryset: QuerySet[Proposal] | None = None) -> QuerySet[Proposal]:

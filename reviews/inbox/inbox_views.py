@@ -55,12 +55,15 @@ def inbox(request):
     view, view_error = triage_views.chosen_view(request)
     if view_error:
         errors.append(view_error)
-    expand = request.GET.get("expand", "")
-    more = bool(request.htmx and request.GET.get("after"))
+    expand, after = request.GET.get("expand", ""), request.GET.get("after", "")
+    more = bool(request.htmx and after)
     context = {
         "nav": "inbox",
         "view": view,
         "expand": int(expand) if expand.isdigit() else 0,
+        # smalls: a line's no-JS link (?expand=) keeps the page it is on, or a
+        # line past the first page would open nothing (the first page lacks it).
+        "page_after": after if after.isdigit() else "",
         # Kept open after a change made in it (htmx names the form that sent the request).
         "filters_open": request.headers.get("HX-Trigger") == "triage-filters",
         **triage_views.filter_context(f, errors, with_counts=not more),
@@ -72,7 +75,7 @@ def inbox(request):
         # 400 for a plain request; htmx swaps only 2xx answers, so it gets 200 (the page says what is wrong).
         status = 200 if request.htmx else 400
         return render(request, "reviews/inbox.html", {**nav_counts(), **context}, status=status)
-    proposals, next_cursor = _page(f, request.GET.get("after", ""))
+    proposals, next_cursor = _page(f, after)
     warnings = dispute_warnings()
     for p in proposals:
         if p.action == ProposalAction.DISPUTE:

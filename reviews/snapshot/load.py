@@ -26,7 +26,7 @@ from .format import (
     RECORD_FIELDS_V1,
     SnapshotInvalid,
 )
-from .spaces import member_names, write_spaces
+from .spaces import grant_problems, member_names, write_spaces
 
 
 def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, Any]:
@@ -42,9 +42,13 @@ def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, A
     return keys
 
 
-def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Insert everything in ``data`` (validated) in the current transaction.
-    Returns facts for the summary. Only reviews.actions.import_snapshot calls this."""
+def write_snapshot(
+    data: dict[str, Any], *, importer: Any, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Insert everything in ``data`` (validated) in the current transaction,
+    merging into the spaces and agents that exist (``importer``: the person
+    importing, who must own a space to add members to it). Returns facts for
+    the summary. Only reviews.actions.import_snapshot calls this."""
     User = get_user_model()
     usernames = {row["approved_by"] for row in data["records"]}
     usernames |= {row["decided_by"] for row in data["proposals"] if row["decided_by"]}
@@ -60,8 +64,11 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
             created_users.append(name)
         user_pk[name] = user.pk
 
-    spaces_created = write_spaces(data, user_pk)  # before the records that live in them
+    # Before the records that live in them; raises on a conflict with a space here.
+    spaces_created, members_added = write_spaces(data, user_pk, importer)
     agent_pk, mapped_agents, created_agents, tokenless = {}, [], [], []
+    grants: dict[Agent, list[str]] = {}
+    grant_refusals: list[str] = []
     for row in data["agents"]:
         existing = Agent.objects.filter(public_id=row["public_id"]).first()
         same_name = Agent.objects.filter(name=row["name"]).first()
@@ -78,6 +85,10 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
         if target is not None:
             agent_pk[row["public_id"]] = target.pk
             mapped_agents.append(row["name"])
+            missing, problems = grant_problems(target, row)
+            grant_refusals += problems
+            if missing:
+                grants[target] = missing
             continue
         if row["token_digest"] and Agent.objects.filter(token_digest=row["token_digest"]).exists():
             raise SnapshotInvalid([f"agent {row['name']!r}: its token digest is already used by an agent here"])
@@ -90,6 +101,13 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
         created_agents.append(row["name"])
         if not row["token_digest"] and row["is_active"] and row["name"] != "import":
             tokenless.append(row["name"])
+
+    if grant_refusals:
+        raise SnapshotInvalid(grant_refusals)
+    grants_added = []
+    for target, missing in grants.items():
+        Agent.objects.filter(pk=target.pk).update(scopes=sorted({*target.scopes, *missing}))
+        grants_added += [{"agent": target.name, "space": slug} for slug in missing]
 
     record_pk = {}
     for row in data["records"]:
@@ -183,6 +201,8 @@ def write_snapshot(data: dict[str, Any], *, progress: Callable[[int], None] | No
     return {
         "users_created_inactive": created_users,
         "spaces_created": spaces_created,
+        "members_added": members_added,
+        "grants_added": grants_added,
         "agents_created": created_agents,
         "agents_mapped": mapped_agents,
         "agents_without_token": tokenless,

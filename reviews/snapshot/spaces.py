@@ -5,7 +5,10 @@ A full export carries every space; a one-space export (``--space acme``)
 carries only that space and only its own members, so it names no other
 person. An import creates each space of the file that this instance lacks,
 with its members (accounts it lacks are made inactive, like every other
-username in the file); a space that exists here is kept as it is. The key
+username in the file). A space that exists here gains the file's members it
+lacks, and an agent that exists here the file's grants it lacks; nothing is
+removed or changed: a different kind, approval rule or role is a conflict
+that refuses the whole import (merge_problems, grant_problems). The key
 is optional: a file written before spaces has none, and then its spaces
 must exist here already (``manage.py space create``).
 """
@@ -17,7 +20,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from reviews.space_models import MAX_APPROVALS, ROLES, Membership, Space, SpaceKind
+from reviews.models import Agent
+from reviews.space_models import MAX_APPROVALS, ROLES, Membership, Role, Space, SpaceKind
 
 SPACE_FIELDS = ["slug", "kind", "name", "required_approvals", "created_at", "members"]
 MEMBER_FIELDS = ["user", "role"]
@@ -91,14 +95,31 @@ def member_names(data: dict[str, Any]) -> set[str]:
     return {m["user"] for row in data.get("spaces", []) for m in row["members"]}
 
 
-def write_spaces(data: dict[str, Any], user_pk: dict[str, int]) -> list[str]:
-    """Create the file's spaces this instance lacks, with their members; the
-    slugs created. (The index partitions follow Space's post_save.)"""
+def write_spaces(
+    data: dict[str, Any], user_pk: dict[str, int], importer: Any
+) -> tuple[list[str], list[dict[str, str]]]:
+    """Create the file's spaces this instance lacks, with their members, and
+    add to the spaces it has the members they lack. Returns the slugs created
+    and the members added (``{space, user, role}``); raises SnapshotInvalid
+    with every conflict before writing a space. (The index partitions follow
+    Space's post_save.)"""
     from .check import _parse_dt
+    from .format import SnapshotInvalid
 
+    rows = data.get("spaces", [])
+    here = {s.slug: s for s in Space.objects.select_for_update().filter(slug__in=[r["slug"] for r in rows])}
+    problems: list[str] = []
+    to_add: list[dict[str, str]] = []
+    for row in rows:
+        if row["slug"] in here:
+            problems += merge_problems(row, here[row["slug"]], importer, to_add)
+    if problems:
+        raise SnapshotInvalid(problems)
+    for m in to_add:
+        Membership.objects.create(space=here[m["space"]], user_id=user_pk[m["user"]], role=m["role"])
     created = []
-    for row in data.get("spaces", []):
-        if Space.objects.filter(slug=row["slug"]).exists():
+    for row in rows:
+        if row["slug"] in here:
             continue
         space = Space.objects.create(
             slug=row["slug"],
@@ -111,4 +132,73 @@ def write_spaces(data: dict[str, Any], user_pk: dict[str, int]) -> list[str]:
             Membership(space=space, user_id=user_pk[m["user"]], role=m["role"]) for m in row["members"]
         )
         created.append(space.slug)
-    return created
+    return created, to_add
+
+
+def merge_problems(row: dict[str, Any], space: Space, importer: Any, to_add: list[dict[str, str]]) -> list[str]:
+    """Why the file's ``row`` cannot merge into ``space`` (which exists here);
+    appends to ``to_add`` the members it would add. The space's own name is
+    kept. Only an owner of the space adds members, as with ``space add``."""
+    where, slug = f"space {space.slug!r}", space.slug
+    problems = []
+    if row["kind"] != space.kind:
+        problems.append(f"{where}: it is a {space.kind} space here and a {row['kind']} space in the file")
+    if row["required_approvals"] != space.required_approvals:
+        problems.append(
+            f"{where}: it needs {space.required_approvals} approval(s) here and {row['required_approvals']} in "
+            f"the file; an import does not change the rule: set the one you want first "
+            f"(`manage.py space approvals {slug} N`, or in the file)"
+        )
+    roles = dict(Membership.objects.filter(space=space).values_list("user__username", "role"))
+    missing = []
+    for m in row["members"]:
+        if m["user"] not in roles:
+            missing.append(m)
+        elif roles[m["user"]] != m["role"]:
+            problems.append(
+                f"{where}: {m['user']} is its {roles[m['user']]} here and its {m['role']} in the file; an import "
+                "never changes a member's role: make them the same first"
+            )
+    if missing and space.kind == SpaceKind.PERSONAL:
+        owner, theirs = next(iter(roles), "no one"), ", ".join(m["user"] for m in missing)
+        problems.append(
+            f"{where}: a personal space has one member, its owner: {owner} here, {theirs} in the file "
+            "(import into an instance whose first account has the file's username)"
+        )
+    elif missing and roles.get(importer.get_username()) != Role.OWNER:
+        names = ", ".join(m["user"] for m in missing)
+        problems.append(
+            f"{where}: the file adds {names}, and only an owner of {slug} adds members; "
+            f"{importer.get_username()} is not one (import with --reviewer AN-OWNER, or add them first)"
+        )
+    to_add += [{"space": slug, "user": m["user"], "role": m["role"]} for m in missing]
+    return problems
+
+
+def grant_problems(agent: Agent, row: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The file's grants (``row["scopes"]``) that ``agent``, which exists
+    here, lacks, and why they cannot be added. Only the same person's agent
+    gains grants, and only of spaces that person is a member of here (after
+    the members merged). The tokenless ``import`` agent follows the spaces."""
+    missing = sorted(set(row["scopes"]) - set(agent.scopes))
+    if not missing or agent.name == "import":
+        return [], []
+    where = f"agent {agent.name!r}"
+    here, there = (agent.owner.get_username() if agent.owner else None), row.get("owner")
+    if here is None or here != there:
+        return [], [
+            f"{where}: the file grants it {', '.join(missing)}; it is {_whose(here)} here and {_whose(there)} in "
+            "the file, and an import adds grants only to the same person's agent (grant them here first with "
+            f"`manage.py space grant {agent.name} SLUG`, or take them out of the file)"
+        ]
+    member_of = set(
+        Membership.objects.filter(user=agent.owner, space__slug__in=missing).values_list("space__slug", flat=True)
+    )
+    outside = [s for s in missing if s not in member_of]
+    if outside:
+        return [], [f"{where}: the file grants it {', '.join(outside)}, and {here} is not a member of it here"]
+    return missing, []
+
+
+def _whose(username: str | None) -> str:
+    return f"{username}'s" if username else "no one's"

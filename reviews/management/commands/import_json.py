@@ -15,8 +15,9 @@ class Command(BaseCommand):
         "Load a vetted-export JSON document (from export_json) into this instance, which must hold no "
         "records and no proposals yet. All or nothing. Records, statuses, checksums, supersession chains, "
         "proposals, agents and the write log come back as they were; users named in the file map onto "
-        "accounts with the same username or are created inactive. Then the search vectors are computed "
-        "(--no-sync leaves that to `reindex` or the next `serve`)."
+        "accounts with the same username or are created inactive; spaces and agents already here gain the file's "
+        "missing members and grants, and a conflicting role or rule refuses the import. Then the search "
+        "vectors are computed (--no-sync leaves that to `reindex` or the next `serve`)."
     )
 
     def add_arguments(self, parser):
@@ -68,6 +69,13 @@ class Command(BaseCommand):
                 f"{len(d['edited_since_approval'])} record(s) were already edited since approval "
                 "(kept as they are; search withholds them)"
             )
+        # issue 13 follow-up: what merged into spaces and agents this instance already had
+        if d["members_added"]:
+            added = ", ".join(f"{m['user']} ({m['role']}) to {m['space']}" for m in d["members_added"])
+            notes.append(f"members added to spaces that were already here: {added}")
+        if d["grants_added"]:
+            added = ", ".join(f"{g['space']} to {g['agent']}" for g in d["grants_added"])
+            notes.append(f"grants added to agents that were already here: {added}")
         if d["audit_id_offset"]:
             notes.append(f"audit event ids shifted by {d['audit_id_offset']} (this instance already had events)")
         synced = self._sync(opts["no_sync"], notes)
