@@ -69,7 +69,8 @@ def _propose_holding_the_agent(agent):
     ],
 )
 def test_a_held_action_lock_lets_another_transactions_foreign_key_check_commit(lock, agent, team_agent, record):
-    held, release, errors = threading.Event(), threading.Event(), []
+    held, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
     holder = threading.Thread(target=_hold, args=(lambda: lock(agent, record), held, release, errors))
     holder.start()
     try:
@@ -87,7 +88,8 @@ def test_a_held_action_lock_lets_another_transactions_foreign_key_check_commit(l
 
 def test_the_held_lock_still_serialises_the_actions_on_that_agent(agent, record):
     """The other half of the promise: an action on the same agent waits."""
-    held, release, errors = threading.Event(), threading.Event(), []
+    held, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
     holder = threading.Thread(target=_hold, args=(lambda: _locked_agent(agent), held, release, errors))
     holder.start()
     try:
