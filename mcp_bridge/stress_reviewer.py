@@ -122,6 +122,10 @@ class _SiteSession:
         self._post(
             "/accounts/login/", {"username": args.reviewer, "password": args.password, "csrfmiddlewaretoken": token}
         )
+        # A refused sign-in answers 200 (the form again), and every later POST
+        # a 302 to the login page, which would pass for a decision: say so now.
+        if not any(c.name == "sessionid" for c in self.jar):
+            raise RuntimeError(f"could not sign in to {self.base} as {args.reviewer!r}")
         self.csrf = next(c.value for c in self.jar if c.name == "csrftoken")
 
     def _post(self, path: str, fields: dict) -> int:

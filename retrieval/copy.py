@@ -125,26 +125,19 @@ def refuse_unless_ready(source: BaseDatabaseWrapper, target: BaseDatabaseWrapper
                 )
 
 
-def migrate_target(url: str) -> None:
-    """``migrate`` on the target, in a process of its own whose configured
-    database it is: data migrations (0008's spaces among them) write to the
-    default database, as they do on a fresh install."""
-    import os
-    import subprocess
-    import sys
+def migrate_target(alias: str = TARGET) -> None:
+    """``migrate`` on the target (the alias open_target made), in this
+    process: every data migration writes through the database it migrates
+    (``schema_editor.connection.alias``), so the default database is left
+    alone (tests/test_migrate_database.py)."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    from django.db import DatabaseError
 
-    from django.conf import settings
-
-    env = {**os.environ, "VETTED_DATABASE_URL": url}
-    done = subprocess.run(
-        [sys.executable, str(settings.BASE_DIR / "manage.py"), "migrate", "--noinput", "--verbosity", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise CopyRefused(f"`migrate` on the target failed: {done.stderr.strip()[-2000:]}")
+    try:
+        call_command("migrate", database=alias, interactive=False, verbosity=0)
+    except (CommandError, DatabaseError) as exc:
+        raise CopyRefused(f"`migrate` on the target failed: {exc}") from None
 
 
 def _models_rows(source: BaseDatabaseWrapper, target: BaseDatabaseWrapper, summary: CopySummary) -> None:

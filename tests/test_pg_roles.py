@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from retrieval.copy import migrate_target
+from memory_site.env import database_entry
+from retrieval import copy
 from retrieval.scratch import throwaway_pgserver
 from reviews.audit_sql import AUDIT_TABLE
 
@@ -21,6 +22,22 @@ INSERT = (
     "proposal_ref, checksum_before, checksum_after, snippet, extra) "
     "VALUES ('test.event', now(), 'system', 'tests', 'record', 'r', '', '', '', '', '', '{}')"
 )
+
+
+@pytest.fixture(scope="module")
+def migrate_target(django_db_blocker):
+    """``migrate(url)``: the database at ``url`` migrated in this process, as
+    copy_database migrates its target."""
+
+    def migrate(url: str) -> None:
+        with django_db_blocker.unblock():
+            copy.open_target(database_entry(url, "test"))
+            try:
+                copy.migrate_target()
+            finally:
+                copy.close_target()
+
+    return migrate
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +59,7 @@ def _as(srv, user: str, db: str):
 
 
 @pytest.fixture(scope="module")
-def app_database(server):
+def app_database(server, migrate_target):
     """A database the role vetted_app owns and migrated (the extensions made by the superuser, as a host would)."""
     server.psql("CREATE ROLE vetted_app LOGIN;")
     server.psql("CREATE DATABASE roles OWNER vetted_app;")
@@ -63,7 +80,7 @@ def test_the_owner_alone_is_stopped_only_by_the_trigger(app_database):
             conn.execute(f"UPDATE {AUDIT_TABLE} SET actor = 'x'")
 
 
-def test_after_pg_roles_the_app_role_may_only_read_and_append_the_log(app_database):
+def test_after_pg_roles_the_app_role_may_only_read_and_append_the_log(app_database, migrate_target):
     import psycopg
 
     call_command("pg_roles", "--app-role", "vetted_app", "--apply", _url(app_database, "postgres", "roles"))

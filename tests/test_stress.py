@@ -10,18 +10,22 @@ import sys
 import tempfile
 
 import pytest
+from django.db import connection
 
 from tests.gateway_support import PROJECT
 
 pytestmark = pytest.mark.slow
 
 
-def test_four_agents_for_fifteen_seconds_lose_nothing():
+def _stress(*args: str) -> str:
+    """`manage.py stress ARGS --embedder fake` in a fresh VETTED_HOME (on
+    PostgreSQL, its scratch database on VETTED_DATABASE_URL's server); its
+    report, checked to pass with every kind of call exercised."""
     home = tempfile.mkdtemp(prefix="vetted-stress-")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": home}
     env.pop("VETTED_DB_PATH", None)
     result = subprocess.run(
-        [sys.executable, "manage.py", "stress", "--agents", "4", "--seconds", "15", "--embedder", "fake"],
+        [sys.executable, "manage.py", "stress", *args, "--embedder", "fake"],
         cwd=PROJECT,
         env=env,
         capture_output=True,
@@ -30,7 +34,23 @@ def test_four_agents_for_fifteen_seconds_lose_nothing():
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    assert "all checks passed" in result.stdout
+    assert "all checks passed" in result.stdout, output[-4000:]
     assert "FAIL" not in result.stdout
     for operation in ("propose_rest", "propose_mcp", "search_rest", "search_mcp", "accept", "reject"):
         assert operation in result.stdout  # every kind of call was exercised
+    return result.stdout
+
+
+def test_four_agents_for_fifteen_seconds_lose_nothing():
+    _stress("--agents", "4", "--seconds", "15")
+
+
+@pytest.mark.postgres_slow
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="several daemons need PostgreSQL (the serve lock)")
+def test_two_daemons_on_one_database_for_ten_seconds_lose_nothing():
+    """`stress --daemons 2` (README "Several daemons"): each agent on one of
+    two daemons over one scratch database on the test server; the same
+    checks (nothing lost or doubled, one current version per chain, a clean
+    index). The two-minute run is in the README."""
+    output = _stress("--daemons", "2", "--agents", "4", "--seconds", "10")
+    assert "2 daemon(s) on postgresql" in output, output[-4000:]

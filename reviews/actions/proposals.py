@@ -19,6 +19,7 @@ from ._common import (
     _check_not_duplicate,
     _checksum_of,
     _close_extra,
+    _locked_agent,
     _locked_proposal,
     _provenance,
     _require_active_agent,
@@ -54,7 +55,7 @@ def propose_create(
     _resubmission.
     """
     with transaction.atomic():
-        agent = _require_active_agent(Agent.objects.select_for_update(no_key=True).get(pk=agent.pk))
+        agent = _require_active_agent(_locked_agent(agent))
         content = v.clean_content(fields)
         reason = v.clean_reason(reason)
         _check_agent_scope(agent, content["scope"])
@@ -134,7 +135,7 @@ def propose_revision(
     this agent already had rejected, unless resubmitted (see _resubmission).
     """
     with transaction.atomic():
-        agent = _require_active_agent(Agent.objects.select_for_update(no_key=True).get(pk=agent.pk))
+        agent = _require_active_agent(_locked_agent(agent))
         record = _visible_target(agent, target)
         _require_live(record, "revise")
         reason = v.clean_reason(reason)
@@ -219,7 +220,7 @@ def propose_retirement(
 ) -> Proposal:
     """An agent asks for ``target`` to be retired (it no longer holds)."""
     with transaction.atomic():
-        agent = _require_active_agent(Agent.objects.select_for_update(no_key=True).get(pk=agent.pk))
+        agent = _require_active_agent(_locked_agent(agent))
         record = _visible_target(agent, target)
         _require_live(record, "retire")
         reason = v.clean_reason(reason)
@@ -260,7 +261,7 @@ def dispute_record(
     """An agent says ``target`` is wrong. The record is disputed at once (so it
     is withheld from search) and the dispute waits in the inbox."""
     with transaction.atomic():
-        agent = _require_active_agent(Agent.objects.select_for_update(no_key=True).get(pk=agent.pk))
+        agent = _require_active_agent(_locked_agent(agent))
         record = _visible_target(agent, target)
         _require_live(record, "dispute")
         reason = v.clean_reason(reason)

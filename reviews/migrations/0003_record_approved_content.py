@@ -16,11 +16,13 @@ from reviews.checksum import CHECKSUM_FIELDS, approved_copy
 BATCH = 500
 
 
-def backfill_approved_content(Record) -> dict:
-    """Fill approved_content for every row where it is null. Returns counts
-    {"kept": n, "lost": n} (lost: edited since approval, left null)."""
+def backfill_approved_content(Record, using: str = "default") -> dict:
+    """Fill approved_content for every row where it is null, in database
+    ``using``. Returns counts {"kept": n, "lost": n} (lost: edited since
+    approval, left null)."""
     counts = {"kept": 0, "lost": 0}
-    rows = Record.objects.filter(approved_content__isnull=True).order_by("pk") \
+    records = Record.objects.using(using)
+    rows = records.filter(approved_content__isnull=True).order_by("pk") \
         .values_list("pk", "approved_checksum", *CHECKSUM_FIELDS)
     last = 0
     while True:
@@ -32,13 +34,14 @@ def backfill_approved_content(Record) -> dict:
             if copy is None:
                 counts["lost"] += 1
             else:
-                Record.objects.filter(pk=pk).update(approved_content=copy)
+                records.filter(pk=pk).update(approved_content=copy)
                 counts["kept"] += 1
         last = batch[-1][0]
 
 
 def forwards(apps, schema_editor):
-    backfill_approved_content(apps.get_model("reviews", "Record"))
+    # The database being migrated (`migrate --database X`), not the default one.
+    backfill_approved_content(apps.get_model("reviews", "Record"), using=schema_editor.connection.alias)
 
 
 class Migration(migrations.Migration):

@@ -9,9 +9,12 @@ def fill_keys(apps, schema_editor):
 
     Record = apps.get_model("reviews", "Record")
     Proposal = apps.get_model("reviews", "Proposal")
+    # The database being migrated (`migrate --database X`), not the default one.
+    records, proposals = Record.objects.using(schema_editor.connection.alias), \
+        Proposal.objects.using(schema_editor.connection.alias)
     batch = []
     fields = ("kind", "scope", "title", "body", "tags")
-    for record in Record.objects.only(*fields, "approved_content").iterator(chunk_size=500):
+    for record in records.only(*fields, "approved_content").iterator(chunk_size=500):
         copy = record.approved_content
         text = copy if isinstance(copy, dict) and all(name in copy for name in fields) else \
             {name: getattr(record, name) for name in fields}
@@ -19,20 +22,20 @@ def fill_keys(apps, schema_editor):
         record.title_skeleton = confusables.title_key(text["title"])
         batch.append(record)
         if len(batch) >= 500:
-            Record.objects.bulk_update(batch, ["skeleton_checksum", "title_skeleton"])
+            records.bulk_update(batch, ["skeleton_checksum", "title_skeleton"])
             batch = []
-    Record.objects.bulk_update(batch, ["skeleton_checksum", "title_skeleton"])
+    records.bulk_update(batch, ["skeleton_checksum", "title_skeleton"])
     batch = []
-    for proposal in (Proposal.objects.exclude(content_checksum="")
+    for proposal in (proposals.exclude(content_checksum="")
                      .only("kind", "scope", "title", "body", "tags").iterator(chunk_size=500)):
         proposal.skeleton_checksum = confusables.content_key(kind=proposal.kind, scope=proposal.scope,
                                                             title=proposal.title, body=proposal.body,
                                                             tags=proposal.tags)
         batch.append(proposal)
         if len(batch) >= 500:
-            Proposal.objects.bulk_update(batch, ["skeleton_checksum"])
+            proposals.bulk_update(batch, ["skeleton_checksum"])
             batch = []
-    Proposal.objects.bulk_update(batch, ["skeleton_checksum"])
+    proposals.bulk_update(batch, ["skeleton_checksum"])
 
 
 class Migration(migrations.Migration):

@@ -31,17 +31,19 @@ def make_spaces(apps, schema_editor):
     Membership = apps.get_model("reviews", "Membership")
     Agent = apps.get_model("reviews", "Agent")
     AuditEvent = apps.get_model("reviews", "AuditEvent")
-    staff = User.objects.filter(is_active=True, is_staff=True).order_by("date_joined", "pk")
-    first = staff.first() or User.objects.filter(is_superuser=True).order_by("date_joined", "pk").first()
+    # The database being migrated (`migrate --database X`), not the default one.
+    db = schema_editor.connection.alias
+    staff = User.objects.using(db).filter(is_active=True, is_staff=True).order_by("date_joined", "pk")
+    first = staff.first() or User.objects.using(db).filter(is_superuser=True).order_by("date_joined", "pk").first()
 
     # A fresh install (no account yet) gets its spaces silently, as it gets
     # its tables; an instance in use gets each change in its write log.
-    in_use = User.objects.exists()
+    in_use = User.objects.using(db).exists()
 
     def audit(event_type, subject_type, subject_id, extra):
         if not in_use:
             return
-        AuditEvent.objects.create(
+        AuditEvent.objects.using(db).create(
             event_type=event_type,
             actor_type="system",
             actor=MIGRATION_ACTOR,
@@ -52,11 +54,11 @@ def make_spaces(apps, schema_editor):
 
     owner_name = first.username if first is not None else ""
     spaces = {
-        "personal": Space.objects.create(
+        "personal": Space.objects.using(db).create(
             slug="personal", kind="personal", name=f"Personal ({owner_name})" if owner_name else "Personal"
         ),
-        "team": Space.objects.create(slug="team", kind="team", name="Team"),
-        "system": Space.objects.create(slug="system", kind="system", name="System"),
+        "team": Space.objects.using(db).create(slug="team", kind="team", name="Team"),
+        "system": Space.objects.using(db).create(slug="system", kind="system", name="System"),
     }
     roles = {}
     if first is not None:
@@ -66,13 +68,13 @@ def make_spaces(apps, schema_editor):
             roles[("team", user.pk)] = "reviewer"
             roles[("system", user.pk)] = "reviewer"
     for (slug, user_pk), role in roles.items():
-        Membership.objects.create(space=spaces[slug], user_id=user_pk, role=role)
+        Membership.objects.using(db).create(space=spaces[slug], user_id=user_pk, role=role)
     for slug, space in spaces.items():
-        members = {str(User.objects.get(pk=pk).username): role for (s, pk), role in roles.items() if s == slug}
+        members = {str(User.objects.using(db).get(pk=pk).username): role for (s, pk), role in roles.items() if s == slug}
         audit("space.created", "space", slug, {"kind": space.kind, "members": members, "migrated_from_scope": slug})
 
-    users = {user.username: user for user in User.objects.all()}
-    for agent in Agent.objects.order_by("pk"):
+    users = {user.username: user for user in User.objects.using(db).all()}
+    for agent in Agent.objects.using(db).order_by("pk"):
         if agent.created_by == "system":
             continue  # a system agent (e.g. "import") belongs to no person
         owner = users.get(agent.created_by) or first

@@ -26,7 +26,7 @@ class Command(BaseCommand):
         try:
             try:
                 copy.refuse_unless_ready(connections["default"], target)
-                copy.migrate_target(opts["to"])
+                copy.migrate_target()
                 summary = copy.copy_database(connections[copy.TARGET])
             except copy.CopyRefused as exc:
                 raise CommandError(str(exc)) from None
