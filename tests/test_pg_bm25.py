@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from django.db import connection
 
-from retrieval import fts, index, pg_terms, schema
+from retrieval import fts, index, pg_fts, pg_terms, schema
 from retrieval.embeddings import get_embedder
 
 pytestmark = pytest.mark.skipif(
@@ -106,3 +106,28 @@ def test_a_database_made_before_the_term_table_gets_its_rows_from_the_migration(
         found = fts.keyword_candidates(cursor, "team", schema.LIVE, ["runner"], 10)
     assert len(found) == 2
     assert index.check().ok
+
+
+@pytest.mark.django_db
+def test_the_one_lexeme_shortcut_ranks_as_the_general_form(make_record):
+    for title, body, tags in DOCS:
+        make_record(title=title, body=body, tags=tags)
+    index.sync(get_embedder())
+    terms = ["deploys", "tuesdays", "runner", "train", "deploy"]  # "deploy" and "deploys": one lexeme twice
+    with connection.cursor() as cursor:
+        idf, mean, _found = pg_fts._statistics(cursor, "team", schema.LIVE, terms)
+        shortcut = fts.keyword_candidates(cursor, "team", schema.LIVE, terms, 10)
+        general = pg_fts._any_candidates(cursor, ("team", schema.LIVE), terms, idf, mean, 10)
+    assert shortcut.keys() == general.keys() and len(shortcut) == 4
+    for rowid, score in general.items():
+        assert shortcut[rowid] == pytest.approx(score, rel=1e-9)
+
+
+@pytest.mark.django_db
+def test_a_term_of_two_lexemes_matches_only_documents_with_both(make_record):
+    both = make_record(title="Style note", body="We don t abbreviate; t is a variable.", tags=[])
+    make_record(title="Another note", body="Don is on call this week.", tags=[])
+    index.sync(get_embedder())
+    with connection.cursor() as cursor:
+        found = fts.keyword_candidates(cursor, "team", schema.LIVE, ["don't"], 10)
+    assert list(found) == [both.pk]

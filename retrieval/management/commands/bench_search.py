@@ -157,7 +157,10 @@ class Command(BaseCommand):
             postgres = connection.vendor == "postgresql"
             with connection.cursor() as cursor:
                 if postgres:
-                    cursor.execute("ANALYZE")  # planner statistics of the fresh tables, as autovacuum would
+                    # Planner statistics and the visibility map of the fresh tables, as
+                    # autovacuum makes them after a bulk insert (index-only scans of the
+                    # BM25 term rows read the heap until it has).
+                    cursor.execute("VACUUM ANALYZE")
                     cursor.execute("SELECT pg_database_size(current_database())")
                     db_mb = cursor.fetchone()[0] / 1e6
                 else:
