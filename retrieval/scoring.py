@@ -5,12 +5,15 @@ count as much as a strong vector match, and "keyword score + vector score"
 lets the keyword hit win rank 1 even when the vector ranker is right. Here the
 keyword side contributes *evidence of exactness*, not a rank:
 
-    hybrid = cosine(query, best chunk)
+    hybrid = cosine(query, best vector)
            + KEYWORD_WEIGHT * coverage ** KEYWORD_POWER
            + IDENT_WEIGHT * identifiers_matched
            + FLAT_WEIGHT * flatness * bm25 / best_bm25 * coverage_beyond
            + FULL_WEIGHT * (1 if the record has every content word else 0)
 
+- best vector: the record's title+body chunks and its body-only vector,
+  the latter BODY_MARGIN lower (retrieval/chunks.py); candidates.py applies
+  it, so semantic mode and the flat term's spread read the same value.
 - coverage: the idf-weighted share of the query's content words that the
   record contains (0..1). Matching only common words gives little; matching
   every rare word of a short query gives the full weight. The fourth power
