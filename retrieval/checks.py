@@ -14,7 +14,7 @@ from reviews.checksum import content_checksum
 from . import schema
 from .embeddings import Embedder
 from .engine import index_triggers, is_postgres, trigger_names
-from .index import read_meta, text_hash, vec_table_exists, vector_texts
+from .index import SCHEMA_VERSION, read_meta, text_hash, vec_table_exists, vector_texts
 
 
 @dataclass
@@ -85,6 +85,13 @@ def check(embedder: Embedder | None = None) -> IndexReport:
             return report
         if not vec_table_exists(cursor):
             report.problems.append(f"vector table {schema.VEC} is missing")
+            return report
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            # Every chunk list would read as stale: say what it is instead.
+            report.problems.append(
+                f"the vector index is of version {meta.get('schema_version')}, this code makes version "
+                f"{SCHEMA_VERSION}: the next sync (`check_index --sync`) embeds what is missing"
+            )
             return report
         _check_vectors(cursor, report, embedder.name if embedder is not None else report.model)
     return report

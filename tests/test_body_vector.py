@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 
 from retrieval import index, schema
@@ -88,6 +89,10 @@ def test_an_index_of_the_previous_version_gets_its_body_vectors_at_the_next_sync
         sql(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [chunk_id])
         sql(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [chunk_id])
     sql(f"UPDATE {schema.META} SET value = '2' WHERE key = 'schema_version'")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("check_index", stdout=out)
+    assert "the vector index is of version 2, this code makes version 3" in out.getvalue()
 
     stats = index.sync(get_embedder())
 
