@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.backends.utils import CursorWrapper
 
 from . import fts, schema, vectors
+from .chunks import similarity_offset
 from .engine import is_postgres, vector_value
 from .index import KNN_MAX as KNN_MAX
 from .query import contains_identifier
@@ -40,15 +41,22 @@ def nearest_chunks(
     # (vec0 quirk: SQLite flattens the subquery, and vec0 refuses any ORDER
     # BY besides its own distance order, so ties are ordered in Python.)
     cursor.execute(
-        f"SELECT v.rowid, v.distance, c.record_id FROM "
+        f"SELECT v.rowid, v.distance, c.record_id, c.seq FROM "
         f"(SELECT rowid, distance FROM {schema.VEC} WHERE embedding MATCH %s AND k = %s AND scope = %s "
         f"AND held = %s) v JOIN {schema.CHUNKS} c ON c.id = v.rowid",
         [query_vector.astype(np.float32).tobytes(), min(k, KNN_MAX), scope, int(state == schema.HELD)],
     )
-    rows = sorted(cursor.fetchall(), key=lambda row: (row[1], row[0]))
+    return _best_per_record(cursor.fetchall())
+
+
+def _best_per_record(rows: list[tuple[int, float, int, int]]) -> tuple[dict[int, tuple[float, int]], int]:
+    """{record_id: (similarity, chunk_id)} of its best chunk from KNN rows
+    (chunk id, cosine distance, record id, seq): each chunk's similarity with
+    its offset (a body-only vector counts BODY_MARGIN less, chunks.py)."""
+    rows = sorted(rows, key=lambda row: (row[1], row[0]))
     best: dict[int, tuple[float, int]] = {}
-    for chunk_id, distance, record_id in rows:
-        similarity = 1.0 - float(distance)  # cosine distance -> similarity
+    for chunk_id, distance, record_id, seq in rows:
+        similarity = 1.0 - float(distance) + similarity_offset(seq)  # cosine distance -> similarity
         if record_id not in best or similarity > best[record_id][0]:
             best[record_id] = (similarity, chunk_id)
     return best, len(rows)
@@ -64,19 +72,13 @@ def _pg_nearest(
     subquery of its own so the join cannot keep the index out."""
     vector = vector_value(cursor, query_vector)
     cursor.execute(
-        f"SELECT v.rowid, v.distance, c.record_id FROM (SELECT rowid, embedding <=> %s::vector AS distance "
+        f"SELECT v.rowid, v.distance, c.record_id, c.seq FROM (SELECT rowid, embedding <=> %s::vector AS distance "
         f"FROM {schema.VEC} WHERE scope = '{schema.literal(scope)}' AND held = %s "
         "ORDER BY embedding <=> %s::vector LIMIT %s) v "
         f"JOIN {schema.CHUNKS} c ON c.id = v.rowid",
         [vector, int(state == schema.HELD), vector, k],
     )
-    rows = sorted(cursor.fetchall(), key=lambda row: (row[1], row[0]))
-    best: dict[int, tuple[float, int]] = {}
-    for chunk_id, distance, record_id in rows:
-        similarity = 1.0 - float(distance)
-        if record_id not in best or similarity > best[record_id][0]:
-            best[record_id] = (similarity, chunk_id)
-    return best, len(rows)
+    return _best_per_record(cursor.fetchall())
 
 
 def vectors_for(
@@ -88,12 +90,14 @@ def vectors_for(
     if settings.VETTED_VECTOR_CACHE:
         return vectors.best_for([vectors.cache.current(cursor, scope, len(query_vector))], record_ids, query_vector)
     marks = ",".join(["%s"] * len(record_ids))
-    cursor.execute(f"SELECT record_id, id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks})", record_ids)
+    cursor.execute(
+        f"SELECT record_id, id, embedding, seq FROM {schema.CHUNKS} WHERE record_id IN ({marks})", record_ids
+    )
     best: dict[int, tuple[float, int]] = {}
-    for record_id, chunk_id, blob in cursor.fetchall():
+    for record_id, chunk_id, blob, seq in cursor.fetchall():
         if blob is None:
             continue
-        similarity = float(np.dot(np.frombuffer(blob, dtype=np.float32), query_vector))
+        similarity = float(np.dot(np.frombuffer(blob, dtype=np.float32), query_vector)) + similarity_offset(seq)
         if record_id not in best or similarity > best[record_id][0]:
             best[record_id] = (similarity, chunk_id)
     return best

@@ -14,7 +14,7 @@ from reviews.checksum import content_checksum
 from . import schema
 from .embeddings import Embedder
 from .engine import index_triggers, is_postgres, trigger_names
-from .index import chunk_texts, read_meta, text_hash, vec_table_exists
+from .index import SCHEMA_VERSION, read_meta, text_hash, vec_table_exists, vector_texts
 
 
 @dataclass
@@ -95,6 +95,13 @@ def check(embedder: Embedder | None = None) -> IndexReport:
             return report
         if not vec_table_exists(cursor):
             report.problems.append(f"vector table {schema.VEC} is missing")
+            return report
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            # Every chunk list would read as stale: say what it is instead.
+            report.problems.append(
+                f"the vector index is of version {meta.get('schema_version')}, this code makes version "
+                f"{SCHEMA_VERSION}: the next sync (`check_index --sync`) embeds what is missing"
+            )
             return report
         _check_vectors(cursor, report, embedder.name if embedder is not None else report.model)
     return report
@@ -198,12 +205,12 @@ def _check_vectors(cursor: CursorWrapper, report: IndexReport, model_name: str) 
     )
     documents = cursor.fetchall()
     cursor.execute(f"SELECT record_id, seq, text_hash FROM {schema.CHUNKS} ORDER BY record_id, seq")
-    stored: dict[int, list[str]] = {}
-    for record_id, _seq, digest in cursor.fetchall():
-        stored.setdefault(record_id, []).append(digest)
+    stored: dict[int, dict[int, str]] = {}
+    for record_id, seq, digest in cursor.fetchall():
+        stored.setdefault(record_id, {})[seq] = digest
     stale = []
     for record_id, public_id, title, body, tags in documents:
-        expected = [text_hash(model_name, t) for t in chunk_texts(title, body, json.loads(tags))]
+        expected = {seq: text_hash(model_name, t) for seq, t in vector_texts(title, body, json.loads(tags))}
         if record_id in stored and stored[record_id] != expected:
             stale.append(public_id)
     if stale:

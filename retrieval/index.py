@@ -25,10 +25,8 @@ sqlite-vec notes (0.1.x):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,13 +36,21 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from . import docs, pg_schema, schema, vectors
+from .chunks import BODY_SEQ as BODY_SEQ
+from .chunks import CHUNK_CHARS as CHUNK_CHARS
+from .chunks import chunk_texts as chunk_texts
+from .chunks import split_body as split_body
+from .chunks import text_hash as text_hash
+from .chunks import vector_texts as vector_texts
 from .embeddings import Embedder
 from .engine import is_postgres, vector_placeholder, vector_value
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
-CHUNK_CHARS = 900  # MiniLM reads at most 256 word pieces (~1000 characters)
+# 3: each record also has one body-only vector (BODY_SEQ); an index of an
+# older version is re-queued whole by ensure_ready(), which embeds only the
+# new vectors (the title+body chunks keep theirs: their text hashes match).
+SCHEMA_VERSION = "3"
 KNN_MAX = 4096  # sqlite-vec's cap on k
 
 
@@ -78,7 +84,9 @@ def ensure_ready(embedder: Embedder) -> None:
     """Create the vector table for ``embedder`` on first use; refuse a model change.
 
     Raises IndexModelMismatch with the command to run when the index was
-    built with another model or dimension.
+    built with another model or dimension. An index of an older
+    SCHEMA_VERSION gets every document queued again, so this sync embeds
+    what the new version adds (unchanged chunks keep their vectors).
     """
     meta = read_meta()
     model, dimension = meta.get("model_name"), meta.get("dimension")
@@ -89,6 +97,10 @@ def ensure_ready(embedder: Embedder) -> None:
                 f"but the configured model is {embedder.name!r} ({embedder.dimension} dimensions). "
                 "Run `python manage.py reindex` to rebuild the vectors with the configured model."
             )
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            with transaction.atomic(), connection.cursor() as cursor:
+                _queue_everything(cursor)
+                _write_meta(cursor, schema_version=SCHEMA_VERSION)
         return
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -114,81 +126,21 @@ def _create_vec_table(cursor: CursorWrapper, embedder: Embedder) -> None:
         )
     # Every chunk must be re-embedded: the queue gets every document.
     cursor.execute(f"DELETE FROM {schema.CHUNKS}")
-    cursor.execute(
-        f"INSERT INTO {schema.DIRTY} (record_id) SELECT id FROM {schema.DOCS} WHERE true "
-        "ON CONFLICT (record_id) DO UPDATE SET gen = retrieval_dirty.gen + 1"
-    )
+    _queue_everything(cursor)
     _write_meta(cursor, schema_version=SCHEMA_VERSION, model_name=embedder.name, dimension=embedder.dimension)
     vectors.renew_tokens(cursor, schema.current_scopes(cursor), base=True)
 
 
+def _queue_everything(cursor: CursorWrapper) -> None:
+    cursor.execute(
+        f"INSERT INTO {schema.DIRTY} (record_id) SELECT id FROM {schema.DOCS} WHERE true "
+        "ON CONFLICT (record_id) DO UPDATE SET gen = retrieval_dirty.gen + 1"
+    )
+
+
 # --------------------------------------------------------------------------- chunks
 
-
-_HEADING_RE = re.compile(r"^#{1,6}\s")
-
-
-def split_body(body: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Split Markdown into chunks of at most ~``limit`` characters.
-
-    Headings start a new chunk and stay with the text under them; paragraphs
-    are packed together up to the limit; an over-long paragraph is cut at
-    sentence ends (or hard, as a last resort).
-    """
-    # A heading right under a line of text is valid Markdown: give it its
-    # own block like one preceded by a blank line.
-    body = re.sub(r"\n(?=#{1,6}\s)", "\n\n", body.strip())
-    blocks: list[str] = []
-    for block in re.split(r"\n\s*\n", body):
-        block = block.strip()
-        if not block:
-            continue
-        if len(block) <= limit:
-            blocks.append(block)
-            continue
-        piece = ""
-        for sentence in re.split(r"(?<=[.!?])\s+|\n", block):
-            while len(sentence) > limit:
-                if piece:
-                    blocks.append(piece)
-                    piece = ""
-                blocks.append(sentence[:limit])
-                sentence = sentence[limit:]
-            if piece and len(piece) + 1 + len(sentence) > limit:
-                blocks.append(piece)
-                piece = sentence
-            else:
-                piece = f"{piece} {sentence}".strip()
-        if piece:
-            blocks.append(piece)
-    chunks: list[str] = []
-    current = ""
-    for block in blocks:
-        starts_section = bool(_HEADING_RE.match(block))
-        if current and (starts_section or len(current) + 2 + len(block) > limit):
-            chunks.append(current)
-            current = block
-        else:
-            current = f"{current}\n\n{block}" if current else block
-    if current:
-        chunks.append(current)
-    return chunks or [""]
-
-
-def chunk_texts(title: str, body: str, tags: list[str] | None = None) -> list[str]:
-    """What gets embedded for a record: each chunk, prefixed with the title
-    (and the tags on the first chunk) so a chunk keeps its context."""
-    texts = []
-    for i, chunk in enumerate(split_body(body)):
-        head = title
-        if i == 0 and tags:
-            head = f"{title} ({', '.join(tags)})"
-        texts.append(f"{head}\n\n{chunk}".strip())
-    return texts
-
-
-def text_hash(model_name: str, text: str) -> str:
-    return hashlib.sha256(f"{model_name}\0{text}".encode()).hexdigest()
+# (what gets embedded lives in chunks.py)
 
 
 # --------------------------------------------------------------------------- sync
@@ -266,9 +218,9 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             if title is None:  # no approved content (any more)
                 plans.append((record_id, gen, None, None))
                 continue
-            texts = chunk_texts(title, body, json.loads(tags) if isinstance(tags, str) else tags)
+            texts = vector_texts(title, body, json.loads(tags) if isinstance(tags, str) else tags)
             planned: list[tuple[int, str, str, int | None]] = []
-            for seq, text in enumerate(texts):
+            for seq, text in texts:
                 digest = text_hash(embedder.name, text)
                 stored = existing.get(record_id, {}).get(seq)
                 if stored and stored[1] == digest and stored[2] == scope:
@@ -300,9 +252,9 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                 state = cursor.fetchone()
                 held = int(state is None or state[0] == schema.HELD)
                 old_chunks = existing.get(record_id, {})
-                keep = len(plan) if plan else 0
+                keep = {seq for seq, *_rest in plan or []}
                 for seq, (chunk_id, _digest, old_scope) in old_chunks.items():
-                    if seq >= keep:
+                    if seq not in keep:
                         cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [chunk_id])
                         cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [chunk_id])
                         stats.removed += 1

@@ -254,8 +254,9 @@ def _record_vectors(records: list[Record], embedder: Embedder) -> np.ndarray:
             batch = ids[start : start + 500]
             marks = ",".join(["%s"] * len(batch))
             cursor.execute(
+                # The first title+body chunk (seq 0), never the body-only vector.
                 f"SELECT record_id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks}) "
-                f"AND embedding IS NOT NULL ORDER BY record_id, id",
+                f"AND embedding IS NOT NULL AND seq >= 0 ORDER BY record_id, seq",
                 batch,
             )
             for record_id, blob in cursor.fetchall():

@@ -5,12 +5,15 @@ count as much as a strong vector match, and "keyword score + vector score"
 lets the keyword hit win rank 1 even when the vector ranker is right. Here the
 keyword side contributes *evidence of exactness*, not a rank:
 
-    hybrid = cosine(query, best chunk)
+    hybrid = cosine(query, best vector)
            + KEYWORD_WEIGHT * coverage ** KEYWORD_POWER
            + IDENT_WEIGHT * identifiers_matched
            + FLAT_WEIGHT * flatness * bm25 / best_bm25 * coverage_beyond
            + FULL_WEIGHT * (1 if the record has every content word else 0)
 
+- best vector: the record's title+body chunks and its body-only vector,
+  the latter BODY_MARGIN lower (retrieval/chunks.py); candidates.py applies
+  it, so semantic mode and the flat term's spread read the same value.
 - coverage: the idf-weighted share of the query's content words that the
   record contains (0..1). Matching only common words gives little; matching
   every rare word of a short query gives the full weight. The fourth power
@@ -82,7 +85,9 @@ FULL_WEIGHT = 3.0  # above the cosine range + KEYWORD_WEIGHT + FLAT_WEIGHT
 # class of any corpus below the better single ranker at (FLAT_WEIGHT,
 # FLAT_SPREAD, FLAT_COVERAGE) = (1.5, 0.2, 0.3), (1.0, 0.25, 0.3) or (3.0, 0.15,
 # 0.3); their neighbours lose one or two dev queries of one class. A coverage
-# gate of 0.35 or more gives back much of LoCoMo's gain.
+# gate of 0.35 or more gives back much of LoCoMo's gain. Chosen again with the
+# body-only vector (chunks.BODY_MARGIN): (1.5, 0.2, 0.3) has no dev class below,
+# nor do (1.0, 0.2|0.25, 0.3) and (1.5|2.0|3.0, 0.15, 0.3).
 FLAT_WEIGHT = 1.5
 FLAT_SPREAD = 0.2
 FLAT_COVERAGE = 0.3

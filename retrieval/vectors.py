@@ -35,6 +35,7 @@ from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from . import schema
+from .chunks import similarity_offset
 
 
 def renew_tokens(cursor: CursorWrapper, scopes: Iterable[str], *, base: bool) -> None:
@@ -60,6 +61,7 @@ class _Snapshot:
     chunk_ids: np.ndarray  # int64, ascending
     record_ids: np.ndarray  # int64
     matrix: np.ndarray  # float32, rows are unit vectors
+    offsets: np.ndarray  # float32 per row, added to its similarity (chunks.similarity_offset)
     held: np.ndarray  # bool per row: the chunk's document is withheld
     held_rows: np.ndarray  # indices of those rows
 
@@ -98,21 +100,22 @@ class VectorCache:
 
     def _rows(
         self, cursor: CursorWrapper, scope: str, after_id: int, dimension: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         cursor.execute(
-            f"SELECT id, record_id, embedding FROM {schema.CHUNKS} WHERE scope = %s AND id > %s "
+            f"SELECT id, record_id, embedding, seq FROM {schema.CHUNKS} WHERE scope = %s AND id > %s "
             "AND embedding IS NOT NULL ORDER BY id",
             [scope, after_id],
         )
         rows = [row for row in cursor.fetchall() if len(row[2]) == 4 * dimension]
         chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         record_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        offsets = np.fromiter((similarity_offset(r[3]) for r in rows), dtype=np.float32, count=len(rows))
         matrix = (
             np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
             if rows
             else np.zeros((0, dimension), dtype=np.float32)
         )
-        return chunk_ids, record_ids, matrix
+        return chunk_ids, record_ids, matrix, offsets
 
     def _held(self, cursor: CursorWrapper, scope: str, record_ids: np.ndarray) -> np.ndarray:
         cursor.execute(f"SELECT id FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, schema.HELD])
@@ -129,21 +132,33 @@ class VectorCache:
         docs: str | None,
         dimension: int,
     ) -> _Snapshot:
-        chunk_ids, record_ids, matrix = self._rows(cursor, scope, 0, dimension)
+        chunk_ids, record_ids, matrix, offsets = self._rows(cursor, scope, 0, dimension)
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
         held = self._held(cursor, scope, record_ids)
         return _Snapshot(
-            database, scope, base, token, docs, max_id, chunk_ids, record_ids, matrix, held, np.nonzero(held)[0]
+            database,
+            scope,
+            base,
+            token,
+            docs,
+            max_id,
+            chunk_ids,
+            record_ids,
+            matrix,
+            offsets,
+            held,
+            np.nonzero(held)[0],
         )
 
     def _append(self, cursor: CursorWrapper, snap: _Snapshot, token: str | None, docs: str | None) -> _Snapshot:
-        chunk_ids, record_ids, matrix = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
+        chunk_ids, record_ids, matrix, offsets = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
         if len(chunk_ids):
             chunk_ids = np.concatenate([snap.chunk_ids, chunk_ids])
             record_ids = np.concatenate([snap.record_ids, record_ids])
             matrix = np.concatenate([snap.matrix, matrix])
+            offsets = np.concatenate([snap.offsets, offsets])
         else:
-            chunk_ids, record_ids, matrix = snap.chunk_ids, snap.record_ids, snap.matrix
+            chunk_ids, record_ids, matrix, offsets = snap.chunk_ids, snap.record_ids, snap.matrix, snap.offsets
         held = (
             self._held(cursor, snap.scope, record_ids)
             if (docs != snap.docs or len(record_ids) != len(snap.held))
@@ -160,6 +175,7 @@ class VectorCache:
             chunk_ids,
             record_ids,
             matrix,
+            offsets,
             held,
             np.nonzero(held)[0],
         )
@@ -182,11 +198,13 @@ def nearest(
     for snap in snaps:
         rows = snap.rows(state)
         if rows is None:  # nothing withheld in this space: every row, no copy
-            similarities, ids, records = snap.matrix @ query, snap.chunk_ids, snap.record_ids
+            similarities, ids, records = snap.matrix @ query + snap.offsets, snap.chunk_ids, snap.record_ids
         elif not len(rows):
             continue
         else:
-            similarities = snap.matrix[rows] @ query if state == schema.HELD else (snap.matrix @ query)[rows]
+            similarities = (
+                snap.matrix[rows] @ query if state == schema.HELD else (snap.matrix @ query)[rows]
+            ) + snap.offsets[rows]
             ids, records = snap.chunk_ids[rows], snap.record_ids[rows]
         if not len(similarities):
             continue
@@ -222,7 +240,7 @@ def best_for(snaps: list[_Snapshot], record_ids: list[int], query_vector: np.nda
         rows = np.nonzero(np.isin(snap.record_ids, wanted))[0]
         if not len(rows):
             continue
-        similarities = snap.matrix[rows] @ query
+        similarities = snap.matrix[rows] @ query + snap.offsets[rows]
         for row, similarity in zip(rows, similarities, strict=True):
             record_id = int(snap.record_ids[row])
             if record_id not in best or similarity > best[record_id][0]:

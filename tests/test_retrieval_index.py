@@ -367,7 +367,7 @@ def test_a_deleted_record_leaves_both_keyword_indexes_and_the_vectors(reviewer, 
     gone = _bare_record(reviewer)
     assert [hit.record for hit in keyword("hovercraft").results] == [gone]
     stats = index.sync(get_embedder())
-    assert stats.records == 2 and len(chunk_rows(gone)) == 1
+    assert stats.records == 2 and [row[0] for row in chunk_rows(gone)] == [index.BODY_SEQ, 0]
 
     sql("DELETE FROM reviews_record WHERE id = %s", [gone.pk])
 
@@ -375,9 +375,9 @@ def test_a_deleted_record_leaves_both_keyword_indexes_and_the_vectors(reviewer, 
     assert keyword("hovercraft").results == [] and keyword("hovercraft").withheld == {}
     assert index.pending_count() == 1
     stats = index.sync(get_embedder())
-    assert stats.removed == 1
+    assert stats.removed == 2  # its chunk and its body-only vector
     assert chunk_rows(gone) == []
-    assert sql(f"SELECT count(*) FROM {schema.VEC}") == [(1,)]
+    assert sql(f"SELECT count(*) FROM {schema.VEC}") == [(2,)]
     assert "Index OK." in run("check_index", "--sync")
     assert [hit.record for hit in keyword("lifeboat").results] == [keep]
 
@@ -497,14 +497,16 @@ def test_a_shorter_body_removes_the_extra_chunks(make_record):
     approve_in_place(record, body=section("Deploy", SECTION_WORDS["Deploy"]))
     stats = index.sync(get_embedder())
 
-    assert len(chunk_rows(record)) == 1
-    assert stats.removed == count - 1
-    assert stats.embedded == 0 and stats.reused == 1
+    # The first chunk is unchanged and stays; the body-only vector is of the
+    # first chunk's body, also unchanged: both reused, the other chunks gone.
+    assert [row[0] for row in chunk_rows(record)] == [index.BODY_SEQ, 0]
+    assert stats.removed == count - 2
+    assert stats.embedded == 0 and stats.reused == 2
     assert "Index OK." in run("check_index")
 
 
 @pytest.mark.django_db
-def test_a_title_change_reembeds_every_chunk(make_record):
+def test_a_title_change_reembeds_every_chunk_but_not_the_body_only_vector(make_record):
     record = make_record(title="Service runbook", tags=["runbook"], body=long_body())
     index.sync(get_embedder())
     count = len(chunk_rows(record))
@@ -512,7 +514,7 @@ def test_a_title_change_reembeds_every_chunk(make_record):
     approve_in_place(record, title="Payments service runbook")
     stats = index.sync(get_embedder())
 
-    assert stats.embedded == count and stats.reused == 0
+    assert stats.embedded == count - 1 and stats.reused == 1
 
 
 # --------------------------------------------------------------------------- split_body
@@ -852,7 +854,7 @@ def test_check_index_finds_a_chunk_without_its_vector_copy(record):
     run("check_index", "--sync")
     sql(f"UPDATE {schema.CHUNKS} SET embedding = NULL")
 
-    assert "1 chunk(s) without a usable vector copy" in check_fails()
+    assert "2 chunk(s) without a usable vector copy" in check_fails()  # the chunk and the body-only vector
     run("reindex")
     assert "Index OK." in run("check_index")
 
@@ -877,7 +879,7 @@ def test_check_index_finds_orphan_chunks_and_records_without_vectors(record, mak
 
     output = check_fails()
 
-    assert "1 chunk(s) belong to no record" in output
+    assert "2 chunk(s) belong to no record" in output  # the chunk and the body-only vector
     assert f"records without vectors: {other.public_id}" in output
     run("reindex")
     assert "Index OK." in run("check_index")
@@ -900,8 +902,8 @@ def test_check_index_json_output_parses(record):
         "model": get_embedder().name,
         "dimension": get_embedder().dimension,
         "records": 1,
-        "chunks": 1,
-        "vectors": 1,
+        "chunks": 2,  # the chunk and the body-only vector
+        "vectors": 2,
         "queued": 0,
         "problems": [],
         "ok": True,

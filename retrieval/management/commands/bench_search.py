@@ -12,7 +12,7 @@ from retrieval import index
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder, make_embedder
 from retrieval.gate import Reader
-from retrieval.index import chunk_texts
+from retrieval.index import vector_texts
 from retrieval.scratch import scratch_database, use_engine
 from retrieval.synthetic import make_queries, make_record, populate_corpus
 from reviews.history import Moment
@@ -130,7 +130,10 @@ class Command(BaseCommand):
         turns batch by batch, so a change of load elsewhere hits both alike;
         the whole-index figures below run one embedder after the other."""
         rng = random.Random(opts["seed"])
-        records = [chunk_texts(r["title"], r["body"], r["tags"]) for r in (make_record(rng, n) for n in range(size))]
+        records = [
+            [text for _seq, text in vector_texts(r["title"], r["body"], r["tags"])]
+            for r in (make_record(rng, n) for n in range(size))
+        ]
         wall, cpu = dict.fromkeys(embedders, 0.0), dict.fromkeys(embedders, 0.0)
         for start in range(0, size, 256):
             texts = [t for chunks in records[start : start + 256] for t in chunks]
