@@ -104,29 +104,17 @@ def _statistics(
     return {term: bm25_idf(total, found[term]) for term in terms}, mean, any(found[t] for t in terms)
 
 
-# term -> its lexemes. A pure function of the term and the text search
-# configuration, which pg_schema fixes: kept for the process (bounded), as a
-# search asks the same terms once per partition of its reader's spaces.
-_lexeme_cache: dict[str, list[str]] = {}
-
-
 def _lexemes(cursor: CursorWrapper, terms: list[str]) -> list[list[str]]:
-    """Each term's lexemes as the query side makes them (one round trip for those not known yet)."""
-    unknown = [term for term in dict.fromkeys(terms) if term not in _lexeme_cache]
-    if unknown:
-        cursor.execute(
-            f"SELECT tsvector_to_array(to_tsvector('{CONFIG}', {FOLD}(t))) FROM unnest(%s::text[]) "
-            "WITH ORDINALITY AS x(t, n) ORDER BY n",
-            [unknown],
-        )
-        found = {term: list(row[0]) for term, row in zip(unknown, cursor.fetchall(), strict=True)}
-        with _counts_lock:
-            if len(_lexeme_cache) > 50_000:
-                _lexeme_cache.clear()
-            _lexeme_cache.update(found)
-    else:
-        found = {}
-    return [found[term] if term in found else _lexeme_cache[term] for term in terms]
+    """Each term's lexemes as the query side makes them (one round trip).
+    Not kept across calls: a process-wide cache of query terms would answer
+    a term some other agent searched a little faster, which is a timing
+    signal of another agent's queries."""
+    cursor.execute(
+        f"SELECT tsvector_to_array(to_tsvector('{CONFIG}', {FOLD}(t))) FROM unnest(%s::text[]) "
+        "WITH ORDINALITY AS x(t, n) ORDER BY n",
+        [list(terms)],
+    )
+    return [list(row[0]) for row in cursor.fetchall()]
 
 
 def _per_document(
