@@ -126,8 +126,9 @@ def test_an_index_sync_is_logged_with_counts_and_time(caplog, make_record):
     caplog.set_level(logging.INFO)
     index.sync(get_embedder())
     found = [line for line in lines(caplog) if "index sync:" in line]
+    # Two chunk rows for one record: its text, and its body alone (the body-only vector).
     assert len(found) == 1 and found[0].startswith(
-        "INFO retrieval.index: index sync: 1 record(s), 1 chunk(s) embedded, 0 reused, 0 removed, 0 skipped in "
+        "INFO retrieval.index: index sync: 1 record(s), 2 chunk(s) embedded, 0 reused, 0 removed, 0 skipped in "
     )
     assert "Deploy window" not in found[0] and "Tuesday" not in found[0]
     caplog.clear()
