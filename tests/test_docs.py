@@ -70,6 +70,11 @@ def test_a_settings_reader_gives_the_variable_its_default_and_bounds():
     ]
 
 
+def test_a_variable_named_through_a_module_constant_counts():
+    tree = ast.parse('_NAME = "VETTED_A" if flag else "VETTED_B"\nA = env_list(_NAME, ["team", "system"])')
+    assert config_reference._reads(tree) == [("VETTED_A", "env_list", "`team,system`", "comma-separated")]
+
+
 def test_a_bridge_variable_read_from_the_environment_counts():
     tree = ast.parse(
         'x = env.get("VETTED_URL") or y\nz = os.environ.get("VETTED_TEST_ENGINE", "sqlite")\nw = env["VETTED_T"]'

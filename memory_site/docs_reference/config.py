@@ -37,7 +37,6 @@ COMPUTED_DEFAULTS = {
     "VETTED_MODEL_NAME": "`all-MiniLM-L6-v2`",
     "VETTED_DATABASE_URL": "unset: the SQLite file",
     "VETTED_EMAIL_PORT": "`587`, `465` or `25` by `VETTED_EMAIL_SECURITY`",
-    "VETTED_NOTIFY_SPACES": "`team,system`",
     "VETTED_SSL_REDIRECT": "`true` (read only with `VETTED_HTTPS`)",
     "VETTED_HSTS_SECONDS": "`31536000` (read only with `VETTED_HTTPS`)",
     "VETTED_HSTS_INCLUDE_SUBDOMAINS": "`true` (read only with `VETTED_HTTPS`)",
@@ -47,7 +46,18 @@ COMPUTED_DEFAULTS = {
     "VETTED_AUTOSTART": "`true` (loopback URLs only)",
     "VETTED_TOKEN": '`"token"` in `VETTED_CONFIG`\'s file',
     "VETTED_TEST_ENGINE": "`sqlite`",
+    "VETTED_PUBLIC_URL": "`http://127.0.0.1:8765`",
     "VETTED_REVIEWER": "the only superuser",
+}
+
+# Allowed values of variables read straight from the environment (no typed reader to say).
+COMPUTED_ALLOWED = {
+    "VETTED_URL": "`http(s)://host[:port]`",
+    "VETTED_AUTOSTART": "`true`/`false` (also 1/0, yes/no, on/off)",
+    "VETTED_TEST_ENGINE": "`sqlite`, `postgres`",
+    "VETTED_CONFIG": "a path",
+    "VETTED_TOKEN_FILE": "a path",
+    "VETTED_REVIEWER": "a username",
 }
 
 _ALLOWED = {
@@ -123,20 +133,39 @@ def _from_reader(call: ast.Call, reader: str) -> tuple[str, str]:
     return default, _ALLOWED.get(reader, "")
 
 
-def _name_arg(call: ast.Call) -> str | None:
-    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
-        name = call.args[0].value
-        return name if name.startswith("VETTED_") else None
-    return None
+def _names(tree: ast.AST) -> dict[str, str]:
+    """Module-level names bound to a variable's name, such as
+    ``_NAME = "VETTED_A" if ... else "VETTED_B"`` (the first one counts)."""
+    found = {}
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value.body if isinstance(node.value, ast.IfExp) else node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found[node.targets[0].id] = value.value
+    return found
+
+
+def _name_arg(call: ast.Call, names: dict[str, str]) -> str | None:
+    if not call.args:
+        return None
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        name = first.value
+    elif isinstance(first, ast.Name) and first.id in names:
+        name = names[first.id]
+    else:
+        return None
+    return name if name.startswith("VETTED_") else None
 
 
 def _reads(tree: ast.AST) -> list[tuple[str, str, str, str]]:
     """(name, reader, default, allowed) for each read, in source order."""
     found: list[tuple[int, int, str, str, str, str]] = []
+    names = _names(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
-            name = _name_arg(node)
+            name = _name_arg(node, names)
             if name is None:
                 continue
             if isinstance(func, ast.Name) and func.id.startswith("env_"):
@@ -166,6 +195,7 @@ def variables(root: Path = PROJECT_DIR) -> list[Variable]:
                 var.reader, var.default, var.allowed = reader, default, allowed
     for var in seen.values():
         var.default = COMPUTED_DEFAULTS.get(var.name, var.default)
+        var.allowed = COMPUTED_ALLOWED.get(var.name, var.allowed)
     return list(seen.values())
 
 
@@ -177,7 +207,10 @@ def problems(found: list[Variable]) -> list[str]:
     stale = [
         f"{n} has a meaning in config_notes.MEANINGS but no code reads it" for n in sorted(MEANINGS.keys() - names)
     ]
-    extra = [f"{n} has a computed default but no code reads it" for n in sorted(COMPUTED_DEFAULTS.keys() - names)]
+    extra = [
+        f"{n} has a computed default or allowed values but no code reads it"
+        for n in sorted((COMPUTED_DEFAULTS.keys() | COMPUTED_ALLOWED.keys()) - names)
+    ]
     return missing + stale + extra
 
 
