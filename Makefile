@@ -1,6 +1,6 @@
 # The two commands: `make run` (set up and serve) and `make test` (every test);
-# for development, `make check` (lint, format, types, import contracts) and
-# `make test-fast` (the inner loop).
+# for development, `make check` (lint, format, types, import contracts),
+# `make test-fast` (the inner loop) and `make docs` (the documentation site).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -9,7 +9,7 @@ PORT   ?= 8765
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast test-postgres check install install-dev migrate static clean
+.PHONY: run test test-fast test-postgres check docs install install-dev migrate static clean
 
 run: install migrate static
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
@@ -26,7 +26,7 @@ test: install-dev
 test-fast: install-dev
 	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser and not model" $(PYTEST_ARGS)
 
-# PostgreSQL (issue 17): every test that touches the database, again on a
+# PostgreSQL: every test that touches the database, again on a
 # throwaway PostgreSQL 18 + pgvector that the test settings start themselves
 # (or on VETTED_DATABASE_URL's server). Tests that start processes or a
 # browser or the real model, and those that test SQLite itself, run in `make test` only.
@@ -41,6 +41,14 @@ check: install-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The documentation site (docs/, mkdocs.yml) into build/site/: the reference
+# pages regenerated from the code first, then MkDocs in strict mode (a broken
+# link, page or anchor fails). tests/test_docs.py checks both in `make test`.
+docs: install-dev
+	$(BIN)/python -m memory_site.docs_reference --write
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "Built build/site/index.html"
 
 install: $(STAMP)
 
@@ -72,4 +80,4 @@ static: install
 	$(BIN)/python manage.py collectstatic --noinput -v0
 
 clean:
-	rm -rf $(VENV) *.egg-info staticfiles
+	rm -rf $(VENV) *.egg-info staticfiles build/site

@@ -1,7 +1,7 @@
 """Notification settings (notify/): the channels and their timing, read
 from the environment like every other setting (a bad value stops the
-process, naming the variable). Imported by settings.py; see README
-"Notifications"."""
+process, naming the variable). Imported by settings.py; see
+docs/notifications.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .env import env_choice, env_float, env_int, env_list, env_str
 
 # --------------------------------------------------------------------------- notifications (notify/)
 # The outbox is always written; a channel is on when its variables are set.
-# See README "Notifications". Bad values stop the process, naming the variable.
+# See docs/notifications.md. Bad values stop the process, naming the variable.
 # VETTED_PUBLIC_URL (above, with OAuth) makes the links in notifications.
 VETTED_NOTIFY_MIN_SECONDS = env_int("VETTED_NOTIFY_MIN_SECONDS", 60, minimum=0, maximum=24 * 3600)
 # A batch waits until no event came for this long (so a burst is one message).

@@ -75,8 +75,8 @@ def chunk_texts(title: str, body: str, tags: list[str] | None = None) -> list[st
 # The body-only vector. A chunk is embedded as "title (tags)\n\nbody", and a
 # title made of ids (LoCoMo's "Caroline, session 1, turn D1:3") dilutes what
 # the body says; a second vector of the first chunk's body alone, in the
-# same table, lets the record score by the better of the two (README "Search
-# quality" has what it gains, chosen on the dev halves). It is stored as the
+# same table, lets the record score by the better of the two (docs/search-quality.md
+# has what it gains, chosen on the dev halves). It is stored as the
 # chunk of seq BODY_SEQ, so nothing else in the index changes shape on
 # either engine. Validation keeps bodies to three words or more (so no
 # body-only vector of a word or two); an empty body would only repeat the

@@ -48,7 +48,7 @@ keyword match full marks, however weak, which is the failure described above;
 it enters only through the gated flat term.
 The weights were chosen on the development half of three corpora (the
 project's set, LoCoMo and short household notes; `--split dev`) and are
-reported on the other half: README "Search quality".
+reported on the other half: docs/search-quality.md.
 
 Statistics. Every statistic behind a score (the document count and document
 frequencies behind BM25 and coverage) is that of the *deliverable records of
@@ -81,7 +81,7 @@ KEYWORD_WEIGHT = 0.25
 KEYWORD_POWER = 4.0
 IDENT_WEIGHT = 6.0  # above FULL_WEIGHT + every other term: a verbatim identifier decides
 FULL_WEIGHT = 3.0  # above the cosine range + KEYWORD_WEIGHT + FLAT_WEIGHT
-# The flat-vector term, chosen on the dev halves (README "Search quality"): no
+# The flat-vector term, chosen on the dev halves (docs/search-quality.md): no
 # class of any corpus below the better single ranker at (FLAT_WEIGHT,
 # FLAT_SPREAD, FLAT_COVERAGE) = (1.5, 0.2, 0.3), (1.0, 0.25, 0.3) or (3.0, 0.15,
 # 0.3); their neighbours lose one or two dev queries of one class. A coverage

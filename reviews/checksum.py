@@ -1,6 +1,6 @@
 """The canonical form of a record's approved content and its SHA-256.
 
-Canonical form, version 1 (documented in the README; changing it would void
+Canonical form, version 1 (documented in docs/records.md; changing it would void
 every stored checksum, so a new form must get a new version number):
 
     UTF-8 bytes of the compact JSON object

@@ -312,7 +312,7 @@ def test_two_daemons_on_one_database_see_each_others_writes_and_keep_sessions_th
     proposal made through daemon B and approved by the reviewer is found by
     A's next search. An MCP session opened on A is unknown on B (404, which
     makes a client open a new one: the proxy routes an agent to one daemon,
-    README "Several daemons"), and B's new session works."""
+    docs/postgres.md, "Several daemons"), and B's new session works."""
     from reviews import actions
     from reviews.models import Proposal
     from tests.gateway_support import http, running_daemon

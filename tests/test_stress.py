@@ -48,9 +48,9 @@ def test_four_agents_for_fifteen_seconds_lose_nothing():
 @pytest.mark.postgres_slow
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="several daemons need PostgreSQL (the serve lock)")
 def test_two_daemons_on_one_database_for_ten_seconds_lose_nothing():
-    """`stress --daemons 2` (README "Several daemons"): each agent on one of
+    """`stress --daemons 2` (docs/postgres.md, "Several daemons"): each agent on one of
     two daemons over one scratch database on the test server; the same
     checks (nothing lost or doubled, one current version per chain, a clean
-    index). The two-minute run is in the README."""
+    index). The two-minute run is in docs/benchmarks.md."""
     output = _stress("--daemons", "2", "--agents", "4", "--seconds", "10")
     assert "2 daemon(s) on postgresql" in output, output[-4000:]

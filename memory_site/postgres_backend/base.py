@@ -30,7 +30,7 @@ MIN_VECTOR = (0, 5, 0)
 # startup option of every connection: no round trip per query). Measured with
 # `bench_search --ef-search`: recall@8 against exact search 0.989 at 10k
 # records with 100; at 5k, 0.9951 / 0.9972 / 0.9979 / 1.0000 with
-# 100 / 120 / 160 / 200 (README "Running on PostgreSQL"). Iterative scans (pgvector 0.8) keep a filtered KNN (one space,
+# 100 / 120 / 160 / 200 (docs/benchmarks.md). Iterative scans (pgvector 0.8) keep a filtered KNN (one space,
 # deliverable only) from returning fewer than k rows.
 EF_SEARCH = 200
 SESSION_OPTIONS = f"-c hnsw.ef_search={EF_SEARCH} -c hnsw.iterative_scan=relaxed_order"

@@ -65,7 +65,7 @@ def create_agent(
             # (you, someone else, a revoked agent, the reserved import agent)
             # and names none of them: it tells only that the name is in use,
             # and offers one in the creator's own namespace (issue 16). That
-            # one bit is accepted: README, "People's agents and sign-ins".
+            # one bit is accepted: docs/spaces.md, "People's agents and sign-ins".
             errors["name"] = f"{name!r} is not available; choose another name, e.g. {_own_name(name, reviewer)!r}"
         scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
         # Grants: only spaces the agent's person (the reviewer creating it) is a member of.

@@ -56,7 +56,7 @@ def test_notification(request):
     """Send one test message on a configured channel now, and say how it went."""
     channel = request.POST.get("channel", "")
     if channel not in channels.configured():
-        messages.error(request, f"{channel or 'That channel'} is not configured; see README, Notifications.")
+        messages.error(request, f"{channel or 'That channel'} is not configured; see docs/notifications.md.")
         return redirect("site_settings")
     items = [{"id": "", "title": "Test notification from Vetted", "agent": "", "action": "test"}]
     payload = {

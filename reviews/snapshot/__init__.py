@@ -1,6 +1,6 @@
 """Export and import of a whole instance as one JSON document.
 
-Format (``"format": "vetted-export", "version": 2``; see the README):
+Format (``"format": "vetted-export", "version": 2``; see docs/backup.md):
 
     {"format": "vetted-export", "version": 2, "exported_at": ISO-8601,
      "scopes": [...], "include_token_digests": bool,

@@ -43,8 +43,8 @@ class Command(BaseCommand):
             # would get N times its limit: refuse rather than weaken it.
             raise CommandError(
                 f"--workers {workers} needs PostgreSQL: on SQLite one process serves the file and keeps the "
-                "per-agent rate limits in its memory. Set VETTED_DATABASE_URL=postgresql://… (README, "
-                '"Running on PostgreSQL") or run with --workers 1.'
+                "per-agent rate limits in its memory. Set VETTED_DATABASE_URL=postgresql://… (docs/postgres.md) "
+                "or run with --workers 1."
             )
         bare_host = host.strip("[]")
         if (

@@ -1,5 +1,5 @@
 """LoCoMo recall: one approved record per conversation turn, every category
-1-4 question searched in each mode. See README ("Search quality")."""
+1-4 question searched in each mode. See docs/search-quality.md."""
 
 import hashlib
 import json

@@ -8,7 +8,7 @@ from retrieval import copy
 
 class Command(BaseCommand):
     help = (
-        "Copy this instance from its SQLite database into an empty PostgreSQL database (issue 17): every row "
+        "Copy this instance from its SQLite database into an empty PostgreSQL database: every row "
         "with its id (records, proposals, agents and their tokens, spaces, memberships, OAuth, the write log), "
         "the approved text on file, checksums, chunks and vectors. The target is migrated first; a target with "
         "rows is refused. Then point VETTED_DATABASE_URL at it and run `manage.py check_index`."

@@ -1,0 +1,91 @@
+"""The documentation's reference pages, generated from the code:
+``docs/reference/configuration.md`` (the settings readers),
+``docs/reference/commands.md`` (the commands' parsers) and
+``docs/reference/mcp-tools.md`` (the MCP server's tool list).
+
+``python -m memory_site.docs_reference --write`` writes them; ``--check``
+exits 1, naming the pages, when a committed page differs from what the code
+says (tests/test_docs.py runs it). Run it as its own process: it sets up
+Django in a clean environment, so this machine's ``VETTED_*`` variables never
+reach a page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from memory_site.defaults import PROJECT_DIR
+
+REFERENCE_DIR = PROJECT_DIR / "docs" / "reference"
+REGENERATE = "python -m memory_site.docs_reference --write"
+
+
+def _clean_django(home: Path) -> None:
+    """Django with the default settings and no VETTED_* variable but a
+    throwaway VETTED_HOME, so defaults shown on a page are the code's own."""
+    for name in [n for n in os.environ if n.startswith("VETTED_")]:
+        del os.environ[name]
+    os.environ["VETTED_HOME"] = str(home)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "memory_site.settings"
+    import django
+
+    django.setup()
+
+
+def render() -> tuple[dict[str, str], list[str]]:
+    """{file name: text} for each page, and the configuration's problems."""
+    from . import commands, config, tools
+
+    variables = config.variables()
+    with tempfile.TemporaryDirectory(prefix="vetted-docs-") as home:
+        _clean_django(Path(home))
+        pages = {
+            "configuration.md": config.page(variables),
+            "commands.md": commands.page(),
+            "mcp-tools.md": tools.page(),
+        }
+        # A default computed from VETTED_HOME or the checkout shows as such.
+        resolved = str(Path(home).resolve())
+        pages = {
+            name: text.replace(resolved, "$VETTED_HOME").replace(home, "$VETTED_HOME").replace(str(PROJECT_DIR), ".")
+            for name, text in pages.items()
+        }
+    return pages, config.problems(variables)
+
+
+def stale_pages(pages: dict[str, str], directory: Path) -> list[str]:
+    """The pages whose committed file is missing or differs from the text the code gives."""
+    return [
+        name
+        for name, text in pages.items()
+        if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memory_site.docs_reference", description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="write the pages into docs/reference/")
+    mode.add_argument("--check", action="store_true", help="exit 1 if a committed page differs from the code")
+    args = parser.parse_args(argv)
+    pages, problems = render()
+    for problem in problems:
+        print(f"configuration: {problem}", file=sys.stderr)
+    if args.write:
+        REFERENCE_DIR.mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            (REFERENCE_DIR / name).write_text(text, encoding="utf-8")
+        print(f"Wrote {len(pages)} pages into {REFERENCE_DIR}.")
+        return 1 if problems else 0
+    stale = stale_pages(pages, REFERENCE_DIR)
+    for name in stale:
+        print(f"docs/reference/{name} differs from what the code says.", file=sys.stderr)
+    if stale or problems:
+        print(f"Regenerate with `{REGENERATE}` (or `make docs`) and commit the pages.", file=sys.stderr)
+        return 1
+    print(f"The {len(pages)} reference pages match the code.")
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from memory_site.docs_reference import main
+
+sys.exit(main())

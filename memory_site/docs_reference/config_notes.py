@@ -1,0 +1,71 @@
+# ruff: noqa: E501 - one meaning a line reads better than wrapped string pieces
+"""What each environment variable means, in the words the configuration
+reference prints beside what the code says of it (default, allowed values).
+
+The code is the truth for which variables exist and how they are read
+(``memory_site.docs_reference.config`` reads the settings modules); this is
+only their meaning. A variable the code reads without a meaning here, or a
+meaning for a variable the code no longer reads, fails the reference check."""
+
+from __future__ import annotations
+
+MEANINGS: dict[str, str] = {
+    "VETTED_HOME": "data folder: the SQLite file, the generated secret key and, until the reviewer account exists, `setup-code`",
+    "VETTED_DB_PATH": "the database file",
+    "VETTED_DATABASE_URL": "`postgresql://user:password@host:5432/dbname[?sslmode=require&…]` runs on PostgreSQL 14+ with pgvector 0.5+ instead (`?host=/run/postgresql` for a socket); see [PostgreSQL](../postgres.md)",
+    "VETTED_TEST_ENGINE": "tests only: `postgres` runs the database tests on PostgreSQL (`make test-postgres`)",
+    "VETTED_SECRET_KEY": "Django secret key, 32+ characters",
+    "VETTED_ALLOWED_HOSTS": "host names the site answers to",
+    "VETTED_DEBUG": "Django debug mode",
+    "VETTED_KINDS": "extra kinds or other review periods: `runbook:90,fact:120`",
+    "VETTED_TIME_ZONE": "time zone for review dates",
+    "VETTED_REVIEWER": "the user command-line decisions are attributed to",
+    "VETTED_MODEL_PATH": "another local sentence-transformers folder (then run `reindex`)",
+    "VETTED_MODEL_NAME": "the name recorded in the index; a change asks for `reindex`",
+    "VETTED_EMBED_THREADS": "threads for embedding one query, on either embedder (one is fastest on a shared machine); batches (indexing) use every core; `0` = every core for queries too",
+    "VETTED_EMBEDDER": "`onnx`: the model on ONNX Runtime, exported once from the packaged weights into `$VETTED_HOME/onnx/` (see [Embedding](../search.md#embedding-onnx-runtime-default-or-torch)); `torch`: the same model through sentence-transformers (`sentence-transformers` is accepted as its older name); `fake`: a deterministic hashing embedder for fast tests only. `onnx` and `torch` give the same vectors: switching needs no `reindex`",
+    "VETTED_PROPOSALS_PER_MINUTE": "write calls (proposals, revisions, retirements, disputes, withdrawals) one agent may make per sliding minute; `0` = no limit",
+    "VETTED_READS_PER_MINUTE": "read calls (search, read, list, describe, quality_check, proposal_status) one agent may make per sliding minute, at most a tenth of them (at least 10) in any 6 s; `0` = no limit",
+    "VETTED_OPEN_DISPUTES_PER_AGENT": "pending disputes one agent may hold at once; `0` = no cap",
+    "VETTED_UNDO_SECONDS": "how long a reviewer may undo their own decision (`0`–`86400`; `0` turns Undo off)",
+    "VETTED_MCP_SESSIONS_PER_AGENT": "MCP sessions one agent may hold open; opening one more closes its oldest",
+    "VETTED_MCP_INITIALIZE_PER_MINUTE": "new MCP sessions (`initialize`) one agent may open per sliding minute; `0` = no limit",
+    "VETTED_NEAR_DUPLICATE": "similarity at which a new proposal is answered `similar_exists`; `1.0` turns the check off",
+    "VETTED_MAX_REQUEST_BYTES": "largest request body on `/mcp` and `/api/` (413 above it)",
+    "VETTED_LOG_LEVEL": "the daemon's log on stderr (`DEBUG`, `INFO`, `WARNING`, `ERROR`): at INFO one line per audited change (event, actor, record and proposal ids), per refused agent token (which check, the client address, at most the 7 characters after `vt_` of its public prefix), per spell of rate limiting (agent, which limit) and per index sync (counts, time); never tokens, titles, bodies, reasons or notes",
+    "VETTED_HTTPS": "served over HTTPS (by a proxy): secure cookies, HSTS, redirect plain http to https (`/health` exempt); see [Running for a team](../team.md)",
+    "VETTED_BEHIND_PROXY": "trust the proxy's `X-Forwarded-Proto` (the proxy must overwrite it; the daemon must listen on 127.0.0.1)",
+    "VETTED_SSL_REDIRECT": "redirect plain-http requests to https",
+    "VETTED_HSTS_SECONDS": "HSTS max-age; `0` turns HSTS off",
+    "VETTED_HSTS_INCLUDE_SUBDOMAINS": "HSTS for subdomains too",
+    "VETTED_HSTS_PRELOAD": "add `preload` to HSTS (only if you will submit the domain to the preload list)",
+    "VETTED_CSRF_TRUSTED_ORIGINS": "extra origins allowed to post the site's forms and to call `/mcp` from a browser, `https://host` each (not needed behind a proxy that keeps the Host header)",
+    "VETTED_LOGIN_FAILURES": "failed sign-ins after which a username, or an address, is locked",
+    "VETTED_LOGIN_LOCKOUT_MINUTES": "how long a sign-in lockout lasts",
+    "VETTED_PUBLIC_URL": "the base URL people and clients use (`https://your.host` behind the proxy): the OAuth issuer, and the resources `<base>/mcp` and `<base>/api/v1` tokens are bound to, and the links in notifications and the feed; no path",
+    "VETTED_OAUTH_ACCESS_TOKEN_SECONDS": "lifetime of an OAuth access token (60–86400)",
+    "VETTED_OAUTH_REFRESH_TOKEN_DAYS": "lifetime of an OAuth refresh token (1–365); each refresh replaces it",
+    "VETTED_OAUTH_DCR": "accept Dynamic Client Registration (RFC 7591) at `/register`; metadata-document clients work either way",
+    "VETTED_STATIC_ROOT": "where `collectstatic` puts the hashed, compressed static files the daemon serves (derived from the code; one per checkout)",
+    "VETTED_WEBHOOK_URL": "send notifications to this URL (see [Notifications](../notifications.md))",
+    "VETTED_WEBHOOK_FORMAT": '`json`, `ntfy` (plain text with Title/Click/Tags headers) or `slack` (`{"text": …}`, also Mattermost and Discord\'s `/slack`)',
+    "VETTED_WEBHOOK_SECRET": "sign each webhook request: `X-Vetted-Signature: sha256=HEX` (HMAC-SHA256 of the raw body)",
+    "VETTED_NOTIFY_EMAIL": "email notifications to these addresses (comma separated)",
+    "VETTED_EMAIL_HOST": "SMTP server",
+    "VETTED_EMAIL_PORT": "SMTP port",
+    "VETTED_EMAIL_SECURITY": "`starttls`, `ssl` or `none`",
+    "VETTED_EMAIL_USER": "SMTP login, if the server wants one",
+    "VETTED_EMAIL_PASSWORD": "SMTP login, if the server wants one",
+    "VETTED_EMAIL_FROM": "the sender address",
+    "VETTED_NOTIFY_SPACES": "spaces (slugs, or kinds `personal`/`team`/`system`) whose titles notifications and the feed may carry; each person hears only of the spaces they decide in",
+    "VETTED_NOTIFY_SCOPES": "deprecated alias of `VETTED_NOTIFY_SPACES` (read only when that is unset)",
+    "VETTED_NOTIFY_MIN_SECONDS": "at most one message per channel this often (disputes go at once); `0` = no spacing",
+    "VETTED_NOTIFY_QUIET_SECONDS": "a message waits until no event came for this long, so a burst is one message",
+    "VETTED_CONTRADICTION_SIMILARITY": "similarity (cosine) at which the quality check and the inbox hints flag two records of one space that differ in a negation, number, version, date or name as a possible contradiction",
+    "VETTED_VECTOR_CACHE": "rank vectors from an exact in-memory copy (about 1.5 KB of memory per chunk, about 10 times faster); `false`: every search asks the database (sqlite-vec's scan, or the HNSW index on PostgreSQL)",
+    "VETTED_CONFIG": "a JSON file with `url`, `token` and `autostart` for the bridge (the variables win over it)",
+    "VETTED_URL": "the daemon the bridge relays to (a path ending in `/mcp` is accepted)",
+    "VETTED_TOKEN": "the agent's token (`vt_…`) the bridge sends; `connect` writes it into the client's config",
+    "VETTED_TOKEN_FILE": "a file holding the token, read when `VETTED_TOKEN` is unset",
+    "VETTED_AUTOSTART": "start `manage.py serve` in the background when the daemon is not answering (only for a loopback URL; concurrent bridges start it once)",
+}
