@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from datetime import date
 
 from django.contrib.auth import get_user_model
@@ -61,3 +62,40 @@ def dumps(data) -> str:
     back unchanged."""
     text = json.dumps(data, ensure_ascii=False, sort_keys=False, default=str)
     return textsafety.replace_invisible(text, lambda ch: json.dumps(ch)[1:-1])
+
+
+class Stages:
+    """The steps of a long job shown on a terminal, one line: "backup: 2/3
+    checking the copy [00:04]" (nothing when the output is not a terminal).
+    Call it with each step's name as the step begins; close() when done.
+    For work that is one step the database does at once (a backup copy),
+    where a count of rows or pages cannot be had."""
+
+    def __init__(self, desc: str, steps: int):
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=steps,
+            desc=desc,
+            file=sys.stderr,
+            disable=None,
+            leave=False,
+            bar_format="{desc}: {n_fmt}/{total_fmt} {postfix} [{elapsed}]",
+        )
+        self.begun = False
+
+    def __call__(self, step: str) -> None:
+        if self.begun:
+            self.bar.update(1)
+        self.begun = True
+        self.bar.set_postfix_str(step)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def progress_bar(total: int, desc: str, unit: str):
+    """A tqdm bar on standard error, off when it is not a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, disable=None, leave=False)

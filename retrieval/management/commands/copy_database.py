@@ -2,6 +2,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
 
+from memory_site.cli import progress_bar
 from memory_site.env import database_entry
 from retrieval import copy
 
@@ -27,7 +28,11 @@ class Command(BaseCommand):
             try:
                 copy.refuse_unless_ready(connections["default"], target)
                 copy.migrate_target()
-                summary = copy.copy_database(connections[copy.TARGET])
+                bar = progress_bar(copy.rows_to_copy(), "copy", "row")
+                try:
+                    summary = copy.copy_database(connections[copy.TARGET], progress=bar.update)
+                finally:
+                    bar.close()
             except copy.CopyRefused as exc:
                 raise CommandError(str(exc)) from None
             except (DatabaseError, ImproperlyConfigured) as exc:

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from memory_site.cli import Stages
 from reviews.portability import backup
 
 
@@ -52,10 +53,13 @@ class Command(BaseCommand):
             if answer.strip().lower() not in ("y", "yes"):
                 raise CommandError("Not restored.")
         connections.close_all()
+        stages = Stages("restore", 4)
         try:
-            result = backup.restore_database(opts["path"], db_path=db_path, home=home, port=opts["port"])
+            result = backup.restore_database(opts["path"], db_path=db_path, home=home, port=opts["port"], stage=stages)
         except backup.BackupError as exc:
             raise CommandError(str(exc)) from None
+        finally:
+            stages.close()
         if result.safety_copy:
             self.stdout.write(f"Kept a safety copy of the previous database: {result.safety_copy}")
         for path in result.removed:
