@@ -104,9 +104,11 @@ def start_background(
 
 def started_lines(home: Path) -> list[str]:
     """What the daemon said while starting in the background (its address,
-    the first-run notice), without the web server's own lines."""
+    the first-run notice), without the web server's own lines or the
+    foreground's "Ctrl-C stops it" (the caller says where it runs instead)."""
     text = _tail(home / LOG_FILE, _last_marker(home / LOG_FILE), lines=60)
-    return [line for line in text.splitlines() if line.strip() and not line.startswith(("INFO:", "---"))]
+    skip = ("INFO:", "---", "Vetted on ")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith(skip)]
 
 
 def _last_marker(path: Path) -> int:
@@ -177,7 +179,9 @@ def status(home: Path, say: Callable[[str], None]) -> int:
             say("  health: no answer from /health yet")
         else:
             pending = health.get("pending_proposals")
-            say(f"  health: ok; model {health.get('model')}; {pending} proposal(s) waiting for review")
+            model = health.get("model")
+            name = model.get("configured") if isinstance(model, dict) else model
+            say(f"  health: ok; model {name}; {pending} proposal(s) waiting for review")
     return 0
 
 

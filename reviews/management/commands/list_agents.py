@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from memory_site.cli import dumps
@@ -18,7 +20,7 @@ class Command(BaseCommand):
         agents = Agent.objects.order_by("name")
         if not opts["all"]:
             agents = agents.filter(is_active=True)
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "name": agent.name,
                 "id": agent.public_id,
