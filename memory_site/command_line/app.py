@@ -122,10 +122,10 @@ def serve(host: str, port: int, workers: int, background: bool) -> None:
     say = _say
     try:
         if background:
-            record = daemon.start_background(home, host, port, workers, say, interactive=sys.stderr.isatty())
+            url, pid = daemon.start_background(home, host, port, workers, say, interactive=sys.stderr.isatty())
             for line in daemon.started_lines(home):
                 say(line)
-            say(f"Vetted runs in the background at {record.url}/ (pid {record.pid}); log: {home / daemon.LOG_FILE}.")
+            say(f"Vetted runs in the background at {url}/ (pid {pid}); log: {home / daemon.LOG_FILE}.")
             say("`vetted status` shows it; `vetted stop` stops it.")
             return
         listening.refuse_if_running(home, host, port, note=say)

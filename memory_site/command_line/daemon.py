@@ -44,9 +44,9 @@ class StartFailed(Exception):
 
 def start_background(
     home: Path, host: str, port: int, workers: int, say: Callable[[str], None], *, interactive: bool = False
-) -> listening.Listening:
+) -> tuple[str, int]:
     """Start `vetted serve` detached (its own session, output to the log) and
-    wait until it listens and answers /health. Raises StartFailed with the
+    wait until it answers /health; returns its URL and pid. Raises StartFailed with the
     log's last lines if it exits first, and listening.AlreadyServing if a
     daemon of this VETTED_HOME (a stdio bridge's, maybe) got there first."""
     import fcntl  # POSIX; imported here so the module loads anywhere
@@ -72,30 +72,41 @@ def start_background(
                 env={**os.environ, "VETTED_HOME": str(home), "PYTHONUNBUFFERED": "1"},
             )
         (home / PID_FILE).write_text(f"{process.pid}\n", encoding="utf-8")
-        began = time.monotonic()
-        while time.monotonic() - began < START_TIMEOUT:
-            record = listening.read(home)
-            if (
-                record is not None
-                and record.pid == process.pid
-                and record.state == "listening"
-                and listening.health(record.url, timeout=2.0) is not None
-            ):
-                if interactive:
-                    sys.stderr.write("\r\033[K")
-                return record
-            if process.poll() is not None:
-                if interactive:
-                    sys.stderr.write("\r\033[K")
-                (home / PID_FILE).unlink(missing_ok=True)
-                raise StartFailed(
-                    f"Vetted exited (code {process.returncode}) while starting; from {log_path}:\n"
-                    + _tail(log_path, start)
-                )
+        try:
+            url = _wait_until_listening(home, process, listening.local_url(host, port), log_path, start, interactive)
+            return url, process.pid
+        except KeyboardInterrupt:
             if interactive:
-                sys.stderr.write(f"\rStarting Vetted in the background... {time.monotonic() - began:.0f} s")
-                sys.stderr.flush()
-            time.sleep(0.25)
+                sys.stderr.write("\r\033[K")
+            raise StartFailed(
+                f"Stopped waiting; Vetted (pid {process.pid}) goes on starting in the background "
+                "(`vetted status` tells when it is up, `vetted stop` stops it)."
+            ) from None
+
+
+def _wait_until_listening(
+    home: Path, process: subprocess.Popen, url: str, log_path: Path, start: int, interactive: bool
+) -> str:
+    """Wait until ``url`` answers /health while our process lives (the port
+    was free when it started, so what answers is ours; its serve.json may
+    name a first daemon of this VETTED_HOME on another port)."""
+    began = time.monotonic()
+    while time.monotonic() - began < START_TIMEOUT:
+        if listening.health(url, timeout=2.0) is not None and process.poll() is None:
+            if interactive:
+                sys.stderr.write("\r\033[K")
+            return url
+        if process.poll() is not None:
+            if interactive:
+                sys.stderr.write("\r\033[K")
+            (home / PID_FILE).unlink(missing_ok=True)
+            raise StartFailed(
+                f"Vetted exited (code {process.returncode}) while starting; from {log_path}:\n" + _tail(log_path, start)
+            )
+        if interactive:
+            sys.stderr.write(f"\rStarting Vetted in the background... {time.monotonic() - began:.0f} s")
+            sys.stderr.flush()
+        time.sleep(0.25)
     raise StartFailed(
         f"Vetted (pid {process.pid}) did not answer within {START_TIMEOUT:.0f} s; it may still be starting. "
         f"`vetted status` tells; its log is {log_path}."
