@@ -206,9 +206,9 @@ def server_running(port: int, home: Path, host: str = "127.0.0.1") -> str | None
         status = None
     if status is not None:
         return (
-            f"a server answers {url} (HTTP {status}). Stop it first: press Ctrl-C where "
+            f"a server answers {url} (HTTP {status}). Stop it first: `vetted stop`, or press Ctrl-C where "
             f"`make run` / `python manage.py serve --port {port}` runs, or end that process (a daemon started "
-            f"by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again"
+            f"in the background or by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again"
         )
     served = serve_lock_path()
     if _lock_held(served):
