@@ -24,14 +24,14 @@ def resolve_reviewer(username: str | None):
             user = User.objects.get(username=username)
         except User.DoesNotExist:
             raise CommandError(
-                f"No user named {username!r}. Create one with `python manage.py createsuperuser`."
+                f"No user named {username!r}. Create one with `vetted manage createsuperuser`."
             ) from None
         if not user.is_active:
             raise CommandError(f"User {username!r} is inactive.")
         if not user.is_staff:
             raise CommandError(
                 f"User {username!r} is not a reviewer (staff) account, so it cannot decide; make it "
-                f"one (`review account staff {username} --on`, or the admin's Users page) or "
+                f"one (`vetted review account staff {username} --on`, or the admin's Users page) or "
                 "choose another with --reviewer."
             )
         return user
@@ -41,7 +41,7 @@ def resolve_reviewer(username: str | None):
     if not candidates:
         raise CommandError(
             "No reviewer account exists yet. Create one first: open the site once "
-            "(it asks for the account) or run `python manage.py createsuperuser`."
+            "(it asks for the account) or run `vetted manage createsuperuser`."
         )
     raise CommandError("Several reviewer accounts exist; say which one acts: --reviewer USERNAME (or VETTED_REVIEWER).")
 

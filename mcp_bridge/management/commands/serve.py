@@ -79,8 +79,7 @@ class Command(BaseCommand):
         report = index.check()
         if not report.ok:
             self.stderr.write(
-                "Index problems (run `python manage.py check_index` for details, "
-                "`python manage.py reindex` to rebuild):"
+                "Index problems (run `vetted index check` for details, `vetted index rebuild` to rebuild):"
             )
             for problem in report.problems:
                 self.stderr.write(f"  {problem}")

@@ -9,10 +9,10 @@ from retrieval import copy
 
 class Command(BaseCommand):
     help = (
-        "Copy this instance from its SQLite database into an empty PostgreSQL database (issue 17): every row "
+        "Copy this instance from its SQLite database into an empty PostgreSQL database: every row "
         "with its id (records, proposals, agents and their tokens, spaces, memberships, OAuth, the write log), "
         "the approved text on file, checksums, chunks and vectors. The target is migrated first; a target with "
-        "rows is refused. Then point VETTED_DATABASE_URL at it and run `manage.py check_index`."
+        "rows is refused. Then point VETTED_DATABASE_URL at it and run `vetted index check`."
     )
 
     def add_arguments(self, parser):
@@ -46,7 +46,6 @@ class Command(BaseCommand):
         self.stdout.write(f"{'vectors':<32} {summary.vectors:>9}")
         self.stdout.write(
             self.style.SUCCESS(
-                f"Copied into {entry['NAME']}. Next: set VETTED_DATABASE_URL to that URL and run "
-                "`python manage.py check_index`."
+                f"Copied into {entry['NAME']}. Next: set VETTED_DATABASE_URL to that URL and run `vetted index check`."
             )
         )

@@ -9,7 +9,7 @@ from reviews.audit_sql import ROLE_NAME, log_role_grants
 
 class Command(BaseCommand):
     help = (
-        "PostgreSQL (issue 17): the statements that leave the application's role only SELECT and INSERT on the "
+        "PostgreSQL: the statements that leave the application's role only SELECT and INSERT on the "
         "write log (reviews_auditevent), besides the append-only triggers: the log is handed to a NOLOGIN role "
         "of its own. Prints them; --apply URL runs them there as a superuser, in one transaction. Run after "
         "`migrate`; a later migration that alters the write log must then be run by a superuser."

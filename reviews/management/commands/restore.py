@@ -30,7 +30,7 @@ class Command(BaseCommand):
                 "restore replaces the SQLite file; this instance runs on PostgreSQL. Stop every Vetted daemon, "
                 "then restore a pg_dump file with pg_restore (it drops and re-creates what the dump holds):\n"
                 f"  {restore_command(connections['default'].settings_dict, opts['path'])}\n"
-                "and run `python manage.py check_index --sync` afterwards."
+                "and run `vetted index check --sync` afterwards."
             )
         db_path = Path(str(settings.DATABASES["default"]["NAME"]))
         home = settings.VETTED_HOME
@@ -69,6 +69,8 @@ class Command(BaseCommand):
         if missing:
             self.stdout.write(
                 f"The backup predates {len(missing)} migration(s) of this code: run "
-                "`python manage.py migrate` (or `make run`, which does)."
+                "`vetted manage migrate` (or `vetted serve`, which does)."
             )
-        self.stdout.write("Start the server again (`make run`); it checks the search index at startup.")
+        self.stdout.write(
+            "Start the server again (`vetted serve`, or `make run`); it checks the search index at startup."
+        )
