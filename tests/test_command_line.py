@@ -216,3 +216,19 @@ def test_stop_with_nothing_running_says_so_and_succeeds(home):
 def test_a_pid_file_naming_another_program_is_not_stopped(home):
     (home / daemon.PID_FILE).write_text(f"{os.getpid()}\n")  # this pytest: not a Vetted daemon
     assert daemon.launched_pid(home) is None
+
+
+def completions(args: list[str], incomplete: str) -> list[str]:
+    from click.shell_completion import ShellComplete
+
+    completer = ShellComplete(app.cli, {}, "vetted", "_VETTED_COMPLETE")
+    return [item.value for item in completer.get_completions(args, incomplete)]
+
+
+def test_completion_offers_groups_commands_and_the_handed_over_subcommands():
+    assert completions([], "da") == ["data"]
+    assert completions(["data"], "im") == ["import"]
+    assert completions(["data", "import"], "") == ["json", "markdown", "records"]
+    assert completions(["review"], "ac") == ["accept", "account"]
+    assert completions(["connect"], "c") == ["claude-code", "claude-desktop", "codex", "cursor"]
+    assert completions(["review", "accept"], "") == []  # a proposal id: nothing to offer
