@@ -11,8 +11,11 @@ DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run test test-fast test-postgres check docs install install-dev migrate static clean
 
-run: install migrate static
-	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+# `vetted serve` (run from the checkout, so before the script is installed):
+# says at once if Vetted already runs here, applies any migrations, and
+# collects the static files when they are missing or stale.
+run: install
+	$(BIN)/python -m memory_site.command_line serve --host $(HOST) --port $(PORT)
 
 test: install-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -30,10 +30,10 @@ from memory_site.files import write_atomic
 def check_target(client: ClientSpec, path: Path) -> None:
     """Refuse early (before any token is issued) a config file we could not merge into."""
     if path.exists():
-        _merged_text(client, path.read_text(encoding="utf-8"), path, {})
+        _merged_text(client, path.read_text(encoding="utf-8"), path, [])
 
 
-def _merged_text(client: ClientSpec, original: str | None, path: Path, entry: dict) -> str:
+def _merged_text(client: ClientSpec, original: str | None, path: Path, entries: list[dict]) -> str:
     if client.fmt == "toml":
         try:
             doc = tomlkit.parse(original or "")
@@ -45,10 +45,11 @@ def _merged_text(client: ClientSpec, original: str | None, path: Path, entry: di
             doc["mcp_servers"] = servers
         elif not isinstance(servers, dict):
             raise ConnectError(f"{path}: mcp_servers is not a table.")
-        name = name_for(entry)
-        if name in servers:
-            del servers[name]
-        servers[name] = _toml_table(entry)
+        for entry in entries:
+            name = name_for(entry)
+            if name in servers:
+                del servers[name]
+            servers[name] = _toml_table(entry)
         return tomlkit.dumps(doc)
     try:
         data = json.loads(original) if original and original.strip() else {}
@@ -59,12 +60,14 @@ def _merged_text(client: ClientSpec, original: str | None, path: Path, entry: di
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise ConnectError(f"{path}: mcpServers is not an object.")
-    servers[name_for(entry)] = entry
+    for entry in entries:
+        servers[name_for(entry)] = entry
     return json.dumps(data, indent=2) + "\n"
 
 
-def merge_into(client: ClientSpec, entry: dict, path: Path | None = None) -> tuple[Path, Path | None]:
-    """Put the entry into the client's config file, keeping everything else.
+def merge_into(client: ClientSpec, entry: dict | list[dict], path: Path | None = None) -> tuple[Path, Path | None]:
+    """Put the entry (or entries: stdio and HTTP in one write, so one backup
+    holds the file as it was) into the client's config file, keeping everything else.
 
     The old file is copied to ``<name>.bak-<timestamp>`` first; the new one is
     written to a temporary file and renamed into place (never half-written),
@@ -72,7 +75,7 @@ def merge_into(client: ClientSpec, entry: dict, path: Path | None = None) -> tup
     and the backup (None when the file did not exist)."""
     path = Path(path or client.config_path()).expanduser()
     original = path.read_text(encoding="utf-8") if path.exists() else None
-    text = _merged_text(client, original, path, entry)
+    text = _merged_text(client, original, path, entry if isinstance(entry, list) else [entry])
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     if original is not None:

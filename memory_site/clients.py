@@ -110,15 +110,17 @@ def server_entry(client: ClientSpec, *, token: str, url: str, home: Path, http: 
     return entry
 
 
-def render(client: ClientSpec, entry: dict) -> str:
-    """The block to paste into the client's config file."""
+def render(client: ClientSpec, *entries: dict) -> str:
+    """The block to paste into the client's config file (one entry, or the
+    stdio and the HTTP entries side by side under their own names)."""
     if client.fmt == "toml":
         doc = tomlkit.document()
         servers = tomlkit.table(is_super_table=True)
-        servers.add(name_for(entry), _toml_table(entry))
+        for entry in entries:
+            servers.add(name_for(entry), _toml_table(entry))
         doc.add("mcp_servers", servers)
         return tomlkit.dumps(doc).strip()
-    return json.dumps({"mcpServers": {name_for(entry): entry}}, indent=2)
+    return json.dumps({"mcpServers": {name_for(entry): entry for entry in entries}}, indent=2)
 
 
 def _toml_table(entry: dict):

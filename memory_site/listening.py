@@ -14,9 +14,13 @@ without Django.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import time
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,3 +124,79 @@ def remove(home: Path | str) -> None:
     record = read(home)
     if record is not None and record.pid == os.getpid():
         record.path.unlink(missing_ok=True)
+
+
+class AlreadyServing(Exception):
+    """Vetted already serves this VETTED_HOME on that port, or the port is
+    taken; the message says where and what to do."""
+
+
+def refuse_if_running(home: Path | str, host: str, port: int, note: Callable[[str], None]) -> Listening | None:
+    """Raise AlreadyServing, saying where Vetted already runs and how to stop
+    it, when this VETTED_HOME's daemon is alive on this port or the port is
+    taken. Returns the live record of this VETTED_HOME's daemon on another
+    port (servers may share the data; the first one keeps the record).
+    Standard library only, so `vetted serve` says it before Django loads."""
+    record = read(home)
+    if record is not None and not record.alive:
+        note(f"Note: {record.path} was left by a daemon that is gone (pid {record.pid}); ignoring it.")
+        record.path.unlink(missing_ok=True)
+        record = None
+    elif record is not None and record.port != port:
+        note(
+            f"Note: Vetted (pid {record.pid}) also serves this VETTED_HOME at {record.url}/; "
+            f"{record.path} keeps naming that one."
+        )
+    elif record is not None:
+        doing = "is starting" if record.state == "starting" else "is already running"
+        raise AlreadyServing(
+            f"Vetted {doing} for {home}: {record.url}/ (pid {record.pid}, since {record.started_text}). "
+            f"Use it as it is, or stop it with `vetted stop` (or `kill {record.pid}`, Ctrl-C in its terminal) "
+            "and run this again."
+        )
+    if not port_free(host, port):
+        url = local_url(host, port)
+        if vetted_answers(url):
+            raise AlreadyServing(
+                f"Vetted is already running on {url}/ with another data folder (VETTED_HOME; "
+                f"its serve.json there names its pid). Stop it, or choose another port: --port N "
+                f"(make run PORT=N)."
+            )
+        raise AlreadyServing(
+            f"Port {port} on {host} is in use by another program. Choose another port: --port N (make run PORT=N)."
+        )
+    return record
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether ``host:port`` can be bound now (as uvicorn will: SO_REUSEADDR,
+    so a port in TIME_WAIT counts as free)."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return True  # let uvicorn report a host it cannot resolve
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno != errno.EADDRINUSE
+    return True
+
+
+def health(url: str, timeout: float = 2.0) -> dict | None:
+    """What a Vetted daemon's /health answers at ``url``; None if nothing
+    answers there, or something that is not Vetted."""
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=timeout) as response:
+            data = json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and "pending_proposals" in data and "model" in data:
+        return data
+    return None
+
+
+def vetted_answers(url: str) -> bool:
+    return health(url) is not None

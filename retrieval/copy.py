@@ -32,6 +32,7 @@ How it stays safe:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,7 +141,28 @@ def migrate_target(alias: str = TARGET) -> None:
         raise CopyRefused(f"`migrate` on the target failed: {exc}") from None
 
 
-def _models_rows(source: BaseDatabaseWrapper, target: BaseDatabaseWrapper, summary: CopySummary) -> None:
+def _no_progress(rows: int) -> None:
+    pass
+
+
+def rows_to_copy() -> int:
+    """How many rows copy_database will copy from the default database (for a progress bar)."""
+    source = connections["default"]
+    total = sum(model._base_manager.using(source.alias).count() for model in model_tables())
+    with source.cursor() as src:
+        tables = [*RAW_TABLES, *QUEUES] + ([schema.VEC] if schema_has(src, schema.VEC) else [])
+        for table in tables:
+            src.execute(f"SELECT count(*) FROM {table}")
+            total += int(src.fetchone()[0])
+    return total
+
+
+def _models_rows(
+    source: BaseDatabaseWrapper,
+    target: BaseDatabaseWrapper,
+    summary: CopySummary,
+    progress: Callable[[int], None] = _no_progress,
+) -> None:
     with target.cursor() as out:
         for model in model_tables():
             meta = model._meta
@@ -157,15 +179,22 @@ def _models_rows(source: BaseDatabaseWrapper, target: BaseDatabaseWrapper, summa
                 batch.append([f.get_db_prep_save(v, connection=target) for f, v in zip(fields, row, strict=True)])
                 if len(batch) >= BATCH:
                     out.executemany(sql, batch)
+                    progress(len(batch))
                     count, batch = count + len(batch), []
             if batch:
                 out.executemany(sql, batch)
+                progress(len(batch))
                 count += len(batch)
             summary.rows[table] = count
 
 
 def _raw_rows(
-    src: CursorWrapper, out: CursorWrapper, table: str, columns: tuple[str, ...], summary: CopySummary
+    src: CursorWrapper,
+    out: CursorWrapper,
+    table: str,
+    columns: tuple[str, ...],
+    summary: CopySummary,
+    progress: Callable[[int], None] = _no_progress,
 ) -> None:
     names = ", ".join(columns)
     src.execute(f"SELECT {names} FROM {table} ORDER BY 1")
@@ -178,11 +207,14 @@ def _raw_rows(
     count = 0
     while rows := src.fetchmany(BATCH):
         out.executemany(sql, [list(row) for row in rows])
+        progress(len(rows))
         count += len(rows)
     summary.rows[table] = count
 
 
-def _vectors(src: CursorWrapper, out: CursorWrapper, summary: CopySummary) -> None:
+def _vectors(
+    src: CursorWrapper, out: CursorWrapper, summary: CopySummary, progress: Callable[[int], None] = _no_progress
+) -> None:
     """vec0's rows into pgvector's table, then one HNSW index per space (built after the rows: faster)."""
     if not schema_has(src, schema.VEC):
         return
@@ -197,6 +229,7 @@ def _vectors(src: CursorWrapper, out: CursorWrapper, summary: CopySummary) -> No
     sql = f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s::vector)"
     while rows := src.fetchmany(BATCH):
         out.executemany(sql, [[rowid, scope, held, vector_value(out, blob)] for rowid, scope, held, blob in rows])
+        progress(len(rows))
         summary.vectors += len(rows)
     for sql in create[2:]:
         out.execute(sql)
@@ -226,23 +259,24 @@ def _sequences(src: CursorWrapper, out: CursorWrapper) -> None:
         out.execute("SELECT setval(%s, %s, %s)", [sequence, max(highest, 1), highest > 0])
 
 
-def copy_database(target: BaseDatabaseWrapper) -> CopySummary:
+def copy_database(target: BaseDatabaseWrapper, progress: Callable[[int], None] = _no_progress) -> CopySummary:
     """Copy the default (SQLite) database into ``target``, a migrated, empty
-    PostgreSQL database, in one transaction (see the module docstring)."""
+    PostgreSQL database, in one transaction (see the module docstring).
+    ``progress`` hears how many rows each batch copied (rows_to_copy() in all)."""
     source = connections["default"]
     summary = CopySummary()
     # REPEATABLE READ is SQLite's only isolation: one read transaction sees one moment.
     with transaction.atomic(using=source.alias), transaction.atomic(using=target.alias):
         with target.cursor() as out:
             out.execute("SET CONSTRAINTS ALL DEFERRED")
-        _models_rows(source, target, summary)
+        _models_rows(source, target, summary, progress)
         with source.cursor() as src, target.cursor() as out:
             for table, columns in RAW_TABLES.items():
-                _raw_rows(src, out, table, columns, summary)
+                _raw_rows(src, out, table, columns, summary, progress)
             for table, columns in QUEUES.items():
                 out.execute(f"DELETE FROM {table}")
-                _raw_rows(src, out, table, columns, summary)
+                _raw_rows(src, out, table, columns, summary, progress)
             pg_schema.ensure_partitions(out)  # the keyword indexes of the copied spaces
-            _vectors(src, out, summary)
+            _vectors(src, out, summary, progress)
             _sequences(src, out)
     return summary

@@ -427,3 +427,38 @@ def test_restore_sees_a_running_server_on_any_port(tmp_path):
         reason = backup.server_running(free_port(), tmp_path)  # not the port it listens on
     assert reason and "serve-lock" in reason and "Stop it first" in reason
     assert backup.server_running(free_port(), tmp_path) is None  # the lock died with the server
+
+
+def test_backup_and_restore_name_each_step_as_it_begins(tmp_path, record):
+    """What a terminal shows while a long backup or restore runs (the copy
+    itself is one step of SQLite's: its size is named, not counted)."""
+    steps: list[str] = []
+    made = backup.backup_database(live_db(), home=tmp_path, dest=tmp_path / "one.sqlite3", stage=steps.append)
+    assert [step.split(" ")[0] for step in steps] == ["copying", "checking", "removing"]
+    assert re.fullmatch(r"copying [\d.]+ (bytes|KiB|MiB)", steps[0])
+    live = tmp_path / "home" / "vetted.sqlite3"
+    live.parent.mkdir()
+    backup.backup_database(live_db(), home=tmp_path, dest=live)
+    steps.clear()
+    backup.restore_database(made.path, db_path=live, home=live.parent, port=free_port(), stage=steps.append)
+    assert steps[0].startswith("copying the backup (") and steps[1:] == [
+        "checking the copy",
+        "keeping a safety copy of the current database",
+        "putting the backup in place",
+    ]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_backup_on_a_terminal_shows_its_steps_and_nothing_elsewhere(settings, tmp_path, record, monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    run_backup(str(tmp_path / "shown.sqlite3"))
+    assert "backup: " in terminal.getvalue() and "checking the copy" in terminal.getvalue()
+    quiet = io.StringIO()  # a pipe or a file: no progress lines in it
+    monkeypatch.setattr(sys, "stderr", quiet)
+    run_backup(str(tmp_path / "quiet.sqlite3"))
+    assert "backup: " not in quiet.getvalue()

@@ -164,3 +164,44 @@ def test_a_generic_client_gets_the_common_block_and_needs_a_path_to_write(review
     assert block(out, "json")["mcpServers"]["vetted-http"]["headers"]["Authorization"].startswith("Bearer vt_")
     with pytest.raises(CommandError, match="needs --config PATH"):
         connect("generic", "--agent", "inspector-2", "--write")
+
+
+@pytest.mark.parametrize("client, fmt", [("claude-code", "json"), ("codex", "toml"), ("cursor", "json")])
+def test_both_writes_the_stdio_and_http_entries_with_one_token_in_one_write(client, fmt, reviewer, tmp_path):
+    config = tmp_path / f"config.{fmt}"
+    config.write_text("{}\n" if fmt == "json" else "")
+    out, err = connect(client, "--agent", f"{client}-two", "--both", "--write", "--config", str(config))
+    assert "(server names 'vetted', 'vetted-http')" in out
+    assert "Wrote the 'vetted', 'vetted-http' servers" in err
+    text = config.read_text()
+    servers = json.loads(text)["mcpServers"] if fmt == "json" else tomlkit.parse(text).unwrap()["mcp_servers"]
+    assert set(servers) == {"vetted", "vetted-http"}
+    token = servers["vetted"]["env"]["VETTED_TOKEN"]
+    assert actions.agent_for_token(token).name == f"{client}-two"
+    if client == "codex":  # Codex reads the HTTP token from its environment: the same token
+        assert servers["vetted-http"]["bearer_token_env_var"] == "VETTED_TOKEN"
+        assert f"export VETTED_TOKEN={token}" in out
+    else:
+        assert servers["vetted-http"]["headers"]["Authorization"] == f"Bearer {token}"
+    assert len(list(tmp_path.glob(f"config.{fmt}.bak-*"))) == 1  # one write, one backup of the file as it was
+    assert Agent.objects.filter(name=f"{client}-two").count() == 1
+
+
+def test_the_message_says_how_to_rotate_the_token(reviewer):
+    _out, err = connect("cursor", "--agent", "rotatable", "--both")
+    assert "vetted connect cursor --agent rotatable --rotate --both" in err
+    assert "old token stops working at once" in err
+
+
+def test_an_existing_agent_is_told_both_gets_the_other_entry(reviewer):
+    connect("cursor", "--agent", "half")
+    with pytest.raises(CommandError, match="pass --both"):
+        connect("cursor", "--agent", "half", "--http")
+    out, _ = connect("cursor", "--agent", "half", "--rotate", "--both")
+    assert set(block(out, "json")["mcpServers"]) == {"vetted", "vetted-http"}
+
+
+def test_both_is_refused_before_a_token_for_a_client_without_http(reviewer):
+    with pytest.raises(CommandError, match="stdio bridge only \\(drop --both\\)"):
+        connect("claude-desktop", "--agent", "desk-both", "--both")
+    assert not Agent.objects.filter(name="desk-both").exists()

@@ -163,3 +163,18 @@ def test_copy_database_refuses_a_target_with_rows(history, pg_server):
 def test_copy_database_refuses_a_url_that_is_not_postgres(transactional_db):
     with pytest.raises(CommandError, match="--to must start with postgresql://"):
         call_command("copy_database", "--to", "mysql://u:p@h/db", verbosity=0)
+
+
+def test_copy_database_reports_progress_for_every_row_it_copies(history, pg_server):
+    """The terminal's progress bar counts rows: what copy_database reports
+    adds up to what rows_to_copy() promised, and to what it copied."""
+    from django.db import connections
+
+    url = _new_database(pg_server, "counted")
+    expected = copy.rows_to_copy()
+    heard: list[int] = []
+    with _alias(url):
+        copy.migrate_target()
+        summary = copy.copy_database(connections[copy.TARGET], progress=heard.append)
+    assert heard and max(heard) <= copy.BATCH
+    assert sum(heard) == expected == sum(summary.rows.values()) + summary.vectors

@@ -12,7 +12,7 @@ from reviews import actions
 from reviews.errors import Unauthorized
 from reviews.models import Agent
 
-from ..oauth.app import challenge
+from ..oauth.challenge import challenge
 
 
 class AgentTokenAuthentication(authentication.BaseAuthentication):

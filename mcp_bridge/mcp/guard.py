@@ -34,7 +34,7 @@ from reviews.models import Agent
 
 from ..agent_api import initialize_limiter, read_limiter
 from ..api.errors import http_error
-from ..oauth.app import challenge as oauth_challenge
+from ..oauth.challenge import challenge as oauth_challenge
 from .sessions import agent_user, opens_session
 
 MCP_PATH = "/mcp"

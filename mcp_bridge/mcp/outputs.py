@@ -31,17 +31,17 @@ _LEAVES: tuple[tuple[type[f.Field], dict[str, Any]], ...] = (
 
 
 def field_schema(field: f.Field) -> dict[str, Any]:
-    """The JSON Schema of one serializer field (nullable when allow_null)."""
+    """The JSON Schema of one serializer field (nullable when allow_null).
+
+    Written in the forms every MCP client reads: a nullable value is
+    ``anyOf: [X, {"type": "null"}]`` (as the SDK writes the tools' inputs),
+    never a type array such as ``["string", "null"]``, which several clients
+    and the MCP Inspector flag."""
     schema = _bare(field)
+    if getattr(field, "allow_null", False):
+        schema = {"anyOf": [schema, {"type": "null"}]}
     if getattr(field, "help_text", None):
         schema["description"] = str(field.help_text)
-    if getattr(field, "allow_null", False):
-        if "type" in schema:
-            schema["type"] = [schema["type"], "null"]
-            if "enum" in schema:
-                schema["enum"] = [*schema["enum"], None]
-        else:
-            schema = {"anyOf": [schema, {"type": "null"}]}
     return schema
 
 
@@ -58,8 +58,11 @@ def _bare(field: f.Field) -> dict[str, Any]:
         return {"type": "array", "items": field_schema(field.child)}
     if isinstance(field, f.DictField):
         child = field.child
-        values = {} if isinstance(child, f._UnvalidatedField) else field_schema(child)
-        return {"type": "object", "additionalProperties": values}
+        if isinstance(child, f._UnvalidatedField):
+            # Any values: said by leaving additionalProperties out, not by an
+            # empty schema under it (clients flag that as untyped).
+            return {"type": "object"}
+        return {"type": "object", "additionalProperties": field_schema(child)}
     for kind, schema in _LEAVES:
         if isinstance(field, kind):
             return dict(schema)

@@ -36,28 +36,11 @@ from starlette.routing import Route, request_response
 from reviews.actions import oauth
 from reviews.models import SCOPES
 
+from .challenge import WELL_KNOWN_AS, WELL_KNOWN_PR
 from .cimd import DocumentRefused
 from .provider import VettedAuthorizationProvider, is_url_client_id
 
-WELL_KNOWN_AS = "/.well-known/oauth-authorization-server"
-WELL_KNOWN_PR = "/.well-known/oauth-protected-resource"
 PATHS = ("/authorize", "/token", "/register", "/revoke")
-
-
-def resource_metadata_url(endpoint_path: str) -> str:
-    """Where an endpoint's RFC 9728 metadata is (for WWW-Authenticate)."""
-    return settings.VETTED_PUBLIC_URL + WELL_KNOWN_PR + endpoint_path
-
-
-def challenge(endpoint_path: str, error: str = "", description: str = "") -> str:
-    """The WWW-Authenticate value of a 401 from /mcp or /api: Bearer, with the
-    resource metadata URL a client starts its OAuth discovery from."""
-    parts = ['Bearer realm="vetted"', f'resource_metadata="{resource_metadata_url(endpoint_path)}"']
-    if error:
-        parts.append(f'error="{error}"')
-    if description:
-        parts.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "/")))
-    return ", ".join(parts)
 
 
 def handles(path: str) -> bool:

@@ -22,6 +22,7 @@ import os
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -93,6 +94,15 @@ def check_copy(path: Path) -> tuple[str, int]:
         conn.close()
 
 
+def _size_text(path: Path) -> str:
+    size = float(path.stat().st_size)
+    for unit in ("bytes", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
 def _snapshot(source_path: Path, dest: Path) -> int:
     """Copy ``source_path`` into ``dest`` with the backup API inside one read
     transaction; return the record count of that same snapshot."""
@@ -114,10 +124,22 @@ def _snapshot(source_path: Path, dest: Path) -> int:
         source.close()
 
 
-def backup_database(db_path: Path, *, home: Path, dest: Path | str | None = None, keep: int = 10) -> BackupResult:
+def _no_stage(text: str) -> None:
+    pass
+
+
+def backup_database(
+    db_path: Path,
+    *,
+    home: Path,
+    dest: Path | str | None = None,
+    keep: int = 10,
+    stage: Callable[[str], None] = _no_stage,
+) -> BackupResult:
     """Back up ``db_path`` to ``dest`` (a file, or a folder to name it in;
     default ``home/backups``), verify the copy, and keep the newest ``keep``
-    ``vetted-*.sqlite3`` files in that folder."""
+    ``vetted-*.sqlite3`` files in that folder. ``stage`` hears each step's
+    name as it begins (a terminal shows them)."""
     db_path = Path(db_path)
     if keep < 1:
         raise BackupError(f"--keep {keep}: keep at least 1 backup.")
@@ -137,12 +159,15 @@ def backup_database(db_path: Path, *, home: Path, dest: Path | str | None = None
     if final.resolve() == db_path.resolve():
         raise BackupError("The backup cannot be the live database itself.")
     with replaced_atomically(final) as partial:
+        stage(f"copying {_size_text(db_path)}")
         records = _snapshot(db_path, partial)
+        stage("checking the copy")
         integrity, copied = check_copy(partial)
         if integrity != "ok":
             raise BackupError(f"The copy failed its integrity check ({integrity}); nothing was kept.")
         if copied != records:
             raise BackupError(f"The copy holds {copied} record(s) but the database held {records}; nothing was kept.")
+    stage("removing old backups")
     pruned = prune(folder, keep, spare=final)
     return BackupResult(path=final, size=final.stat().st_size, records=records, pruned=pruned)
 
@@ -181,9 +206,9 @@ def server_running(port: int, home: Path, host: str = "127.0.0.1") -> str | None
         status = None
     if status is not None:
         return (
-            f"a server answers {url} (HTTP {status}). Stop it first: press Ctrl-C where "
+            f"a server answers {url} (HTTP {status}). Stop it first: `vetted stop`, or press Ctrl-C where "
             f"`make run` / `python manage.py serve --port {port}` runs, or end that process (a daemon started "
-            f"by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again"
+            f"in the background or by the stdio bridge logs to {Path(home) / 'daemon.log'}), then run restore again"
         )
     served = serve_lock_path()
     if _lock_held(served):
@@ -276,9 +301,12 @@ def _sidecars(db_path: Path) -> list[Path]:
     return [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
 
 
-def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 8765) -> RestoreResult:
+def restore_database(
+    candidate: Path, *, db_path: Path, home: Path, port: int = 8765, stage: Callable[[str], None] = _no_stage
+) -> RestoreResult:
     """Replace ``db_path`` with ``candidate`` (checked first), keeping a
-    safety copy of the current database in ``home/backups``."""
+    safety copy of the current database in ``home/backups``. ``stage`` hears
+    each step's name as it begins."""
     candidate, db_path = Path(candidate), Path(db_path)
     busy = server_running(port, home)
     if busy:
@@ -291,6 +319,7 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
     # final swap is one atomic rename) and check that copy again.
     removed = []
     with replaced_atomically(db_path) as incoming:
+        stage(f"copying the backup ({_size_text(candidate)})")
         source = _connect(candidate, readonly=True)
         try:
             target = DRIVER.connect(str(incoming), isolation_level=None)
@@ -301,6 +330,7 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
                 target.close()
         finally:
             source.close()
+        stage("checking the copy")
         integrity, copied = check_copy(incoming)
         if integrity != "ok" or copied != records:
             raise BackupError(
@@ -311,6 +341,7 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
             folder = default_folder(home)
             folder.mkdir(parents=True, exist_ok=True)
             safety = _free_name(folder, "pre-restore")
+            stage("keeping a safety copy of the current database")
             _snapshot(db_path, safety)  # includes whatever is still in the -wal
             integrity, _count = check_copy(safety)
             if integrity != "ok":
@@ -327,6 +358,7 @@ def restore_database(candidate: Path, *, db_path: Path, home: Path, port: int = 
                     "in); stop every Vetted process (serve, shells, imports) and run restore again. "
                     f"Nothing was replaced; a safety copy is in {safety}."
                 )
+        stage("putting the backup in place")
         for sidecar in _sidecars(db_path):
             if sidecar.exists():
                 sidecar.unlink()

@@ -16,7 +16,8 @@ class Command(BaseCommand):
     help = (
         "Connect an MCP client: create (or reuse) an agent token and print the exact config block for "
         f"{', '.join(connect.CLIENTS)}, plus the instruction text for the client's global instructions. "
-        "--write merges the block into the client's config file (after a backup)."
+        "--write merges the block into the client's config file (after a backup). --both writes the stdio and "
+        "the HTTP entries with one token."
     )
 
     def add_arguments(self, parser):
@@ -34,8 +35,14 @@ class Command(BaseCommand):
         reuse.add_argument(
             "--rotate", action="store_true", help="give an existing agent a new token (the old one stops working)"
         )
-        parser.add_argument(
+        transport = parser.add_mutually_exclusive_group()
+        transport.add_argument(
             "--http", action="store_true", help="connect over HTTP to /mcp instead of spawning the stdio bridge"
+        )
+        transport.add_argument(
+            "--both",
+            action="store_true",
+            help="both entries with one token: 'vetted' (stdio, starts the daemon itself) and 'vetted-http'",
         )
         parser.add_argument(
             "--url",
@@ -62,32 +69,51 @@ class Command(BaseCommand):
                 connect.check_target(client, target)
             except (connect.ConnectError, OSError) as exc:
                 raise CommandError(f"Will not write {target}: {exc}") from None
-        token = self._token(name, opts, client)
-        try:
-            entry = connect.server_entry(
-                client, token=token, url=url, home=Path(settings.VETTED_HOME).resolve(), http=opts["http"]
+        transports = [False, True] if opts["both"] else [opts["http"]]
+        if True in transports and not client.http:
+            flag = "--both" if opts["both"] else "--http"
+            raise CommandError(
+                f"{client.label} cannot send a bearer header to a remote server; it connects through the stdio "
+                f"bridge only (drop {flag})."
             )
+        token = self._token(name, opts, client)
+        home = Path(settings.VETTED_HOME).resolve()
+        try:
+            entries = [connect.server_entry(client, token=token, url=url, home=home, http=http) for http in transports]
         except connect.ConnectError as exc:
             raise CommandError(str(exc)) from None
 
-        server = connect.name_for(entry)
-        self.stdout.write(f"# {client.label}: add this to {target or client.target_text()} (server name '{server}')")
-        self.stdout.write(connect.render(client, entry))
-        command = connect.cli_command(client, entry)
-        if command:
-            self.stdout.write(f"\n# or run:\n{command}")
-        if client.name == "codex" and opts["http"]:
+        servers = ", ".join(f"'{connect.name_for(entry)}'" for entry in entries)
+        names = "server names" if len(entries) > 1 else "server name"
+        self.stdout.write(f"# {client.label}: add this to {target or client.target_text()} ({names} {servers})")
+        self.stdout.write(connect.render(client, *entries))
+        commands = [command for entry in entries if (command := connect.cli_command(client, entry))]
+        if commands:
+            self.stdout.write("\n# or run:\n" + "\n".join(commands))
+        if client.name == "codex" and True in transports:
             self.stdout.write("\n" + connect.codex_token_help(token, os.environ.get("SHELL", "")))
         self.stdout.write("\n# Paste into the client's global instructions (e.g. CLAUDE.md, AGENTS.md):")
         self.stdout.write(connect.GLOBAL_INSTRUCTIONS)
 
         if opts["write"]:
             try:
-                path, backup = connect.merge_into(client, entry, target)  # target is set when writing
+                path, backup = connect.merge_into(client, entries, target)  # target is set when writing
             except (connect.ConnectError, OSError) as exc:
                 raise CommandError(f"Could not write {target}: {exc}") from None
             saved = f" (previous version saved as {backup})" if backup else ""
-            self.stderr.write(f"Wrote the '{server}' server into {path}{saved}. Restart {client.label}.")
+            plural = "s" if len(entries) > 1 else ""
+            self.stderr.write(f"Wrote the {servers} server{plural} into {path}{saved}. Restart {client.label}.")
+        self.stderr.write(self._rotation_hint(client.name, name, opts))
+
+    @staticmethod
+    def _rotation_hint(client: str, name: str, opts) -> str:
+        transport = " --both" if opts["both"] else " --http" if opts["http"] else ""
+        write = " --write" if opts["write"] else ""
+        return (
+            f"To replace this token later (say it leaked, or to add an entry): vetted connect {client} --agent {name} "
+            f"--rotate{transport}{write}; the old token stops working at once. `vetted agent revoke {name}` "
+            "switches the agent off."
+        )
 
     def _running_url(self) -> str | None:
         """Where this VETTED_HOME's daemon listens, from the record `serve` keeps."""
@@ -126,5 +152,6 @@ class Command(BaseCommand):
         raise CommandError(
             f"Agent {name!r} exists, and Vetted keeps only a digest of its token, so it cannot print it again. "
             "Pass --token vt_... (the token you saved), or --rotate to issue a new one (the old one stops working), "
-            "or choose a new --agent name."
+            "or choose a new --agent name. To add the other transport's entry, pass --both with either: one token "
+            "serves the stdio and the HTTP entries."
         )

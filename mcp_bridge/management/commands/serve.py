@@ -1,9 +1,5 @@
-import errno
-import json
 import os
-import socket
 import sys
-import urllib.request
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -83,8 +79,7 @@ class Command(BaseCommand):
         report = index.check()
         if not report.ok:
             self.stderr.write(
-                "Index problems (run `python manage.py check_index` for details, "
-                "`python manage.py reindex` to rebuild):"
+                "Index problems (run `vetted index check` for details, `vetted index rebuild` to rebuild):"
             )
             for problem in report.problems:
                 self.stderr.write(f"  {problem}")
@@ -111,39 +106,12 @@ class Command(BaseCommand):
         _recording_server(_uvicorn_config(application, host, port)).run()
 
     def _refuse_if_running(self, host: str, port: int) -> listening.Listening | None:
-        """Fail (exit 1) saying where Vetted already runs and how to stop it,
-        when this VETTED_HOME's daemon is alive on this port or the port is
-        taken. Returns the live record of this VETTED_HOME's daemon on another
-        port (servers may share the data; the first one keeps the record)."""
-        record = listening.read(settings.VETTED_HOME)
-        if record is not None and not record.alive:
-            self.stderr.write(f"Note: {record.path} was left by a daemon that is gone (pid {record.pid}); ignoring it.")
-            record.path.unlink(missing_ok=True)
-            record = None
-        elif record is not None and record.port != port:
-            self.stderr.write(
-                f"Note: Vetted (pid {record.pid}) also serves this VETTED_HOME at {record.url}/; "
-                f"{record.path} keeps naming that one."
-            )
-        elif record is not None:
-            doing = "is starting" if record.state == "starting" else "is already running"
-            raise CommandError(
-                f"Vetted {doing} for {settings.VETTED_HOME}: {record.url}/ (pid {record.pid}, since "
-                f"{record.started_text}). Use it as it is, or stop it with `kill {record.pid}` "
-                "(Ctrl-C in its terminal) and run this again."
-            )
-        if not _port_free(host, port):
-            url = listening.local_url(host, port)
-            if _vetted_answers(url):
-                raise CommandError(
-                    f"Vetted is already running on {url}/ with another data folder (VETTED_HOME; "
-                    f"its serve.json there names its pid). Stop it, or choose another port: --port N "
-                    f"(make run PORT=N)."
-                )
-            raise CommandError(
-                f"Port {port} on {host} is in use by another program. Choose another port: --port N (make run PORT=N)."
-            )
-        return record
+        """Fail (exit 1) saying where Vetted already runs and how to stop it
+        (memory_site/listening.py; `vetted serve` asks the same before Django loads)."""
+        try:
+            return listening.refuse_if_running(settings.VETTED_HOME, host, port, note=self.stderr.write)
+        except listening.AlreadyServing as exc:
+            raise CommandError(str(exc)) from None
 
     def _announce_first_run(self, host: str, port: int) -> None:
         """Until the reviewer account exists, /setup/ takes the one-time code
@@ -215,32 +183,6 @@ def _recording_server(config):
             await super().shutdown(sockets)
 
     return RecordingServer(config)
-
-
-def _port_free(host: str, port: int) -> bool:
-    """Whether ``host:port`` can be bound now (as uvicorn will: SO_REUSEADDR,
-    so a port in TIME_WAIT counts as free)."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError:
-        return True  # let uvicorn report a host it cannot resolve
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            return exc.errno != errno.EADDRINUSE
-    return True
-
-
-def _vetted_answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=2) as response:
-            data = json.loads(response.read())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and "pending_proposals" in data and "model" in data
 
 
 def _uvicorn_config(app, host: str, port: int, **extra):

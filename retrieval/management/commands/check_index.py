@@ -38,6 +38,4 @@ class Command(BaseCommand):
             if report.ok:
                 self.stdout.write("Index OK.")
         if not report.ok:
-            raise CommandError(
-                f"{len(report.problems)} index problem(s); `python manage.py reindex` rebuilds everything."
-            )
+            raise CommandError(f"{len(report.problems)} index problem(s); `vetted index rebuild` rebuilds everything.")

@@ -2,6 +2,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
 
+from memory_site.cli import progress_bar
 from memory_site.env import database_entry
 from retrieval import copy
 
@@ -11,7 +12,7 @@ class Command(BaseCommand):
         "Copy this instance from its SQLite database into an empty PostgreSQL database: every row "
         "with its id (records, proposals, agents and their tokens, spaces, memberships, OAuth, the write log), "
         "the approved text on file, checksums, chunks and vectors. The target is migrated first; a target with "
-        "rows is refused. Then point VETTED_DATABASE_URL at it and run `manage.py check_index`."
+        "rows is refused. Then point VETTED_DATABASE_URL at it and run `vetted index check`."
     )
 
     def add_arguments(self, parser):
@@ -27,7 +28,11 @@ class Command(BaseCommand):
             try:
                 copy.refuse_unless_ready(connections["default"], target)
                 copy.migrate_target()
-                summary = copy.copy_database(connections[copy.TARGET])
+                bar = progress_bar(copy.rows_to_copy(), "copy", "row")
+                try:
+                    summary = copy.copy_database(connections[copy.TARGET], progress=bar.update)
+                finally:
+                    bar.close()
             except copy.CopyRefused as exc:
                 raise CommandError(str(exc)) from None
             except (DatabaseError, ImproperlyConfigured) as exc:
@@ -41,7 +46,6 @@ class Command(BaseCommand):
         self.stdout.write(f"{'vectors':<32} {summary.vectors:>9}")
         self.stdout.write(
             self.style.SUCCESS(
-                f"Copied into {entry['NAME']}. Next: set VETTED_DATABASE_URL to that URL and run "
-                "`python manage.py check_index`."
+                f"Copied into {entry['NAME']}. Next: set VETTED_DATABASE_URL to that URL and run `vetted index check`."
             )
         )

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from memory_site.cli import dumps
+from memory_site.cli import Stages, dumps
 from reviews.portability import backup
 
 
@@ -43,15 +43,19 @@ class Command(BaseCommand):
                 f"(safe while the server runs; the password comes from PGPASSWORD or ~/.pgpass):\n"
                 f"  {dump_command(connection.settings_dict, path)}"
             )
+        stages = Stages("backup", 3)
         try:
             result = backup.backup_database(
                 Path(str(settings.DATABASES["default"]["NAME"])),
                 home=settings.VETTED_HOME,
                 dest=opts["path"],
                 keep=opts["keep"],
+                stage=stages,
             )
         except backup.BackupError as exc:
             raise CommandError(str(exc)) from None
+        finally:
+            stages.close()
         for path in result.pruned:
             self.stderr.write(f"Removed old backup {path} (keeping {opts['keep']}).")
         if opts["json"]:

@@ -60,7 +60,7 @@ class Command(BaseCommand):
             notes.append(
                 f"agents without a working token (the file has no token digests): "
                 f"{', '.join(d['agents_without_token'])}; give each a new one with "
-                "`python manage.py connect CLIENT --agent NAME --rotate`"
+                "`vetted connect CLIENT --agent NAME --rotate`"
             )
         if d["users_created_inactive"]:
             notes.append(f"users created inactive, without a password: {', '.join(d['users_created_inactive'])}")
@@ -90,7 +90,7 @@ class Command(BaseCommand):
 
     def _sync(self, skip: bool, notes: list[str]) -> bool:
         if skip:
-            notes.append("search vectors not computed yet: run `python manage.py reindex` (or start `serve`)")
+            notes.append("search vectors not computed yet: run `vetted index rebuild` (or start `serve`)")
             return False
         from retrieval import index
         from retrieval.embeddings import get_embedder
@@ -98,7 +98,7 @@ class Command(BaseCommand):
         try:
             index.sync(get_embedder())
         except Exception as exc:  # noqa: BLE001 - the import is committed; say what to run
-            notes.append(f"computing search vectors failed ({exc}); run `python manage.py reindex`")
+            notes.append(f"computing search vectors failed ({exc}); run `vetted index rebuild`")
             return False
         return True
 

@@ -37,7 +37,9 @@ class Command(BaseCommand):
             name = opts["agent"].strip().lower()
             agent = Agent.objects.filter(name=name).first()
             if agent is None:
-                raise CommandError(f"No agent named {name!r}; create it with `python manage.py create_agent`.")
+                raise CommandError(
+                    f"No agent named {name!r}; create it with `vetted agent create` (`manage.py create_agent`)."
+                )
             if not agent.is_active:
                 raise CommandError(f"Agent {name!r} has been revoked; it can no longer propose.")
         rows, errors = self._read(opts["file"])

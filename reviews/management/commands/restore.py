@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from memory_site.cli import Stages
 from reviews.portability import backup
 
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
                 "restore replaces the SQLite file; this instance runs on PostgreSQL. Stop every Vetted daemon, "
                 "then restore a pg_dump file with pg_restore (it drops and re-creates what the dump holds):\n"
                 f"  {restore_command(connections['default'].settings_dict, opts['path'])}\n"
-                "and run `python manage.py check_index --sync` afterwards."
+                "and run `vetted index check --sync` afterwards."
             )
         db_path = Path(str(settings.DATABASES["default"]["NAME"]))
         home = settings.VETTED_HOME
@@ -52,10 +53,13 @@ class Command(BaseCommand):
             if answer.strip().lower() not in ("y", "yes"):
                 raise CommandError("Not restored.")
         connections.close_all()
+        stages = Stages("restore", 4)
         try:
-            result = backup.restore_database(opts["path"], db_path=db_path, home=home, port=opts["port"])
+            result = backup.restore_database(opts["path"], db_path=db_path, home=home, port=opts["port"], stage=stages)
         except backup.BackupError as exc:
             raise CommandError(str(exc)) from None
+        finally:
+            stages.close()
         if result.safety_copy:
             self.stdout.write(f"Kept a safety copy of the previous database: {result.safety_copy}")
         for path in result.removed:
@@ -65,6 +69,8 @@ class Command(BaseCommand):
         if missing:
             self.stdout.write(
                 f"The backup predates {len(missing)} migration(s) of this code: run "
-                "`python manage.py migrate` (or `make run`, which does)."
+                "`vetted manage migrate` (or `vetted serve`, which does)."
             )
-        self.stdout.write("Start the server again (`make run`); it checks the search index at startup.")
+        self.stdout.write(
+            "Start the server again (`vetted serve`, or `make run`); it checks the search index at startup."
+        )
