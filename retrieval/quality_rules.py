@@ -143,7 +143,7 @@ def _normal(raw: str) -> str:
 
 
 def _tokens(text: str) -> tuple[Token, ...]:
-    out = []
+    out: list[Token] = []
     last_end = 0
     for m in _TOKEN_RE.finditer(text):
         gap = text[last_end : m.start()]

@@ -362,7 +362,7 @@ def test_a_contradiction_or_a_loose_match_is_never_a_duplicate():
 
 
 def test_the_labelled_pairs_are_many_and_varied_with_a_held_out_half():
-    labels = {}
+    labels: dict[tuple[str, str], int] = {}
     for pair in PAIRS:
         labels.setdefault((pair["label"], pair["split"]), 0)
         labels[(pair["label"], pair["split"])] += 1

@@ -79,7 +79,7 @@ class _Seconds(Func):
     def __init__(self, a: str, b: str) -> None:
         super().__init__(F(a), F(b))
 
-    def as_sqlite(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+    def as_sqlite(self, compiler, connection, **extra):
         return self.as_sql(
             compiler,
             connection,
@@ -88,7 +88,7 @@ class _Seconds(Func):
             **extra,
         )
 
-    def as_postgresql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+    def as_postgresql(self, compiler, connection, **extra):
         return self.as_sql(
             compiler, connection, template="EXTRACT(EPOCH FROM (%(expressions)s))", arg_joiner=" - ", **extra
         )
@@ -110,11 +110,11 @@ class _Bucket(Func):
         super().__init__(F(field_name), Value(origin, output_field=DateTimeField()))
         self.width = width.total_seconds()
 
-    def as_sqlite(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+    def as_sqlite(self, compiler, connection, **extra):
         template = f"CAST(((julianday(%(expressions)s)) * 86400.0 / {self.width}) AS INTEGER)"
         return self.as_sql(compiler, connection, template=template, arg_joiner=") - julianday(", **extra)
 
-    def as_postgresql(self, compiler, connection, **extra):  # type: ignore[no-untyped-def]
+    def as_postgresql(self, compiler, connection, **extra):
         template = f"FLOOR(EXTRACT(EPOCH FROM (%(expressions)s)) / {self.width})::integer"
         return self.as_sql(compiler, connection, template=template, arg_joiner=" - ", **extra)
 
@@ -187,12 +187,10 @@ def collect(now: datetime | None = None) -> Activity:
         out.decided[group(row["agent__name"])][row["day"]] += row["n"]
         decided_per_day[row["day"]] += row["n"]
     counts: dict[str, list[list[int]]] = {}
-    for row in weekly_list:
-        if group(row["agent__name"]) not in out.agents:
-            continue
-        cell = counts.setdefault(group(row["agent__name"]), [[0, 0] for _ in range(WEEKS)])[row["week"]]
-        cell[0] += row["accepted"]
-        cell[1] += row["n"]
+    for week_row in weekly_list:
+        cell = counts.setdefault(group(week_row["agent__name"]), [[0, 0] for _ in range(WEEKS)])[week_row["week"]]
+        cell[0] += week_row["accepted"]
+        cell[1] += week_row["n"]
     out.rate_counts = {a: [(c[0], c[1]) for c in counts.get(a, [[0, 0]] * WEEKS)] for a in out.agents}
     out.rates = {a: [(acc / dec if dec else None) for acc, dec in out.rate_counts[a]] for a in out.agents}
 
@@ -213,9 +211,9 @@ def collect(now: datetime | None = None) -> Activity:
         .values("day")
         .annotate(n=Count("id"))
     )
-    for row in withdrawn:
-        if 0 <= row["day"] < DAYS:
-            decided_per_day[row["day"]] += row["n"]
+    for left in withdrawn:
+        if 0 <= left["day"] < DAYS:
+            decided_per_day[left["day"]] += left["n"]
     backlog = [0] * DAYS
     level = out.pending
     for i in range(DAYS - 1, -1, -1):
@@ -231,12 +229,12 @@ def collect(now: datetime | None = None) -> Activity:
     )
     out.due_weeks = [today + timedelta(weeks=n) for n in range(DUE_WEEKS)]
     out.due = [0] * DUE_WEEKS
-    for row in due_rows:
-        delta = (row["review_by"] - today).days
+    for due_row in due_rows:
+        delta = (due_row["review_by"] - today).days
         if delta < 0:
-            out.overdue += row["n"]
+            out.overdue += due_row["n"]
         else:
-            out.due[min(delta // 7, DUE_WEEKS - 1)] += row["n"]
+            out.due[min(delta // 7, DUE_WEEKS - 1)] += due_row["n"]
 
     # Time to decide, for what was decided in the last DAYS days.
     timed = (

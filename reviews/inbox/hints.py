@@ -237,7 +237,9 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
     }
     # Pending proposals about this proposal's record, or about a record shown
     # above, however worded: two changes of one record compete for it.
-    targets = [m.record.pk for m in records if m.record is not None] + ([proposal.target_id] if own_target else [])
+    targets = [m.record.pk for m in records if m.record is not None]
+    if proposal.target_id is not None:
+        targets.append(proposal.target_id)
     rivals = _same_record(proposal, targets, deciding)
     same_target = {p.pk for p in rivals}
     texts = [p for p in rivals if p.action in (ProposalAction.CREATE, ProposalAction.REVISE) and p.title]

@@ -176,6 +176,10 @@ class Command(BaseCommand):
                     card.scroll_into_view_if_needed()
                     # The keys act on the current card: focusing it makes it current (not counted).
                     card.focus()
+                    # A reviewer reads the hints before deciding (a decision key waits for them).
+                    page.wait_for_function(
+                        "id => !document.querySelector('#' + id + ' [data-hints=\"loading\"]')", arg=card_id
+                    )
                     taps = keys = 0
                     for step in plan_steps(how, view):
                         if step.tap:
