@@ -43,6 +43,9 @@ MONTHS = (
     "november",
     "december",
 )
+# Words of one closed set where one in the place of another changes the fact.
+FREQUENCIES = frozenset("hourly daily nightly weekly fortnightly biweekly monthly quarterly yearly annually".split())
+ENVIRONMENTS = frozenset("staging production prod development dev test testing qa sandbox preview".split())
 # Words that negate what follows them. "without", "deprecated" or "avoid" are
 # not here: they are how a paraphrase says the same thing in other words
 # ("deploys are avoided on Fridays" = "we do not deploy on Fridays").
@@ -173,6 +176,10 @@ def _kind(token: Token) -> str:
         return "versions" if _VERSION_RE.match(token.low) else "numbers"
     if token.low in WEEKDAYS:
         return "weekdays"
+    if token.low in FREQUENCIES:
+        return "frequencies"
+    if token.low in ENVIRONMENTS:
+        return "environments"
     if token.low in MONTHS and token.raw[0].isupper():
         return "months"
     if token.low in _OPPOSITE_WORDS:
@@ -266,7 +273,7 @@ def _substitutions(a: Text, b: Text) -> list[tuple[str, Token, int, Token, int]]
                 kind = "opposites"
             elif kinds <= {"numbers", "versions"}:
                 kind = "versions" if "versions" in kinds else "numbers"
-            elif kx == ky and kx in ("weekdays", "months"):
+            elif kx == ky and kx in ("weekdays", "months", "frequencies", "environments"):
                 kind = kx
             elif kinds <= {"names", "capital"} and "names" in kinds or kinds == {"capital"}:
                 kind = "names"
@@ -335,7 +342,7 @@ def compare(a: str | Text, b: str | Text) -> Comparison:
     negated = _negation(pa, pb) or _negation(pb, pa)
     if negated:
         reasons.append(f"only one of them is negated ({negated})")
-    for label in ("numbers", "versions", "weekdays", "months", "names", "opposites"):
+    for label in ("numbers", "versions", "weekdays", "months", "frequencies", "environments", "names", "opposites"):
         pairs = [(x.low, y.low) for kind, x, _, y, _ in details if kind == label]
         if pairs:
             only_a = sorted({x for x, _ in pairs})[:3]
@@ -346,14 +353,19 @@ def compare(a: str | Text, b: str | Text) -> Comparison:
         (
             (x.low, y.low)
             for kind, x, i, y, j in subs
-            if kind in ("word", "names") and i < SUBJECT_SPAN and j < SUBJECT_SPAN
+            if kind in ("word", "names", "environments") and i < SUBJECT_SPAN and j < SUBJECT_SPAN
         ),
         None,
     )
     titled = _title_subjects(pa, pb)
     subject = subject or titled
     if subject is not None and reasons:
-        others = [r for r in reasons if not (r.startswith("different names:") and len(details) == 1)]
+        # The subject's own replacement is not "something else" (Mei / Tom writes the notes).
+        others = [
+            r
+            for r in reasons
+            if not (r.startswith(("different names:", "different environments:")) and len(details) == 1)
+        ]
         if titled is not None or others:
             return Comparison(reasons=[], different_subject=True, subject=subject)
     return Comparison(reasons=reasons, different_subject=titled is not None, subject=subject)

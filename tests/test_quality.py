@@ -346,6 +346,16 @@ def test_the_same_statement_about_another_client_or_service_is_not_a_contradicti
             "1.2 vs 1.3",
         ),
         ("The freeze starts on December 15.", "The freeze starts on December 20.", "different numbers: 15 vs 20"),
+        (
+            "Backups run nightly at 02:00 UTC.",
+            "Backups run weekly at 02:00 UTC.",
+            "different frequencies: nightly vs weekly",
+        ),
+        (
+            "Hotfixes are deployed to staging first.",
+            "Hotfixes are deployed to production first.",
+            "different environments: staging vs production",
+        ),
     ],
 )
 def test_a_detail_replaced_in_the_same_place_is_a_contradiction(a, b, expected):

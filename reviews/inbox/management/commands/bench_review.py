@@ -63,6 +63,9 @@ class Timed:
             self.log.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], ms, status[0]))
 
 
+HINTS_IN = "id => !document.querySelector('#' + id + ' [data-hints=\"loading\"]')"
+
+
 class Command(BaseCommand):
     help = "Seed N pending proposals in a scratch database and review them all in Chromium at phone size."
 
@@ -176,12 +179,11 @@ class Command(BaseCommand):
                     card.scroll_into_view_if_needed()
                     # The keys act on the current card: focusing it makes it current (not counted).
                     card.focus()
-                    # A reviewer reads the hints before deciding (a decision key waits for them).
-                    page.wait_for_function(
-                        "id => !document.querySelector('#' + id + ' [data-hints=\"loading\"]')", arg=card_id
-                    )
                     taps = keys = 0
                     for step in plan_steps(how, view):
+                        # A reviewer reads the hints before deciding (a decision key waits for them),
+                        # also those of a line just opened into its card.
+                        page.wait_for_function(HINTS_IN, arg=card_id)
                         if step.tap:
                             page.locator(f"#{card_id} {step.tap}").first.tap()
                             taps += 1
