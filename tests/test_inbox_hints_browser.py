@@ -187,3 +187,21 @@ def test_hints_of_cards_below_the_fold_are_there_without_scrolling(browser, live
         assert page.evaluate("window.scrollY") == 0
     finally:
         context.close()
+
+
+def test_a_hint_that_fails_to_load_says_so_and_frees_the_keys(browser, live_server, agent):
+    """The network drops the hint request: the card says the hints are
+    unavailable and `a` works (a key held for ever would be worse)."""
+    create = actions.propose_create(agent=agent, reason="Saw it in the runbook", **content(**PG15))
+    context, page = ib.open_page(browser, live_server, "desktop")
+    try:
+        page.route("**/similar*", lambda route: route.abort())
+        page.reload()
+        page.wait_for_load_state("load")
+        page.wait_for_selector(f"#proposal-{create.pk} [data-hints='failed']")
+        assert "could not be loaded" in page.locator(f"#proposal-{create.pk} [data-hints-note]").inner_text()
+        page.keyboard.press("a")
+        page.wait_for_function(f"document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
+        assert Proposal.objects.get(pk=create.pk).state == "accepted"
+    finally:
+        context.close()
