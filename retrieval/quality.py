@@ -5,9 +5,11 @@ reviewer's suggested next step:
 
 - possible contradictions: two current records in the same scope that are
   close in meaning (cosine of their embeddings) yet differ in a way that
-  matters: a negation on one side only, different numbers, versions, dates
-  or weekdays, or different names. Paraphrases of the same fact share those
-  details and are not flagged;
+  matters, one detail in the place of another (numbers, versions, dates,
+  weekdays, names, opposite words) or a negation on one side only
+  (retrieval.quality_rules, measured by ``manage.py quality --eval``).
+  Paraphrases and the same statement about another client or service are
+  not flagged;
 - broken supersession: a superseded record without a successor, a successor
   that does not point back, or a loop;
 - retire proposals and other proposals pending for long;
@@ -25,7 +27,6 @@ text nobody approved). Index drift spans every space and is the reviewer's.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -41,11 +42,20 @@ from reviews.space_access import space_slugs
 
 from . import index, schema
 from .embeddings import Embedder, get_embedder
+from .quality_rules import Comparison, Text, compare, differences, parse
+
+__all__ = ["Comparison", "compare", "compare_pair", "contradiction_reasons", "differences", "duplicate_like", "run"]
 
 # Records at least this similar (cosine, all-MiniLM-L6-v2) are "about the
 # same thing"; below it two records may differ freely. Chosen on the seeded
 # set in tests/data/quality_pairs.jsonl (see tests/test_quality.py).
 CONTRADICTION_SIMILARITY = 0.6
+# Two texts at least this similar, that neither contradict nor name different
+# subjects, say one thing: the inbox offers merge / reject-as-duplicate only
+# then. Chosen on the dev half of tests/data/quality_pairs.jsonl: the lowest
+# value with every offer a true duplicate was 0.70 (a loosely related pair sat at
+# 0.69), plus a 0.05 margin; see docs/reviewer-hints.md for both halves.
+DUPLICATE_SIMILARITY = 0.75
 NEIGHBOURS = 8  # candidates per record
 STALE_DAYS = 14
 
@@ -60,38 +70,6 @@ LABELS = {
     "edited_since_approval": "Edited since approval",
     "index_drift": "Index drift",
 }
-
-_NEGATIONS = frozenset(
-    """not no never none nothing nobody nowhere neither nor cannot can't don't doesn't didn't isn't
-aren't wasn't weren't won't wouldn't shouldn't mustn't avoid avoids avoided stop stopped disable disabled disallow
-disallowed forbid forbidden prohibit prohibited without unsupported deprecated""".split()
-)
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-_VERSION_RE = re.compile(r"\bv?\d+(?:\.\d+){1,3}\b")
-_NUMBER_RE = re.compile(
-    r"(?<![\w.])\d+(?:[:.,]\d+)*(?:\s?(?:%|ms|s|gb|mb|kb|tb|k|m|h|min|days?|hours?|weeks?|"
-    r"minutes?|seconds?|utc))?(?!\w)",
-    re.IGNORECASE,
-)
-_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’]*")
-_NAME_RE = re.compile(
-    r"(?<![\w/.-])(?:[A-Z][a-zA-Z0-9]+(?:[-_/.][A-Za-z0-9]+)*|[a-z0-9]+(?:[-_/][a-z0-9]+)+)(?![\w/-])"
-)
-_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:]\s+|\n\s*[-*]?\s*)([A-Z][a-zA-Z0-9]+)")
 
 
 @dataclass
@@ -152,93 +130,32 @@ def _text(record: Record) -> str:
     return f"{record.title}\n{record.body}"
 
 
-def _numbers(text: str) -> set[str]:
-    text = _VERSION_RE.sub(" ", text)
-    return {re.sub(r"\s+", "", m.group(0).lower()).rstrip(".,") for m in _NUMBER_RE.finditer(text)}
-
-
-def _versions(text: str) -> set[str]:
-    return {m.group(0).lower().lstrip("v") for m in _VERSION_RE.finditer(text)}
-
-
-def _words(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in _WORD_RE.findall(text)]
-
-
-def _names(text: str) -> set[str]:
-    """Proper names and identifiers, not capitalised sentence starts."""
-    starts = {m.group(1) for m in _SENTENCE_START_RE.finditer(text)}
-    names = set()
-    for m in _NAME_RE.finditer(text):
-        token = m.group(0)
-        if token in starts and not any(c in token for c in "-_/.") and not any(c.isdigit() for c in token):
-            continue
-        if token.lower() in _WEEKDAYS or token.lower() in _MONTHS:
-            continue
-        names.add(token.lower())
-    return names
-
-
-@dataclass(frozen=True)
-class _Features:
-    """What the comparison needs from one text, extracted once per record
-    (a record meets up to NEIGHBOURS others; re-parsing it per pair made the
-    check take 17 s on 10k records)."""
-
-    lower: str
-    words: frozenset[str]
-    negations: tuple[str, ...]
-    numbers: frozenset[str]
-    versions: frozenset[str]
-    names: frozenset[str]
-
-
-def _features(text: str) -> _Features:
-    words = _words(text)
-    return _Features(
-        lower=text.lower(),
-        words=frozenset(words),
-        negations=tuple(sorted(_NEGATIONS.intersection(words))),
-        numbers=frozenset(_numbers(text)),
-        versions=frozenset(_versions(text)),
-        names=frozenset(_names(text)),
-    )
-
-
-def differences(a: str | _Features, b: str | _Features) -> list[str]:
-    """Ways two texts about the same thing differ that change what they say."""
-    fa = a if isinstance(a, _Features) else _features(a)
-    fb = b if isinstance(b, _Features) else _features(b)
-    reasons = []
-    if bool(fa.negations) != bool(fb.negations):
-        said = fa.negations or fb.negations
-        reasons.append(f"only one of them is negated ({', '.join(repr(w) for w in said[:3])})")
-    for label, set_a, set_b in (("numbers", fa.numbers, fb.numbers), ("versions", fa.versions, fb.versions)):
-        if set_a and set_b and set_a != set_b:
-            only_a, only_b = sorted(set_a - set_b), sorted(set_b - set_a)
-            if only_a and only_b:
-                reasons.append(f"different {label}: {', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
-    for label, vocab in (("weekdays", _WEEKDAYS), ("months", _MONTHS)):
-        set_a, set_b = fa.words.intersection(vocab), fb.words.intersection(vocab)
-        if set_a and set_b and set_a != set_b:
-            reasons.append(
-                f"different {label}: {', '.join(sorted(set_a - set_b) or sorted(set_a))} vs "
-                f"{', '.join(sorted(set_b - set_a) or sorted(set_b))}"
-            )
-    only_a = sorted(n for n in fa.names if n not in fb.lower)
-    only_b = sorted(n for n in fb.names if n not in fa.lower)
-    if only_a and only_b:
-        reasons.append(f"different names: {', '.join(only_a[:3])} vs {', '.join(only_b[:3])}")
-    return reasons
-
-
 def contradiction_reasons(a: str, b: str, similarity: float, threshold: float | None = None) -> list[str]:
     """The check's rule for one pair of texts (e.g. a proposal and a record,
     for the inbox's hint): what differs between them if they are at least
     ``threshold`` similar (default VETTED_CONTRADICTION_SIMILARITY), else
     nothing. Empty means "not a possible contradiction"."""
+    return compare_pair(a, b, similarity, threshold).reasons
+
+
+def compare_pair(a: str, b: str, similarity: float, threshold: float | None = None) -> Comparison:
+    """contradiction_reasons with the rest of the comparison: whether the two
+    texts are about different subjects (never offered as duplicates)."""
     limit = settings.VETTED_CONTRADICTION_SIMILARITY if threshold is None else threshold
-    return differences(a, b) if similarity >= limit else []
+    found = compare(a, b)
+    if similarity < limit:
+        found.reasons = []
+    return found
+
+
+def duplicate_like(a: str, b: str, similarity: float) -> bool:
+    """Close enough to be one piece of knowledge: at least DUPLICATE_SIMILARITY,
+    nothing that contradicts, and not the same statement about another subject.
+    Only then does the inbox offer "merge into" or "reject as duplicate of"."""
+    if similarity < DUPLICATE_SIMILARITY:
+        return False
+    found = compare(a, b)
+    return not found.reasons and not found.different_subject
 
 
 # --------------------------------------------------------------------------- checks
@@ -288,7 +205,7 @@ def contradictions(
         if len(group) < 2:
             continue
         matrix = _record_vectors(group, embedder)
-        features: dict[int, _Features] = {}
+        features: dict[int, Text] = {}
         seen = set()
         for start in range(0, len(group), 512):
             sims = matrix[start : start + 512] @ matrix.T
@@ -306,7 +223,7 @@ def contradictions(
                     a, b = group[pair[0]], group[pair[1]]
                     for n, record in zip(pair, (a, b), strict=True):
                         if n not in features:
-                            features[n] = _features(_text(record))
+                            features[n] = parse(_text(record))
                     reasons = differences(features[pair[0]], features[pair[1]])
                     if reasons:
                         findings.append(

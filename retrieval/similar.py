@@ -59,29 +59,36 @@ def similar_records(
     exclude_ids: Iterable[str] = (),
     embedder: Embedder | None = None,
     vectors: np.ndarray | None = None,
+    withheld: Iterable[str] = (),
 ) -> list[Similar]:
     """Deliverable records in ``scopes`` whose best chunk pair with this text
     has cosine similarity >= ``threshold``, most similar first. ``vectors``:
-    the text's chunk vectors when the caller has them (embedded otherwise)."""
+    the text's chunk vectors when the caller has them (embedded otherwise).
+    ``withheld``: withhold reasons (e.g. "disputed", "edited") that still
+    count: the reviewer's hint names a disputed or changed record too, an
+    agent's near-duplicate check never does (the default)."""
     embedder = embedder or get_embedder()
     scopes = [s for s in space_slugs() if s in set(scopes)]
     docs.reconcile(sweep_scopes=scopes)
     index.sync(embedder)  # a record approved a moment ago must count
     if vectors is None:
         vectors = embedder.embed(index.chunk_texts(title, body, tags))
+    allowed = set(withheld)
+    states = (schema.LIVE, schema.HELD) if allowed else (schema.LIVE,)
     best: dict[int, float] = {}
     with connection.cursor() as cursor:
         for vector in vectors:
             for scope in scopes:
-                found, _ = nearest_chunks(cursor, vector, _K, scope, schema.LIVE)
-                for record_id, (similarity, _chunk) in found.items():
-                    if similarity >= threshold and similarity > best.get(record_id, -1.0):
-                        best[record_id] = similarity
+                for state in states:
+                    found, _ = nearest_chunks(cursor, vector, _K, scope, state)
+                    for record_id, (similarity, _chunk) in found.items():
+                        if similarity >= threshold and similarity > best.get(record_id, -1.0):
+                            best[record_id] = similarity
     if not best:
         return []
     excluded = set(exclude_ids)
     records = Record.objects.filter(pk__in=list(best), scope__in=scopes).exclude(public_id__in=excluded)
-    hits = [Similar(r, best[r.pk]) for r in records if withhold_reason(r) is None]
+    hits = [Similar(r, best[r.pk]) for r in records if withhold_reason(r) is None or withhold_reason(r) in allowed]
     hits.sort(key=lambda h: (-h.similarity, h.record.public_id))
     return hits[:limit]
 

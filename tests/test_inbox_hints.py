@@ -166,11 +166,14 @@ def test_the_hint_works_as_a_page_without_javascript(signed_in, postgres):
     assert f'action="{reverse("proposal_merge", args=[postgres["create"].public_id])}"' in html
 
 
-def test_the_hint_offers_merge_and_reject_as_duplicate_beside_a_close_match(signed_in, postgres):
+def test_the_hint_offers_merge_beside_the_record_a_create_updates_and_reject_as_duplicate_beside_a_duplicate(
+    signed_in, postgres
+):
     html = hint(signed_in, postgres["create"])
     record = item(html, postgres["create"], postgres["approved"].public_id)
     assert f"Merge into revision of {postgres['approved'].public_id}" in record
-    assert f"Reject as duplicate of {postgres['approved'].public_id}" in record
+    # It contradicts the record (16 vs 15): a newer version of it, never a duplicate of it.
+    assert "Reject as duplicate of" not in record
     revise = item(html, postgres["create"], postgres["revise"].public_id)
     assert f"Reject as duplicate of {postgres['revise'].public_id}" in revise
     assert "Merge into" not in revise  # merging is into a record, not a proposal
@@ -456,3 +459,137 @@ def test_the_postgres_case_with_the_real_model(postgres):
     assert record.close
     revise = next(m for m in found.pending if m.proposal == postgres["revise"])
     assert revise.same_target and not revise.contradiction and revise.similarity >= 0.85
+
+
+# --------------------------------------------------------------------------- which actions a match offers
+
+
+def test_merge_and_duplicate_are_offered_only_for_a_match_close_enough_to_be_one(make_record, agent):
+    from retrieval.quality import DUPLICATE_SIMILARITY
+    from reviews.inbox.hints import Match
+
+    record = make_record()
+    proposal = actions.propose_create(
+        agent=agent,
+        reason="Told by the user",
+        **content(title="Other thing", body="Some other text about another thing."),
+    )
+    loose = Match(DUPLICATE_SIMILARITY - 0.01, record=record)
+    assert not loose.close and not loose.mergeable and not loose.duplicate  # "loosely related": nothing offered
+    same = Match(0.9, record=record)
+    assert same.mergeable and same.duplicate
+    updating = Match(0.95, record=record, differs=["different numbers: 16 vs 15"])
+    assert updating.mergeable and not updating.duplicate
+    contradicting = Match(0.97, proposal=proposal, differs=["only one of them is negated ('not')"])
+    assert not contradicting.duplicate and not contradicting.close  # never "reject as duplicate of" it
+    other_client = Match(0.9, record=record, different_subject=True)
+    assert not other_client.close
+    disputed = Match(0.95, record=record, withheld="disputed")
+    assert not disputed.close
+
+
+def test_a_loosely_related_record_gets_no_merge_or_duplicate_button(signed_in, agent, make_record):
+    make_record(
+        title="Okapi release procedure",
+        body="Okapi releases are tagged by the release manager after QA signs off on staging.",
+    )
+    create = actions.propose_create(
+        agent=agent,
+        reason="From the wiki",
+        **content(
+            title="Okapi staging deploys",
+            body="Okapi staging deploys run every Wednesday at 14:00 CET from the release branch.",
+        ),
+    )
+    html = hint(signed_in, create)
+    assert "Merge into revision of" not in html and "Reject as duplicate of" not in html
+
+
+# --------------------------------------------------------------------------- withheld records and the same record
+
+
+def test_a_disputed_or_changed_outside_record_is_in_the_hint_and_marked_so(signed_in, agent, team_agent, make_record):
+    disputed = make_record(**PG15)
+    actions.dispute_record(disputed, agent=team_agent, reason="The cluster was upgraded")
+    disputed.refresh_from_db()
+    changed = make_record(
+        title="Postgres 15 runs the ledger cluster",
+        body="The ledger cluster runs Postgres 15 in production; upgrades go through the platform team.",
+        tags=["postgres"],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE reviews_record SET title = %s WHERE id = %s", ["Unreviewed title", changed.pk])
+    index.sync(FakeEmbedder())
+    create = actions.propose_create(agent=agent, reason="Saw it", **content(**PG16_CREATE))
+    html = hint(signed_in, create)
+    first = item(html, create, disputed.public_id)
+    assert "Disputed" in first
+    second = item(html, create, changed.public_id)
+    assert "Changed outside Vetted" in second
+    assert "Postgres 15 runs the ledger cluster" in second and "Unreviewed title" not in second  # the approved title
+    assert "Merge into" not in first + second and "Reject as duplicate" not in first + second
+
+
+def test_a_retirement_and_a_revision_of_one_record_from_two_agents_each_show_the_other(
+    signed_in, agent, team_agent, make_record
+):
+    record = make_record(**PG15)
+    revise = actions.propose_revision(record, agent=team_agent, reason="The upgrade happened", **PG16_REVISE)
+    retire = actions.propose_retirement(record, agent=agent, reason="The billing cluster was shut down")
+    dispute = actions.dispute_record(record, agent=agent, reason="Not true any more")
+    on_revise = hint(signed_in, revise)
+    assert retire.public_id in item(on_revise, revise, retire.public_id)
+    assert "The billing cluster was shut down" in on_revise and dispute.public_id in on_revise
+    on_retire = hint(signed_in, retire)
+    assert revise.public_id in item(on_retire, retire, revise.public_id)
+    assert dispute.public_id in item(on_retire, retire, dispute.public_id)
+    assert "Other pending proposals about this record" in on_retire
+    page = signed_in.get("/").content.decode()
+    assert reverse("proposal_similar", args=[retire.public_id]) in page  # the retirement card loads its hint
+
+
+def test_a_card_fetches_its_hint_when_it_is_on_the_page_not_when_scrolled_to(signed_in, postgres):
+    page = signed_in.get("/").content.decode()
+    assert 'hx-trigger="load"' in page and "intersect" not in page
+    assert 'data-hints="loading"' in page and "vetted/hints.js" in page
+
+
+# --------------------------------------------------------------------------- bulk accept
+
+
+def test_accept_all_says_how_many_carry_flags_and_can_leave_them_out(signed_in, agent, team_agent):
+    tuesday = actions.propose_create(
+        agent=agent,
+        reason="From the runbook",
+        **content(title="Billing API deploy day", body="The billing API deploys to production every Tuesday morning."),
+    )
+    thursday = actions.propose_create(
+        agent=team_agent,
+        reason="From the chat",
+        **content(title="Billing API deploy day", body="The billing API deploys to production every Thursday morning."),
+    )
+    clear = actions.propose_create(
+        agent=agent,
+        reason="Told by the user",
+        **content(title="Office plants", body="The office plants are watered on Mondays by whoever arrives first."),
+    )
+    html = signed_in.get("/proposals/bulk-all?op=accept").content.decode()
+    assert "Accept 3 proposals?" in html
+    assert "2 of 3 carry a flag" in html and "2 possible contradictions" in html
+    assert f'id="bulk-flag-{tuesday.public_id}"' in html and f'id="bulk-flag-{thursday.public_id}"' in html
+    clear_form = re.search(r'<form[^>]*id="bulk-clear-form".*?</form>', html, re.S)
+    assert clear_form and "Accept the 1 without flags" in clear_form.group(0)
+    assert re.findall(r'name="ids" value="([^"]+)"', clear_form.group(0)) == [clear.public_id]
+    signed_in.post("/proposals/bulk", {"ids": [clear.public_id], "op": "accept", "next": "/"})
+    assert Proposal.objects.get(pk=clear.pk).state == ProposalState.ACCEPTED
+    assert Proposal.objects.get(pk=tuesday.pk).state == ProposalState.PENDING
+
+
+def test_accept_all_without_flags_asks_as_before(signed_in, agent):
+    actions.propose_create(
+        agent=agent,
+        reason="Told by the user",
+        **content(title="Office plants", body="The office plants are watered on Mondays by whoever arrives first."),
+    )
+    html = signed_in.get("/proposals/bulk-all?op=accept").content.decode()
+    assert "Accept 1 proposal?" in html and "carry a flag" not in html and "bulk-clear-form" not in html

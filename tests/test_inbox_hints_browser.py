@@ -119,3 +119,89 @@ def test_the_changed_outside_vetted_queue_and_its_three_actions(browser, live_se
         assert Record.objects.get(pk=retire.pk).status == RecordStatus.RETIRED
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_a_decision_key_waits_for_the_cards_hints(browser, live_server, agent, make_record, size):
+    """The hint request is held back (a slow server): `a` pressed before the
+    hints came accepts nothing and says why; once they show, `a` accepts."""
+    approved = make_record(**PG15)
+    create = actions.propose_create(
+        agent=agent,
+        reason="Saw it in the runbook",
+        **content(
+            title="Postgres 16 is now used in production",
+            body="The billing cluster now runs Postgres 16 in production; upgrades go through the platform team.",
+            tags=["postgres", "production"],
+        ),
+    )
+    context, page = ib.open_page(browser, live_server, size)
+    held: list = []
+    try:
+        page.route("**/similar*", lambda route: held.append(route))
+        page.reload()
+        page.wait_for_load_state("load")
+        page.wait_for_function("window.htmx !== undefined")
+        page.wait_for_function("document.querySelector('[data-hints=\"loading\"]') !== null")
+        page.keyboard.press("a")
+        note = page.locator(f"#proposal-{create.pk} [data-hints-note]")
+        note.wait_for()
+        assert "still loading" in note.inner_text()
+        assert Proposal.objects.get(pk=create.pk).state == "pending"
+        for route in held:
+            route.continue_()
+        page.unroute("**/similar*")
+        hint = page.locator(f"#hints-{create.pk}")
+        hint.wait_for()
+        assert approved.public_id in hint.inner_text() and "different numbers: 16 vs 15" in hint.inner_text()
+        ib.shot(page, f"{size}-hint-before-key")
+        page.keyboard.press("a")
+        page.wait_for_function(f"document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
+        assert Proposal.objects.get(pk=create.pk).state == "accepted"
+    finally:
+        context.close()
+
+
+def test_hints_of_cards_below_the_fold_are_there_without_scrolling(browser, live_server, agent, make_record):
+    """Twelve cards on a phone: the last card's hint has come though it was never scrolled to."""
+    make_record(**PG15)
+    made = [
+        actions.propose_create(
+            agent=agent,
+            reason="Noted during the migration",
+            **content(
+                title=f"Service {n} runs Postgres 16",
+                body=f"Service number {n} runs Postgres 16 in production since the upgrade of the billing cluster.",
+            ),
+        )
+        for n in range(12)
+    ]
+    context, page = ib.open_page(browser, live_server, "phone")
+    try:
+        tops = {
+            p.pk: page.evaluate(f"document.querySelector('#proposal-{p.pk}').getBoundingClientRect().top") for p in made
+        }
+        last = max(tops, key=lambda pk: tops[pk])
+        assert tops[last] > 844  # below the first screen
+        page.locator(f"#hints-{last}").wait_for(state="attached")
+        assert page.evaluate("window.scrollY") == 0
+    finally:
+        context.close()
+
+
+def test_a_hint_that_fails_to_load_says_so_and_frees_the_keys(browser, live_server, agent):
+    """The network drops the hint request: the card says the hints are
+    unavailable and `a` works (a key held for ever would be worse)."""
+    create = actions.propose_create(agent=agent, reason="Saw it in the runbook", **content(**PG15))
+    context, page = ib.open_page(browser, live_server, "desktop")
+    try:
+        page.route("**/similar*", lambda route: route.abort())
+        page.reload()
+        page.wait_for_load_state("load")
+        page.wait_for_selector(f"#proposal-{create.pk} [data-hints='failed']")
+        assert "could not be loaded" in page.locator(f"#proposal-{create.pk} [data-hints-note]").inner_text()
+        page.keyboard.press("a")
+        page.wait_for_function(f"document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
+        assert Proposal.objects.get(pk=create.pk).state == "accepted"
+    finally:
+        context.close()

@@ -1,10 +1,13 @@
-"""The hint beside a create or a revise (similar records and proposals,
-possible contradictions) and the two decisions it offers on a close match:
-merge the create into a revision of a record, or reject it as a duplicate.
+"""The hint beside a proposal (similar records and proposals, possible
+contradictions, other pending proposals about the same record) and the two
+decisions it offers on a close match: merge the create into a revision of a
+record, or reject it as a duplicate.
 
-The hint is loaded lazily by each card (hx-trigger="intersect once"): one
-embedding per card would make the inbox itself slow. Both decisions are
-plain form POSTs that also work with htmx (the changed card comes back).
+Each card fetches its hint as soon as it is on the page (hx-trigger="load"),
+not in the inbox's own request: one embedding per card would make the inbox
+itself slow; static/vetted/hints.js holds a decision key pressed on a card
+whose hint has not come yet. Both decisions are plain form POSTs that also
+work with htmx (the changed card comes back).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from reviews import actions
 from reviews.models import InboxView, Proposal, ProposalAction
 
 from . import filters as inbox_filters
+from . import hints
 from .page_helpers import nav_counts, site_login_required
 
 # The ordinary bulk decision takes at most this many ids (inbox_views.BULK_MAX
@@ -91,6 +92,23 @@ def bulk_all(request):
             queryset = queryset.exclude(action__in=inbox_filters.TARGETED)
         total = queryset.count()
         ids = list(inbox_filters.ordered(f, queryset).values_list("public_id", flat=True)[:BULK_MAX])
+        # Accepting is what a possible contradiction or duplicate makes wrong: say how many carry
+        # one, name them, and offer to accept only the others.
+        flagged = hints.flags_of(ids) if op == "accept" else {}
+        titles = dict(Proposal.objects.filter(public_id__in=list(flagged)).values_list("public_id", "title"))
+        context.update(
+            flagged=[{"id": i, "title": titles.get(i, ""), "flags": flagged[i]} for i in ids if i in flagged],
+            clear_ids=[i for i in ids if i not in flagged],
+            flag_counts={
+                key: sum(1 for found in flagged.values() if name in found)
+                for key, name in (
+                    ("contradiction", "contradiction"),
+                    ("duplicate", "duplicate"),
+                    ("same_record", "same record"),
+                    ("unavailable", "hints unavailable"),
+                )
+            },
+        )
         context.update(
             ids=ids,
             total=total,

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import (
+    activity_views,
     agent_views,
     asof_views,
     decision_views,
@@ -55,6 +56,7 @@ urlpatterns = [
     path("agents/grants/<str:public_id>/revoke", agent_views.revoke_grant, name="oauth_grant_revoke"),
     path("oauth/consent", oauth_views.consent, name="oauth_consent"),
     path("quality/", status_views.quality_page, name="quality"),
+    path("activity/", activity_views.activity_page, name="activity"),
     path("settings/", status_views.site_settings, name="site_settings"),
     path("settings/lockouts/clear", status_views.clear_lockout, name="lockout_clear"),
     # notify: the live inbox's poll, the settings page's notification controls

@@ -63,6 +63,9 @@ class Timed:
             self.log.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], ms, status[0]))
 
 
+HINTS_IN = "id => !document.querySelector('#' + id + ' [data-hints=\"loading\"]')"
+
+
 class Command(BaseCommand):
     help = "Seed N pending proposals in a scratch database and review them all in Chromium at phone size."
 
@@ -178,6 +181,9 @@ class Command(BaseCommand):
                     card.focus()
                     taps = keys = 0
                     for step in plan_steps(how, view):
+                        # A reviewer reads the hints before deciding (a decision key waits for them),
+                        # also those of a line just opened into its card.
+                        page.wait_for_function(HINTS_IN, arg=card_id)
                         if step.tap:
                             page.locator(f"#{card_id} {step.tap}").first.tap()
                             taps += 1
