@@ -8,6 +8,7 @@ a proposal becomes true only at the second accept by a different reviewer.
 - an approval counts only for the change it saw (action, the target's
   approved checksum, the proposal's text; ``approval_key``): a revision
   resets the count;
+- an approval counts only while its person still decides in the space;
 - any reject rejects (reject_proposal, unchanged);
 - accepting an edited version is refused there: the other reviewer would
   be approving text they never saw (reject with a note, or revise after).
@@ -20,7 +21,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from .. import space_access
+from .. import policy, space_access
 from ..errors import InvalidTransition
 from ..models import Proposal
 from ..space_models import ProposalApproval
@@ -37,8 +38,13 @@ def approval_key(proposal: Proposal) -> str:
 
 
 def approvals_of(proposal: Proposal) -> list[ProposalApproval]:
-    """The accepts that still count towards ``proposal`` (content unchanged since)."""
-    return list(proposal.approvals.filter(content_checksum=approval_key(proposal)).select_related("user"))
+    """The accepts that still count towards ``proposal``: of the content it
+    holds now, by a person who still decides in its space (an approval by
+    someone since removed, made a reader or deactivated counts for nothing:
+    the rule is two people who may decide there, at the moment it becomes true)."""
+    slug = _space_of(proposal)
+    rows = proposal.approvals.filter(content_checksum=approval_key(proposal)).select_related("user")
+    return [a for a in rows if policy.standing(a.user, slug) in (policy.Standing.OWNER, policy.Standing.REVIEWER)]
 
 
 def first_of_two(proposal: Proposal, reviewer: User, note: str, changes: dict[str, Any] | None) -> bool:

@@ -224,12 +224,12 @@ def _require_roles(reviewer: User, plan: _Plan) -> None:
     of every row it changes (both spaces of a move). Whoever lost the role,
     or left the space, since deciding cannot take the decision back (issue 16)."""
     if plan.proposal is not None:
-        _require_role(reviewer, plan.proposal, "undo the decision on")
+        _require_role(reviewer, plan.proposal, "undo the decision on", verb="undo")
     rows = [record for record, _ in plan.restore.values()]
     rows += [plan.produced] if plan.produced is not None else []
     rows += [plan.verified[0]] if plan.verified is not None else []
     for record in rows:
-        _require_role(reviewer, record, "undo the decision on")
+        _require_role(reviewer, record, "undo the decision on", verb="undo")
 
 
 def _ago(age: timedelta) -> str:
