@@ -31,7 +31,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from reviews import actions, policy
-from reviews.errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed, VettedError
+from reviews.errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
 from reviews.models import AuditEvent, Proposal, ProposalState, Record
 from reviews.space_models import Membership, ProposalApproval
 from tests.conftest import GOOD_BODY
@@ -406,7 +406,14 @@ def test_every_rule_has_a_runner_and_every_column_a_cell():
 def test_the_matrix_holds_refusals_and_allowances_of_each_kind():
     """A matrix whose cells all say one thing could not fail usefully."""
     seen = {expected(c) for c in CELLS}
-    assert seen == set(policy.Outcome) - set(), seen
+    assert seen == set(policy.Outcome), seen
 
 
-_ = VettedError  # the family every refusal above belongs to
+def test_the_documented_policy_table_is_the_policy():
+    """docs/security-permissions.md carries the table rendered from policy.RULES; regenerate it on a change:
+    replace the lines between policy.TABLE_START and policy.TABLE_END with policy.table_markdown()."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "security-permissions.md").read_text()
+    committed = page.split(policy.TABLE_START + "\n", 1)[1].split(policy.TABLE_END, 1)[0]
+    assert committed == policy.table_markdown()
