@@ -243,3 +243,16 @@ def test_every_role_check_in_the_actions_names_a_verb_of_the_policy_table():
             assert verb is not None, f"{module.__name__}: _require_role({call}) names no verb"
             assert verb.group(1) in policy.RULES or verb.group(1) == "verb", call
         assert "role_of(" not in source and "DECIDING_ROLES" not in source, module.__name__
+
+
+def test_the_record_page_offers_only_moves_the_policy_allows(team_of_three, agent, client):
+    """Moving into a space that needs two approvals is refused, so the page does not offer it."""
+    from django.urls import reverse
+
+    rita = team_of_three["rita"]
+    record = actions.accept_proposal(propose(agent), actor=rita).result_record
+    client.force_login(rita)
+    assert "system" in client.get(reverse("record_detail", args=[record.public_id])).context["move_targets"]
+    actions.set_required_approvals("system", 2, actor=OPERATOR)
+    page = client.get(reverse("record_detail", args=[record.public_id]))
+    assert page.context["move_targets"] == ["personal", "pair"]
