@@ -338,7 +338,9 @@ def approvers(slug: str, *, changed: tuple[int, str | None] | None = None) -> li
     return list(users)
 
 
-def unlivable(slug: str, *, required: int, changed: tuple[int, str | None] | None = None) -> str | None:
+def unlivable(
+    slug: str, *, required: int, changed: tuple[int, str | None] | None = None, new_agent_of: int | None = None
+) -> str | None:
     """Why ``slug`` with ``required`` approvals (after ``changed``) would leave
     a proposal nobody could make true, or None. Two approvals need two people
     who could approve every proposal: two deciding members, and for each
@@ -355,10 +357,18 @@ def unlivable(slug: str, *, required: int, changed: tuple[int, str | None] | Non
             "(active owners and reviewers); add a reviewer first, or set one approval"
         )
     ids = {getattr(p, "pk", None) for p in people}
-    for agent in Agent.objects.filter(is_active=True, scopes__icontains=f'"{slug}"').order_by("name"):
-        if slug in agent.scopes and agent.owner_id in ids and len(ids - {agent.owner_id}) < 2:
+    granted = [
+        (agent.name, agent.owner_id)
+        for agent in Agent.objects.filter(is_active=True, scopes__icontains=f'"{slug}"').order_by("name")
+        if slug in agent.scopes
+    ]
+    if new_agent_of is not None:
+        granted.append(("the new grant's agent", new_agent_of))
+    for name, owner_id in granted:
+        if owner_id in ids and len(ids - {owner_id}) < 2:
+            shown = name if name.startswith("the ") else f"agent {name!r}"
             return (
-                f"{slug} needs two approvals, and agent {agent.name!r}'s proposals there could be approved by only "
+                f"{slug} needs two approvals, and {shown}'s proposals there could be approved by only "
                 f"{len(ids) - 1} person (its own person never approves them); add a reviewer first, or set one "
                 "approval"
             )

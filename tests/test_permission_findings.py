@@ -256,3 +256,20 @@ def test_the_record_page_offers_only_moves_the_policy_allows(team_of_three, agen
     actions.set_required_approvals("system", 2, actor=OPERATOR)
     page = client.get(reverse("record_detail", args=[record.public_id]))
     assert page.context["move_targets"] == ["personal", "pair"]
+
+
+def test_an_agent_is_not_granted_a_two_approval_space_its_proposals_could_not_pass(team_of_three):
+    """pair: rita, sam and tess decide; with two approvals an agent of rita's needs sam and tess.
+    Once tess reads only, an agent of rita's could never have a proposal accepted there."""
+    rita = team_of_three["rita"]
+    actions.set_required_approvals("pair", 2, actor=OPERATOR)
+    actions.create_agent("rita-pair", scopes=["pair"], actor=rita)  # sam and tess approve its proposals
+    actions.set_required_approvals("pair", 1, actor=OPERATOR)
+    actions.remove_member("pair", team_of_three["tess"], actor=OPERATOR)
+    actions.revoke_agent("rita-pair", actor=rita)
+    actions.set_required_approvals("pair", 2, actor=OPERATOR)  # rita and sam: livable with no agent of theirs
+    with pytest.raises(ValidationFailed, match="approved by only 1 person"):
+        actions.create_agent("rita-pair-2", scopes=["pair"], actor=rita)
+    bot, _ = actions.create_agent("rita-elsewhere", scopes=["personal"], actor=rita)
+    with pytest.raises(ValidationFailed, match="approved by only 1 person"):
+        actions.grant_space(bot, "pair", actor=rita)

@@ -253,6 +253,12 @@ def check_grants(owner: Any, slugs: list[str]) -> str | None:
     if not slugs or bad:
         why = f"{', '.join(bad)}: not a space {owner.get_username()} is a member of" if bad else "none"
         return f"got {why}; choose one or more of: {allowed}"
+    for slug in slugs:
+        # A proposal of an agent is never approved by its person: in a space
+        # that needs two approvals, two others must be able to approve it.
+        problem = policy.unlivable(slug, required=policy.required_approvals(slug), new_agent_of=owner.pk)
+        if problem:
+            return problem
     return None
 
 
