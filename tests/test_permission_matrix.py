@@ -417,3 +417,74 @@ def test_the_documented_policy_table_is_the_policy():
     page = (Path(__file__).resolve().parent.parent / "docs" / "security-permissions.md").read_text()
     committed = page.split(policy.TABLE_START + "\n", 1)[1].split(policy.TABLE_END, 1)[0]
     assert committed == policy.table_markdown()
+
+
+# --------------------------------------------------------------------------- the same answer from every door
+#
+# The inbox's bulk accept, the `review` command and an import with --approve
+# reach the same action, so they must give the table's answer for ``accept``
+# too; checked by what they changed (the database), for every standing and kind.
+
+ENTRY_CELLS = [c for c in CELLS if c.verb == "accept"]
+
+
+def _effect(proposal: Proposal, approvals_before: int) -> policy.Outcome | str:
+    proposal.refresh_from_db()
+    if proposal.state == ProposalState.ACCEPTED:
+        return policy.Outcome.ALLOWED
+    if proposal.approvals.count() == approvals_before + 1:
+        return policy.Outcome.COUNTED
+    return "refused"
+
+
+def _wanted(cell: Cell) -> policy.Outcome | str:
+    want = expected(cell)
+    return want if want in (policy.Outcome.ALLOWED, policy.Outcome.COUNTED) else "refused"
+
+
+@pytest.mark.parametrize("cell", ENTRY_CELLS, ids=[c.id for c in ENTRY_CELLS])
+def test_the_review_command_gives_the_tables_answer(cell, world):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    name = ACTORS[cell.column][0]
+    proposal = world.spaces[varied_space(cell.kind, cell.column) or ""].pending
+    before = proposal.approvals.count()
+    try:
+        call_command("review", "accept", proposal.public_id, "--reviewer", name, stdout=io.StringIO())
+    except CommandError as exc:
+        for secret in world.secrets_outside(name):
+            assert secret == proposal.public_id or secret not in str(exc), (cell, str(exc))
+    assert _effect(proposal, before) == _wanted(cell)
+
+
+@pytest.mark.parametrize("cell", ENTRY_CELLS, ids=[c.id for c in ENTRY_CELLS])
+def test_the_bulk_accept_gives_the_tables_answer(cell, world, client):
+    from django.urls import reverse
+
+    proposal = world.spaces[varied_space(cell.kind, cell.column) or ""].pending
+    before = proposal.approvals.count()
+    client.force_login(world.people[ACTORS[cell.column][0]])
+    client.post(reverse("proposal_bulk"), {"op": "accept", "ids": [proposal.public_id]})
+    assert _effect(proposal, before) == _wanted(cell)
+
+
+@pytest.mark.parametrize("cell", ENTRY_CELLS, ids=[c.id for c in ENTRY_CELLS])
+def test_an_import_with_approve_gives_the_tables_answer(cell, world):
+    slug = varied_space(cell.kind, cell.column) or ""
+    row = _content(slug, "imported")
+    try:
+        result = actions.import_records([(1, row)], reviewer=world.people[ACTORS[cell.column][0]])
+    except (actions.ImportFailed, InvalidTransition):
+        assert _wanted(cell) == "refused", cell
+        assert not Record.objects.filter(title=row["title"]).exists()
+        return
+    made = result.created[0]
+    if made.startswith("rec_"):
+        assert _wanted(cell) == policy.Outcome.ALLOWED, cell
+    else:
+        proposal = Proposal.objects.get(public_id=made)
+        assert proposal.state == ProposalState.PENDING and proposal.approvals.count() == 1
+        assert _wanted(cell) == policy.Outcome.COUNTED, cell
