@@ -77,7 +77,7 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
         counted = _require_role(reviewer, proposal, "accept", verb=verb)
         _require_pending(proposal, "accept")
         note = v.clean_note(note)
-        if counted == policy.Outcome.COUNTED and approvals.first_of_two(proposal, reviewer, note, changes):
+        if counted == policy.Outcome.COUNTED and approvals.first_of_two(proposal, reviewer, note):
             return proposal
         earlier = [a.user.get_username() for a in approvals.approvals_of(proposal)]
         target = _locked_record(proposal.target) if proposal.target is not None else None
