@@ -136,13 +136,15 @@ def _build() -> World:
         bots[name], _ = actions.create_agent(f"{name}-bot", scopes=[f"personal:{name}", *teams], actor=people[name])
     world = World(people)
     for slug in ("crew", "pair", *(f"personal:{name}" for name in PEOPLE)):
-        person = slug.split(":")[1] if ":" in slug else "olive"
+        owner = slug.split(":")[1] if ":" in slug else "olive"
         bot = bots[slug.split(":")[1]] if ":" in slug else bots["ada"]
-        decider = people[person]
+        decider = people[owner]
 
         def approved(what: str, bot: Any = bot, slug: str = slug, decider: Any = decider) -> Record:
             p = actions.propose_create(agent=bot, reason="Seen in the matrix", **_content(slug, what))
-            return actions.accept_proposal(p, actor=decider).result_record
+            made = actions.accept_proposal(p, actor=decider).result_record
+            assert made is not None
+            return made
 
         record, disputed, edited = approved("record"), approved("disputed"), approved("edited")
         dispute = actions.dispute_record(disputed, agent=bot, reason="This changed last week, see the wiki.")
