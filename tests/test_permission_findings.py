@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from reviews import actions
-from reviews.errors import InvalidTransition, NotFound, ValidationFailed
+from reviews.errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
 from reviews.models import ProposalState, Record, RecordStatus
 from reviews.space_models import Membership
 
@@ -273,3 +273,15 @@ def test_an_agent_is_not_granted_a_two_approval_space_its_proposals_could_not_pa
     bot, _ = actions.create_agent("rita-elsewhere", scopes=["personal"], actor=rita)
     with pytest.raises(ValidationFailed, match="approved by only 1 person"):
         actions.grant_space(bot, "pair", actor=rita)
+
+
+def test_a_merge_refusal_lists_only_the_agents_spaces_the_reviewer_sees(team_of_three, agent, team_agent):
+    """claude-code is rita's, granted personal (hers) and team; sam reviews team and system."""
+    rita, sam = team_of_three["rita"], team_of_three["sam"]
+    system_bot, _ = actions.create_agent("system-bot", scopes=["system"], actor=rita)
+    target = actions.accept_proposal(propose(system_bot, scope="system"), actor=rita).result_record
+    create = propose(agent, title="A team create of claude-code")
+    with pytest.raises(ScopeNotAllowed) as refused:
+        actions.merge_into_revision(create, target, actor=sam)
+    assert "personal" not in refused.value.message and "personal" not in refused.value.details["allowed"]
+    assert "it has: team" in refused.value.message

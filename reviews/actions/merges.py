@@ -65,7 +65,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         _require_live(record, f"merge {proposal.public_id} into", reviewer)
         base = _approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
-            _check_merge_scope(proposal.agent, record, str(base["scope"]))
+            _check_merge_scope(proposal.agent, record, str(base["scope"]), reviewer)
             if not _agent_may_receive(proposal.agent, record):
                 # After a merge the agent's proposal_status names the target:
                 # a record withheld from it right now must not be named to it.
@@ -113,17 +113,20 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         return proposal
 
 
-def _check_merge_scope(agent: Agent, record: Record, approved_scope: str) -> None:
+def _check_merge_scope(agent: Agent, record: Record, approved_scope: str, reviewer: User) -> None:
     """The agent must be one that could have proposed this revision itself:
     a record it may not use must not become its proposal's target (the agent
-    would learn of it through proposal_status)."""
+    would learn of it through proposal_status). The refusal lists only the
+    agent's spaces the reviewer may see (its person's other spaces are not theirs)."""
     scopes = {record.scope, approved_scope}
     if not all(agent.can_use_scope(scope) for scope in scopes):
+        shown = [slug for slug in agent.scopes if policy.sees(reviewer, slug)]
         raise ScopeNotAllowed(
             f"Cannot merge into {record.public_id}: it is in scope {approved_scope!r}, which agent {agent.name!r} "
-            f"may not use (its scopes: {', '.join(agent.scopes) or 'none'}); reject the proposal instead.",
+            f"may not use (of the spaces you see, it has: {', '.join(shown) or 'none'}); reject the proposal "
+            "instead.",
             scope=approved_scope,
-            allowed=list(agent.scopes),
+            allowed=shown,
         )
 
 
