@@ -213,6 +213,12 @@ def _plan(event: AuditEvent, reviewer: User, rows: _Rows, now: datetime) -> _Pla
             f"Too late to undo: a decision can be undone for {window} seconds (VETTED_UNDO_SECONDS) and this one "
             f"was made {_ago(age)} ago; decide it afresh instead (revise, retire, or wait for a new proposal)."
         )
+    # The role first, on the decision's own row: whoever no longer decides there
+    # learns nothing of what became of it since (its status, its successor).
+    if event.event_type in PROPOSAL_DECISIONS:
+        _require_role(reviewer, rows.proposal(event.proposal_ref), "undo the decision on", verb="undo")
+    else:
+        _require_role(reviewer, rows.record(event.subject_id), "undo the decision on", verb="undo")
     plan = _PLANNERS[event.event_type](event, rows)
     _require_roles(reviewer, plan)
     _refuse_if_built_on(event, plan)
