@@ -285,3 +285,17 @@ def test_a_merge_refusal_lists_only_the_agents_spaces_the_reviewer_sees(team_of_
         actions.merge_into_revision(create, target, actor=sam)
     assert "personal" not in refused.value.message and "personal" not in refused.value.details["allowed"]
     assert "it has: team" in refused.value.message
+
+
+def test_a_scope_edited_by_hand_moves_no_decision_into_another_space(team_of_three, agent):
+    """rita's personal record, its scope changed to team outside Vetted: a retirement proposed for it
+    is still decided only by someone who decides in personal (its approved space)."""
+    rita, sam = team_of_three["rita"], team_of_three["sam"]
+    record = actions.accept_proposal(propose(agent, scope="personal"), actor=rita).result_record
+    Record.objects.filter(pk=record.pk).update(scope="team")
+    retirement = actions.propose_retirement(record, agent=agent, reason="It moved to the wiki.")
+    with pytest.raises(NotFound):
+        actions.accept_proposal(retirement, actor=sam)
+    record.refresh_from_db()
+    assert record.status == RecordStatus.APPROVED
+    assert actions.accept_proposal(retirement, actor=rita).state == ProposalState.ACCEPTED

@@ -87,9 +87,12 @@ def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: s
     Refused by the two-person rule: named after the space it is about, which
     the person decides in."""
     slugs = [_space_of(obj)]
-    if isinstance(obj, Record) and obj.edited_since_approval:
-        approved = obj.approved_text()
-        if approved is not None and approved["scope"] != slugs[0]:
+    # A record changed outside Vetted (or the target of a proposal) counts in
+    # its approved space too: a scope edited by hand moves nothing between spaces.
+    record = obj if isinstance(obj, Record) else obj.target
+    if record is not None and record.edited_since_approval:
+        approved = record.approved_text()
+        if approved is not None and approved["scope"] not in slugs:
             slugs.append(approved["scope"])
     if also:
         slugs.append(also)
