@@ -357,13 +357,15 @@ def unlivable(
             "(active owners and reviewers); add a reviewer first, or set one approval"
         )
     ids = {getattr(p, "pk", None) for p in people}
-    granted = [
-        (agent.name, agent.owner_id)
-        for agent in Agent.objects.filter(is_active=True, scopes__icontains=f'"{slug}"').order_by("name")
-        if slug in agent.scopes
-    ]
     if new_agent_of is not None:
-        granted.append(("the new grant's agent", new_agent_of))
+        # A new grant is judged by its own agent: the others were judged when granted.
+        granted = [("the new grant's agent", new_agent_of)]
+    else:
+        granted = [
+            (agent.name, agent.owner_id)
+            for agent in Agent.objects.filter(is_active=True, scopes__icontains=f'"{slug}"').order_by("name")
+            if slug in agent.scopes
+        ]
     for name, owner_id in granted:
         if owner_id in ids and len(ids - {owner_id}) < 2:
             shown = name if name.startswith("the ") else f"agent {name!r}"

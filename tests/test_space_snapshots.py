@@ -50,11 +50,11 @@ def records_state() -> dict:
 @pytest.mark.django_db(transaction=True)
 def test_a_full_export_round_trips_spaces_members_rules_grants_and_records(clients, tmp_path):
     rita, sam = clients["rita"], clients["sam"]
+    actions.add_member("acme", sam, role="reader", actor=rita)
+    actions.grant_space(clients["bots"]["personal:sam"], "northrail", actor=sam)
     # The rule as stored (north-bot is sam's, so the action would want a third reviewer
     # first): what is exported and imported is the question here, not who could approve.
     Space.objects.filter(slug="northrail").update(required_approvals=2)
-    actions.add_member("acme", sam, role="reader", actor=rita)
-    actions.grant_space(clients["bots"]["personal:sam"], "northrail", actor=sam)
     before = (spaces_state(), agents_state(), records_state())
     export(tmp_path / "all.json")
     document = json.loads((tmp_path / "all.json").read_text())
