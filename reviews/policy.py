@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .space_models import DECIDING_ROLES, Membership, Role, Space, SpaceKind
+from . import space_access
+from .space_models import DECIDING_ROLES, Membership, Role
 
 
 class Standing(StrEnum):
@@ -222,17 +223,18 @@ def _decides(standing: Standing) -> bool:
     return standing in (Standing.OWNER, Standing.REVIEWER)
 
 
-def outcome(verb: str, standings: Sequence[Standing], required: Sequence[int]) -> Outcome:
+def outcome(verb: str, standings: Sequence[Standing], required: Sequence[int], sources: int = 0) -> Outcome:
     """The answer for a person with ``standings`` in the spaces ``RULES[verb]``
-    touches (in its order; a part may span several slugs, the caller repeats
-    its need) whose approval rules are ``required``. Checked in this order, so
+    touches (in its order; the first part may span ``sources`` slugs: a record's
+    current and approved space) whose approval rules are ``required``. Checked in this order, so
     a refusal never tells more than the person may know: the account, then
     each space's role (not a member: not found, before anything of that space
     is said), then the two-person rule."""
     rule = RULES[verb]
     if any(s == Standing.INACTIVE for s in standings):
         return Outcome.ACCOUNT
-    needs = _needs(rule, len(standings))
+    parts = _parts(rule, len(standings), sources)
+    needs = [part.need for part in parts]
     for standing, need in zip(standings, needs, strict=True):
         if standing == Standing.NONE:
             return Outcome.NOT_FOUND
@@ -240,7 +242,7 @@ def outcome(verb: str, standings: Sequence[Standing], required: Sequence[int]) -
             return Outcome.NOT_DECIDING
         if need == Need.OWN and standing != Standing.OWNER:
             return Outcome.NOT_OWNER
-    counted = [r for r, part in zip(required, _parts(rule, len(required)), strict=True) if part.two_person]
+    counted = [r for r, part in zip(required, parts, strict=True) if part.two_person]
     if any(r >= 2 for r in counted):
         if rule.two_person == TwoPerson.REFUSED:
             return Outcome.TWO_PERSON
@@ -249,17 +251,11 @@ def outcome(verb: str, standings: Sequence[Standing], required: Sequence[int]) -
     return Outcome.ALLOWED
 
 
-def _parts(rule: Rule, n: int) -> list[Part]:
-    """The rule's spaces stretched to ``n`` slugs: the first part covers any
-    extra slugs (a record's current and approved space)."""
-    extra = n - len(rule.spaces)
-    if extra < 0:
-        return list(rule.spaces[:n])
-    return [rule.spaces[0]] * (1 + extra) + list(rule.spaces[1:])
-
-
-def _needs(rule: Rule, n: int) -> list[Need]:
-    return [part.need for part in _parts(rule, n)]
+def _parts(rule: Rule, n: int, sources: int = 0) -> list[Part]:
+    """The rule's parts for ``n`` slugs: the first ``sources`` slugs (default:
+    as many as the rule leaves over) are its first part, the rest its others."""
+    sources = sources or max(1, 1 + n - len(rule.spaces))
+    return ([rule.spaces[0]] * sources + list(rule.spaces[1:]))[:n]
 
 
 # --------------------------------------------------------------------------- reading the database
@@ -276,10 +272,8 @@ def standing(person: object, slug: str) -> Standing:
 
 
 def required_approvals(slug: str) -> int:
-    row = Space.objects.filter(slug=slug).values_list("kind", "required_approvals").first()
-    if row is None or row[0] == SpaceKind.PERSONAL:
-        return 1
-    return max(1, row[1])
+    """How many different people must approve in ``slug`` (personal: always 1)."""
+    return space_access.required_approvals(slug)
 
 
 def sees(person: object, slug: str) -> bool:
@@ -294,16 +288,17 @@ class Answer:
     standing: Standing = Standing.NONE
 
 
-def ask(person: object, verb: str, slugs: Sequence[str]) -> Answer:
+def ask(person: object, verb: str, slugs: Sequence[str], sources: int = 0) -> Answer:
     """The policy's answer for ``person`` doing ``verb`` over ``slugs`` (in the
-    rule's order; duplicates allowed), with the space a refusal is about."""
+    rule's order, the first ``sources`` of them its first part; duplicates
+    allowed), with the space a refusal is about."""
     standings = [standing(person, slug) for slug in slugs]
     required = [required_approvals(slug) for slug in slugs]
-    result = outcome(verb, standings, required)
+    result = outcome(verb, standings, required, sources)
+    parts = _parts(RULES[verb], len(slugs), sources)
     slug, who = "", Standing.NONE
     if result in (Outcome.NOT_FOUND, Outcome.NOT_DECIDING, Outcome.NOT_OWNER):
-        needs = _needs(RULES[verb], len(slugs))
-        for s, st, need in zip(slugs, standings, needs, strict=True):
+        for s, st, need in zip(slugs, standings, [p.need for p in parts], strict=True):
             bad = (
                 st == Standing.NONE
                 or (need == Need.DECIDE and not _decides(st))
@@ -313,7 +308,6 @@ def ask(person: object, verb: str, slugs: Sequence[str]) -> Answer:
                 slug, who = s, st
                 break
     elif result in (Outcome.TWO_PERSON, Outcome.COUNTED):
-        parts = _parts(RULES[verb], len(slugs))
         slug = next(s for s, r, p in zip(slugs, required, parts, strict=True) if r >= 2 and p.two_person)
     return Answer(result, slug, who)
 

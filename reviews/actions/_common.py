@@ -94,9 +94,10 @@ def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: s
         approved = record.approved_text()
         if approved is not None and approved["scope"] not in slugs:
             slugs.append(approved["scope"])
+    sources = len(slugs)
     if also:
         slugs.append(also)
-    answer = policy.ask(reviewer, verb, slugs)
+    answer = policy.ask(reviewer, verb, slugs, sources)
     if answer.outcome in (policy.Outcome.ALLOWED, policy.Outcome.COUNTED):
         return answer.outcome
     if answer.outcome == policy.Outcome.ACCOUNT:
