@@ -351,6 +351,7 @@ def unlivable(
             "(active owners and reviewers); add a reviewer first, or set one approval"
         )
     ids = {getattr(p, "pk", None) for p in people}
+    granted: list[tuple[str, int | None]]
     if new_agent_of is not None:
         # A new grant is judged by its own agent: the others were judged when granted.
         granted = [("the new grant's agent", new_agent_of)]
