@@ -3,9 +3,10 @@
 A person's role in a space is their Membership's: owner and reviewer decide
 (accept, reject, act on records), a reader sees records and the write log
 and decides nothing, anyone else does not see the space at all (it does not
-exist for them: the same 404 as an unknown id). Nothing here writes; the
-actions (reviews/actions/spaces.py and the deciding actions through
-``_require_role``) and every page read these.
+exist for them: the same 404 as an unknown id). Nothing here writes; pages
+read these to narrow what they show. Whether a person may *change*
+something is the permission policy's answer (reviews/policy.py), which
+every action asks.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Who may do what, over the real daemon: every URL x every kind of caller x
 GET and POST, with the expected status of each cell written out below.
+Who may change what in which space (every person's change x every role x
+every space kind, read from the policy's table) is the in-process matrix,
+tests/test_permission_matrix.py.
 
 Callers:
   anon       no credentials

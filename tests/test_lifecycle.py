@@ -654,7 +654,8 @@ def test_a_move_needs_a_note_a_new_scope_and_a_clean_record(reviewer, make_recor
         actions.move_record(record, actor=reviewer, scope="personal", note="")
     with pytest.raises(ValidationFailed, match="already in team"):
         actions.move_record(record, actor=reviewer, scope="team", note="No change.")
-    with pytest.raises(ValidationFailed, match="scope"):
+    # An unknown space answers as one the person does not belong to does.
+    with pytest.raises(NotFound, match="No space 'public'"):
         actions.move_record(record, actor=reviewer, scope="public", note="Somewhere else.")
     actions.dispute_record(record, agent=agent, reason="This moved to the wiki.")
     with pytest.raises(InvalidTransition, match="disputed"):

@@ -270,9 +270,18 @@ def test_a_plain_post_moves_a_record_and_the_form_offers_only_deciding_spaces(cl
     assert answer.status_code == 302 and answer["Location"] == reverse("record_detail", args=[moved.public_id])
 
 
+def third_reviewer(rita):
+    """north-bot is sam's: two approvals there need two people besides sam."""
+    from django.contrib.auth import get_user_model
+
+    tia = get_user_model().objects.create_user("tia", password="a-long-password-9", is_staff=True)
+    actions.add_member("northrail", tia, role="reviewer", actor=rita)
+
+
 def test_a_first_of_two_approvals_by_plain_post_is_counted_not_an_error(clients):
     """It used to answer 500: the view looked for the decision's Undo, and a first approval is no decision."""
     rita = clients["rita"]
+    third_reviewer(rita)
     actions.set_required_approvals("northrail", 2, actor=rita)
     pending = clients["pending"]["northrail"]  # from north-bot, sam's agent: rita may approve
     browser = Client()
@@ -289,6 +298,7 @@ def test_a_first_of_two_approvals_by_plain_post_is_counted_not_an_error(clients)
 def test_a_first_of_two_approvals_in_bulk_is_counted_not_an_error(clients):
     """The bulk accept looked for each decision's Undo too (a 500), though a first approval decides nothing."""
     rita = clients["rita"]
+    third_reviewer(rita)
     actions.set_required_approvals("northrail", 2, actor=rita)
     pending = clients["pending"]["northrail"]
     browser = Client()

@@ -220,8 +220,13 @@ def space_cli(*args):
 
 
 def test_the_space_command_creates_adds_grants_and_lists_every_change_audited(people):
+    from django.core.management.base import CommandError
+
+    # Two approvals from the start would leave one person who could approve: refused, nothing made.
+    with pytest.raises(CommandError, match="one person who could approve"):
+        space_cli("create", "acme", "--name", "Acme Corp", "--owner", "rita", "--approvals", "2")
     assert "Created team space acme (Acme Corp), owner rita" in space_cli(
-        "create", "acme", "--name", "Acme Corp", "--owner", "rita", "--approvals", "2"
+        "create", "acme", "--name", "Acme Corp", "--owner", "rita"
     )
     assert "sam is now a reviewer of acme" in space_cli("add-member", "acme", "sam", "--role", "reviewer")
     actions.create_agent("sam-bot", scopes=["team"], actor=people["sam"])
@@ -231,7 +236,7 @@ def test_the_space_command_creates_adds_grants_and_lists_every_change_audited(pe
     import json
 
     listed = {row["slug"]: row for row in json.loads(space_cli("list", "--json"))}
-    assert listed["acme"]["members"] == {"rita": "owner"} and listed["acme"]["required_approvals"] == 2
+    assert listed["acme"]["members"] == {"rita": "owner"} and listed["acme"]["required_approvals"] == 1
     assert listed["team"]["members"] == {"rhea": "reader", "rita": "owner", "sam": "reviewer"}
     events = list(
         AuditEvent.objects.filter(actor="manage.py space").order_by("id").values_list("event_type", flat=True)

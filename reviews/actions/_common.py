@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from .. import confusables, space_access
+from .. import confusables, policy, space_access
 from .. import validation as v
 from ..checksum import CHECKSUM_FIELDS, content_checksum
 from ..errors import (
@@ -33,7 +33,6 @@ from ..models import (
     RecordQuerySet,
     RecordStatus,
 )
-from ..space_models import DECIDING_ROLES
 from ._audit import Actor as Actor
 from ._audit import SystemActor as SystemActor
 from ._audit import _audit as _audit
@@ -63,31 +62,62 @@ def _space_of(obj: Proposal | Record) -> str:
     return space_access.space_of(obj)
 
 
-def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, also: str = "") -> None:
-    """The one rule of who decides (issue 16): an owner or reviewer of the
-    space of ``obj`` (and of ``also``, a second space, e.g. a move's
-    destination). Not a member at all: NotFound, the same as an unknown id,
+# What a person may do instead, when the two-person rule refuses a change
+# one person would make alone (by verb; see reviews/policy.RULES).
+_TWO_PERSON_WAY = {
+    "accept_edited": "accepting an edited version is refused there: the other reviewer would approve text they "
+    "have not seen; reject it with a note, or accept it as proposed",
+    "correct": "a correction is approved text too: keep or retire the record here, or let an agent propose the "
+    "corrected text for two reviewers to accept",
+    "revise": "let an agent propose the revision, for two reviewers to accept",
+    "approve_current": "restore the approved text, or let an agent propose the current text as a revision",
+    "retire": "let an agent propose its retirement (or dispute it, which withholds it now), for two reviewers to "
+    "accept",
+    "move": "let an agent propose the text in the space that needs two approvals, for two reviewers to accept",
+}
+
+
+def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: str, also: str = "") -> policy.Outcome:
+    """Ask the permission policy (reviews/policy.py) whether ``reviewer`` may
+    ``verb`` ``obj``: in its space (a record changed outside Vetted: in its
+    approved space too) and in ``also``, a second space (a move's
+    destination). Returns ALLOWED, or COUNTED for an approval the two-person
+    rule counts. Not a member at all: NotFound, the same as an unknown id,
     since another person's space does not exist for them. A reader: refused.
-    A record changed outside Vetted is checked in its approved space too."""
+    Refused by the two-person rule: named after the space it is about, which
+    the person decides in."""
     slugs = [_space_of(obj)]
-    if isinstance(obj, Record) and obj.edited_since_approval:
-        approved = obj.approved_text()
-        if approved is not None:
+    # A record changed outside Vetted (or the target of a proposal) counts in
+    # its approved space too: a scope edited by hand moves nothing between spaces.
+    record = obj if isinstance(obj, Record) else obj.target
+    if record is not None and record.edited_since_approval:
+        approved = record.approved_text()
+        if approved is not None and approved["scope"] not in slugs:
             slugs.append(approved["scope"])
+    sources = len(slugs)
     if also:
         slugs.append(also)
-    for slug in dict.fromkeys(slugs):
-        role = space_access.role_of(reviewer, slug)
-        if role is None:
-            what = "proposal" if isinstance(obj, Proposal) else "record"
-            if slug == also:
-                raise NotFound(f"No space {slug!r}.")
-            raise NotFound(f"No {what} with id {obj.public_id!r}.")
-        if role not in DECIDING_ROLES:
-            raise InvalidTransition(
-                f"Cannot {doing} {obj.public_id}: {reviewer.get_username()} is a {role} of {slug}; "
-                "readers see records and the write log and decide nothing (an owner can make you a reviewer)."
-            )
+    answer = policy.ask(reviewer, verb, slugs, sources)
+    if answer.outcome in (policy.Outcome.ALLOWED, policy.Outcome.COUNTED):
+        return answer.outcome
+    if answer.outcome == policy.Outcome.ACCOUNT:
+        name = reviewer.get_username()
+        raise InvalidTransition(f"User {name!r} is not an active reviewer account and cannot decide.")
+    if answer.outcome == policy.Outcome.NOT_FOUND:
+        if also and answer.slug == also and also not in slugs[:-1]:
+            raise NotFound(f"No space {also!r}.")
+        what = "proposal" if isinstance(obj, Proposal) else "record"
+        raise NotFound(f"No {what} with id {obj.public_id!r}.")
+    if answer.outcome in (policy.Outcome.NOT_DECIDING, policy.Outcome.NOT_OWNER):
+        raise InvalidTransition(
+            f"Cannot {doing} {obj.public_id}: {reviewer.get_username()} is a {answer.standing.value} of {answer.slug}; "
+            "readers see records and the write log and decide nothing (an owner can make you a reviewer)."
+        )
+    raise InvalidTransition(
+        f"Cannot {doing} {obj.public_id}: {answer.slug} needs two approvals, and this change would take effect "
+        f"with one person's alone; {_TWO_PERSON_WAY.get(verb, 'it needs a second reviewer')}.",
+        required_approvals=2,
+    )
 
 
 def _require_active_agent(agent: Agent) -> Agent:
@@ -152,15 +182,27 @@ def _visible_target(agent: Agent, record_id: Record | str) -> Record:
     return record
 
 
-def _require_live(record: Record, doing: str) -> None:
+def _require_live(record: Record, doing: str, viewer: object = None) -> None:
+    """Refuse a superseded or retired ``record``. The successor of a
+    superseded record is named only when ``viewer`` (a person or an agent)
+    may see its space: a record moved to a space they do not belong to must
+    not tell them where it went, nor its new id."""
     if record.status == RecordStatus.SUPERSEDED:
-        successor = record.superseded_by.public_id if record.superseded_by is not None else "a newer record"
+        successor = record.superseded_by
+        named = successor is not None and _may_see_space(viewer, successor.scope)
+        shown = successor.public_id if named and successor is not None else "a newer record"
         raise InvalidTransition(
-            f"Cannot {doing} {record.public_id}: it was superseded by {successor}; act on that record instead.",
-            successor=successor,
+            f"Cannot {doing} {record.public_id}: it was superseded by {shown}; act on that record instead.",
+            successor=shown,
         )
     if record.status == RecordStatus.RETIRED:
         raise InvalidTransition(f"Cannot {doing} {record.public_id}: it is retired.")
+
+
+def _may_see_space(viewer: object, slug: str) -> bool:
+    if isinstance(viewer, Agent):
+        return viewer.can_use_scope(slug)
+    return viewer is not None and policy.sees(viewer, slug)
 
 
 def _require_pending(proposal: Proposal, doing: str) -> None:
@@ -351,8 +393,18 @@ def _new_record(
     return record
 
 
+_KEEPS_SCOPE = "a revision keeps the record's scope ({scope}); moving a record between scopes is a separate action"
+# The space of a proposal is locked while it is accepted (reviews/policy.py):
+# a changed space would need the destination's role and approval rule, which
+# is what moving the accepted record checks.
+PROPOSAL_KEEPS_SCOPE = (
+    "a proposal is accepted into its own space ({scope}); to put it in another space, accept it and then "
+    "move the record (a move needs a deciding role in both spaces and follows both spaces' approval rules)"
+)
+
+
 def _apply_changes(
-    base: dict[str, Any], changes: dict[str, Any] | None, *, lock_scope: str | None
+    base: dict[str, Any], changes: dict[str, Any] | None, *, lock_scope: str | None, scope_refusal: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Validate ``base`` with the reviewer's ``changes`` applied; return (content, changed fields)."""
     changes = dict(changes or {})
@@ -361,14 +413,11 @@ def _apply_changes(
         raise ValidationFailed(
             {name: f"cannot be changed; editable fields: {', '.join(v.CONTENT_FIELDS)}" for name in unknown}
         )
+    # The space is checked before anything else is validated: a changed space
+    # is refused whatever it names, so the answer says nothing of other spaces.
+    if lock_scope is not None and "scope" in changes and str(changes["scope"] or "").strip().lower() != lock_scope:
+        raise ValidationFailed({"scope": scope_refusal or _KEEPS_SCOPE.format(scope=lock_scope)})
     content = v.clean_content({**base, **changes})
-    if lock_scope is not None and content["scope"] != lock_scope:
-        raise ValidationFailed(
-            {
-                "scope": f"a revision keeps the record's scope ({lock_scope}); "
-                "moving a record between scopes is a separate action"
-            }
-        )
     changed = {}
     for name in changes:
         value = content[name]

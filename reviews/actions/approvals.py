@@ -8,19 +8,20 @@ a proposal becomes true only at the second accept by a different reviewer.
 - an approval counts only for the change it saw (action, the target's
   approved checksum, the proposal's text; ``approval_key``): a revision
   resets the count;
+- an approval counts only while its person still decides in the space;
 - any reject rejects (reject_proposal, unchanged);
-- accepting an edited version is refused there: the other reviewer would
-  be approving text they never saw (reject with a note, or revise after).
+- accepting an edited version is refused there (reviews/policy.py, like
+  every direct change one person would make alone): the other reviewer
+  would be approving text they never saw.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from django.contrib.auth.models import User
 
-from .. import space_access
+from .. import policy, space_access
 from ..errors import InvalidTransition
 from ..models import Proposal
 from ..space_models import ProposalApproval
@@ -37,11 +38,16 @@ def approval_key(proposal: Proposal) -> str:
 
 
 def approvals_of(proposal: Proposal) -> list[ProposalApproval]:
-    """The accepts that still count towards ``proposal`` (content unchanged since)."""
-    return list(proposal.approvals.filter(content_checksum=approval_key(proposal)).select_related("user"))
+    """The accepts that still count towards ``proposal``: of the content it
+    holds now, by a person who still decides in its space (an approval by
+    someone since removed, made a reader or deactivated counts for nothing:
+    the rule is two people who may decide there, at the moment it becomes true)."""
+    slug = _space_of(proposal)
+    rows = proposal.approvals.filter(content_checksum=approval_key(proposal)).select_related("user")
+    return [a for a in rows if policy.standing(a.user, slug) in (policy.Standing.OWNER, policy.Standing.REVIEWER)]
 
 
-def first_of_two(proposal: Proposal, reviewer: User, note: str, changes: dict[str, Any] | None) -> bool:
+def first_of_two(proposal: Proposal, reviewer: User, note: str) -> bool:
     """Apply the rule for ``reviewer``'s accept of the locked, pending
     ``proposal``. True: recorded as a first approval, the caller stops
     (the proposal stays pending). False: this accept makes it true (one
@@ -56,11 +62,8 @@ def first_of_two(proposal: Proposal, reviewer: User, note: str, changes: dict[st
             f"Cannot accept {proposal.public_id}: you own agent {agent.name!r}, which proposed it, and {slug} "
             f"needs {required} approvals by other reviewers."
         )
-    if changes:
-        raise InvalidTransition(
-            f"Cannot accept an edited version of {proposal.public_id}: {slug} needs {required} approvals and the "
-            "other reviewer would approve text they have not seen; reject it with a note, or accept it and revise."
-        )
+    # An edited accept never gets here: the permission policy refuses it where
+    # two must approve (reviews/policy.RULES["accept_edited"]).
     counted = approvals_of(proposal)
     if any(a.user_id == reviewer.pk for a in counted):
         raise InvalidTransition(

@@ -8,11 +8,13 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from .. import policy
 from .. import validation as v
 from ..errors import InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from . import approvals
 from ._common import (
+    PROPOSAL_KEEPS_SCOPE,
     Actor,
     _apply_changes,
     _approved_base,
@@ -31,6 +33,7 @@ from ._common import (
     _require_reviewer,
     _require_role,
     _skeleton_of,
+    _space_of,
 )
 
 
@@ -68,10 +71,13 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "accept")
+        verb = "accept"
+        if changes:
+            verb = "correct" if proposal.action == ProposalAction.DISPUTE else "accept_edited"
+        counted = _require_role(reviewer, proposal, "accept", verb=verb)
         _require_pending(proposal, "accept")
         note = v.clean_note(note)
-        if approvals.first_of_two(proposal, reviewer, note, changes):
+        if counted == policy.Outcome.COUNTED and approvals.first_of_two(proposal, reviewer, note):
             return proposal
         earlier = [a.user.get_username() for a in approvals.approvals_of(proposal)]
         target = _locked_record(proposal.target) if proposal.target is not None else None
@@ -79,7 +85,7 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             proposal.action == ProposalAction.DISPUTE and bool(changes)
         )
         if target is not None:
-            _require_live(target, f"accept {proposal.public_id} on")
+            _require_live(target, f"accept {proposal.public_id} on", reviewer)
             # Re-checked under the lock: text changed outside Vetted after the
             # card was shown must not become the base of a new approved record.
             if makes_text and target.edited_since_approval:
@@ -99,9 +105,11 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
                 base = _approved_base(_named(target, proposal), f"correct {proposal.public_id} on")
             else:
                 base = _content_of(proposal)
-            lock_scope = target.scope if target is not None else None
+            # The proposal's space is locked: the policy asked about this space only.
+            lock_scope = _space_of(proposal)
             if changes:
-                content, changed = _apply_changes(base, changes, lock_scope=lock_scope)
+                refusal = PROPOSAL_KEEPS_SCOPE.format(scope=lock_scope) if target is None else ""
+                content, changed = _apply_changes(base, changes, lock_scope=lock_scope, scope_refusal=refusal)
             else:
                 content, changed = v.clean_content(base), {}
             if changes and proposal.action != ProposalAction.DISPUTE and not changed:
@@ -145,7 +153,8 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
                 target,
                 actor=reviewer,
                 accepting=proposal,
-                note=f"Resolved: {target.public_id} was retired ({proposal.public_id}).",
+                # Not the accepted proposal's id: it may be another agent's.
+                note=f"Resolved: {target.public_id} was retired.",
             )
             extra["retired"] = target.public_id
 
@@ -182,7 +191,7 @@ def reject_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "reject")
+        _require_role(reviewer, proposal, "reject", verb="reject")
         _require_pending(proposal, "reject")
         return _reject(proposal, reviewer, v.clean_note(note))
 

@@ -4,11 +4,14 @@ of a proposal already under review."""
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
+from .. import policy
 from .. import validation as v
 from ..errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record
+from ..space_access import space_of
 from ._common import (
     Actor,
     _apply_changes,
@@ -50,7 +53,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "merge")
+        _require_role(reviewer, proposal, "merge", verb="merge")
         _require_pending(proposal, "merge")
         if proposal.action != ProposalAction.CREATE:
             raise InvalidTransition(
@@ -58,11 +61,11 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
                 f"(it is a {proposal.action})."
             )
         record = _locked_record(target)
-        _require_role(reviewer, record, f"merge {proposal.public_id} into")
-        _require_live(record, f"merge {proposal.public_id} into")
+        _require_role(reviewer, record, f"merge {proposal.public_id} into", verb="merge")
+        _require_live(record, f"merge {proposal.public_id} into", reviewer)
         base = _approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
-            _check_merge_scope(proposal.agent, record, str(base["scope"]))
+            _check_merge_scope(proposal.agent, record, str(base["scope"]), reviewer)
             if not _agent_may_receive(proposal.agent, record):
                 # After a merge the agent's proposal_status names the target:
                 # a record withheld from it right now must not be named to it.
@@ -110,17 +113,20 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         return proposal
 
 
-def _check_merge_scope(agent: Agent, record: Record, approved_scope: str) -> None:
+def _check_merge_scope(agent: Agent, record: Record, approved_scope: str, reviewer: User) -> None:
     """The agent must be one that could have proposed this revision itself:
     a record it may not use must not become its proposal's target (the agent
-    would learn of it through proposal_status)."""
+    would learn of it through proposal_status). The refusal lists only the
+    agent's spaces the reviewer may see (its person's other spaces are not theirs)."""
     scopes = {record.scope, approved_scope}
     if not all(agent.can_use_scope(scope) for scope in scopes):
+        shown = [slug for slug in agent.scopes if policy.sees(reviewer, slug)]
         raise ScopeNotAllowed(
             f"Cannot merge into {record.public_id}: it is in scope {approved_scope!r}, which agent {agent.name!r} "
-            f"may not use (its scopes: {', '.join(agent.scopes) or 'none'}); reject the proposal instead.",
+            f"may not use (of the spaces you see, it has: {', '.join(shown) or 'none'}); reject the proposal "
+            "instead.",
             scope=approved_scope,
-            allowed=list(agent.scopes),
+            allowed=shown,
         )
 
 
@@ -142,7 +148,7 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "reject")
+        _require_role(reviewer, proposal, "reject", verb="reject_duplicate")
         _require_pending(proposal, "reject")
         if proposal.action not in (ProposalAction.CREATE, ProposalAction.REVISE):
             raise InvalidTransition(
@@ -151,17 +157,25 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
             )
         note = v.clean_note(note)
         duplicate_of = str(duplicate_of or "").strip()[:40]
-        said = _duplicate_note(proposal, duplicate_of)
+        said = _duplicate_note(proposal, duplicate_of, reviewer)
         return _reject(
             proposal, reviewer, v.clean_note(f"{said} Reviewer's note: {note}" if note else said), duplicate_of
         )
 
 
-def _duplicate_note(proposal: Proposal, duplicate_of: str) -> str:
+def _duplicate_note(proposal: Proposal, duplicate_of: str, reviewer: User) -> str:
+    """The note for the agent, naming the duplicate only where that agent may
+    be told of it. The duplicate must be one the reviewer may see (the
+    policy's ``reject_duplicate`` rule): a record or proposal in a space they
+    do not belong to is answered as an unknown id, before its status,
+    successor or title is looked at."""
     agent = proposal.agent
+    unknown = NotFound(f"No record or other proposal with id {duplicate_of!r} that you can see.")
     record = Record.objects.filter(public_id=duplicate_of).first()
     if record is not None:
-        _require_live(record, f"reject {proposal.public_id} as a duplicate of")
+        if not _reviewer_sees(reviewer, record):
+            raise unknown
+        _require_live(record, f"reject {proposal.public_id} as a duplicate of", reviewer)
         if record.pk == (proposal.target_id or 0):
             raise ValidationFailed({"duplicate_of": f"{record.public_id} is the record this proposal revises"})
         if agent is None or _agent_may_receive(agent, record):
@@ -171,9 +185,9 @@ def _duplicate_note(proposal: Proposal, duplicate_of: str) -> str:
                 "read it instead of proposing it again."
             )
         return UNNAMED_DUPLICATE
-    other = Proposal.objects.filter(public_id=duplicate_of).exclude(pk=proposal.pk).first()
-    if other is None:
-        raise NotFound(f"No record or other proposal with id {duplicate_of!r}.")
+    other = Proposal.objects.filter(public_id=duplicate_of).exclude(pk=proposal.pk).select_related("target").first()
+    if other is None or not policy.sees(reviewer, space_of(other)):
+        raise unknown
     if other.state != ProposalState.PENDING:
         raise InvalidTransition(
             f"{other.public_id} is no longer under review ({other.state}); "
@@ -184,6 +198,15 @@ def _duplicate_note(proposal: Proposal, duplicate_of: str) -> str:
             f"Rejected as a duplicate of your proposal {other.public_id} '{other.title}', which is still under review."
         )
     return UNNAMED_DUPLICATE
+
+
+def _reviewer_sees(reviewer: User, record: Record) -> bool:
+    """The record's space, and for one changed outside Vetted its approved space, are the reviewer's."""
+    slugs = {record.scope}
+    approved = record.approved_text() if record.edited_since_approval else None
+    if approved is not None:
+        slugs.add(approved["scope"])
+    return all(policy.sees(reviewer, slug) for slug in slugs)
 
 
 def _agent_may_receive(agent: Agent, record: Record) -> bool:

@@ -137,7 +137,7 @@ def propose_revision(
     with transaction.atomic():
         agent = _require_active_agent(_locked_agent(agent))
         record = _visible_target(agent, target)
-        _require_live(record, "revise")
+        _require_live(record, "revise", agent)
         reason = v.clean_reason(reason)
         base = _approved_base(record, "revise")
         content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
@@ -222,7 +222,7 @@ def propose_retirement(
     with transaction.atomic():
         agent = _require_active_agent(_locked_agent(agent))
         record = _visible_target(agent, target)
-        _require_live(record, "retire")
+        _require_live(record, "retire", agent)
         reason = v.clean_reason(reason)
         # Only the agent's own pending retirement: another agent's is not this
         # agent's to know of (the reviewer sees both; accepting one closes the other).
@@ -263,7 +263,7 @@ def dispute_record(
     with transaction.atomic():
         agent = _require_active_agent(_locked_agent(agent))
         record = _visible_target(agent, target)
-        _require_live(record, "dispute")
+        _require_live(record, "dispute", agent)
         reason = v.clean_reason(reason)
         pending = Proposal.objects.filter(
             target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING, agent=agent

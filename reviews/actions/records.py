@@ -40,8 +40,8 @@ def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note, required=True)
         record = _locked_record(record)
-        _require_role(reviewer, record, "retire")
-        _require_live(record, "retire")
+        _require_role(reviewer, record, "retire", verb="retire")
+        _require_live(record, "retire", reviewer)
         was = record.status
         record.status = RecordStatus.RETIRED
         record.save(update_fields=["status", "updated_at"])
@@ -71,8 +71,8 @@ def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any]
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
-        _require_role(reviewer, record, "revise")
-        _require_live(record, "revise")
+        _require_role(reviewer, record, "revise", verb="revise")
+        _require_live(record, "revise", reviewer)
         return _supersede(
             record,
             reviewer=reviewer,
@@ -159,7 +159,15 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note, required=True)
         record = _locked_record(record)
-        _require_live(record, "move")
+        # Content crosses spaces only here: the mover decides in both, and the
+        # roles come first, so a person outside either space learns neither
+        # the record's status nor its successor nor whether the space exists.
+        new_scope = str(scope or "").strip().lower()
+        if not new_scope:
+            raise ValidationFailed({"scope": "the space to move the record to (its slug)"})
+        _require_role(reviewer, record, "move", verb="move", also=new_scope)
+        new_scope = v.clean_scope(new_scope)
+        _require_live(record, "move", reviewer)
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(
                 f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
@@ -169,9 +177,6 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
                 f"{record.public_id} was edited since approval; restore the approved text or "
                 "approve the current text first instead of moving text nobody reviewed."
             )
-        new_scope = v.clean_scope(scope)
-        # Content crosses spaces only here: the mover decides in both.
-        _require_role(reviewer, record, "move", also=new_scope)
         if new_scope == record.scope:
             raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
         content = _content_of(record)
@@ -205,7 +210,7 @@ def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Reco
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
-        _require_role(reviewer, record, "clear the dispute of")
+        _require_role(reviewer, record, "clear the dispute of", verb="keep")
         if record.status != RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is {record.status}, not disputed; nothing to clear.")
         now = timezone.now()
@@ -247,8 +252,8 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
     with transaction.atomic():
         reviewer = _require_reviewer(actor)
         record = _locked_record(record)
-        _require_role(reviewer, record, "verify")
-        _require_live(record, "verify")
+        _require_role(reviewer, record, "verify", verb="verify")
+        _require_live(record, "verify", reviewer)
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(
                 f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
@@ -300,7 +305,7 @@ def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "")
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note)
         record = _locked_record(record)
-        _require_role(reviewer, record, "restore")
+        _require_role(reviewer, record, "restore", verb="restore")
         if not record.edited_since_approval:
             raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to restore.")
         approved = record.approved_text()
@@ -340,8 +345,8 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
         reviewer = _require_reviewer(actor)
         note = v.clean_note(note, required=True)
         record = _locked_record(record)
-        _require_role(reviewer, record, "approve the current text of")
-        _require_live(record, "approve the current text of")
+        _require_role(reviewer, record, "approve the current text of", verb="approve_current")
+        _require_live(record, "approve the current text of", reviewer)
         if not record.edited_since_approval:
             raise InvalidTransition(
                 f"{record.public_id}'s text matches its approval; there is nothing to approve (verify it instead)."

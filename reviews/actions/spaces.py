@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from .. import space_access
+from .. import policy, space_access
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..models import Agent, SubjectType
 from ..space_models import (
@@ -56,15 +56,29 @@ def _user(username: AbstractBaseUser | str) -> Any:
 
 
 def _require_manager(actor: Actor, space: Space) -> None:
-    """The operator (SystemActor) or an owner of ``space``. Anyone else gets
-    NotFound for a space they are not a member of: it does not exist for them."""
+    """The operator (SystemActor) or an owner of ``space`` (the policy's
+    ``manage`` rule). Anyone else gets NotFound for a space they are not a
+    member of: it does not exist for them."""
     if isinstance(actor, SystemActor):
         return
-    role = space_access.role_of(actor, space.slug)
-    if role is None:
+    answer = policy.ask(actor, "manage", [space.slug])
+    if answer.outcome == policy.Outcome.ALLOWED:
+        return
+    if answer.outcome == policy.Outcome.ACCOUNT:
+        raise InvalidTransition("Only an active reviewer (staff) account or the operator manages a space.")
+    if answer.outcome == policy.Outcome.NOT_FOUND:
         raise NotFound(f"No space {space.slug!r}.")
-    if role != Role.OWNER:
-        raise InvalidTransition(f"Only an owner of {space.slug!r} manages its members; you are its {role}.")
+    raise InvalidTransition(
+        f"Only an owner of {space.slug!r} manages its members; you are its {answer.standing.value}."
+    )
+
+
+def _require_livable(space: Space, *, required: int, changed: tuple[int, str | None] | None = None) -> None:
+    """Refuse a change that would leave a space needing two approvals with
+    fewer than two people who could approve (reviews/policy.unlivable)."""
+    problem = policy.unlivable(space.slug, required=required, changed=changed)
+    if problem:
+        raise InvalidTransition(f"Refused: {problem}.")
 
 
 def create_space(
@@ -111,6 +125,12 @@ def create_space(
             errors["slug"] = f"a space {slug!r} already exists"
         if errors:
             raise ValidationFailed(errors)
+        if required_approvals >= 2:
+            # A new space has one member: nobody else could give a second approval.
+            raise InvalidTransition(
+                f"Refused: {slug} would need two approvals with one person who could approve there (its owner); "
+                f"create it with one approval, add reviewers, then set two (`space approvals {slug} 2`)."
+            )
         space = Space.objects.create(slug=slug, kind=kind, name=name, required_approvals=required_approvals)
         assert person is not None
         Membership.objects.create(space=space, user=person, role=Role.OWNER)
@@ -147,6 +167,8 @@ def add_member(space: Space | str, username: AbstractBaseUser | str, *, role: st
             raise InvalidTransition(
                 f"{user.get_username()} is the last owner of {space.slug}; add another owner first."
             )
+        if membership is not None:
+            _require_livable(space, required=space.required_approvals, changed=(user.pk, role))
         if membership is None:
             membership = Membership.objects.create(space=space, user=user, role=role)
         else:
@@ -180,6 +202,7 @@ def remove_member(space: Space | str, username: AbstractBaseUser | str, *, actor
             raise InvalidTransition(
                 f"{user.get_username()} is the last owner of {space.slug}; add another owner first."
             )
+        _require_livable(space, required=space.required_approvals, changed=(user.pk, None))
         membership.delete()
         narrowed = []
         for agent in Agent.objects.select_for_update().filter(owner=user).order_by("name"):
@@ -206,6 +229,7 @@ def set_required_approvals(space: Space | str, count: int, *, actor: Actor) -> S
             raise InvalidTransition(f"{space.slug} is a personal space: one approval, its owner's.")
         if count not in range(1, MAX_APPROVALS + 1):
             raise ValidationFailed({"required_approvals": f"got {count!r}; 1 or {MAX_APPROVALS}"})
+        _require_livable(space, required=count)
         before = space.required_approvals
         space.required_approvals = count
         space.save(update_fields=["required_approvals"])
@@ -229,6 +253,12 @@ def check_grants(owner: Any, slugs: list[str]) -> str | None:
     if not slugs or bad:
         why = f"{', '.join(bad)}: not a space {owner.get_username()} is a member of" if bad else "none"
         return f"got {why}; choose one or more of: {allowed}"
+    for slug in slugs:
+        # A proposal of an agent is never approved by its person: in a space
+        # that needs two approvals, two others must be able to approve it.
+        problem = policy.unlivable(slug, required=policy.required_approvals(slug), new_agent_of=owner.pk)
+        if problem:
+            return problem
     return None
 
 

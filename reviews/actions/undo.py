@@ -213,6 +213,12 @@ def _plan(event: AuditEvent, reviewer: User, rows: _Rows, now: datetime) -> _Pla
             f"Too late to undo: a decision can be undone for {window} seconds (VETTED_UNDO_SECONDS) and this one "
             f"was made {_ago(age)} ago; decide it afresh instead (revise, retire, or wait for a new proposal)."
         )
+    # The role first, on the decision's own row: whoever no longer decides there
+    # learns nothing of what became of it since (its status, its successor).
+    if event.event_type in PROPOSAL_DECISIONS:
+        _require_role(reviewer, rows.proposal(event.proposal_ref), "undo the decision on", verb="undo")
+    else:
+        _require_role(reviewer, rows.record(event.subject_id), "undo the decision on", verb="undo")
     plan = _PLANNERS[event.event_type](event, rows)
     _require_roles(reviewer, plan)
     _refuse_if_built_on(event, plan)
@@ -224,12 +230,12 @@ def _require_roles(reviewer: User, plan: _Plan) -> None:
     of every row it changes (both spaces of a move). Whoever lost the role,
     or left the space, since deciding cannot take the decision back (issue 16)."""
     if plan.proposal is not None:
-        _require_role(reviewer, plan.proposal, "undo the decision on")
+        _require_role(reviewer, plan.proposal, "undo the decision on", verb="undo")
     rows = [record for record, _ in plan.restore.values()]
     rows += [plan.produced] if plan.produced is not None else []
     rows += [plan.verified[0]] if plan.verified is not None else []
     for record in rows:
-        _require_role(reviewer, record, "undo the decision on")
+        _require_role(reviewer, record, "undo the decision on", verb="undo")
 
 
 def _ago(age: timedelta) -> str:

@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from reviews import actions
+from reviews import actions, policy
 from reviews.errors import VettedError
 from reviews.models import Record, RecordStatus
 
@@ -20,12 +20,18 @@ from . import viewer
 from .page_helpers import site_login_required
 
 
-def targets(record: Record) -> list[str]:
-    """The spaces the viewer may move ``record`` to (none when they do not decide in its space)."""
+def targets(record: Record, person: object) -> list[str]:
+    """The spaces the viewer may move ``record`` to, as the permission policy
+    answers (none when they do not decide in its space, or where either space
+    needs two approvals). Only what to offer: the action asks the policy again."""
     deciding = viewer.deciding() or []
     if record.scope not in deciding or record.status != RecordStatus.APPROVED or record.edited_since_approval:
         return []
-    return [slug for slug in deciding if slug != record.scope]
+    return [
+        slug
+        for slug in deciding
+        if slug != record.scope and policy.ask(person, "move", [record.scope, slug]).outcome == policy.Outcome.ALLOWED
+    ]
 
 
 def _go(request, url: str):

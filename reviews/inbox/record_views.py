@@ -366,7 +366,7 @@ def detail(request, public_id):
             "undone": undone,
             "undone_reads": undone.extra.get("reads_before_undo", 0) if undone else 0,
             "checksum_ok": record.outside_edit is None,  # type: ignore[attr-defined]  # set by mark_outside_edits
-            "move_targets": move_views.targets(record),  # spaces (issue 16)
+            "move_targets": move_views.targets(record, request.user),
         },
     )
 
