@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -70,12 +72,34 @@ def daemon(tmp_path):
         process.wait(timeout=20)
 
 
-def test_health_answers_without_auth(daemon):
+def test_health_answers_without_auth_only_that_vetted_is_up(daemon):
     base, _ = daemon
     status, headers, body = fetch(base + "/health")
     data = json.loads(body)
     assert status == 200 and headers["content-type"].startswith("application/json")
-    assert data["status"] == "ok" and data["version"]
+    assert data == {"status": "ok", "service": "vetted", "version": data["version"]} and data["version"]
+
+
+def sign_in(base, username, password):
+    """A session cookie for ``username`` from the daemon's own sign-in form."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(base + "/accounts/login/", timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token})
+    opener.open(urllib.request.Request(base + "/accounts/login/", data=form.encode(), headers={"Referer": base}))
+    return opener
+
+
+def test_health_gives_the_operator_counts_and_the_model_warmed_at_startup(daemon, tmp_path):
+    base, _ = daemon
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path)}
+    make_operator = (
+        "from django.contrib.auth.models import User; User.objects.create_superuser('op', '', 'a-long-password-9')"
+    )
+    subprocess.run([sys.executable, "manage.py", "shell", "-c", make_operator], cwd=PROJECT, env=env, check=True)
+    with sign_in(base, "op", "a-long-password-9").open(base + "/health", timeout=5) as response:
+        data = json.loads(response.read())
     assert data["model"]["loaded"] is True  # warmed at startup, not on first search
     assert data["records"] == {"approved": 0, "overdue": 0, "disputed": 0, "total": 0}
     assert data["pending_proposals"] == 0

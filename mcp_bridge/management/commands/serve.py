@@ -240,7 +240,9 @@ def _vetted_answers(url: str) -> bool:
             data = json.loads(response.read())
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and "pending_proposals" in data and "model" in data
+    from memory_site.health import is_vetted
+
+    return is_vetted(data)
 
 
 def _uvicorn_config(app, host: str, port: int, **extra):
