@@ -168,20 +168,31 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # --------------------------------------------------------------------------- sign-in throttling
-# django-axes counts failed sign-ins (the site's and the admin's) and locks a
-# username after VETTED_LOGIN_FAILURES failures from anywhere, and an address
-# after as many failures on any usernames, for VETTED_LOGIN_LOCKOUT_MINUTES.
-# A locked attempt is refused before the password is hashed (~0.5 s of CPU
-# each). The reviewer clears a lockout on the Settings page or with
+# django-axes counts failed sign-ins (the site's and the admin's) per pair
+# (username, address) and locks that pair after VETTED_LOGIN_FAILURES
+# failures, for VETTED_LOGIN_LOCKOUT_MINUTES: a stranger's failures never lock
+# the person out of their own address, and failures on many usernames never
+# lock an address that everyone on the machine shares (127.0.0.1). A username
+# under attack from many addresses is slowed, not locked (reviews/lockouts.py):
+# once it has VETTED_LOGIN_SLOWDOWN_AFTER failures in the lockout period, an
+# address that has already failed on it gets one password check per
+# VETTED_LOGIN_SLOWDOWN_SECONDS; an address that has not failed is never held
+# back, so the right password from a fresh address keeps working.
+# A locked or slowed attempt is refused before the password is hashed (~0.5 s
+# of CPU each) and is not recorded (no row grows while it is refused). The
+# reviewer clears a lockout on the Settings page or with
 # `manage.py clear_lockout`; reviews/lockouts.py has the list and the log line.
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",  # first: refuses locked attempts
+    "reviews.login_backend.ThrottledAxesBackend",  # first: refuses locked and slowed attempts
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("VETTED_LOGIN_FAILURES", 5, minimum=1, maximum=1000)
 VETTED_LOGIN_LOCKOUT_MINUTES = env_int("VETTED_LOGIN_LOCKOUT_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
+VETTED_LOGIN_SLOWDOWN_AFTER = env_int("VETTED_LOGIN_SLOWDOWN_AFTER", 20, minimum=1, maximum=100_000)
+VETTED_LOGIN_SLOWDOWN_SECONDS = env_int("VETTED_LOGIN_SLOWDOWN_SECONDS", 30, minimum=1, maximum=3600)
 AXES_COOLOFF_TIME = timedelta(minutes=VETTED_LOGIN_LOCKOUT_MINUTES)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each one locks on its own
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # a list inside the list: the pair locks, neither alone
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused attempt neither prolongs the lock nor is stored
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "reviews.inbox.views.lockout_response"
 AXES_ENABLE_ADMIN = False  # the admin edits nothing; lockouts are listed (and cleared) on Settings
