@@ -404,6 +404,16 @@ VETTED_PUBLIC_URL = env_base_url("VETTED_PUBLIC_URL", DEFAULT_URL)
 VETTED_OAUTH_ACCESS_TOKEN_SECONDS = env_int("VETTED_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60, maximum=86_400)
 VETTED_OAUTH_REFRESH_TOKEN_DAYS = env_int("VETTED_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1, maximum=365)
 VETTED_OAUTH_DCR = env_bool("VETTED_OAUTH_DCR", True)
+# New OAuth clients (dynamic registrations and first-seen metadata documents)
+# answer anyone without credentials and each writes a row and an audit event:
+# at most this many an hour from one address (an IPv6 /64 counts as one) and
+# in total. A browser page on another origin may register only from the
+# origins listed here (CORS); native and server-side clients need no CORS.
+VETTED_OAUTH_REGISTRATIONS_PER_ADDRESS = env_int(
+    "VETTED_OAUTH_REGISTRATIONS_PER_ADDRESS", 10, minimum=1, maximum=10_000
+)
+VETTED_OAUTH_REGISTRATIONS_PER_HOUR = env_int("VETTED_OAUTH_REGISTRATIONS_PER_HOUR", 100, minimum=1, maximum=100_000)
+VETTED_OAUTH_REGISTER_ORIGINS = env_list("VETTED_OAUTH_REGISTER_ORIGINS", [])
 
 # --------------------------------------------------------------------------- notifications (notify/)
 from .settings_notify import *  # noqa: E402, F403 (one module for the channels' settings)

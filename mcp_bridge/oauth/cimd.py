@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 import httpcore2
 from httpcore2._backends.sync import SyncBackend
 
+from reviews.oauth_models import MAX_CLIENT_NAME_CHARS, MAX_REDIRECT_URI_CHARS, MAX_REDIRECT_URIS
+
 from . import addresses
 
 MAX_BYTES = 64 * 1024
@@ -175,6 +177,8 @@ def client_from_document(url: str, document: dict[str, Any], policy: Policy) -> 
     uris = document.get("redirect_uris")
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
         raise DocumentRefused("the document must list redirect_uris")
+    if len(uris) > MAX_REDIRECT_URIS:
+        raise DocumentRefused(f"the document lists {len(uris)} redirect_uris; at most {MAX_REDIRECT_URIS}")
     for uri in uris:
         problem = redirect_uri_problem(uri)
         if problem:
@@ -182,7 +186,7 @@ def client_from_document(url: str, document: dict[str, Any], policy: Policy) -> 
     name = document.get("client_name")
     if not isinstance(name, str) or not name.strip():
         raise DocumentRefused("the document must give a client_name")
-    return {"client_name": " ".join(name.split())[:200], "redirect_uris": uris[:20]}
+    return {"client_name": " ".join(name.split())[:MAX_CLIENT_NAME_CHARS], "redirect_uris": uris}
 
 
 def redirect_uri_problem(uri: str) -> str | None:
@@ -193,8 +197,8 @@ def redirect_uri_problem(uri: str) -> str | None:
         parts = urlsplit(uri)
     except ValueError:
         return "not a URL"
-    if parts.fragment or len(uri) > 2000:
-        return "no fragment, at most 2000 characters"
+    if parts.fragment or len(uri) > MAX_REDIRECT_URI_CHARS:
+        return f"no fragment, at most {MAX_REDIRECT_URI_CHARS} characters"
     if parts.scheme == "https" and parts.hostname:
         return None
     if parts.scheme == "http":
