@@ -322,6 +322,12 @@ VETTED_NEAR_DUPLICATE = env_float("VETTED_NEAR_DUPLICATE", 0.85, minimum=0.5, ma
 # largest valid proposal (20 000 characters of body, JSON-escaped) fits well.
 VETTED_MAX_REQUEST_BYTES = env_int("VETTED_MAX_REQUEST_BYTES", 256 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = VETTED_MAX_REQUEST_BYTES
+# Connections (mcp_bridge/connections.py, per serve process): a request's
+# headers must arrive within VETTED_HEADER_SECONDS, and at most
+# VETTED_MAX_CONNECTIONS connections are open (a request at the cap is
+# answered 503, a connection beyond it is closed at once).
+VETTED_HEADER_SECONDS = env_int("VETTED_HEADER_SECONDS", 10, minimum=1, maximum=300)
+VETTED_MAX_CONNECTIONS = env_int("VETTED_MAX_CONNECTIONS", 256, minimum=8, maximum=100_000)
 
 # Undo (inbox-decide): how long a reviewer may take back their own decision.
 VETTED_UNDO_SECONDS = env_int("VETTED_UNDO_SECONDS", 120, minimum=0, maximum=24 * 60 * 60)
