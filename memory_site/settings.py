@@ -90,6 +90,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy of every page (no inline scripts anywhere).
+    "memory_site.csp.ContentSecurityPolicyMiddleware",
     # Static files (inbox-a11y): answered here, before sessions or auth run.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Outermost but for those two: it sees every page as it is finally sent.
