@@ -65,7 +65,7 @@ def test_the_operator_sees_the_counts(client, busy, reviewer):
 @pytest.fixture
 def answering():
     """A tiny HTTP server that answers /health with a given body."""
-    body = {}
+    body: dict[str, object] = {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):

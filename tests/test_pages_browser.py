@@ -102,7 +102,12 @@ def test_no_page_breaks_the_content_security_policy(browser, live_server, every_
     context, page = signed_in(browser, live_server, "desktop", device_scale_factor=1)
     context.add_init_script(WATCH_CSP)
     console: list[str] = []
-    page.on("console", lambda message: message.type == "error" and console.append(message.text))
+
+    def heard(message):
+        if message.type == "error":
+            console.append(message.text)
+
+    page.on("console", heard)
     try:
         for _name, path in [*pages(every_kind), ("admin", "/admin/"), ("api-docs", "/api/v1/docs")]:
             response = page.goto(live_server.url + path)
@@ -121,7 +126,12 @@ def test_no_page_breaks_the_content_security_policy(browser, live_server, every_
         field.click()
         assert page.evaluate("document.activeElement.selectionEnd - document.activeElement.selectionStart") > 10
         asked: list[str] = []
-        page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+
+        def answer(dialog):
+            asked.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", answer)
         page.locator("button[aria-label='Revoke csp-check']").click()
         assert asked and asked[0].startswith("Revoke csp-check?")
         assert Agent.objects.get(name="csp-check").revoked_at is None  # dismissed: nothing sent

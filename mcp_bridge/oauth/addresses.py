@@ -95,7 +95,7 @@ def embedded_ipv4(ip: IPv6Address) -> list[IPv4Address]:
 def _special(ip: IPv4Address | IPv6Address) -> str | None:
     table = SPECIAL_V4 if isinstance(ip, IPv4Address) else SPECIAL_V6
     for network, why in table:
-        if ip in network:  # type: ignore[operator]  # the table matches the address's version
+        if ip in network:
             return why
     if not ip.is_global:  # whatever this Python's registry knows that the table above does not
         return "not a public address"
