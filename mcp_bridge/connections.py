@@ -39,6 +39,9 @@ class GuardedH11Protocol(H11Protocol):
                 self.client[0] if self.client else "unknown",
                 settings.VETTED_MAX_CONNECTIONS,
             )
+            # Out of the count at once: connection_lost comes a loop turn
+            # later, and a burst of accepts would otherwise close more.
+            self.connections.discard(self)
             transport.close()
             return
         self._arm(settings.VETTED_HEADER_SECONDS)
