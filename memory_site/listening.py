@@ -193,9 +193,16 @@ def health(url: str, timeout: float = 2.0) -> dict | None:
             data = json.loads(response.read())
     except (OSError, ValueError):
         return None
-    if isinstance(data, dict) and "pending_proposals" in data and "model" in data:
-        return data
-    return None
+    return data if is_vetted(data) else None
+
+
+SERVICE = "vetted"  # what /health names itself, so `serve`, `vetted status` and the bridge recognise Vetted
+
+
+def is_vetted(data: object) -> bool:
+    """Whether a /health answer (parsed JSON) is a running Vetted's: the
+    answer without credentials carries no counts, only the service name."""
+    return isinstance(data, dict) and data.get("service") == SERVICE and data.get("status") == "ok"
 
 
 def vetted_answers(url: str) -> bool:

@@ -90,6 +90,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy of every page (no inline scripts anywhere).
+    "memory_site.csp.ContentSecurityPolicyMiddleware",
     # Static files (inbox-a11y): answered here, before sessions or auth run.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Outermost but for those two: it sees every page as it is finally sent.
@@ -168,20 +170,31 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # --------------------------------------------------------------------------- sign-in throttling
-# django-axes counts failed sign-ins (the site's and the admin's) and locks a
-# username after VETTED_LOGIN_FAILURES failures from anywhere, and an address
-# after as many failures on any usernames, for VETTED_LOGIN_LOCKOUT_MINUTES.
-# A locked attempt is refused before the password is hashed (~0.5 s of CPU
-# each). The reviewer clears a lockout on the Settings page or with
+# django-axes counts failed sign-ins (the site's and the admin's) per pair
+# (username, address) and locks that pair after VETTED_LOGIN_FAILURES
+# failures, for VETTED_LOGIN_LOCKOUT_MINUTES: a stranger's failures never lock
+# the person out of their own address, and failures on many usernames never
+# lock an address that everyone on the machine shares (127.0.0.1). A username
+# under attack from many addresses is slowed, not locked (reviews/lockouts.py):
+# once it has VETTED_LOGIN_SLOWDOWN_AFTER failures in the lockout period, an
+# address that has already failed on it gets one password check per
+# VETTED_LOGIN_SLOWDOWN_SECONDS; an address that has not failed is never held
+# back, so the right password from a fresh address keeps working.
+# A locked or slowed attempt is refused before the password is hashed (~0.5 s
+# of CPU each) and is not recorded (no row grows while it is refused). The
+# reviewer clears a lockout on the Settings page or with
 # `manage.py clear_lockout`; reviews/lockouts.py has the list and the log line.
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",  # first: refuses locked attempts
+    "reviews.login_backend.ThrottledAxesBackend",  # first: refuses locked and slowed attempts
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("VETTED_LOGIN_FAILURES", 5, minimum=1, maximum=1000)
 VETTED_LOGIN_LOCKOUT_MINUTES = env_int("VETTED_LOGIN_LOCKOUT_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
+VETTED_LOGIN_SLOWDOWN_AFTER = env_int("VETTED_LOGIN_SLOWDOWN_AFTER", 20, minimum=1, maximum=100_000)
+VETTED_LOGIN_SLOWDOWN_SECONDS = env_int("VETTED_LOGIN_SLOWDOWN_SECONDS", 30, minimum=1, maximum=3600)
 AXES_COOLOFF_TIME = timedelta(minutes=VETTED_LOGIN_LOCKOUT_MINUTES)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each one locks on its own
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # a list inside the list: the pair locks, neither alone
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused attempt neither prolongs the lock nor is stored
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "reviews.inbox.views.lockout_response"
 AXES_ENABLE_ADMIN = False  # the admin edits nothing; lockouts are listed (and cleared) on Settings
@@ -311,6 +324,12 @@ VETTED_NEAR_DUPLICATE = env_float("VETTED_NEAR_DUPLICATE", 0.85, minimum=0.5, ma
 # largest valid proposal (20 000 characters of body, JSON-escaped) fits well.
 VETTED_MAX_REQUEST_BYTES = env_int("VETTED_MAX_REQUEST_BYTES", 256 * 1024, minimum=64 * 1024, maximum=64 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = VETTED_MAX_REQUEST_BYTES
+# Connections (mcp_bridge/connections.py, per serve process): a request's
+# headers must arrive within VETTED_HEADER_SECONDS, and at most
+# VETTED_MAX_CONNECTIONS connections are open (a request at the cap is
+# answered 503, a connection beyond it is closed at once).
+VETTED_HEADER_SECONDS = env_int("VETTED_HEADER_SECONDS", 10, minimum=1, maximum=300)
+VETTED_MAX_CONNECTIONS = env_int("VETTED_MAX_CONNECTIONS", 256, minimum=8, maximum=100_000)
 
 # Undo (inbox-decide): how long a reviewer may take back their own decision.
 VETTED_UNDO_SECONDS = env_int("VETTED_UNDO_SECONDS", 120, minimum=0, maximum=24 * 60 * 60)
@@ -393,6 +412,16 @@ VETTED_PUBLIC_URL = env_base_url("VETTED_PUBLIC_URL", DEFAULT_URL)
 VETTED_OAUTH_ACCESS_TOKEN_SECONDS = env_int("VETTED_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60, maximum=86_400)
 VETTED_OAUTH_REFRESH_TOKEN_DAYS = env_int("VETTED_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1, maximum=365)
 VETTED_OAUTH_DCR = env_bool("VETTED_OAUTH_DCR", True)
+# New OAuth clients (dynamic registrations and first-seen metadata documents)
+# answer anyone without credentials and each writes a row and an audit event:
+# at most this many an hour from one address (an IPv6 /64 counts as one) and
+# in total. A browser page on another origin may register only from the
+# origins listed here (CORS); native and server-side clients need no CORS.
+VETTED_OAUTH_REGISTRATIONS_PER_ADDRESS = env_int(
+    "VETTED_OAUTH_REGISTRATIONS_PER_ADDRESS", 10, minimum=1, maximum=10_000
+)
+VETTED_OAUTH_REGISTRATIONS_PER_HOUR = env_int("VETTED_OAUTH_REGISTRATIONS_PER_HOUR", 100, minimum=1, maximum=100_000)
+VETTED_OAUTH_REGISTER_ORIGINS = env_list("VETTED_OAUTH_REGISTER_ORIGINS", [])
 
 # --------------------------------------------------------------------------- notifications (notify/)
 from .settings_notify import *  # noqa: E402, F403 (one module for the channels' settings)

@@ -14,6 +14,15 @@ import secrets
 from django.db import models
 from django.utils import timezone
 
+# What a client that nobody has vetted yet may make us store (a dynamic
+# registration or a metadata document): enough for every real client, and a
+# row of a few kilobytes at most.
+MAX_REDIRECT_URIS = 10
+MAX_REDIRECT_URI_CHARS = 500
+MAX_CLIENT_NAME_CHARS = 200
+MAX_METADATA_VALUE_CHARS = 500
+MAX_CLIENT_ID_CHARS = 500
+
 
 def new_grant_id() -> str:
     return f"grant_{secrets.token_hex(6)}"

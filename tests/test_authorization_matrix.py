@@ -96,7 +96,8 @@ SITE_ACTIONS = [
     ("undo", "/decisions/undo",                          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("create agent", "/agents/create",                   (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
     # notify: send a test notification (none configured: a message, no send), make a new feed URL
-    ("test notification", "/settings/notify/test",       (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # Only the operator (a superuser) may send on the operator's channels.
+    ("test notification", "/settings/notify/test",       (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 403, 302)),
     ("rotate feed key", "/settings/notify/feed",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]

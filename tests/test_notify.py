@@ -449,6 +449,18 @@ def test_the_settings_page_shows_deliveries_and_sends_a_test(client, webhook, re
     assert "not configured" in response.content.decode()
 
 
+def test_only_the_operator_may_send_a_test_notification(client, webhook, reviewer, django_user_model):
+    """A reviewer who is not a superuser neither sees the button nor can post
+    text into the operator's webhook or mailbox."""
+    staff = django_user_model.objects.create_user("nora", "nora@example.com", "a-long-password-3", is_staff=True)
+    actions.add_member("team", staff, role="reviewer", actor=actions.SystemActor("tests"))
+    client.force_login(staff)
+    assert 'id="notify-test-webhook"' not in client.get("/settings/").content.decode()
+    response = client.post("/settings/notify/test", {"channel": "webhook"})
+    assert response.status_code == 403 and "Only the operator" in response.content.decode()
+    assert webhook.got == []
+
+
 def test_the_settings_page_makes_and_rotates_the_feed_url(client, reviewer):
     client.force_login(reviewer)
     assert "Make my feed URL" in client.get("/settings/").content.decode()

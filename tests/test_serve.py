@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -35,13 +38,13 @@ def fetch(url, headers=None):
         return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
 
 
-@pytest.fixture
-def daemon(tmp_path):
+def start_daemon(tmp_path, **extra_env):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memory_site.settings",
         "VETTED_HOME": str(tmp_path),
         "VETTED_EMBEDDER": "fake",
+        **extra_env,
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=PROJECT, env=env, check=True, timeout=120)
     port = free_port()
@@ -64,18 +67,50 @@ def daemon(tmp_path):
     else:
         process.kill()
         pytest.fail(f"serve did not answer /health: {process.communicate()[1][-2000:]}")
-    yield base, process
+    return base, process
+
+
+def stop_daemon(process):
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=20)
 
 
-def test_health_answers_without_auth(daemon):
+@pytest.fixture
+def daemon(tmp_path):
+    base, process = start_daemon(tmp_path)
+    yield base, process
+    stop_daemon(process)
+
+
+def test_health_answers_without_auth_only_that_vetted_is_up(daemon):
     base, _ = daemon
     status, headers, body = fetch(base + "/health")
     data = json.loads(body)
     assert status == 200 and headers["content-type"].startswith("application/json")
-    assert data["status"] == "ok" and data["version"]
+    assert data == {"status": "ok", "service": "vetted", "version": data["version"]} and data["version"]
+
+
+def sign_in(base, username, password):
+    """A session cookie for ``username`` from the daemon's own sign-in form."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(base + "/accounts/login/", timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token})
+    opener.open(urllib.request.Request(base + "/accounts/login/", data=form.encode(), headers={"Referer": base}))
+    return opener
+
+
+def test_health_gives_the_operator_counts_and_the_model_warmed_at_startup(daemon, tmp_path):
+    base, _ = daemon
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path)}
+    make_operator = (
+        "from django.contrib.auth.models import User; User.objects.create_superuser('op', '', 'a-long-password-9')"
+    )
+    subprocess.run([sys.executable, "manage.py", "shell", "-c", make_operator], cwd=PROJECT, env=env, check=True)
+    with sign_in(base, "op", "a-long-password-9").open(base + "/health", timeout=5) as response:
+        data = json.loads(response.read())
     assert data["model"]["loaded"] is True  # warmed at startup, not on first search
     assert data["records"] == {"approved": 0, "overdue": 0, "disputed": 0, "total": 0}
     assert data["pending_proposals"] == 0
@@ -179,3 +214,90 @@ def test_serve_records_where_it_listens_refuses_a_second_one_and_removes_the_rec
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=20)
     assert not (tmp_path / "serve.json").exists()
+
+
+# --------------------------------------------------------------------------- slow and excess connections
+
+
+def open_sockets(base, count, payload=b""):
+    host, port = base.removeprefix("http://").split(":")
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        if payload:
+            sock.sendall(payload)
+        sockets.append(sock)
+    return sockets
+
+
+def seconds_until_closed(sock, started, give_up=15.0) -> float:
+    """When the server closed ``sock`` (it reads end of file), counted from
+    ``started``; ``give_up`` seconds after ``started`` if it is still open."""
+    try:
+        while True:
+            left = started + give_up - time.monotonic()
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            if not sock.recv(1024):
+                break
+    except OSError:
+        pass
+    return time.monotonic() - started
+
+
+PARTIAL = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "  # never finished
+
+
+def test_connections_that_never_finish_their_headers_are_closed_after_the_header_time(tmp_path):
+    """A real daemon and real sockets: 100 connections that send half a
+    request are all closed within VETTED_HEADER_SECONDS (2 s here), and the
+    daemon keeps answering meanwhile (slow: a process and sockets)."""
+    base, process = start_daemon(tmp_path, VETTED_HEADER_SECONDS="2", VETTED_MAX_CONNECTIONS="500")
+    try:
+        started = time.monotonic()
+        slow = open_sockets(base, 100, PARTIAL)
+        assert fetch(base + "/health")[0] == 200
+        closed_after = [seconds_until_closed(sock, started) for sock in slow]
+        assert min(closed_after) >= 1.5 and max(closed_after) < 6, (min(closed_after), max(closed_after))
+        for sock in slow:
+            sock.close()
+    finally:
+        stop_daemon(process)
+
+
+def test_a_kept_alive_connection_that_stalls_in_its_next_request_is_closed(tmp_path):
+    base, process = start_daemon(tmp_path, VETTED_HEADER_SECONDS="2")
+    try:
+        (sock,) = open_sockets(base, 1, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        sock.settimeout(10)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        started = time.monotonic()
+        sock.sendall(PARTIAL)
+        # The keep-alive wait (5 s) plus the header time (2 s) at most.
+        assert seconds_until_closed(sock, started) < 9
+        sock.close()
+    finally:
+        stop_daemon(process)
+
+
+def test_connections_beyond_the_cap_are_closed_at_once_and_room_comes_back(tmp_path):
+    base, process = start_daemon(tmp_path, VETTED_HEADER_SECONDS="3", VETTED_MAX_CONNECTIONS="8")
+    try:
+        held = open_sockets(base, 8)
+        time.sleep(0.3)
+        started = time.monotonic()
+        (extra,) = open_sockets(base, 1, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        extra.settimeout(5)
+        try:
+            answer = extra.recv(65536)
+        except OSError:
+            answer = b""
+        assert answer == b"" and time.monotonic() - started < 2  # closed, not left waiting
+        extra.close()
+        for sock in held:
+            seconds_until_closed(sock, started)  # the header time frees them
+            sock.close()
+        assert fetch(base + "/health")[0] == 200
+    finally:
+        stop_daemon(process)

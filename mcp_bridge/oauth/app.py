@@ -34,10 +34,12 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route, request_response
 
 from reviews.actions import oauth
+from reviews.errors import RateLimited
 from reviews.models import SCOPES
 
 from .challenge import WELL_KNOWN_AS, WELL_KNOWN_PR
 from .cimd import DocumentRefused
+from .doors import client_address, current_address, registration_endpoint, require_allowed_host
 from .provider import VettedAuthorizationProvider, is_url_client_id
 
 PATHS = ("/authorize", "/token", "/register", "/revoke")
@@ -90,11 +92,21 @@ def _authorize_endpoint(provider: VettedAuthorizationProvider, sdk_handler: Auth
         params = request.query_params if request.method == "GET" else await request.form()
         client_id = params.get("client_id")
         if isinstance(client_id, str) and is_url_client_id(client_id):
+            token = current_address.set(client_address(request.scope))
             try:
                 await provider.metadata_client(client_id)
             except DocumentRefused as exc:
                 text = html.escape(f"Cannot sign in this client: its metadata document at {client_id[:200]} {exc}.")
                 return HTMLResponse(f"<!doctype html><title>Sign-in refused</title><p>{text}</p>", status_code=400)
+            except RateLimited as exc:
+                text = html.escape(f"Cannot sign in this client now: {exc.message}.")
+                return HTMLResponse(
+                    f"<!doctype html><title>Sign-in refused</title><p>{text}</p>",
+                    status_code=429,
+                    headers={"Retry-After": str(exc.retry_after)},
+                )
+            finally:
+                current_address.reset(token)
         return await sdk_handler.handle(request)
 
     return endpoint
@@ -130,7 +142,7 @@ def _public_client_revocation(app):
     return wrapped
 
 
-def build_oauth_app() -> Starlette:
+def build_oauth_app():
     provider = VettedAuthorizationProvider()
     authenticator = ClientAuthenticator(provider)
     metadata = _metadata()
@@ -163,8 +175,21 @@ def build_oauth_app() -> Starlette:
     ]
     if settings.VETTED_OAUTH_DCR:
         registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES))
+        # No "*" here, unlike the metadata, /token and /revoke: registering
+        # stores a row, so a page on another origin may do it only from an
+        # origin the operator listed (MCP's authorization spec asks for no CORS;
+        # native and server-side clients need none).
         routes.append(
-            Route("/register", cors_middleware(registration.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+            Route(
+                "/register",
+                CORSMiddleware(
+                    request_response(registration_endpoint(registration.handle)),
+                    allow_origins=settings.VETTED_OAUTH_REGISTER_ORIGINS,
+                    allow_methods=["POST", "OPTIONS"],
+                    allow_headers=["Content-Type", MCP_PROTOCOL_VERSION_HEADER],
+                ),
+                methods=["POST", "OPTIONS"],
+            )
         )
     for path, resource in (
         ("", settings.VETTED_PUBLIC_URL),
@@ -175,4 +200,4 @@ def build_oauth_app() -> Starlette:
         routes.append(
             Route(WELL_KNOWN_PR + path, cors_middleware(handler.handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])
         )
-    return Starlette(routes=routes)
+    return require_allowed_host(Starlette(routes=routes))

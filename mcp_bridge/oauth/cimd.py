@@ -7,9 +7,9 @@ Fetching it is a request to a URL a stranger chose, so the fetch is guarded:
 - https only; plain http only to a loopback host, and only while Vetted itself
   is served on loopback (a local trial, where client and server share the
   machine); never a URL with credentials, a fragment, or no path;
-- every address the name resolves to must be public: no private, loopback
-  (except as above), link-local, multicast, reserved or unspecified address,
-  and no IPv4-mapped form of one. The connection is made to the address that
+- every address the name resolves to must be public (addresses.py: IP
+  literals only, every embedded IPv4 form unwrapped, the special-purpose
+  ranges refused; loopback only as above). The connection is made to the address that
   was checked (no second lookup a DNS rebinding could change), and the
   connected peer is checked again;
 - no redirects, no proxy, a size limit (read in chunks, stopped past it),
@@ -22,7 +22,6 @@ and host name verification) is httpcore2's.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import ssl
@@ -35,10 +34,13 @@ from urllib.parse import urlsplit
 import httpcore2
 from httpcore2._backends.sync import SyncBackend
 
+from reviews.oauth_models import MAX_CLIENT_NAME_CHARS, MAX_REDIRECT_URI_CHARS, MAX_REDIRECT_URIS
+
+from . import addresses
+
 MAX_BYTES = 64 * 1024
 CONNECT_SECONDS = 3.0
 TOTAL_SECONDS = 5.0
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
 class DocumentRefused(Exception):
@@ -51,23 +53,7 @@ class Policy:
 
 
 def _address_refusal(address: str, policy: Policy) -> str | None:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback:
-        return None if policy.allow_loopback_http else f"{address} is a loopback address"
-    for flag, what in (
-        ("is_private", "a private"),
-        ("is_link_local", "a link-local"),
-        ("is_multicast", "a multicast"),
-        ("is_reserved", "a reserved"),
-        ("is_unspecified", "an unspecified"),
-    ):
-        if getattr(ip, flag):
-            return f"{address} is {what} address"
-    if not ip.is_global:
-        return f"{address} is not a public address"
-    return None
+    return addresses.refusal(address, allow_loopback=policy.allow_loopback_http)
 
 
 def _check_url(url: str, policy: Policy) -> tuple[str, str, int, str]:
@@ -81,7 +67,7 @@ def _check_url(url: str, policy: Policy) -> tuple[str, str, int, str]:
         raise DocumentRefused("a client_id URL may not carry credentials or a fragment")
     if not host or parts.path in ("", "/"):
         raise DocumentRefused("a client_id URL needs a host and a path (e.g. https://app.example/oauth/client.json)")
-    loopback_host = host in LOOPBACK_NAMES or host.startswith("127.")
+    loopback_host = addresses.is_loopback_literal(host)
     if parts.scheme == "http":
         if not (loopback_host and policy.allow_loopback_http):
             raise DocumentRefused("the metadata document must be served over https (http only on loopback, locally)")
@@ -191,6 +177,8 @@ def client_from_document(url: str, document: dict[str, Any], policy: Policy) -> 
     uris = document.get("redirect_uris")
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
         raise DocumentRefused("the document must list redirect_uris")
+    if len(uris) > MAX_REDIRECT_URIS:
+        raise DocumentRefused(f"the document lists {len(uris)} redirect_uris; at most {MAX_REDIRECT_URIS}")
     for uri in uris:
         problem = redirect_uri_problem(uri)
         if problem:
@@ -198,7 +186,7 @@ def client_from_document(url: str, document: dict[str, Any], policy: Policy) -> 
     name = document.get("client_name")
     if not isinstance(name, str) or not name.strip():
         raise DocumentRefused("the document must give a client_name")
-    return {"client_name": " ".join(name.split())[:200], "redirect_uris": uris[:20]}
+    return {"client_name": " ".join(name.split())[:MAX_CLIENT_NAME_CHARS], "redirect_uris": uris}
 
 
 def redirect_uri_problem(uri: str) -> str | None:
@@ -209,13 +197,15 @@ def redirect_uri_problem(uri: str) -> str | None:
         parts = urlsplit(uri)
     except ValueError:
         return "not a URL"
-    if parts.fragment or len(uri) > 2000:
-        return "no fragment, at most 2000 characters"
+    if parts.fragment or len(uri) > MAX_REDIRECT_URI_CHARS:
+        return f"no fragment, at most {MAX_REDIRECT_URI_CHARS} characters"
     if parts.scheme == "https" and parts.hostname:
         return None
     if parts.scheme == "http":
         host = (parts.hostname or "").lower()
-        return None if host in LOOPBACK_NAMES or host.startswith("127.") else "http is only allowed to loopback"
+        if addresses.is_loopback_literal(host):
+            return None
+        return "http is only allowed to a loopback IP literal (127.0.0.1, [::1]) or localhost"
     if "." in parts.scheme and parts.scheme.isascii():
         return None
     return "use https, http to loopback, or a private-use scheme such as com.example.app:"

@@ -31,12 +31,20 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
 from reviews.actions import oauth
-from reviews.errors import ValidationFailed, VettedError
+from reviews.errors import RateLimited, ValidationFailed, VettedError
 from reviews.models import SCOPES
-from reviews.oauth_models import ClientRegistration, OAuthClient, OAuthCode, TokenKind
+from reviews.oauth_models import (
+    MAX_CLIENT_ID_CHARS,
+    MAX_REDIRECT_URIS,
+    ClientRegistration,
+    OAuthClient,
+    OAuthCode,
+    TokenKind,
+)
 from reviews.oauth_models import OAuthToken as TokenRow
 
 from .cimd import DocumentRefused, Policy, client_from_document, fetch_document, redirect_uri_problem
+from .doors import current_address
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +95,20 @@ def _client_row(client_id: str) -> OAuthClient | None:
 
 
 @sync_to_async
-def _save_document(client_id: str, kept: dict, document: dict) -> OAuthClient:
-    return oauth.save_oauth_client(
-        client_id,
-        registration=ClientRegistration.METADATA_DOCUMENT,
-        client_name=kept["client_name"],
-        redirect_uris=kept["redirect_uris"],
-        metadata={
-            k: document[k] for k in ("client_uri", "logo_uri", "software_id") if isinstance(document.get(k), str)
-        },
-    )
+def _save_document(client_id: str, kept: dict, document: dict, address: str) -> OAuthClient:
+    try:
+        return oauth.save_oauth_client(
+            client_id,
+            registration=ClientRegistration.METADATA_DOCUMENT,
+            client_name=kept["client_name"],
+            redirect_uris=kept["redirect_uris"],
+            metadata={
+                k: document[k] for k in ("client_uri", "logo_uri", "software_id") if isinstance(document.get(k), str)
+            },
+            address=address,
+        )
+    except ValidationFailed as exc:
+        raise DocumentRefused(exc.fields.get("client", exc.message)) from None
 
 
 def _fetch(client_id: str) -> tuple[dict, dict]:
@@ -110,21 +122,30 @@ class VettedAuthorizationProvider:
 
     async def metadata_client(self, client_id: str) -> OAuthClientInformationFull:
         """The client a URL client_id names, from its (cached) metadata
-        document; raises DocumentRefused saying why it cannot be used."""
+        document; raises DocumentRefused saying why it cannot be used, and
+        RateLimited when a first-seen document would pass the registration
+        limits of the caller's address."""
+        if len(client_id) > MAX_CLIENT_ID_CHARS:
+            raise DocumentRefused(f"is longer than {MAX_CLIENT_ID_CHARS} characters")
         row = await _client_row(client_id)
         if row is not None and row.registration != ClientRegistration.METADATA_DOCUMENT:
             raise DocumentRefused("this client_id is registered another way")
         if row is None or row.fetched_at is None or timezone.now() - row.fetched_at > DOCUMENT_CACHE:
             # Off the database thread: a slow document must not hold up everyone's queries.
+            address = current_address.get()
+            if row is None:  # a new client: counted before anything is fetched
+                refusal = await sync_to_async(oauth.registration_refusal)(address)
+                if refusal:
+                    raise RateLimited(refusal[0], retry_after=refusal[1])
             kept, document = await sync_to_async(_fetch, thread_sensitive=False)(client_id)
-            row = await _save_document(client_id, kept, document)
+            row = await _save_document(client_id, kept, document, address)
         return _info(row)
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if is_url_client_id(client_id):
             try:
                 return await self.metadata_client(client_id)
-            except DocumentRefused as exc:
+            except (DocumentRefused, RateLimited) as exc:
                 log.info("oauth client metadata document refused: %s (%s)", exc, client_id[:200])
                 # A token or revocation request keeps working on the last good copy
                 # while the document cannot be fetched again; /authorize never gets
@@ -142,6 +163,10 @@ class VettedAuthorizationProvider:
         if not settings.VETTED_OAUTH_DCR:
             raise RegistrationError("invalid_client_metadata", "Dynamic registration is off (VETTED_OAUTH_DCR=0).")
         uris = [str(u) for u in client_info.redirect_uris or []]
+        if len(uris) > MAX_REDIRECT_URIS:
+            raise RegistrationError(
+                "invalid_redirect_uri", f"at most {MAX_REDIRECT_URIS} redirect_uris (got {len(uris)})"
+            )
         for uri in uris:
             problem = redirect_uri_problem(uri)
             if problem:
@@ -155,13 +180,19 @@ class VettedAuthorizationProvider:
         client_info.scope = " ".join(SCOPES)
         name = " ".join((client_info.client_name or "").split())[:200] or "Unnamed client"
         client_info.client_name = name
-        await sync_to_async(oauth.save_oauth_client)(
-            client_info.client_id,
-            registration=ClientRegistration.DYNAMIC,
-            client_name=name,
-            redirect_uris=uris,
-            metadata={"software_id": client_info.software_id} if client_info.software_id else {},
-        )
+        try:
+            await sync_to_async(oauth.save_oauth_client)(
+                client_info.client_id,
+                registration=ClientRegistration.DYNAMIC,
+                client_name=name,
+                redirect_uris=uris,
+                metadata={"software_id": client_info.software_id} if client_info.software_id else {},
+                address=current_address.get(),
+            )
+        except ValidationFailed as exc:
+            raise RegistrationError("invalid_client_metadata", exc.fields.get("client", exc.message)) from None
+        except RateLimited as exc:  # another daemon registered first (app.py answers the common case with 429)
+            raise RegistrationError("invalid_client_metadata", exc.message) from None
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         try:

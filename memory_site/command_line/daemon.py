@@ -189,10 +189,9 @@ def status(home: Path, say: Callable[[str], None]) -> int:
         if health is None:
             say("  health: no answer from /health yet")
         else:
-            pending = health.get("pending_proposals")
-            model = health.get("model")
-            name = model.get("configured") if isinstance(model, dict) else model
-            say(f"  health: ok; model {name}; {pending} proposal(s) waiting for review")
+            # /health without credentials names only the service and its version
+            # (its counts are the operator's, in the browser).
+            say(f"  health: ok; version {health.get('version', '?')}")
     return 0
 
 

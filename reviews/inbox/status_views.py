@@ -62,6 +62,8 @@ def site_settings(request):
             "lockouts": lockouts.concerning(request.user),  # spaces (issue 16): own account only
             "lockout_minutes": lockouts.minutes(),
             "lockout_failures": settings.AXES_FAILURE_LIMIT,
+            "slowdown_after": settings.VETTED_LOGIN_SLOWDOWN_AFTER,
+            "slowdown_seconds": settings.VETTED_LOGIN_SLOWDOWN_SECONDS,
             **notify_status.settings_context(request.user),  # notify: channels, deliveries, feed URL
             "my_spaces": _my_spaces(request.user),  # spaces (issue 16)
         },

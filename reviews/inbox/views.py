@@ -64,5 +64,7 @@ def lockout_response(request, original_response=None, credentials=None):
         "failures": settings.AXES_FAILURE_LIMIT,
         "username": username,
         "command": lockouts.how_to_clear(username=username),
+        "wait": getattr(request, "vetted_login_wait", 0),
+        "slowdown_seconds": settings.VETTED_LOGIN_SLOWDOWN_SECONDS,
     }
     return render(request, "registration/locked_out.html", context, status=429)

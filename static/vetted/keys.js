@@ -346,3 +346,19 @@
     open(list().querySelector(":scope > .line"));
   }
 })();
+
+// ---- Behaviour that once sat in inline handlers (the Content-Security-Policy
+// allows no inline script): data-select-on-click selects a field's whole text
+// when clicked (a token to copy); data-confirm asks before a button submits.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (event) {
+    var field = event.target.closest && event.target.closest("[data-select-on-click]");
+    if (field && typeof field.select === "function") field.select();
+    var button = event.target.closest && event.target.closest("[data-confirm]");
+    if (button && !window.confirm(button.getAttribute("data-confirm"))) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+})();

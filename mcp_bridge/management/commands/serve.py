@@ -189,6 +189,8 @@ def _uvicorn_config(app, host: str, port: int, **extra):
     """One uvicorn configuration for one process or several workers."""
     import uvicorn
 
+    from mcp_bridge.connections import GuardedH11Protocol
+
     # X-Forwarded-For/-Proto are believed only when an operator said a
     # proxy sits in front (VETTED_BEHIND_PROXY); uvicorn's default would
     # trust them from any loopback client, e.g. a local agent.
@@ -201,5 +203,11 @@ def _uvicorn_config(app, host: str, port: int, **extra):
         access_log=True,
         server_header=False,
         proxy_headers=settings.VETTED_BEHIND_PROXY,
+        # Slow and excess connections (mcp_bridge/connections.py): uvicorn
+        # keeps waiting for headers that never end and accepts every connection.
+        http=GuardedH11Protocol,
+        timeout_keep_alive=5,
+        limit_concurrency=settings.VETTED_MAX_CONNECTIONS,
+        h11_max_incomplete_event_size=16 * 1024,
         **extra,
     )

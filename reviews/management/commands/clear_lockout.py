@@ -13,7 +13,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         which = parser.add_mutually_exclusive_group(required=True)
-        which.add_argument("--list", action="store_true", help="show every username and address locked now")
+        which.add_argument(
+            "--list",
+            action="store_true",
+            help="show every (username, address) pair locked and every username slowed down now",
+        )
         which.add_argument("--username", help="forget this username's failed sign-ins (from any address)")
         which.add_argument("--address", help="forget this address's failed sign-ins (on any username)")
         parser.add_argument("--reviewer", help="the person clearing it (default: the only superuser)")
@@ -22,9 +26,12 @@ class Command(BaseCommand):
         if opts["list"]:
             found = lockouts.current()
             for lockout in found:
+                if lockout.kind == "pair":
+                    what, state = f"username {lockout.username} from address {lockout.address}", "locked"
+                else:
+                    what, state = f"username {lockout.username} (from all addresses)", "slowed down"
                 self.stdout.write(
-                    f"{lockout.kind} {lockout.value}: {lockout.failures} failed attempts, "
-                    f"locked until {lockout.until:%Y-%m-%d %H:%M:%S %Z}"
+                    f"{what}: {lockout.failures} failed attempts, {state} until {lockout.until:%Y-%m-%d %H:%M:%S %Z}"
                 )
             if not found:
                 self.stdout.write("No username or address is locked out.")
