@@ -58,4 +58,3 @@ def health(request):
     response["Cache-Control"] = "no-store"  # the operator's answer must not be kept by a shared cache
     response["Vary"] = "Cookie"
     return response
-

@@ -11,8 +11,7 @@ import threading
 
 import pytest
 
-from mcp_bridge.management.commands import serve
-from memory_site import __version__
+from memory_site import __version__, listening
 from reviews import actions
 
 pytestmark = pytest.mark.django_db
@@ -91,6 +90,6 @@ def answering():
 def test_serve_recognises_a_running_vetted_by_what_anyone_is_answered(client, answering):
     url, body = answering
     body["value"] = client.get("/health").json()
-    assert serve._vetted_answers(url)
+    assert listening.vetted_answers(url)
     body["value"] = {"status": "ok", "version": "1.0"}  # some other program's health check
-    assert not serve._vetted_answers(url)
+    assert not listening.vetted_answers(url)
