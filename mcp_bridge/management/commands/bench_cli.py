@@ -2,7 +2,8 @@
 as a person types it (`--help` of the tool, of each group and of each
 command, and real runs of `review list`, `agent list`, `status`), each
 spawned afresh as `python -m memory_site.command_line` over a scratch
-database, with compiled modules kept as an installed Python keeps them. Prints the median wall time and the median CPU time of the process
+database, with compiled modules kept as an installed Python keeps them.
+Prints the median wall time and the median CPU time of the process
 (CPU time moves less when other work shares the machine)."""
 
 from __future__ import annotations
