@@ -22,6 +22,8 @@ from . import filters as inbox_filters
 from .page_helpers import (
     approved_form_values,
     back,
+    burst_note,
+    burst_warnings,
     dispute_warnings,
     form_changes,
     mark_outside_edits,
@@ -76,10 +78,11 @@ def inbox(request):
         status = 200 if request.htmx else 400
         return render(request, "reviews/inbox.html", {**nav_counts(), **context}, status=status)
     proposals, next_cursor = _page(f, after)
-    warnings = dispute_warnings()
+    bursts = burst_warnings()
+    warnings = dispute_warnings(bursts)
     for p in proposals:
-        if p.action == ProposalAction.DISPUTE:
-            p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
+        # Only its own agent's burst of its own kind: a retirement burst is no news on a dispute card.
+        p.dispute_warning = burst_note(bursts, p.agent_id, p.action)  # type: ignore[attr-defined]  # for the card
     lookalikes.annotate(proposals)
     context.update(proposals=proposals, next_cursor=next_cursor, dispute_warnings=warnings)
     if more:
