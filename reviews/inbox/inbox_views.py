@@ -8,7 +8,10 @@ without it the browser is redirected back with a message.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -104,7 +107,24 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200, undo
     if proposal is not None:
         mark_outside_edits([proposal.target])
     context = {"p": proposal, "proposal_id": proposal_id, "error": error, "undo": undo, **nav_counts()}
+    context.update(_page_counts(request))
     return render(request, "reviews/inbox.html#card-response", context, status=status)
+
+
+def _page_counts(request) -> dict:
+    """After an in-place decision: the counts of the inbox page it was made on
+    (its filter chips and "N pending"), for out-of-band swaps, so they never
+    disagree with the header. Nothing when the page was not the inbox."""
+    current = request.htmx.current_url_abs_path if request.htmx else ""
+    if not current:
+        return {}
+    parts = urlsplit(current)
+    if parts.path != reverse("home"):
+        return {}
+    f, errors = inbox_filters.parse(QueryDict(parts.query))
+    if errors:
+        return {}
+    return {"triage_oob": True, **triage_views.filter_context(f, [])}
 
 
 def _decided(request, proposal: Proposal):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import statistics
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -266,30 +267,9 @@ class Command(BaseCommand):
                     # The keys act on the current card: focusing it makes it current (not counted).
                     card.focus(timeout=15_000)
                     taps = keys = 0
-                    for step in plan_steps(how, view):
-                        if step.tap:
-                            control = page.locator(f"#{card_id} {step.tap}").first
-                            moved += control.evaluate(REVEAL_CONTROL)
-                            if device.get("has_touch"):
-                                control.tap()
-                            else:
-                                control.click()
-                            taps += 1
-                        elif step.key:
-                            page.keyboard.press(step.key)
-                            keys += 1
-                        elif step.type:
-                            page.keyboard.type(step.type)
-                        if step.wait:
-                            wait = (
-                                step.wait.replace("&", f"#{card_id}", 1)
-                                if "&" in step.wait
-                                else f"#{card_id} {step.wait}"
-                            )
-                            page.locator(wait).first.wait_for(state="visible")
-                        if step.settle:
-                            page.wait_for_function(SETTLED, arg=card_id)
                     try:
+                        for step in plan_steps(how, view):
+                            moved, taps, keys = self._step(page, card_id, step, device, moved, taps, keys)
                         page.wait_for_selector(f"#{card_id}.decided")
                     except Exception as error:
                         raise CommandError(self._stuck(page, card_id, how, timed)) from error
@@ -329,8 +309,35 @@ class Command(BaseCommand):
             "covered": covered,
         }
 
+    def _step(self, page, card_id: str, step, device: dict, moved: int, taps: int, keys: int) -> tuple[int, int, int]:
+        """One step of a plan on the card: (scrolls, taps, keys) so far, after it."""
+        if step.tap:
+            control = page.locator(f"#{card_id} {step.tap}").first
+            moved += control.evaluate(REVEAL_CONTROL)
+            control.tap() if device.get("has_touch") else control.click()
+            taps += 1
+        elif step.key:
+            page.keyboard.press(step.key)
+            keys += 1
+        elif step.type:
+            page.keyboard.type(step.type)
+        if step.wait:
+            wait = step.wait.replace("&", f"#{card_id}", 1) if "&" in step.wait else f"#{card_id} {step.wait}"
+            page.locator(wait).first.wait_for(state="visible")
+        if step.settle:
+            page.wait_for_function(SETTLED, arg=card_id)
+        return moved, taps, keys
+
     def _stuck(self, page, card_id: str, how: str, timed: Timed) -> str:
-        """What a run that waited in vain for a decided card saw: the card, the focus, the last requests."""
+        """What a run that waited in vain (for a decided card, or to tap a
+        control) saw: the card, the focus, the last requests, and a screenshot."""
+        shot = Path(tempfile.gettempdir()) / f"bench-review-{card_id}.png"
+        page.screenshot(path=str(shot))
+        boxes = page.evaluate(
+            "() => [...document.querySelectorAll('[data-card], #undo-toast')].map(e => { const r ="
+            " e.getBoundingClientRect(); return e.id + ' ' + e.className + ' ' + Math.round(r.top) + '..' +"
+            " Math.round(r.bottom) }).filter(t => !/ -?\\d+\\.\\.-/.test(t)).slice(0, 40).join('\\n')"
+        )
         shown = page.evaluate(
             "id => { const c = document.getElementById(id); return [c ? c.outerHTML.slice(0, 600) : 'no card',"
             " document.activeElement && document.activeElement.outerHTML.slice(0, 200)] }",
@@ -340,6 +347,7 @@ class Command(BaseCommand):
         return "\n".join(
             [f"#{card_id} ({how}) never showed as decided", f"card: {shown[0]}", f"focus: {shown[1]}", "last requests:"]
             + requests
+            + [f"screenshot: {shot}", f"scrollY {page.evaluate('scrollY')}; boxes:", boxes]
         )
 
     def _first_page_bytes(self, context, base: str, device: dict) -> dict[str, list[int]]:
