@@ -83,7 +83,8 @@ TOAST_COVERS = """() => { const t = document.getElementById('undo-toast');
     let n = 0;
     const controls = 'button, a[href], summary, input:not([type=hidden]), select, textarea';
     for (const el of document.querySelectorAll(controls)) {
-        if (t.contains(el)) continue;
+        // Not the toast's own controls, nor one not rendered (in a closed <details>).
+        if (t.contains(el) || (el.checkVisibility && !el.checkVisibility())) continue;
         const b = el.getBoundingClientRect();
         if (!b.width || !b.height || b.bottom <= 0 || b.top >= innerHeight) continue;
         const left = Math.max(b.left, r.left), right = Math.min(b.right, r.right);
