@@ -457,7 +457,8 @@
       if (body.dataset.folding) return;
       body.dataset.folding = "1";
       body.classList.add("fold", "folded");
-      if (body.scrollHeight <= body.clientHeight + 8) { body.classList.remove("folded"); return; }
+      // Only worth a button when it hides more than a couple of lines.
+      if (body.scrollHeight <= body.clientHeight + 40) { body.classList.remove("fold", "folded"); return; }
       if (!body.id) body.id = "body-" + Math.random().toString(36).slice(2, 10);
       var button = document.createElement("button");
       button.type = "button";
