@@ -112,5 +112,5 @@ def test_the_help_dialog_lists_every_key_of_the_vocabulary(signed_in, agent, mak
             assert meaning in dialog
             for key in keys:
                 assert f"<kbd>{key}</kbd>" in dialog
-    keys = re.search(r'data-keys="([^"]*)"', html).group(1)
-    assert "&quot;merge&quot;: &quot;m&quot;" in keys and "&quot;/disputed/&quot;" in keys
+    page_keys = re.search(r'data-keys="([^"]*)"', html).group(1)
+    assert "&quot;merge&quot;: &quot;m&quot;" in page_keys and "&quot;/disputed/&quot;" in page_keys

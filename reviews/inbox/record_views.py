@@ -246,8 +246,8 @@ def _undone_ids():
     """Public ids of the records an undo retired (their decision.undone events name them)."""
     return (
         AuditEvent.objects.filter(event_type=actions.UNDONE_EVENT)
+        .filter(extra__has_key="retired")
         .annotate(retired_id=KT("extra__retired"))
-        .exclude(retired_id=None)
         .values("retired_id")
     )
 
