@@ -11,6 +11,11 @@ slug or by kind ("team": every team space). Within those:
   (set by who runs the instance): they are told of every space listed;
 - a person's feed lists only the spaces they decide in.
 
+A personal space is told by default, listed or not, and only to its owner:
+their account's e-mail address and their feed. Its titles never go to the
+webhook or to an address of no account (the operator's channels), nor to
+anyone else.
+
 An event without a space (a test message) goes to everyone.
 """
 
@@ -23,7 +28,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from reviews import space_access
-from reviews.space_models import Space
+from reviews.space_models import Space, SpaceKind
 
 
 def _listed() -> set[str]:
@@ -31,11 +36,24 @@ def _listed() -> set[str]:
 
 
 def notified_slugs(slugs: Iterable[str]) -> set[str]:
-    """Of ``slugs``, those VETTED_NOTIFY_SPACES names (by slug or kind)."""
+    """Of ``slugs``, those told to someone: named by VETTED_NOTIFY_SPACES (by
+    slug or kind), and every personal space (told to its owner only)."""
     listed = _listed()
     slugs = set(slugs)
     kinds = dict(Space.objects.filter(slug__in=slugs).values_list("slug", "kind"))
-    return {s for s in slugs if s in listed or kinds.get(s) in listed}
+    return {s for s in slugs if s in listed or kinds.get(s) in listed or kinds.get(s) == SpaceKind.PERSONAL}
+
+
+def personal_slugs(slugs: Iterable[str]) -> set[str]:
+    """Of ``slugs``, the personal spaces."""
+    return set(Space.objects.filter(slug__in=set(slugs), kind=SpaceKind.PERSONAL).values_list("slug", flat=True))
+
+
+def for_operator(items: list[dict[str, str]]) -> list[dict[str, str]]:
+    """What the operator's channels (the webhook, an address of no account)
+    may carry: everything but a personal space's items."""
+    personal = personal_slugs(i["space"] for i in items if i.get("space"))
+    return [i for i in items if i.get("space", "") not in personal]
 
 
 def wanted(slug: str) -> bool:
@@ -44,8 +62,11 @@ def wanted(slug: str) -> bool:
 
 
 def spaces_of(user: Any) -> set[str]:
-    """The spaces ``user`` is told of: they decide in them and they are listed."""
-    return notified_slugs(space_access.deciding_spaces(user))
+    """The spaces ``user`` is told of: they decide in them and they are
+    listed, or it is a personal space they own (no one else's)."""
+    told = notified_slugs(space_access.deciding_spaces(user))
+    personal = personal_slugs(told)
+    return (told - personal) | (personal & set(space_access.owned_spaces(user)))
 
 
 def _accounts(address: str) -> list[Any]:
@@ -67,7 +88,7 @@ def email_groups(items: list[dict[str, str]]) -> list[tuple[list[str], list[dict
             )
             mine = [i for i in items if _for(i, allowed, seen_agents)]
         else:
-            mine = list(items)
+            mine = for_operator(items)
         if not mine:
             continue
         key = repr([sorted(i.items()) for i in mine])

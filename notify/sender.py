@@ -167,7 +167,9 @@ def batch(now: datetime | None = None) -> list[Delivery]:
             if ch == Channel.EMAIL:
                 messages += [(ch, to, mine) for to, mine in recipients.email_groups(items)]
             else:
-                messages.append((ch, None, items))
+                operator = recipients.for_operator(items)
+                if operator:
+                    messages.append((ch, None, operator))
         made = []
         for ch, to, mine in messages:
             kinds = {i.get("event", "") for i in mine}

@@ -43,6 +43,81 @@ KEY_HELP = {
     RETIRE: "retire record: opens the confirm step (type why, then Enter)",
 }
 
+# Keys that move, filter, load and go, beside the deciding ones above.
+# keys.js reads them from the page (base.html's data-keys, from here), so the
+# help dialog, the docs and the script agree.
+MORE_KEYS = {
+    "merge": "m",  # a hint's "Merge into revision of …" on the current card
+    "duplicate": "d",  # a hint's "Reject as duplicate of …" on the current card
+    "next_page": "n",  # the next page of the inbox (j does it too past the last card)
+    "search": "/",  # the words filter (opens Filter and sort)
+    "filters": "f",  # open or close Filter and sort
+    "next_filter": "]",  # the next action filter chip (All, Create, Revise, …)
+    "previous_filter": "[",
+    "view": "v",  # cards / compact list, on this device
+    "go": "g",  # then a letter of GO: another page
+}
+# g then a letter: the page (URL name) it goes to, and its name.
+GO = {
+    "i": ("home", "Inbox"),
+    "u": ("due", "Due"),
+    "p": ("disputed", "Disputed"),
+    "c": ("edited", "Changed outside Vetted"),
+    "r": ("records", "Records"),
+    "h": ("recent_decisions", "Decisions"),
+}
+
+
+def key_table() -> list[tuple[str, list[tuple[list[str], str]]]]:
+    """Every key, by section: the help dialog and docs/reviewer-day.md list these."""
+    more = MORE_KEYS
+    return [
+        (
+            "Move",
+            [
+                (["j", "k"], "next / previous card; past the last card, j loads the next page"),
+                (["o"], "open a line of the compact list (its full card)"),
+                ([more["next_page"]], "load the next page"),
+            ],
+        ),
+        (
+            "Decide a new record or a revision",
+            [
+                (["a"], "accept (on the Due list: verify)"),
+                (["e"], "revise (edit, then accept; Ctrl+Enter sends)"),
+                (["r"], "reject (type an optional note, then Enter)"),
+                ([more["merge"]], "merge into a revision of the close record a hint names"),
+                ([more["duplicate"]], "reject as a duplicate of the close match a hint names"),
+            ],
+        ),
+        (
+            "Decide a dispute or a retirement (no single key retires or replaces a record)",
+            [([KEYS[d]], KEY_HELP[d]) for d in DECISIONS],
+        ),
+        (
+            "Filter and view",
+            [
+                ([more["search"]], "search words (opens Filter and sort)"),
+                ([more["filters"]], "open or close Filter and sort"),
+                ([more["previous_filter"], more["next_filter"]], "previous / next action filter (All, Create, …)"),
+                ([more["view"]], "switch between cards and the compact list (on this device)"),
+            ],
+        ),
+        (
+            "Go to",
+            [([more["go"], letter], name) for letter, (_url, name) in GO.items()],
+        ),
+        (
+            "Other",
+            [
+                (["u"], "undo the last decision (while its Undo button shows)"),
+                (["x"], "select for a bulk decision"),
+                (["?"], "this help"),
+            ],
+        ),
+    ]
+
+
 # What happened, as messages, the toast and the Recent decisions page say it.
 PAST = {KEEP: "Kept", CORRECT: "Corrected", RETIRE: "Retired"}
 DONE = {

@@ -142,6 +142,16 @@ def open_page(browser, live_server, size):
     return context, page
 
 
+def choose_view(page, base: str, view: str) -> None:
+    """Choose the inbox view as a reviewer does: the switch on the inbox (a
+    plain form POST this device remembers; a GET with ?view= stores nothing)."""
+    page.goto(f"{base}/")
+    switch = page.locator("#view-switch")
+    if switch.get_attribute("data-view") == view:
+        with page.expect_navigation():
+            switch.click()
+
+
 def assert_fits(page, size):
     """No sideways scrolling; at phone size every control is at least 44 px tall (and wide)."""
     # The stylesheet must have arrived: an element can be visible before it

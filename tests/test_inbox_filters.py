@@ -309,21 +309,40 @@ def test_all_that_match_confirm_comes_as_a_partial_for_htmx(signed_in, mixed):
     assert html.lstrip().startswith('<section class="panel bulk-confirm"') and "Reject 3 proposals?" in html
 
 
-# --------------------------------------------------------------------------- the compact view, per reviewer
+# --------------------------------------------------------------------------- the compact view, per device
 
 
-def test_the_compact_view_is_remembered_per_reviewer(client, reviewer, second_reviewer, mixed):
+def test_the_compact_view_is_remembered_per_device_by_a_post(client, reviewer, mixed):
+    from django.test import Client
+
     client.force_login(reviewer)
-    assert 'class="card line"' in client.get("/?view=compact").content.decode()
-    assert 'class="card line"' in client.get("/").content.decode()  # remembered
-    assert ReviewerPreference.objects.get(user=reviewer).inbox_view == "compact"
-    assert AuditEvent.objects.filter(event_type="account.inbox_view", actor="rita").count() == 1
-    client.force_login(second_reviewer)
-    html = client.get("/").content.decode()
+    response = client.post("/inbox/view", {"view": "compact", "next": "/?action=create"})
+    assert response.status_code == 302 and response["Location"] == "/?action=create"
+    assert 'class="card line"' in client.get("/").content.decode()  # remembered on this device
+    # The same reviewer on another device (a phone) still sees cards: nothing was stored for the account.
+    phone = Client()
+    phone.force_login(reviewer)
+    html = phone.get("/").content.decode()
     assert 'class="card line"' not in html and '<article class="card"' in html
-    client.force_login(reviewer)
-    client.get("/?view=cards")
+    client.post("/inbox/view", {"view": "cards", "next": "/"})
     assert 'class="card line"' not in client.get("/").content.decode()
+
+
+def test_a_get_with_view_shows_that_view_and_writes_nothing(client, reviewer, mixed):
+    client.force_login(reviewer)
+    events = AuditEvent.objects.count()
+    response = client.get("/?view=compact")
+    assert 'class="card line"' in response.content.decode()
+    assert "vetted_inbox_view" not in response.cookies  # no cookie from a GET
+    assert not ReviewerPreference.objects.filter(user=reviewer).exists()
+    assert AuditEvent.objects.count() == events
+    assert 'class="card line"' not in client.get("/").content.decode()  # the device did not choose
+
+
+def test_choosing_a_view_refuses_an_unknown_value(signed_in):
+    response = signed_in.post("/inbox/view", {"view": "grid", "next": "/"})
+    assert response.status_code == 400 and "is not one of: cards, compact" in response.content.decode()
+    assert "vetted_inbox_view" not in response.cookies
 
 
 def test_a_compact_line_has_one_tap_decisions_only_for_creates_and_revisions(signed_in, mixed):

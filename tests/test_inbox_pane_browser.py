@@ -12,7 +12,7 @@ import os
 from reviews.inbox.management.commands.bench_review import SETTLED
 from reviews.models import Proposal, ProposalState
 from tests import test_accessibility_browser as a11y
-from tests.test_inbox_browser import ARTIFACTS, assert_fits, browser, open_page, pytestmark, signed_in  # noqa: F401  # fixture, marks
+from tests.test_inbox_browser import ARTIFACTS, assert_fits, browser, choose_view, open_page, pytestmark, signed_in  # noqa: F401  # fixture, marks
 from tests.test_inbox_triage_browser import triage_seed  # noqa: F401  # fixture
 
 OPEN = "#cards > [data-card]:not(.line):not(.decided)"
@@ -50,7 +50,7 @@ def test_the_pane_follows_the_selection_and_a_decision_in_it_shows_in_the_list(
     first_create = triage_seed["creates"][0]
     context, page = open_page(browser, live_server, "desktop")
     try:
-        page.goto(f"{live_server.url}/?view=compact")
+        choose_view(page, live_server.url, "compact")
         # Nothing chosen yet: the first line (a dispute, disputes first) opens beside the list.
         at = wait_open(page, disputes[0])
         assert at["ids"] == [f"proposal-{disputes[0].pk}"]
@@ -108,7 +108,7 @@ def test_without_javascript_a_line_is_a_link_that_opens_its_card_in_the_pane(
 ):
     context, page = signed_in(browser, live_server, "desktop", java_script_enabled=False)
     try:
-        page.goto(f"{live_server.url}/?view=compact")
+        choose_view(page, live_server.url, "compact")
         assert pane(page)["ids"] == []  # nothing opens by itself without JavaScript
         chosen = triage_seed["creates"][3]
         page.locator(f"#proposal-{chosen.pk} .line-main").click()
@@ -126,7 +126,7 @@ def test_below_the_wide_layout_a_line_still_opens_in_place(browser, live_server,
     # 1199 px: no pane; the compact list's lines expand where they are, as on a phone.
     context, page = signed_in(browser, live_server, "desktop", viewport={"width": 1199, "height": 900})
     try:
-        page.goto(f"{live_server.url}/?view=compact")
+        choose_view(page, live_server.url, "compact")
         page.wait_for_function("window.htmx !== undefined")
         page.wait_for_timeout(300)
         assert pane(page)["ids"] == []  # nothing opens by itself
@@ -149,7 +149,7 @@ def test_without_javascript_a_line_past_the_first_page_opens_its_card_on_that_pa
     for size in ("desktop", "phone"):
         context, page = signed_in(browser, live_server, size, java_script_enabled=False)
         try:
-            page.goto(f"{live_server.url}/?view=compact")
+            choose_view(page, live_server.url, "compact")
             page.locator("#load-more").click()
             page.wait_for_url("**after=*")
             first = page.locator("#cards > .line").first

@@ -15,7 +15,7 @@ from django.utils import timezone
 from reviews import actions
 from reviews.models import Proposal, ProposalState
 from tests.conftest import GOOD_BODY, content
-from tests.test_inbox_browser import assert_fits, browser, open_page, pytestmark, shot  # noqa: F401  # fixture, marks
+from tests.test_inbox_browser import assert_fits, browser, choose_view, open_page, pytestmark, shot  # noqa: F401  # fixture, marks
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def fully_visible_lines(page) -> int:
 def test_compact_view_fits_many_proposals_and_accepts_in_one_tap(browser, live_server, triage_seed, size):  # noqa: F811
     context, page = open_page(browser, live_server, size)
     try:
-        page.goto(f"{live_server.url}/?view=compact")
+        choose_view(page, live_server.url, "compact")
         page.wait_for_selector("#cards .card.line")
         compact_settled(page, size)
         assert_fits(page, size)
@@ -218,7 +218,7 @@ def test_compact_line_expands_without_javascript(browser, live_server, triage_se
         page.fill("input[name=username]", "rita")
         page.fill("input[name=password]", PASSWORD)
         page.click("button[type=submit]")
-        page.goto(f"{live_server.url}/?view=compact")
+        choose_view(page, live_server.url, "compact")
         dispute = triage_seed["disputes"][0]
         page.locator(f"#proposal-{dispute.pk}").get_by_role("link", name="Review…").click()
         assert re.search(rf"expand={dispute.pk}", page.url)
@@ -296,7 +296,7 @@ def test_compact_view_keeps_six_lines_in_the_first_screen_despite_burst_warnings
         )
     context, page = open_page(browser, live_server, size)
     try:
-        page.goto(f"{live_server.url}/?view=compact")
+        choose_view(page, live_server.url, "compact")
         page.wait_for_selector("#cards .card.line")
         compact_settled(page, size)
         visible = fully_visible_lines(page)
@@ -308,8 +308,8 @@ def test_compact_view_keeps_six_lines_in_the_first_screen_despite_burst_warnings
         assert f"Agent {agent.name} disputed" in warnings.inner_text()
         assert f"Agent {team_agent.name} proposed to retire" in warnings.inner_text()
         assert_fits(page, size)
-        # The card view shows them open.
+        # The card view folds them too (open, they filled the first phone screen).
         page.goto(f"{live_server.url}/?view=cards")
-        assert page.locator("#dispute-warnings details[open]").count() == 1
+        assert page.locator("#dispute-warnings details[open]").count() == 0
     finally:
         context.close()

@@ -20,7 +20,7 @@ from django.utils import timezone
 from mcp_bridge.agent_api.limits import SlidingWindowLimiter
 from memory_site import logscrub
 from notify import channels, live, refusals, sender
-from notify.models import Delivery, DeliveryState, Event, FeedKey, OutboxEvent
+from notify.models import Channel, Delivery, DeliveryState, Event, FeedKey, OutboxEvent
 from retrieval import docs
 from reviews import actions
 from reviews.errors import DuplicateContent, RateLimited
@@ -202,12 +202,33 @@ def test_messages_are_spaced_by_the_minimum_but_disputes_go_at_once(webhook, age
 
 
 def test_only_the_configured_scopes_are_reported(settings, webhook, agent):
-    propose(agent, 1, scope="personal")
+    settings.VETTED_NOTIFY_SPACES = ["system"]
+    propose(agent, 1, scope="team")
     assert sender.batch(later(2)) == []
-    settings.VETTED_NOTIFY_SPACES = ["personal", "team"]
-    propose(agent, 2, scope="personal")
+    settings.VETTED_NOTIFY_SPACES = ["system", "team"]
+    propose(agent, 2, scope="team")
     (made,) = sender.batch(later(2))
     assert [i["title"] for i in made.payload["items"]] == ["Proposal number 2"]
+
+
+def test_a_personal_space_is_told_by_default_to_its_owner_only(settings, webhook, agent, second_reviewer):
+    # rita owns the personal space; sam reviews team and system; ops is an address of no account.
+    settings.VETTED_NOTIFY_EMAIL = ["rita@example.com", "sam@example.com", "ops@example.com"]
+    propose(agent, 1, scope="personal")
+    (made,) = sender.batch(later(2))
+    assert made.channel == Channel.EMAIL and made.payload["to"] == ["rita@example.com"]
+    assert [i["title"] for i in made.payload["items"]] == ["Proposal number 1"]
+    # Listing personal spaces does not hand their titles to the operator's channels either.
+    settings.VETTED_NOTIFY_SPACES = ["personal", "team"]
+    propose(agent, 2, scope="personal")
+    propose(agent, 3, scope="team")
+    deliveries = sender.batch(later(70))
+    told = {
+        (d.channel, tuple(d.payload.get("to", ()))): [i["title"] for i in d.payload["items"]] for d in deliveries
+    }
+    assert told[(Channel.WEBHOOK, ())] == ["Proposal number 3"]
+    assert told[(Channel.EMAIL, ("rita@example.com",))] == ["Proposal number 2", "Proposal number 3"]
+    assert told[(Channel.EMAIL, ("sam@example.com", "ops@example.com"))] == ["Proposal number 3"]
 
 
 def test_a_proposal_decided_before_it_was_told_is_dropped(webhook, agent, reviewer):
@@ -411,10 +432,11 @@ def test_the_feed_lists_pending_proposals_and_disputes_at_a_secret_url(client, s
     feed = feedparser.parse(response.content)
     assert not feed.bozo, feed.bozo_exception
     titles = sorted(entry.title for entry in feed.entries)
-    assert titles == ["Dispute: Billing API repository", "New: Proposal number 1"]
+    # rita's own personal space is in her feed (her channel) by default.
+    assert titles == ["Dispute: Billing API repository", "New: Proposal number 1", "New: Proposal number 2"]
     assert all(entry.author == "claude-code" for entry in feed.entries)
     page = response.content.decode()
-    assert "Body 1" not in page and "a secret reason" not in page and "Proposal number 2" not in page
+    assert "Body 1" not in page and "a secret reason" not in page
     old = key.secret
     actions.rotate_feed_key(actor=reviewer)
     assert client.get(f"/feed/atom?key={old}").status_code == 404

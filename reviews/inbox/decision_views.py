@@ -184,6 +184,7 @@ def recent(request):
     events = _in_readable_spaces(events)
     undone = actions.undone_events([e.pk for e in events])
     titles = _titles(events)
+    proposals = _proposals(events)
     window = timedelta(seconds=settings.VETTED_UNDO_SECONDS)
     now = timezone.now()
     rows = []
@@ -201,6 +202,9 @@ def recent(request):
                 "title": titles.get(e.proposal_ref) or titles.get(e.subject_id) or e.snippet or ref,
                 "done": vocabulary.DONE[vocabulary.event_outcome(e.event_type, e.extra)],
                 "record": e.record_ref or (e.subject_id if e.subject_type == "record" else ""),
+                # Who proposed it and the note the reviewer left, so a row says what was decided.
+                "agent": proposals[e.proposal_ref].proposer_label if e.proposal_ref in proposals else "",
+                "note": _note(e, proposals.get(e.proposal_ref)),
                 "why_not": why_not,
             }
         )
@@ -225,6 +229,20 @@ def _in_readable_spaces(events: list[AuditEvent]) -> list[AuditEvent]:
     )
     seen |= set(Record.objects.filter(public_id__in=record_ids, scope__in=readable).values_list("public_id", flat=True))
     return [e for e in events if (e.proposal_ref or e.record_ref or e.subject_id) in seen]
+
+
+def _note(event: AuditEvent, proposal: Proposal | None) -> str:
+    """The reviewer's note on a proposal's decision: its event's snippet is the
+    note, or the title when there was none."""
+    if proposal is None or not event.snippet:
+        return ""
+    titles = {proposal.title, proposal.target.title if proposal.target else ""}
+    return "" if event.snippet in titles else event.snippet
+
+
+def _proposals(events: list[AuditEvent]) -> dict[str, Proposal]:
+    ids = {e.proposal_ref for e in events if e.proposal_ref}
+    return {p.public_id: p for p in Proposal.objects.select_related("agent", "target").filter(public_id__in=ids)}
 
 
 def _titles(events: list[AuditEvent]) -> dict[str, str]:

@@ -8,7 +8,10 @@ without it the browser is redirected back with a message.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -22,6 +25,8 @@ from . import filters as inbox_filters
 from .page_helpers import (
     approved_form_values,
     back,
+    burst_note,
+    burst_warnings,
     dispute_warnings,
     form_changes,
     mark_outside_edits,
@@ -76,10 +81,11 @@ def inbox(request):
         status = 200 if request.htmx else 400
         return render(request, "reviews/inbox.html", {**nav_counts(), **context}, status=status)
     proposals, next_cursor = _page(f, after)
-    warnings = dispute_warnings()
+    bursts = burst_warnings()
+    warnings = dispute_warnings(bursts)
     for p in proposals:
-        if p.action == ProposalAction.DISPUTE:
-            p.dispute_warning = warnings.get(p.agent_id or 0, "")  # type: ignore[attr-defined]  # for the card
+        # Only its own agent's burst of its own kind: a retirement burst is no news on a dispute card.
+        p.dispute_warning = burst_note(bursts, p.agent_id, p.action)  # type: ignore[attr-defined]  # for the card
     lookalikes.annotate(proposals)
     context.update(proposals=proposals, next_cursor=next_cursor, dispute_warnings=warnings)
     if more:
@@ -101,7 +107,24 @@ def _card(request, proposal_id: str, *, error: str = "", status: int = 200, undo
     if proposal is not None:
         mark_outside_edits([proposal.target])
     context = {"p": proposal, "proposal_id": proposal_id, "error": error, "undo": undo, **nav_counts()}
+    context.update(_page_counts(request))
     return render(request, "reviews/inbox.html#card-response", context, status=status)
+
+
+def _page_counts(request) -> dict:
+    """After an in-place decision: the counts of the inbox page it was made on
+    (its filter chips and "N pending"), for out-of-band swaps, so they never
+    disagree with the header. Nothing when the page was not the inbox."""
+    current = request.htmx.current_url_abs_path if request.htmx else ""
+    if not current:
+        return {}
+    parts = urlsplit(current)
+    if parts.path != reverse("home"):
+        return {}
+    f, errors = inbox_filters.parse(QueryDict(parts.query))
+    if errors:
+        return {}
+    return {"triage_oob": True, **triage_views.filter_context(f, [])}
 
 
 def _decided(request, proposal: Proposal):

@@ -58,11 +58,13 @@ DISPUTE_WINDOW_MINUTES = actions.DISPUTE_WINDOW_MINUTES
 _BURST_WORDS = {ProposalAction.DISPUTE: "disputed", ProposalAction.RETIRE: "proposed to retire"}
 
 
-def dispute_warnings() -> dict[int, str]:
-    """Agents disputing or retiring many records at once: agent pk -> the
-    warning to show. One grouped query over disputes and retirements that
-    are open or recent; no stored state. One rule for both actions (a burst
-    in the window), plus, for disputes, holding half the per-agent cap."""
+def burst_warnings() -> dict[tuple[int, str], tuple[str, str]]:
+    """Agents disputing or retiring many records at once: (agent pk, action)
+    -> (the warning, a one-line note for that agent's cards of that action).
+    One grouped query over disputes and retirements that are open or recent;
+    no stored state. One rule for both actions (a burst in the window), plus,
+    for disputes, holding half the per-agent cap. A burst with nothing left
+    open warns of nothing: every one of them is decided."""
     since = timezone.now() - timedelta(minutes=DISPUTE_WINDOW_MINUTES)
     cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
     rows = (
@@ -74,34 +76,54 @@ def dispute_warnings() -> dict[int, str]:
         )
         .order_by("agent_id", "action")
     )
-    warnings: dict[int, str] = {}
+    warnings: dict[tuple[int, str], tuple[str, str]] = {}
     for row in rows:
-        text = _burst_warning(row, cap)
-        if text:
-            warnings[row["agent_id"]] = f"{warnings[row['agent_id']]} {text}" if row["agent_id"] in warnings else text
+        made = _burst_warning(row, cap)
+        if made:
+            warnings[(row["agent_id"], row["action"])] = made
     return warnings
 
 
-def _burst_warning(row: Mapping[str, Any], cap: int) -> str:
+def dispute_warnings(bursts: dict[tuple[int, str], tuple[str, str]] | None = None) -> dict[int, str]:
+    """The burst warnings by agent (agent pk -> its warnings in one text), for
+    the summary above the inbox and the disputed page."""
+    by_agent: dict[int, str] = {}
+    for (agent_id, _action), (text, _note) in (burst_warnings() if bursts is None else bursts).items():
+        by_agent[agent_id] = f"{by_agent[agent_id]} {text}" if agent_id in by_agent else text
+    return by_agent
+
+
+def burst_note(bursts: dict[tuple[int, str], tuple[str, str]], agent_id: int | None, action: str) -> str:
+    """The note for one card: its own agent's burst of its own action, else nothing."""
+    made = bursts.get((agent_id or 0, action))
+    return made[1] if made else ""
+
+
+def _burst_warning(row: Mapping[str, Any], cap: int) -> tuple[str, str] | None:
     burst = row["recent"] >= DISPUTE_BURST
     name = row["agent__name"]
+    if not row["open"]:
+        return None
     if row["action"] == ProposalAction.RETIRE:
         if not burst:
-            return ""
+            return None
         return (
             f"Agent {name} proposed to retire {row['recent']} records in the last {DISPUTE_WINDOW_MINUTES} minutes "
             f"({row['open']} of its retirements are open). Read each before accepting: a retired record "
-            "reaches no agent."
+            "reaches no agent.",
+            f"Burst: {name} proposed to retire {row['recent']} in {DISPUTE_WINDOW_MINUTES} min",
         )
     hoarding = bool(cap) and row["open"] >= max(2, (cap + 1) // 2)
     if not (burst or hoarding):
-        return ""
+        return None
     held = f"{row['open']} of its disputes are open" + (f" (limit {cap})" if cap else "")
     if burst:
         text = f"Agent {name} disputed {row['recent']} records in the last {DISPUTE_WINDOW_MINUTES} minutes; {held}."
+        note = f"Burst: {name} disputed {row['recent']} in {DISPUTE_WINDOW_MINUTES} min"
     else:
         text = f"Agent {name} holds many disputes: {held}."
-    return text + " Each one withholds a record from every agent until you decide."
+        note = f"{name} holds {row['open']} open disputes"
+    return text + " Each one withholds a record from every agent until you decide.", note
 
 
 def back(request, default: str, *, anchor: str = ""):

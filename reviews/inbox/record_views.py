@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
+from django.db.models.fields.json import KT
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import Resolver404, resolve, reverse
@@ -69,9 +70,12 @@ def _record_card(
 
 
 # The worklists whose total is a header count: a decision made there updates
-# the page's total and tab title too (the "changed outside" list is not
-# counted per request: it reads every live record's text).
-_COUNTED_WORKLISTS = {"due": ("Due for review", "overdue_count"), "disputed": ("Disputed", "disputed_count")}
+# the page's total and tab title too, so the heading and the badge agree.
+_COUNTED_WORKLISTS = {
+    "due": ("Due for review", "overdue_count"),
+    "disputed": ("Disputed", "disputed_count"),
+    "edited": ("Changed outside Vetted", "edited_count"),
+}
 
 
 def _worklist(request, counts: dict) -> dict:
@@ -238,6 +242,16 @@ def _filters_from(params) -> dict:
     return {name: params.get(name, "").strip() for name in ("q", "mode", "kind", "scope", "tag", "status", "agent")}
 
 
+def _undone_ids():
+    """Public ids of the records an undo retired (their decision.undone events name them)."""
+    return (
+        AuditEvent.objects.filter(event_type=actions.UNDONE_EVENT)
+        .filter(extra__has_key="retired")
+        .annotate(retired_id=KT("extra__retired"))
+        .values("retired_id")
+    )
+
+
 @site_login_required
 @require_GET
 def records(request):
@@ -292,6 +306,11 @@ def records(request):
             queryset = queryset.filter(scope=f["scope"])
         if f["status"]:
             queryset = queryset.filter(status=f["status"])
+        else:
+            # A record an undo retired is a copy of a decision taken back:
+            # listed only when asked for (status "retired").
+            queryset = queryset.exclude(status=RecordStatus.RETIRED, public_id__in=_undone_ids())
+            context["undone_hidden"] = True
         if f["agent"]:
             queryset = queryset.filter(proposed_by__name=f["agent"])
         if f["tag"]:

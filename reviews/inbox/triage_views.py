@@ -6,33 +6,63 @@ still its own action and transaction).
 
 from __future__ import annotations
 
+from django.http import HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.timesince import timesince
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from reviews import actions
 from reviews.models import InboxView, Proposal, ProposalAction
 
 from . import filters as inbox_filters
 from . import hints
-from .page_helpers import nav_counts, site_login_required
+from .page_helpers import back, nav_counts, site_login_required
 
 # The ordinary bulk decision takes at most this many ids (inbox_views.BULK_MAX
 # imports it from here, so the cap lives once).
 BULK_MAX = 100
 
 
+# The list/cards choice is per device (a phone and a desktop want different
+# views), so it lives in a cookie that only a POST sets: a GET never writes.
+VIEW_COOKIE = "vetted_inbox_view"
+VIEW_COOKIE_AGE = 365 * 24 * 3600
+
+
+def device_view(request) -> str:
+    """The view this device chose (the cookie), cards until it chooses."""
+    stored = request.COOKIES.get(VIEW_COOKIE, "")
+    return stored if stored in InboxView.values else InboxView.CARDS
+
+
 def chosen_view(request) -> tuple[str, str]:
-    """The reviewer's inbox view and an error: ``?view=`` switches and stores
-    it (per reviewer, ReviewerPreference); without it, the stored one."""
+    """The inbox view for this response and an error: ``?view=`` shows that
+    view for this one page (a link or bookmark may ask for it) and stores
+    nothing; without it, this device's choice."""
     asked = (request.GET.get("view") or "").strip()
     if not asked:
-        return actions.inbox_view_of(request.user), ""
+        return device_view(request), ""
     if asked not in InboxView.values:
         allowed = ", ".join(InboxView.values)
-        return actions.inbox_view_of(request.user), f"view={asked[:20]!r} is not one of: {allowed}."
-    return actions.set_inbox_view(request.user, asked), ""
+        return device_view(request), f"view={asked[:20]!r} is not one of: {allowed}."
+    return asked, ""
+
+
+@site_login_required
+@require_POST
+def choose_view(request):
+    """Remember the inbox view on this device (a cookie) and go back."""
+    view = request.POST.get("view", "")
+    if view not in InboxView.values:
+        allowed = ", ".join(InboxView.values)
+        return HttpResponseBadRequest(
+            f"view={view[:20]!r} is not one of: {allowed}.", content_type="text/plain; charset=utf-8"
+        )
+    response = back(request, reverse("home"))
+    response.set_cookie(
+        VIEW_COOKIE, view, max_age=VIEW_COOKIE_AGE, samesite="Lax", httponly=True, secure=request.is_secure()
+    )
+    return response
 
 
 def age(proposal: Proposal) -> str:

@@ -22,6 +22,7 @@ urlpatterns = [
     path("", inbox_views.inbox, name="home"),
     path("setup/", views.first_run, name="first_run"),
     path("proposals/bulk", inbox_views.bulk, name="proposal_bulk"),
+    path("inbox/view", triage_views.choose_view, name="inbox_view"),
     path("proposals/bulk-all", triage_views.bulk_all, name="proposal_bulk_all"),
     path("proposals/<str:public_id>/", inbox_views.card, name="proposal_card"),
     path("proposals/<str:public_id>/accept", inbox_views.accept, name="proposal_accept"),

@@ -10,7 +10,15 @@ from reviews.models import Record, RecordStatus
 
 from . import viewer
 from .outside_edits import edited_ids
-from .page_helpers import dispute_warnings, mark_outside_edits, nav_counts, pending_disputes, site_login_required
+from .page_helpers import (
+    burst_note,
+    burst_warnings,
+    dispute_warnings,
+    mark_outside_edits,
+    nav_counts,
+    pending_disputes,
+    site_login_required,
+)
 
 LIST_LIMIT = 100
 
@@ -50,10 +58,11 @@ def disputed(request):
     )
     rows = list(queryset[:LIST_LIMIT])
     mark_outside_edits(rows)
-    warnings = dispute_warnings()
+    bursts = burst_warnings()
+    warnings = dispute_warnings(bursts)
     for record in rows:
         for d in record.disputes:  # type: ignore[attr-defined]  # a prefetch (to_attr)
-            d.dispute_warning = warnings.get(d.agent_id, "")  # for the template
+            d.dispute_warning = burst_note(bursts, d.agent_id, d.action)  # for the template
     return render(
         request,
         "reviews/worklist.html",

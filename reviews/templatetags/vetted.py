@@ -1,4 +1,5 @@
 import functools
+import json
 from urllib.parse import quote
 
 from django import template
@@ -46,6 +47,20 @@ def decision_words():
         "key": vocabulary.KEYS,
         "key_help": vocabulary.KEY_HELP,
     }
+
+
+@register.simple_tag
+def key_table():
+    """Every key by section (reviews.vocabulary.key_table), for the help dialog."""
+    return vocabulary.key_table()
+
+
+@register.simple_tag
+def page_keys() -> str:
+    """The keys keys.js acts on beyond the deciding ones, as JSON for base.html's
+    data-keys (escaped by the template): the letters live in reviews.vocabulary."""
+    go = {letter: reverse(url) for letter, (url, _name) in vocabulary.GO.items()}
+    return json.dumps({**vocabulary.MORE_KEYS, "pages": go})
 
 
 @register.simple_tag(takes_context=True)

@@ -232,11 +232,32 @@
     if (event.key !== "j" || waiting) return;
     var list = pending();
     var more = document.getElementById("load-more");
-    if (!more || !list.length || (current && list.indexOf(current) !== list.length - 1)) return;
+    if (!list.length) {
+      // No undecided card left on the page: j fetches the next page by
+      // itself, or, with no next page but proposals still waiting (new ones
+      // arrived, or an undo), reloads the inbox.
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      if (more) { waiting = true; more.click(); }
+      else if (document.getElementById("triage") && parseInt((document.getElementById("pending-count") || {}).textContent, 10) > 0) {
+        window.location.reload();
+      }
+      return;
+    }
+    if (!more || (current && list.indexOf(current) !== list.length - 1)) return;
     if (!current) return;
     waiting = true;
     more.click();
   }, true);
+
+  // The keys page_keys names (reviews/vocabulary.py): n loads the next page
+  // the way j past the last card does.
+  document.addEventListener("vetted:next-page", function () {
+    var more = document.getElementById("load-more");
+    if (!more || waiting) return;
+    waiting = true;
+    more.click();
+  });
 
   // The next page's cards arrive one htmx:load each; on the first, press j
   // again so the focus moves on to it.
@@ -361,4 +382,138 @@
       event.stopImmediatePropagation();
     }
   }, true);
+})();
+
+// ---- The reviewer's day: keys beyond deciding (their letters come from
+// reviews/vocabulary.py through base.html's data-keys): merge and reject as
+// duplicate on the current card's hint, the next page, the filters, the view,
+// and g then a letter to go to another page. Also: long bodies folded after a
+// few lines with "Show all", and one Undo on the page (the newest decision's).
+(function () {
+  "use strict";
+  var keys = {};
+  try { keys = JSON.parse(document.body.getAttribute("data-keys") || "{}"); } catch (e) { keys = {}; }
+  var going = false;
+
+  function typing(event) {
+    var tag = (event.target.tagName || "").toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable;
+  }
+
+  function say(text) {
+    var box = document.getElementById("request-error");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = false;
+    clearTimeout(say.timer);
+    say.timer = setTimeout(function () { box.hidden = true; }, 5000);
+  }
+
+  function currentCard() {
+    return document.querySelector("[data-card].current:not(.decided)") || document.querySelector("[data-card]:not(.decided)");
+  }
+
+  function hintButton(kind, words) {
+    var card = currentCard();
+    if (!card) return;
+    var button = card.querySelector('form[action$="/' + kind + '"] button[type=submit]');
+    if (button) button.click();
+    else say("No " + words + " on this card: a hint offers it only for a close match.");
+  }
+
+  function stepFilter(step) {
+    var chips = Array.prototype.slice.call(document.querySelectorAll(".triage .chips a.chip:not(.on)"));
+    if (!chips.length) return;
+    var at = chips.findIndex(function (c) { return c.hasAttribute("aria-current"); });
+    var next = chips[Math.min(Math.max((at < 0 ? 0 : at) + step, 0), chips.length - 1)];
+    if (next && next !== chips[at]) next.click();
+  }
+
+  function openFilters(focusSearch) {
+    var more = document.querySelector("details.more-filters");
+    if (!more) return;
+    if (!focusSearch && more.open) { more.open = false; return; }
+    more.open = true;
+    var field = more.querySelector(focusSearch ? "input[name=q]" : "input, select");
+    if (field) field.focus();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event)) { going = false; return; }
+    if (document.querySelector("dialog[open]")) return;
+    var key = event.key;
+    if (going) {
+      going = false;
+      var url = (keys.pages || {})[key];
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      if (url) window.location.assign(url);
+      return;
+    }
+    var handled = true;
+    if (key === keys.go) going = true;
+    else if (key === keys.merge) hintButton("merge", "merge");
+    else if (key === keys.duplicate) hintButton("reject-duplicate", "reject as duplicate");
+    else if (key === keys.next_page) document.dispatchEvent(new CustomEvent("vetted:next-page"));
+    else if (key === keys.search) openFilters(true);
+    else if (key === keys.filters) openFilters(false);
+    else if (key === keys.next_filter) stepFilter(1);
+    else if (key === keys.previous_filter) stepFilter(-1);
+    else if (key === keys.view) { var v = document.getElementById("view-switch"); if (v) v.click(); }
+    else handled = false;
+    if (handled) { event.preventDefault(); event.stopImmediatePropagation(); }
+  }, true);
+
+  // ---- Long bodies: folded after a few lines (site.css .fold.folded), with
+  // a "Show all" button; without JavaScript the whole body shows.
+  function fold(root) {
+    if (!root || !root.querySelectorAll) return;
+    var bodies = root.querySelectorAll("[data-card]:not(.editing):not(.decided) > .md, [data-card]:not(.editing):not(.decided) > .diff");
+    Array.prototype.forEach.call(bodies, function (body) {
+      if (body.dataset.folding) return;
+      body.dataset.folding = "1";
+      body.classList.add("fold", "folded");
+      // Only worth a button when it hides more than a couple of lines.
+      if (body.scrollHeight <= body.clientHeight + 40) { body.classList.remove("fold", "folded"); return; }
+      if (!body.id) body.id = "body-" + Math.random().toString(36).slice(2, 10);
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "link show-all";
+      button.setAttribute("aria-expanded", "false");
+      button.setAttribute("aria-controls", body.id);
+      button.textContent = "Show all";
+      body.insertAdjacentElement("afterend", button);
+    });
+  }
+  function unfold(body, button) {
+    body.classList.remove("folded");
+    if (button) { button.setAttribute("aria-expanded", "true"); button.textContent = "Show less"; }
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button.show-all");
+    if (!button) return;
+    var body = document.getElementById(button.getAttribute("aria-controls"));
+    if (!body) return;
+    if (body.classList.contains("folded")) unfold(body, button);
+    else { body.classList.add("folded"); button.setAttribute("aria-expanded", "false"); button.textContent = "Show all"; }
+  });
+  // A link or code block inside a folded body that takes the focus unfolds it.
+  document.addEventListener("focusin", function (event) {
+    var body = event.target.closest && event.target.closest(".fold.folded");
+    if (body) unfold(body, document.querySelector('button.show-all[aria-controls="' + body.id + '"]'));
+  });
+
+  // ---- One Undo: a decided card that brings its own drops any older one.
+  function newestUndo(root) {
+    if (!root || !root.querySelector) return;
+    var mine = root.matches && root.matches(".undo-toast") ? root : root.querySelector(".undo-toast");
+    if (!mine) return;
+    Array.prototype.forEach.call(document.querySelectorAll(".undo-toast"), function (toast) {
+      if (toast !== mine) toast.remove();
+    });
+  }
+
+  document.addEventListener("htmx:load", function (event) { fold(event.target); newestUndo(event.target); });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { fold(document); });
+  else fold(document);
 })();

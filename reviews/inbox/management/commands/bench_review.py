@@ -1,12 +1,17 @@
-"""Benchmark a reviewer at phone size: seed a realistic mix of proposals in a
-scratch database, serve it, and drive Chromium (390x844) through the inbox,
-deciding every card by tap or by key as its plan says (reviews/inbox/bench_review.py).
+"""Benchmark a reviewer on a phone and on a desktop: seed a realistic mix of
+proposals (with a burst of disputes from one agent) in a scratch database,
+serve it, and drive Chromium through the inbox at each size (390x844 phone,
+1280x800 desktop), deciding every card by tap or by key as its plan says
+(reviews/inbox/bench_review.py).
 
-Prints taps and keys per decision by plan, server time per decision and per
-page (median, p95: measured around Django's handler in the server thread),
-HTML/CSS/JS bytes of the first inbox page (as sent, and uncompressed), the
-proposals visible in the first screen, and the wall time for all decisions.
-Never touches the real database.
+Prints, per size: taps and keys per decision by plan and overall (inputs per
+decision), scrolls per decision (a scroll is counted each time the reviewer
+must move the page to see a card's top and its decision controls, or a control
+a step taps), decisions after which the Undo toast covered a control, whole
+cards and compact lines inside the first screen, server time per decision and
+per page (median, p95: measured around Django's handler in the server thread),
+HTML/CSS/JS bytes of the first inbox page (as sent, and uncompressed), and the
+wall time for all decisions. Never touches the real database.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import statistics
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -30,6 +36,64 @@ PHONE: dict[str, Any] = {
     "device_scale_factor": 3,
     "reduced_motion": "reduce",
 }
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 800}, "reduced_motion": "reduce"}
+SIZES = {"phone": PHONE, "desktop": DESKTOP}
+# The view each size works in unless --view says: the compact list on a phone,
+# cards on a desktop (its compact list is a split pane that opens by itself).
+DEFAULT_VIEW = {"phone": "compact", "desktop": "cards"}
+# Whole cards (or lines) inside the first screen: top and bottom both within it.
+WHOLE_IN_FIRST_SCREEN = """() => [...document.querySelectorAll('[data-card]')]
+    .filter(c => { const r = c.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }).length"""
+# The height of what stays on screen over the page (a sticky header).
+_TOP_INSET = """(() => { const h = document.querySelector('header.site');
+    if (!h) return 0; const p = getComputedStyle(h).position;
+    return p === 'sticky' || p === 'fixed' ? Math.max(0, h.getBoundingClientRect().bottom) : 0; })()"""
+# Bring a card's top and its decision controls into view as a reviewer would,
+# and say how many scrolls that took: 0 (both in view), 1 (one move shows both)
+# or 2 (a card taller than the screen: read from its top, then down to its controls).
+REVEAL = (
+    """id => { const c = document.getElementById(id);
+    const a = c.querySelector(':scope > .actions, :scope > .line-actions') || c;
+    const top = """
+    + _TOP_INSET
+    + """, bottom = innerHeight;
+    const cr = c.getBoundingClientRect(), ar = a.getBoundingClientRect();
+    if (cr.top >= top && ar.bottom <= bottom) return 0;
+    if (ar.bottom - cr.top <= bottom - top) {
+        window.scrollBy(0, cr.top < top ? cr.top - top : ar.bottom - bottom);
+        return 1;
+    }
+    window.scrollBy(0, ar.bottom - bottom);
+    return 2; }"""
+)
+# Is this element (a control a step is about to tap) wholly in view? If not,
+# scroll it to the middle of the screen (one scroll) and say so.
+REVEAL_CONTROL = (
+    """el => { const top = """
+    + _TOP_INSET
+    + """; const r = el.getBoundingClientRect();
+    if (r.top >= top && r.bottom <= innerHeight) return 0;
+    el.scrollIntoView({block: 'center'}); return 1; }"""
+)
+# Controls the Undo toast covers: a control (outside the toast) whose box meets
+# the toast's, where the toast is what lies on top.
+TOAST_COVERS = """() => { const t = document.getElementById('undo-toast');
+    if (!t || t.hidden) return 0;
+    const r = t.getBoundingClientRect(); if (!r.width || !r.height) return 0;
+    let n = 0;
+    const controls = 'button, a[href], summary, input:not([type=hidden]), select, textarea';
+    for (const el of document.querySelectorAll(controls)) {
+        // Not the toast's own controls, nor one not rendered (in a closed <details>).
+        if (t.contains(el) || (el.checkVisibility && !el.checkVisibility())) continue;
+        const b = el.getBoundingClientRect();
+        if (!b.width || !b.height || b.bottom <= 0 || b.top >= innerHeight) continue;
+        const left = Math.max(b.left, r.left), right = Math.min(b.right, r.right);
+        const up = Math.max(b.top, r.top), down = Math.min(b.bottom, r.bottom);
+        if (left >= right || up >= down) continue;
+        const hit = document.elementFromPoint((left + right) / 2, (up + down) / 2);
+        if (hit && t.contains(hit)) n++;
+    }
+    return n; }"""
 PASSWORD = "bench-review-password-1"
 # True once htmx has processed the card's controls (its internal data on them).
 SETTLED = """id => [...document.querySelectorAll('#' + id + ' [hx-get], #' + id + ' [hx-post]')]
@@ -67,13 +131,24 @@ HINTS_IN = "id => !document.querySelector('#' + id + ' [data-hints=\"loading\"]'
 
 
 class Command(BaseCommand):
-    help = "Seed N pending proposals in a scratch database and review them all in Chromium at phone size."
+    help = "Seed N pending proposals in a scratch database and review them all in Chromium, on a phone and a desktop."
 
     def add_arguments(self, parser):
         parser.add_argument("--proposals", type=int, default=100, help="pending proposals to seed and decide")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument(
-            "--view", choices=["compact", "cards"], default="compact", help="the inbox view the reviewer works in"
+            "--view",
+            choices=["compact", "cards"],
+            default="",
+            help="the inbox view the reviewer works in (default: compact on the phone, cards on the desktop)",
+        )
+        parser.add_argument(
+            "--size", choices=["phone", "desktop", "both"], default="both", help="the screen(s) to review on"
+        )
+        parser.add_argument(
+            "--first-screen-only",
+            action="store_true",
+            help="measure the first screen in both views and stop (no decisions)",
         )
 
     def handle(self, *args, **opts):
@@ -82,6 +157,14 @@ class Command(BaseCommand):
             raise CommandError("--proposals must be at least 5")
         if not CHROMIUM.exists():
             raise CommandError(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+        sizes = ["phone", "desktop"] if opts["size"] == "both" else [opts["size"]]
+        for size in sizes:
+            view = opts["view"] or DEFAULT_VIEW[size]
+            # A scratch database per size: each run meets the same hundred.
+            report = self._run(total, opts["seed"], size, view, opts["first_screen_only"])
+            self._print(report, total, size, view)
+
+    def _run(self, total: int, rng_seed: int, size: str, view: str, first_only: bool = False) -> dict:
         from django.test.testcases import LiveServerThread
 
         from memory_site.static_files import ensure_collected
@@ -97,7 +180,7 @@ class Command(BaseCommand):
             reviewer = scratch_reviewer()
             reviewer.set_password(PASSWORD)
             reviewer.save()
-            plan = seed(random.Random(opts["seed"]), total, reviewer)
+            plan = seed(random.Random(rng_seed), total, reviewer)
             # As `serve` does at startup: the model loaded and the seeded
             # records embedded before the clock starts (a reviewer meets a
             # running server, not its first model load).
@@ -130,21 +213,24 @@ class Command(BaseCommand):
             if server.error:
                 raise CommandError(f"the live server did not start: {server.error}")
             try:
-                report = self._review(f"http://localhost:{server.port}", plan, timed[0], opts["view"])
+                return self._review(f"http://localhost:{server.port}", plan, timed[0], view, SIZES[size], first_only)
             finally:
                 server.terminate()
-        self._print(report, total, opts["view"])
 
-    def _review(self, base: str, plan: dict[str, str], timed: Timed, view: str) -> dict:
+    def _review(
+        self, base: str, plan: dict[str, str], timed: Timed, view: str, device: dict, first_only: bool = False
+    ) -> dict:
         from playwright.sync_api import sync_playwright
 
         from ...bench_review import UNDO_AFTER, plan_steps
 
         counts: dict[str, list[int]] = defaultdict(list)
         decisions: list[float] = []
+        scrolls: list[int] = []
+        covered: list[int] = []
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-            context = browser.new_context(**PHONE)
+            context = browser.new_context(**device)
             page = context.new_page()
             page.set_default_timeout(15_000)
             page.goto(base + "/accounts/login/")
@@ -152,16 +238,21 @@ class Command(BaseCommand):
             page.fill("input[name=password]", PASSWORD)
             page.click("button[type=submit]")
             page.wait_for_selector("#pending-count")
-            sizes = self._first_page_bytes(context, base)
-            # Proposals wholly inside the first screen, in each view; the
-            # reviewer then works in ``view`` (remembered per reviewer).
+            sizes = self._first_page_bytes(context, base, device)
+            # Cards (lines) wholly inside the first screen, in each view; the
+            # reviewer then works in ``view``, chosen as on any device: the
+            # switch (a POST that this device remembers).
             first_screen = {}
-            for name in ("cards", view) if view != "cards" else ("compact", "cards"):
-                page.goto(f"{base}/?view={name}")
-                first_screen[name] = page.evaluate(
-                    "[...document.querySelectorAll('[data-card]')]"
-                    ".filter(c => c.getBoundingClientRect().bottom <= innerHeight).length"
-                )
+            for name in ("compact", "cards") if view == "cards" else ("cards", "compact"):
+                page.goto(base + "/")
+                if page.locator(f"#view-switch[data-view={name}]").count():
+                    with page.expect_navigation():
+                        page.click("#view-switch")
+                page.wait_for_load_state("networkidle")
+                first_screen[name] = page.evaluate(WHOLE_IN_FIRST_SCREEN)
+            if first_only:
+                browser.close()
+                return {"first_screen": first_screen}
             started = time.perf_counter()
             done = 0
             undone = False
@@ -176,41 +267,26 @@ class Command(BaseCommand):
                     public_id = page.get_attribute(f"#{card_id} input[name=ids]", "value") or ""
                     how = plan[public_id]
                     card = page.locator(f"#{card_id}")
-                    card.scroll_into_view_if_needed()
+                    moved = page.evaluate(REVEAL, card_id)
                     # The keys act on the current card: focusing it makes it current (not counted).
-                    card.focus()
+                    card.focus(timeout=15_000)
                     taps = keys = 0
-                    for step in plan_steps(how, view):
-                        # A reviewer reads the hints before deciding (a decision key waits for them),
-                        # also those of a line just opened into its card.
-                        page.wait_for_function(HINTS_IN, arg=card_id)
-                        if step.tap:
-                            page.locator(f"#{card_id} {step.tap}").first.tap()
-                            taps += 1
-                        elif step.key:
-                            page.keyboard.press(step.key)
-                            keys += 1
-                        elif step.type:
-                            page.keyboard.type(step.type)
-                        if step.wait:
-                            wait = (
-                                step.wait.replace("&", f"#{card_id}", 1)
-                                if "&" in step.wait
-                                else f"#{card_id} {step.wait}"
-                            )
-                            page.locator(wait).first.wait_for(state="visible")
-                        if step.settle:
-                            page.wait_for_function(SETTLED, arg=card_id)
                     try:
+                        for step in plan_steps(how, view):
+                            moved, taps, keys = self._step(page, card_id, step, device, moved, taps, keys)
                         page.wait_for_selector(f"#{card_id}.decided")
                     except Exception as error:
                         raise CommandError(self._stuck(page, card_id, how, timed)) from error
                     counts[how].append(taps + keys)
+                    scrolls.append(moved)
+                    # keys.js has moved on to the next card (and scrolled to it, unasked).
+                    page.wait_for_timeout(50)
+                    covered.append(page.evaluate(TOAST_COVERS))
                     done += 1
                     if done == UNDO_AFTER and not undone:
                         # Undo by key (the toast's Undo is a plain form: the page
                         # reloads with the proposal pending again), then decide it again.
-                        page.wait_for_selector("#undo-toast [data-undo]")
+                        page.wait_for_selector("#undo-toast [data-undo]", state="attached")
                         with page.expect_navigation():
                             page.keyboard.press("u")
                         counts["undo the last decision by key"].append(1)
@@ -233,10 +309,42 @@ class Command(BaseCommand):
             "sizes": sizes,
             "first_screen": first_screen,
             "wall": wall,
+            "scrolls": scrolls,
+            "covered": covered,
         }
 
+    def _step(self, page, card_id: str, step, device: dict, moved: int, taps: int, keys: int) -> tuple[int, int, int]:
+        """One step of a plan on the card: (scrolls, taps, keys) so far, after it."""
+        # A reviewer reads the hints before deciding (a decision key waits for them),
+        # also those of a line just opened into its card.
+        page.wait_for_function(HINTS_IN, arg=card_id)
+        if step.tap:
+            control = page.locator(f"#{card_id} {step.tap}").first
+            moved += control.evaluate(REVEAL_CONTROL)
+            control.tap() if device.get("has_touch") else control.click()
+            taps += 1
+        elif step.key:
+            page.keyboard.press(step.key)
+            keys += 1
+        elif step.type:
+            page.keyboard.type(step.type)
+        if step.wait:
+            wait = step.wait.replace("&", f"#{card_id}", 1) if "&" in step.wait else f"#{card_id} {step.wait}"
+            page.locator(wait).first.wait_for(state="visible")
+        if step.settle:
+            page.wait_for_function(SETTLED, arg=card_id)
+        return moved, taps, keys
+
     def _stuck(self, page, card_id: str, how: str, timed: Timed) -> str:
-        """What a run that waited in vain for a decided card saw: the card, the focus, the last requests."""
+        """What a run that waited in vain (for a decided card, or to tap a
+        control) saw: the card, the focus, the last requests, and a screenshot."""
+        shot = Path(tempfile.gettempdir()) / f"bench-review-{card_id}.png"
+        page.screenshot(path=str(shot))
+        boxes = page.evaluate(
+            "() => [...document.querySelectorAll('[data-card], #undo-toast')].map(e => { const r ="
+            " e.getBoundingClientRect(); return e.id + ' ' + e.className + ' ' + Math.round(r.top) + '..' +"
+            " Math.round(r.bottom) }).filter(t => !/ -?\\d+\\.\\.-/.test(t)).slice(0, 40).join('\\n')"
+        )
         shown = page.evaluate(
             "id => { const c = document.getElementById(id); return [c ? c.outerHTML.slice(0, 600) : 'no card',"
             " document.activeElement && document.activeElement.outerHTML.slice(0, 200)] }",
@@ -246,13 +354,14 @@ class Command(BaseCommand):
         return "\n".join(
             [f"#{card_id} ({how}) never showed as decided", f"card: {shown[0]}", f"focus: {shown[1]}", "last requests:"]
             + requests
+            + [f"screenshot: {shot}", f"scrollY {page.evaluate('scrollY')}; boxes:", boxes]
         )
 
-    def _first_page_bytes(self, context, base: str) -> dict[str, list[int]]:
+    def _first_page_bytes(self, context, base: str, device: dict) -> dict[str, list[int]]:
         """Bytes of the inbox page and its files in a fresh tab with an empty
         cache: [as sent, uncompressed] per type."""
         # A context of its own (signed in, empty cache): every file is fetched.
-        fresh = context.browser.new_context(**PHONE, storage_state=context.storage_state())
+        fresh = context.browser.new_context(**device, storage_state=context.storage_state())
         page = fresh.new_page()
         sizes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         responses = []
@@ -269,12 +378,26 @@ class Command(BaseCommand):
         fresh.close()
         return dict(sizes)
 
-    def _print(self, r: dict, total: int, view: str) -> None:
+    def _print(self, r: dict, total: int, size: str, view: str) -> None:
         out = self.stdout.write
-        out(f"bench_review: {total} proposals decided at 390x844 ({view} view) in {r['wall']:.1f} s of wall time")
+        screen = "{width}x{height}".format(**SIZES[size]["viewport"])
+        if "wall" not in r:
+            for name, n in sorted(r["first_screen"].items()):
+                what = "lines" if name == "compact" else "cards"
+                out(f"{screen} ({size}): {what} wholly inside the first screen, {name} view: {n}")
+            return
+        out(f"bench_review: {total} proposals decided at {screen} ({size}, {view} view) in {r['wall']:.1f} s")
         out(f"{'plan':<30} {'decisions':>9} {'taps+keys':>10}")
         for how, values in sorted(r["counts"].items()):
             out(f"{how:<30} {len(values):>9} {statistics.median(values):>10.0f}")
+        made = [n for how, values in r["counts"].items() if not how.startswith("undo") for n in values]
+        inputs = sum(n for values in r["counts"].values() for n in values)
+        out(f"decisions: {len(made)}; inputs per decision: {inputs / max(len(made), 1):.2f}")
+        out(f"scrolls per decision: {sum(r['scrolls']) / max(len(r['scrolls']), 1):.2f} ({sum(r['scrolls'])} in all)")
+        out(
+            f"decisions after which the Undo toast covered a control: {sum(1 for n in r['covered'] if n)}"
+            f" of {len(r['covered'])} ({sum(r['covered'])} controls covered in all)"
+        )
         out(f"{'server time (ms)':<30} {'requests':>9} {'median':>10} {'p95':>8}")
         rows = [("decision (POST)", r["decisions"])] + sorted(r["pages"].items())
         for label, values in rows:
@@ -285,4 +408,5 @@ class Command(BaseCommand):
             sent, plain = r["sizes"].get(kind, [0, 0])
             out(f"{kind:<30} {sent:>9} {plain:>10}")
         for name, n in sorted(r["first_screen"].items()):
-            out(f"proposals wholly inside the first screen, {name} view: {n}")
+            what = "lines" if name == "compact" else "cards"
+            out(f"{what} wholly inside the first screen, {name} view: {n}")
