@@ -11,11 +11,13 @@ not exist for it: they are not returned, counted or named.
 
 Modules: ``inputs`` (parsing what the agent sends), ``shapes`` (what it
 receives), ``describe``, ``reads``, ``proposals`` (writes) and ``limits``
-(the per-agent rate limits), ``resources`` (MCP resources and what a
+(the per-agent rate limits), ``grant`` (the spaces the credential in use may
+see: the one source every read, write and notice asks), ``resources`` (MCP resources and what a
 subscriber may hear). Everything public is re-exported here.
 """
 
 from .describe import describe
+from .grant import Credential, agent_for, credential_holds, own_proposals, spaces
 from .inputs import _space_or_scope as space_or_scope
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
@@ -33,6 +35,11 @@ from .resources import (
 from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
 __all__ = [
+    "Credential",
+    "agent_for",
+    "credential_holds",
+    "own_proposals",
+    "spaces",
     "EXCERPT_CHARS",
     "PROPOSAL_URI",
     "RECORD_URI",

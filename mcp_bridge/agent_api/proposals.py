@@ -14,6 +14,7 @@ from reviews.errors import AlreadyRejected, NotFound, ValidationFailed
 from reviews.formats import iso
 from reviews.models import Agent, Proposal, Record
 
+from .grant import own_proposals
 from .inputs import _proposal_id, _raise, _record_id
 from .limits import write_limiter
 from .shapes import proposal_shape
@@ -280,7 +281,7 @@ def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
     proposal_status: an agent cannot learn which proposal ids exist."""
     write_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
-    if not Proposal.objects.filter(public_id=public_id, agent=agent).exists():
+    if not own_proposals(agent).filter(public_id=public_id).exists():
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
     if note is not None and not isinstance(note, str):
         raise ValidationFailed({"note": f"got {note!r:.40}; a short text, or leave it out"})

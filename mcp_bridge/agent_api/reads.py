@@ -9,8 +9,9 @@ from retrieval import search as search_engine
 from retrieval.gate import read_record, withhold_reason
 from reviews import history
 from reviews.errors import NotFound, ValidationFailed
-from reviews.models import Agent, Proposal, Record
+from reviews.models import Agent, Record
 
+from .grant import own_proposals
 from .inputs import (
     _optional_kind,
     _optional_scope,
@@ -172,10 +173,8 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
     """State and decision of one of the agent's own proposals."""
     read_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
-    proposal = (
-        Proposal.objects.select_related("target", "result_record").filter(public_id=public_id, agent=agent).first()
-    )
-    if proposal is None:  # other agents' proposals do not exist for this one
+    proposal = own_proposals(agent).select_related("target", "result_record").filter(public_id=public_id).first()
+    if proposal is None:  # other agents' proposals, and its own outside this credential's spaces, do not exist
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
     return proposal_shape(proposal)
 

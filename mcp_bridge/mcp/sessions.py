@@ -116,6 +116,16 @@ class AgentSessionManager(StreamableHTTPSessionManager):
             self._agent_of[transport.mcp_session_id] = agent_id
         return transport
 
+    def end_session(self, session_id: str) -> None:
+        """Close one session now, as the cap closes the oldest: its credential
+        ended (mcp_bridge/mcp/subscriptions.py)."""
+        transport = self._server_instances.pop(session_id, None)
+        self._session_owners.pop(session_id, None)
+        self._forget(session_id)
+        if transport is not None and self._task_group is not None:
+            log.info("closed MCP session %s… whose credential ended", session_id[:8])
+            self._task_group.start_soon(self._discard_session, session_id, transport)
+
     def _close_oldest(self, agent_id: str, session_id: str) -> None:
         """Forget the session now (its id answers 404 from here on) and
         terminate its transport in the background, which ends its server task."""
