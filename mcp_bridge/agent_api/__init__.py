@@ -21,7 +21,17 @@ from .grant import Credential, agent_for, credential_holds, own_proposals, space
 from .inputs import _space_or_scope as space_or_scope
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
-from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
+from .reads import (
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    list_records,
+    proposal_status,
+    quality_check,
+    query_cost,
+    query_problem,
+    read,
+    search,
+)
 from .resources import (
     PROPOSAL_URI,
     RECORD_URI,
@@ -62,6 +72,8 @@ __all__ = [
     "propose_context",
     "propose_retirement",
     "quality_check",
+    "query_cost",
+    "query_problem",
     "read",
     "read_limiter",
     "record_full",

@@ -120,14 +120,10 @@ def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, 
         v.clean_reason(reason)
     except ValidationFailed as exc:
         errors.update(exc.fields)
-    # Checked even when other fields are wrong, so one answer names every problem.
-    if "scope" not in errors:
-        try:
-            given_scope = content.get("scope") or v.clean_scope(scope)
-        except ValidationFailed:
-            given_scope = None
-        if given_scope and given_scope not in agent.scopes:
-            errors["scope"] = f"got {given_scope!r}; your scopes: {', '.join(agent.scopes)}"
+    # Checked even when other fields are wrong, so one answer names every problem;
+    # an unknown space reads like one not granted, naming only the agent's.
+    if scope not in (None, "") and str(scope).strip().lower() not in agent.scopes:
+        errors["scope"] = v.unknown_space_message(scope, agent.scopes)
     _raise(errors)
     if not confirm_duplicate:
         answer = _near_duplicates(content, agent, exclude=())
