@@ -263,17 +263,17 @@ def agent_for_credential(digest: str, oauth: bool, *, audiences: Collection[str]
         log.info("agent stream ended: %s%s", failure, detail)
         return Unauthorized(message)
 
-    try:
-        if oauth:
-            agent = _agent_for_oauth(digest, audiences, refuse)
-            row = agent.oauth_token  # type: ignore[attr-defined]
-            newer = OAuthToken.objects.filter(grant_id=row.grant_id, kind=TokenKind.ACCESS, pk__gt=row.pk)
-            if newer.exists():
-                refuse("oauth-rotated", "", f" grant={row.grant.public_id}")
-                return None
-            return agent
-    except Unauthorized:
-        return None
+    if oauth:
+        try:
+            signed_in = _agent_for_oauth(digest, audiences, refuse)
+        except Unauthorized:
+            return None
+        row = signed_in.oauth_token  # type: ignore[attr-defined]
+        newer = OAuthToken.objects.filter(grant_id=row.grant_id, kind=TokenKind.ACCESS, pk__gt=row.pk)
+        if newer.exists():
+            refuse("oauth-rotated", "", f" grant={row.grant.public_id}")
+            return None
+        return signed_in
     agent = Agent.objects.filter(token_digest=digest, is_active=True).first()
     if agent is None:
         log.info("agent stream ended: token revoked or replaced")
