@@ -108,7 +108,9 @@ class SlidingWindowLimiter:
         message = f"Rate limit: agent {agent.name!r} may {self.verb} {self.describe()} ({self.setting})"
         with self._lock:
             earlier = self._refusing.get(agent.token_digest or "")
-            if agent.token_digest:
+            # Remembered for early refusals only when an ordinary call was refused:
+            # a heavy call refused says nothing of whether a light one still fits.
+            if agent.token_digest and cost == 1:
                 self._refusing[agent.token_digest] = (now + wait, message)
         if earlier is None or earlier[0] <= now:  # once per spell of refusals, not once per refused call
             log.info(
