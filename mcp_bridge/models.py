@@ -23,3 +23,22 @@ class CallMark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.limiter} agent {self.agent_id} at {self.at:.3f}"
+
+
+class OpenSession(models.Model):
+    """An MCP session some daemon holds for an agent, so the per-agent
+    session cap is one cap across daemons (PostgreSQL). ``closed``: another
+    daemon closed it to make room; its daemon ends it at its next request.
+    Written only by mcp_bridge/mcp/shared_sessions.py."""
+
+    reservation = models.CharField(max_length=32, unique=True)
+    session_id = models.CharField(max_length=64, blank=True, db_index=True)
+    agent_id = models.BigIntegerField()
+    opened_at = models.FloatField(help_text="Wall-clock seconds (time.time()) it was opened.")
+    closed = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent_id", "closed", "opened_at"], name="opensession_agent")]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id[:8]} of agent {self.agent_id}"

@@ -310,6 +310,12 @@ VETTED_READS_PER_MINUTE = env_int("VETTED_READS_PER_MINUTE", 600, minimum=0, max
 # Pending disputes one agent may hold at once: each withholds a record from
 # everyone until a reviewer decides; 0 turns the cap off.
 VETTED_OPEN_DISPUTES_PER_AGENT = env_int("VETTED_OPEN_DISPUTES_PER_AGENT", 10, minimum=0, maximum=100_000)
+# A dispute its agent withdrew still counts against the cap above for this
+# many minutes, so cycling dispute and withdraw cannot withhold records (and
+# send urgent notices) without end.
+VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES = env_int(
+    "VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES", 60, minimum=0, maximum=7 * 24 * 60
+)
 # MCP sessions one agent may hold open (its oldest is closed when it opens one
 # more), and initialize requests (new sessions) it may send per sliding
 # minute (0 = no limit). The SDK's own cap of 10 000 sessions is for all

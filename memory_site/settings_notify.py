@@ -16,6 +16,12 @@ from .env import env_choice, env_float, env_int, env_list, env_str
 # See docs/notifications.md. Bad values stop the process, naming the variable.
 # VETTED_PUBLIC_URL (above, with OAuth) makes the links in notifications.
 VETTED_NOTIFY_MIN_SECONDS = env_int("VETTED_NOTIFY_MIN_SECONDS", 60, minimum=0, maximum=24 * 3600)
+# An urgent notice (a new dispute) skips the spacing above at most once per
+# agent in this many seconds; an agent cycling dispute and withdraw is told
+# with the next regular message after that.
+VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS = env_int(
+    "VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS", 600, minimum=0, maximum=24 * 3600
+)
 # A batch waits until no event came for this long (so a burst is one message).
 VETTED_NOTIFY_QUIET_SECONDS = env_float("VETTED_NOTIFY_QUIET_SECONDS", 1.0, minimum=0.0, maximum=600.0)
 # Spaces (issue 16): which spaces notifications and the feed may name, by

@@ -3,12 +3,14 @@
 VETTED_NOTIFY_SPACES names the spaces notifications may carry titles of, by
 slug or by kind ("team": every team space). Within those:
 
-- an address in VETTED_NOTIFY_EMAIL that belongs to an account (an active
-  staff user with that e-mail) is told only of the spaces that account
-  decides in (owner or reviewer), and of rate-limit refusals only of agents
-  it is shown (space_access); addresses told the same get one message;
-- an address of no account, and the webhook, are the operator's channels
-  (set by who runs the instance): they are told of every space listed;
+- an address in VETTED_NOTIFY_EMAIL that belongs to an account (any user
+  with that e-mail, active or not) is a person's: it is told only what that
+  person may be told now, the spaces they decide in (owner or reviewer) and
+  rate-limit refusals of agents they are shown (space_access); once the
+  person is deactivated or loses staff status, nothing. Addresses told the
+  same get one message;
+- only an address of no account at all, and the webhook, are the operator's
+  channels (set by who runs the instance): they are told of every space listed;
 - a person's feed lists only the spaces they decide in.
 
 A personal space is told by default, listed or not, and only to its owner:
@@ -70,8 +72,14 @@ def spaces_of(user: Any) -> set[str]:
 
 
 def _accounts(address: str) -> list[Any]:
-    users = get_user_model().objects.filter(email__iexact=address, is_active=True, is_staff=True)
-    return list(users)
+    """Every account with this address, whatever its state: an address that
+    was a person's stays a person's (a deactivated account's address must
+    not turn into an operator's channel that hears everything)."""
+    return list(get_user_model().objects.filter(email__iexact=address))
+
+
+def _may_be_told(user: Any) -> bool:
+    return bool(user.is_active and user.is_staff)
 
 
 def email_groups(items: list[dict[str, str]]) -> list[tuple[list[str], list[dict[str, str]]]]:
@@ -82,9 +90,12 @@ def email_groups(items: list[dict[str, str]]) -> list[tuple[list[str], list[dict
         accounts = _accounts(address)
         if accounts:
             # Several accounts sharing an address: only what all of them may be told.
-            allowed = set.intersection(*(spaces_of(u) for u in accounts))
+            allowed = set.intersection(*(spaces_of(u) if _may_be_told(u) else set() for u in accounts))
             seen_agents = set.intersection(
-                *(set(space_access.agents_seen_by(u).values_list("name", flat=True)) for u in accounts)
+                *(
+                    set(space_access.agents_seen_by(u).values_list("name", flat=True)) if _may_be_told(u) else set()
+                    for u in accounts
+                )
             )
             mine = [i for i in items if _for(i, allowed, seen_agents)]
         else:

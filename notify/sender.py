@@ -118,6 +118,20 @@ def _wanted(events: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[OutboxEv
     return keep, drop
 
 
+def _urgent(events: list[OutboxEvent], now: datetime) -> list[OutboxEvent]:
+    """The urgent events that may skip the spacing now: at most one urgent
+    message per agent in VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS (an agent
+    that keeps disputing and withdrawing is told with the next regular
+    message, not once per cycle)."""
+    urgent = [e for e in events if e.event in URGENT_EVENTS]
+    window = settings.VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS
+    if not urgent or not window:
+        return urgent
+    recent = Delivery.objects.filter(event__in=list(URGENT_EVENTS), created_at__gte=now - timedelta(seconds=window))
+    told = {item.get("agent") for payload in recent.values_list("payload", flat=True) for item in payload["items"]}
+    return [e for e in urgent if e.agent not in told]
+
+
 def batch(now: datetime | None = None) -> list[Delivery]:
     """Make the messages that are due now (see the module docstring)."""
     now = now or timezone.now()
@@ -145,7 +159,7 @@ def batch(now: datetime | None = None) -> list[Delivery]:
             else None
         )
         spaced = last is None or now - last >= timedelta(seconds=settings.VETTED_NOTIFY_MIN_SECONDS)
-        take = keep if spaced else [e for e in keep if e.event in URGENT_EVENTS]
+        take = keep if spaced else _urgent(keep, now)
         if not spaced:
             refusals.give_back(counted)
             counted = {}

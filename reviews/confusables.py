@@ -18,7 +18,7 @@ from pathlib import Path
 
 import regex
 
-from .textsafety import LISTED, describe, is_refused
+from .textsafety import BLANKS, LISTED, describe, is_refused
 
 _DATA = Path(__file__).resolve().parent / "data" / "confusables.txt"
 
@@ -48,6 +48,9 @@ def skeleton(text: str) -> str:
     characters, map each character to its prototype, NFD again."""
     table = _prototypes()
     decomposed = unicodedata.normalize("NFD", text)
+    # Blank characters read as a plain space first (textsafety.BLANKS), so a
+    # copy with one in place of a space compares equal, refused or not.
+    decomposed = "".join(" " if ch in BLANKS else ch for ch in decomposed)
     mapped = "".join(table.get(ch, ch) for ch in decomposed if not is_refused(ch))
     return unicodedata.normalize("NFD", mapped)
 
@@ -193,6 +196,10 @@ def mixed_script_warnings(title: str) -> list[str]:
     Latin words). Honest single-script text, Latin with CJK, and Latin
     acronyms in a Cyrillic or Greek title give none."""
     warnings: list[str] = []
+    blanks = list(dict.fromkeys(ch for ch in title if ch in BLANKS))
+    if blanks:
+        shown = ", ".join(describe(ch) for ch in blanks[:LISTED])
+        warnings.append(f"holds {shown}, which shows as a plain space (or nothing) but is another character")
     words = []
     for match in _WORD.finditer(title):
         word = match.group()

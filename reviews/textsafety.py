@@ -40,8 +40,39 @@ import regex
 REMOVE_HINT = "Vetted refuses characters a reviewer cannot see"
 LISTED = 3  # characters named in one message; the rest are counted
 
+# Characters that render as blank but are not Default_Ignorable, decided one
+# by one: the one list the refusal, the look-alike key (confusables.fold),
+# the title warning (confusables.mixed_script_warnings) and the page marking
+# read. "space": shown as a space (a reviewer sees a gap), allowed, and the
+# look-alike key reads it as a plain space, as NFKC reads NO-BREAK SPACE, so
+# a copy with one in place of a space is a duplicate. "refused": shown as
+# nothing recognisable (an empty cell that is no whitespace: strip() and
+# the title's space rule keep it), refused like an invisible character.
+BLANKS: dict[str, tuple[str, str]] = {
+    "\u00a0": ("space", "no-break space: a space that does not wrap"),
+    "\u1680": ("space", "Ogham space mark: a space (or a dash) in Ogham text"),
+    **{chr(c): ("space", "a typographic space of a set width") for c in range(0x2000, 0x200B)},
+    "\u2028": ("space", "line separator: shown as a break or a space"),
+    "\u2029": ("space", "paragraph separator: shown as a break or a space"),
+    "\u202f": ("space", "narrow no-break space (French punctuation, numbers)"),
+    "\u205f": ("space", "medium mathematical space"),
+    "\u3000": ("space", "ideographic space (CJK text)"),
+    "\u2800": (
+        "refused",
+        "Braille pattern blank: an empty Braille cell that is no whitespace, so a title of it looks blank "
+        "and a word joined by it looks like two; allowed only next to another Braille cell (Braille text)",
+    ),
+}
+# Blank fillers already refused as Default_Ignorable_Code_Point (listed so the
+# whole set is in one place; tests/test_text_safety.py checks each is refused).
+IGNORABLE_BLANKS = ("\u115f", "\u1160", "\u3164", "\uffa0", "\u180e", "\u034f", "\u17b4", "\u17b5")
+BRAILLE_BLANK = "\u2800"
+_REFUSED_BLANKS = "".join(ch for ch, (decision, _why) in BLANKS.items() if decision == "refused")
+
 _REFUSED = regex.compile(
-    r"(?V1)[[\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}]--[\t\n\r]]"
+    r"(?V1)[[\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Noncharacter_Code_Point}"
+    + regex.escape(_REFUSED_BLANKS)
+    + r"]--[\t\n\r]]"
 )
 _BIDI_CONTROL = regex.compile(r"\p{Bidi_Control}")
 _DEFAULT_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
@@ -94,6 +125,11 @@ def _vs16_allowed(text: str, i: int) -> bool:
     return bool(_PICTOGRAPHIC.match(before))
 
 
+def _in_braille(text: str, i: int) -> bool:
+    """A blank Braille cell next to a written one: the space of Braille text."""
+    return any("\u2801" <= text[j] <= "\u28ff" for j in (i - 1, i + 1) if 0 <= j < len(text))
+
+
 def scan(text: str, keep: int = LISTED) -> tuple[list[tuple[int, str]], int]:
     """The first ``keep`` refused characters of ``text`` as (index, char), and
     how many there are in all. Index 0 is the first character."""
@@ -102,6 +138,8 @@ def scan(text: str, keep: int = LISTED) -> tuple[list[tuple[int, str]], int]:
     flags: set[int] | None = None
     for match in _REFUSED.finditer(text):
         i, ch = match.start(), match.group()
+        if ch == BRAILLE_BLANK and _in_braille(text, i):
+            continue
         if ch in (ZWJ, ZWNJ, VS16) or _TAGS[0] <= ch <= _TAGS[1]:
             if flags is None:
                 flags = {j for f in _RGI_SUBDIVISION_FLAG.finditer(text) for j in range(f.start() + 1, f.end())}
@@ -136,6 +174,8 @@ def describe(ch: str) -> str:
 
 
 def kind_of(ch: str) -> str:
+    if ch in BLANKS:
+        return "blank character"
     category = unicodedata.category(ch)
     if category == "Cc":
         return "control character"

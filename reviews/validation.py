@@ -11,7 +11,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -72,14 +72,26 @@ def clean_kind(value: object) -> str:
     return kind
 
 
-def clean_scope(value: object) -> str:
-    """A space's slug (the ``scope`` field holds it; issue 16)."""
+def clean_scope(value: object, held: Iterable[str] | None = None) -> str:
+    """A space's slug (the ``scope`` field holds it). The refusal never lists
+    every space there is (that would name other people's personal spaces and
+    teams the caller is not in): only ``held``, the spaces the caller holds,
+    when the caller passes them; and an unknown slug reads like one the
+    caller does not hold."""
     scope = str(value or "").strip().lower()
-    known = space_slugs()
-    if scope not in known:
-        shown = repr(value) if value else "nothing"
-        raise ValidationFailed({"scope": f"got {shown}; allowed scopes (space slugs): {', '.join(known)}"})
+    allowed = None if held is None else list(held)
+    if scope not in space_slugs() or (allowed is not None and scope not in allowed):
+        raise ValidationFailed({"scope": unknown_space_message(value, allowed)})
     return scope
+
+
+def unknown_space_message(value: object, held: Iterable[str] | None) -> str:
+    """The one wording for a space the caller may not use (unknown or not theirs alike)."""
+    shown = repr(str(value)[:40]) if value else "nothing"
+    if held is None:
+        return f"got {shown}; not a space you may use (give the slug of a space you hold)"
+    mine = list(held)
+    return f"got {shown}; your scopes: {', '.join(mine) if mine else 'none'}"
 
 
 def clean_title(value: object) -> str:

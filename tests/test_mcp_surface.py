@@ -308,8 +308,17 @@ def _feed_run(steps):
     async def deliver(uri, meta):
         heard.append((uri, meta))
 
+    from mcp_bridge.agent_api import Credential
+    from reviews.models import Agent
+
+    # A fresh static token per agent: a subscriber is bound to the credential that opened it.
+    tokens = {
+        a.public_id: actions.rotate_agent_token(a.name, actor=a.owner)[1]
+        for a in Agent.objects.filter(is_active=True).exclude(owner=None)
+    }
+
     def subscriber(agent):
-        return Subscriber(agent.public_id, deliver)
+        return Subscriber(Credential.of(agent, tokens[agent.public_id]), deliver)
 
     async def go():
         try:
@@ -362,7 +371,8 @@ def test_a_subscriber_whose_session_ended_is_forgotten(transactional_db, agent):
 
     async def steps(feed, subscriber):
         alive = [True]
-        gone = Subscriber(agent.public_id, subscriber(agent).deliver, alive=lambda: alive[0])
+        held = subscriber(agent)
+        gone = Subscriber(held.credential, held.deliver, alive=lambda: alive[0])
         await feed.add(gone, "vetted://proposals/prop_000000000000")
         alive[0] = False
         feed.poll_seconds = 0.01

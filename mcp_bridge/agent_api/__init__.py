@@ -11,15 +11,27 @@ not exist for it: they are not returned, counted or named.
 
 Modules: ``inputs`` (parsing what the agent sends), ``shapes`` (what it
 receives), ``describe``, ``reads``, ``proposals`` (writes) and ``limits``
-(the per-agent rate limits), ``resources`` (MCP resources and what a
+(the per-agent rate limits), ``grant`` (the spaces the credential in use may
+see: the one source every read, write and notice asks), ``resources`` (MCP resources and what a
 subscriber may hear). Everything public is re-exported here.
 """
 
 from .describe import describe
+from .grant import Credential, agent_for, credential_holds, own_proposals, spaces
 from .inputs import _space_or_scope as space_or_scope
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
-from .reads import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, list_records, proposal_status, quality_check, read, search
+from .reads import (
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    list_records,
+    proposal_status,
+    quality_check,
+    query_cost,
+    query_problem,
+    read,
+    search,
+)
 from .resources import (
     PROPOSAL_URI,
     RECORD_URI,
@@ -33,6 +45,11 @@ from .resources import (
 from .shapes import EXCERPT_CHARS, WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
 
 __all__ = [
+    "Credential",
+    "agent_for",
+    "credential_holds",
+    "own_proposals",
+    "spaces",
     "EXCERPT_CHARS",
     "PROPOSAL_URI",
     "RECORD_URI",
@@ -55,6 +72,8 @@ __all__ = [
     "propose_context",
     "propose_retirement",
     "quality_check",
+    "query_cost",
+    "query_problem",
     "read",
     "read_limiter",
     "record_full",

@@ -7,10 +7,11 @@ from django.utils import timezone
 
 from reviews import validation as v
 from reviews.checksum import content_checksum
-from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record
+from reviews.models import Agent, ProposalAction, ProposalState, Record
 from reviews.space_access import space_slugs
 from reviews.space_models import Space
 
+from .grant import own_proposals
 from .limits import initialize_limiter, read_limiter, write_limiter
 
 
@@ -41,7 +42,8 @@ def describe(agent: Agent) -> dict:
         {"name": name, "records": count}
         for name, count in sorted(tag_counts.items(), key=lambda item: (-item[1], item[0]))[:200]
     ]
-    pending = Proposal.objects.filter(state=ProposalState.PENDING, agent=agent)
+    # Only what this credential may see: a sign-in granted some spaces is not told of the others.
+    pending = own_proposals(agent).filter(state=ProposalState.PENDING)
     dispute_cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
     open_disputes = pending.filter(action=ProposalAction.DISPUTE).count()
     return {

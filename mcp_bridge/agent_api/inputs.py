@@ -63,7 +63,7 @@ def _optional_scope(agent: Agent, value, errors: dict) -> list[str]:
         return []
     scope = str(value).strip().lower()
     if scope not in agent.scopes:
-        errors["scope"] = f"got {str(value)[:40]!r}; your scopes: {', '.join(agent.scopes)}"
+        errors["scope"] = v.unknown_space_message(value, agent.scopes)
         return []
     return [scope]
 

@@ -67,11 +67,15 @@ class SlidingWindowLimiter:
             windows.append((self.WINDOW / self.spread, max(self.BURST_FLOOR, math.ceil(limit / self.spread))))
         return windows
 
-    def hit(self, agent: Agent, *, now: float | None = None) -> None:
-        """Count one call by ``agent``, or raise RateLimited (nothing counted)."""
+    def hit(self, agent: Agent, *, now: float | None = None, cost: int = 1) -> None:
+        """Count one call by ``agent``, or raise RateLimited (nothing counted).
+        An expensive call (a long query, a stream of many subscriptions)
+        weighs ``cost`` calls, never more than the smallest window allows (so
+        it can always get in once the window is empty)."""
         limit = self.limit
         if not limit:
             return
+        cost = max(1, min(int(cost), min(allowed for _span, allowed in self._windows(limit))))
         if self.shared():
             wall = time.time() if now is None else now
             now = time.monotonic() if now is None else now  # the early-refusal cache is this process's
@@ -81,7 +85,7 @@ class SlidingWindowLimiter:
             if cached is not None:
                 refusals.note(agent.name)
                 raise cached
-            wait = self._hit_in_database(agent, limit, wall)
+            wait = self._hit_in_database(agent, limit, wall, cost)
             if not wait:
                 return
         else:
@@ -92,17 +96,21 @@ class SlidingWindowLimiter:
                 while calls and calls[0] <= now - self.WINDOW:
                     calls.popleft()
                 for span, allowed in self._windows(limit):
-                    # Full when the allowed-th most recent call is still inside the span.
-                    if len(calls) >= allowed and calls[-allowed] > now - span:
-                        wait = max(wait, calls[-allowed] + span - now)
+                    # Full when the call ``cost`` places before the allowed-th most
+                    # recent is still inside the span (cost 1: the allowed-th itself).
+                    room = allowed - cost + 1
+                    if len(calls) >= room and calls[-room] > now - span:
+                        wait = max(wait, calls[-room] + span - now)
                 if not wait:
-                    calls.append(now)
+                    calls.extend([now] * cost)
                     return
         refusals.note(agent.name)  # notify: counted in memory, summarised in the next message
         message = f"Rate limit: agent {agent.name!r} may {self.verb} {self.describe()} ({self.setting})"
         with self._lock:
             earlier = self._refusing.get(agent.token_digest or "")
-            if agent.token_digest:
+            # Remembered for early refusals only when an ordinary call was refused:
+            # a heavy call refused says nothing of whether a light one still fits.
+            if agent.token_digest and cost == 1:
                 self._refusing[agent.token_digest] = (now + wait, message)
         if earlier is None or earlier[0] <= now:  # once per spell of refusals, not once per refused call
             log.info(
@@ -129,7 +137,7 @@ class SlidingWindowLimiter:
         """Is the window in the database (PostgreSQL: several daemons may serve it)?"""
         return connection.vendor == "postgresql"
 
-    def _hit_in_database(self, agent: Agent, limit: int, now: float) -> float:
+    def _hit_in_database(self, agent: Agent, limit: int, now: float, cost: int = 1) -> float:
         """The shared window: the seconds to wait, or 0 with this call counted.
         The advisory lock serialises one agent's calls on one limiter across
         every daemon, so two daemons cannot both let the limit-th call in."""
@@ -147,14 +155,15 @@ class SlidingWindowLimiter:
                 # Full when the allowed-th most recent call is still inside the span.
                 cursor.execute(
                     f"SELECT at FROM {table} WHERE agent_id = %s AND limiter = %s ORDER BY at DESC LIMIT 1 OFFSET %s",
-                    [agent.pk, self.setting, allowed - 1],
+                    [agent.pk, self.setting, allowed - cost],
                 )
                 row = cursor.fetchone()
                 if row is not None and row[0] > now - span:
                     wait = max(wait, row[0] + span - now)
             if not wait:
-                cursor.execute(
-                    f"INSERT INTO {table} (agent_id, limiter, at) VALUES (%s, %s, %s)", [agent.pk, self.setting, now]
+                cursor.executemany(
+                    f"INSERT INTO {table} (agent_id, limiter, at) VALUES (%s, %s, %s)",
+                    [[agent.pk, self.setting, now]] * cost,
                 )
         return wait
 

@@ -14,6 +14,7 @@ from reviews.errors import AlreadyRejected, NotFound, ValidationFailed
 from reviews.formats import iso
 from reviews.models import Agent, Proposal, Record
 
+from .grant import own_proposals
 from .inputs import _proposal_id, _raise, _record_id
 from .limits import write_limiter
 from .shapes import proposal_shape
@@ -119,14 +120,10 @@ def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, 
         v.clean_reason(reason)
     except ValidationFailed as exc:
         errors.update(exc.fields)
-    # Checked even when other fields are wrong, so one answer names every problem.
-    if "scope" not in errors:
-        try:
-            given_scope = content.get("scope") or v.clean_scope(scope)
-        except ValidationFailed:
-            given_scope = None
-        if given_scope and given_scope not in agent.scopes:
-            errors["scope"] = f"got {given_scope!r}; your scopes: {', '.join(agent.scopes)}"
+    # Checked even when other fields are wrong, so one answer names every problem;
+    # an unknown space reads like one not granted, naming only the agent's.
+    if scope not in (None, "") and str(scope).strip().lower() not in agent.scopes:
+        errors["scope"] = v.unknown_space_message(scope, agent.scopes)
     _raise(errors)
     if not confirm_duplicate:
         answer = _near_duplicates(content, agent, exclude=())
@@ -280,7 +277,7 @@ def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
     proposal_status: an agent cannot learn which proposal ids exist."""
     write_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
-    if not Proposal.objects.filter(public_id=public_id, agent=agent).exists():
+    if not own_proposals(agent).filter(public_id=public_id).exists():
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
     if note is not None and not isinstance(note, str):
         raise ValidationFailed({"note": f"got {note!r:.40}; a short text, or leave it out"})

@@ -9,8 +9,9 @@ from retrieval import search as search_engine
 from retrieval.gate import read_record, withhold_reason
 from reviews import history
 from reviews.errors import NotFound, ValidationFailed
-from reviews.models import Agent, Proposal, Record
+from reviews.models import Agent, Record
 
+from .grant import own_proposals
 from .inputs import (
     _optional_kind,
     _optional_scope,
@@ -38,6 +39,34 @@ def _moment(as_of, valid_at, errors: dict):
     return None
 
 
+# An agent's query: its length is what embedding it and ranking by it cost
+# (a 2,000-character query cost about five ordinary ones), so it is bounded,
+# and weighed in the read limit at one read per QUERY_CHARS_PER_READ.
+QUERY_CHARS_MAX = 1000
+QUERY_WORDS_MAX = 64
+QUERY_CHARS_PER_READ = 250
+
+
+def query_problem(query) -> str | None:
+    """Why an agent's query does too much work, naming the limits; None if it does not."""
+    if not isinstance(query, str):
+        return None
+    words = len(query.split())
+    if len(query) > QUERY_CHARS_MAX or words > QUERY_WORDS_MAX:
+        return (
+            f"got {len(query):,} characters and {words:,} words; a query may have at most "
+            f"{QUERY_CHARS_MAX:,} characters and {QUERY_WORDS_MAX} words: ask for what you want to know "
+            "in a sentence, or search for each part on its own"
+        )
+    return None
+
+
+def query_cost(query) -> int:
+    """How many reads a search weighs: one, and one more per QUERY_CHARS_PER_READ characters."""
+    length = min(len(query), QUERY_CHARS_MAX) if isinstance(query, str) else 0
+    return 1 + length // QUERY_CHARS_PER_READ
+
+
 def search(
     agent: Agent,
     query,
@@ -54,8 +83,9 @@ def search(
     """The gated search, limited to the agent's spaces (``space``: one of them;
     ``scope`` a deprecated alias); with ``as_of`` what it would have received
     at that moment, with ``valid_at`` the records whose validity window holds
-    that day."""
-    read_limiter.hit(agent)
+    that day. A query's work is bounded (``query_problem``), and a long one
+    weighs more in the read limit (``query_cost``)."""
+    read_limiter.hit(agent, cost=query_cost(query))
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = _optional_kind(kind, errors)
@@ -66,6 +96,9 @@ def search(
         search_engine.validate(query, mode, limit)
     except ValidationFailed as exc:
         errors.update(exc.fields)
+    problem = query_problem(query)
+    if problem and "query" not in errors:
+        errors["query"] = problem
     _raise(errors)
     filters = search_engine.Filters(kinds=kinds, scopes=scopes, tags_all=tag_list)
     response = search_engine.search(
@@ -172,10 +205,8 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
     """State and decision of one of the agent's own proposals."""
     read_limiter.hit(agent)
     public_id = _proposal_id(proposal_id)
-    proposal = (
-        Proposal.objects.select_related("target", "result_record").filter(public_id=public_id, agent=agent).first()
-    )
-    if proposal is None:  # other agents' proposals do not exist for this one
+    proposal = own_proposals(agent).select_related("target", "result_record").filter(public_id=public_id).first()
+    if proposal is None:  # other agents' proposals, and its own outside this credential's spaces, do not exist
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
     return proposal_shape(proposal)
 

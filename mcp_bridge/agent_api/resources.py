@@ -24,6 +24,7 @@ from reviews import ids
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
+from .grant import Credential, agent_for, own_proposals, spaces
 from .limits import read_limiter
 from .reads import proposal_status, read
 from .shapes import proposal_shape, record_full
@@ -70,7 +71,7 @@ def list_resources(agent: Agent, cursor: str | None) -> tuple[list[dict], str | 
     items: list[dict] = []
     if not cursor.startswith("prop_"):
         today = timezone.localdate()
-        rows = Record.objects.deliverable(list(agent.scopes), today).order_by("public_id")
+        rows = Record.objects.deliverable(spaces(agent), today).order_by("public_id")
         after = cursor
         # In batches: the checksum part of the gate is applied here, in Python.
         while len(items) <= PAGE_SIZE:
@@ -81,7 +82,7 @@ def list_resources(agent: Agent, cursor: str | None) -> tuple[list[dict], str | 
             after = batch[-1].public_id
         cursor = ""
     if len(items) <= PAGE_SIZE:
-        mine = Proposal.objects.filter(agent=agent).order_by("public_id")
+        mine = own_proposals(agent).order_by("public_id")
         if cursor:
             mine = mine.filter(public_id__gt=cursor)
         items += [_proposal_item(p) for p in mine[: PAGE_SIZE + 1 - len(items)]]
@@ -111,22 +112,23 @@ def _proposal_item(proposal: Proposal) -> dict:
     }
 
 
-def change_notice(agent_id: str, uri: str) -> tuple[str, dict] | None:
+def change_notice(credential: Credential, uri: str) -> tuple[str, dict] | None:
     """What an agent subscribed to ``uri`` may be told about it now: a
     fingerprint of everything it could read there (so it is told only when
     that changed, never about activity it cannot see, such as another
     agent's proposal about the record) and the notification's ``_meta``: for
     its own proposal the state and the reviewer's note, for a record it may
     know of whether it is deliverable (or why not, as ``read`` says). None
-    for unknown ids, records outside its scopes, other agents' proposals
-    and revoked agents: they hear nothing."""
-    agent = Agent.objects.filter(public_id=agent_id, is_active=True, revoked_at=None).first()
+    for unknown ids, records outside the spaces its credential may see
+    (``grant``: the sign-in's, not every space the agent holds), other
+    agents' proposals and ended credentials: they hear nothing."""
+    agent = agent_for(credential)
     if agent is None:
         return None
     seen: dict
     meta: dict[str, object]
     if uri.startswith(_PROPOSAL_PREFIX):
-        proposal = Proposal.objects.filter(public_id=uri.removeprefix(_PROPOSAL_PREFIX), agent=agent).first()
+        proposal = own_proposals(agent).filter(public_id=uri.removeprefix(_PROPOSAL_PREFIX)).first()
         if proposal is None:
             return None
         seen = proposal_shape(proposal)
@@ -137,7 +139,7 @@ def change_notice(agent_id: str, uri: str) -> tuple[str, dict] | None:
         except NotFound:
             return None
         seen = (
-            record_full(result.record, agent.scopes)
+            record_full(result.record, spaces(agent))
             if result.record is not None
             else {"withheld": result.withheld, "current_version": getattr(result.successor, "public_id", None)}
         )

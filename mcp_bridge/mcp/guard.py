@@ -35,6 +35,7 @@ from reviews.models import Agent
 from ..agent_api import initialize_limiter, read_limiter
 from ..api.errors import http_error
 from ..oauth.challenge import challenge as oauth_challenge
+from . import shared_sessions
 from .sessions import agent_user, opens_session
 
 MCP_PATH = "/mcp"
@@ -154,6 +155,13 @@ def require_agent_token(app):
                 await initialize_limiter.ahit(agent)
             except RateLimited as exc:
                 return await _send_error(send, exc)
+            if shared_sessions.shared():  # several daemons: the session cap is one cap across them
+                key = await sync_to_async(shared_sessions.reserve)(agent)
+                reserved = shared_sessions.reservation.set(key)
+                try:
+                    return await app({**scope, "user": agent_user(agent.public_id)}, receive, send)
+                finally:
+                    shared_sessions.reservation.reset(reserved)
         return await app({**scope, "user": agent_user(agent.public_id)}, receive, send)
 
     return guarded

@@ -15,6 +15,10 @@ stdio bridge, would get 503 until they expired (30 minutes idle). Here:
   more than its cap: the session is forgotten at once (its id answers 404)
   and its transport is terminated, which ends its server task.
 
+With several daemons over PostgreSQL the cap is one cap across them: the
+registry in mcp_bridge/mcp/shared_sessions.py closes the agent's oldest
+session whichever daemon holds it.
+
 Only the legacy (2025-11-25) handshake opens sessions; the 2026-07-28
 revision is stateless, one request at a time.
 
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import logging
 
+import anyio
+from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, AuthorizationContext
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
@@ -38,11 +44,16 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from . import shared_sessions
 from .replay import RETRY_MS, SessionEventStore
 
 log = logging.getLogger(__name__)
 
-_MISSING = [name for name in ("_admit_session", "_discard_session") if not hasattr(StreamableHTTPSessionManager, name)]
+_MISSING = [
+    name
+    for name in ("_admit_session", "_discard_session", "_handle_stateful_request")
+    if not hasattr(StreamableHTTPSessionManager, name)
+]
 if _MISSING:
     raise ImportError(
         f"The installed MCP SDK's session manager has no {', '.join(_MISSING)}; the per-agent "
@@ -51,6 +62,19 @@ if _MISSING:
 
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.encode("ascii")
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
+
+
+def _db(fn, *args):
+    """Run ORM work in a worker thread and give its connection back."""
+
+    def run():
+        close_old_connections()
+        try:
+            return fn(*args)
+        finally:
+            close_old_connections()
+
+    return anyio.to_thread.run_sync(run)
 
 
 def agent_user(agent_id: str) -> AuthenticatedUser:
@@ -91,6 +115,22 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         self.per_agent = per_agent
         self._by_agent: dict[str, dict[str, None]] = {}  # agent id -> its session ids, oldest first
         self._agent_of: dict[str, str] = {}
+        self._registered: set[str] = set()  # session ids with a row in the shared registry (PostgreSQL)
+
+    async def _handle_stateful_request(self, scope, receive, send) -> None:
+        # Several daemons (PostgreSQL): a session another daemon closed to keep
+        # its agent under the cap ends here now, and the request gets the 404.
+        session_id = dict(scope.get("headers") or []).get(_SESSION_HEADER)
+        if session_id is not None and shared_sessions.shared():
+            sid = session_id.decode("latin-1")
+            if sid in self._server_instances and await _db(shared_sessions.closed_elsewhere, sid):
+                log.info("MCP session %s… was closed by another daemon (the agent's session cap)", sid[:8])
+                self.end_session(sid)
+        await super()._handle_stateful_request(scope, receive, send)
+
+    def _in_background(self, fn, *args) -> None:
+        if self._task_group is not None:
+            self._task_group.start_soon(_db, fn, *args)
 
     def sessions_of(self, agent_id: str) -> list[str]:
         return list(self._by_agent.get(agent_id, ()))
@@ -114,7 +154,21 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         if transport is not None and transport.mcp_session_id is not None:  # stateful: always has an id
             held[transport.mcp_session_id] = None
             self._agent_of[transport.mcp_session_id] = agent_id
+            key = shared_sessions.reservation.get()
+            if key is not None:  # the guard reserved it in the shared registry
+                self._registered.add(transport.mcp_session_id)
+                self._in_background(shared_sessions.bind, key, transport.mcp_session_id)
         return transport
+
+    def end_session(self, session_id: str) -> None:
+        """Close one session now, as the cap closes the oldest: its credential
+        ended (mcp_bridge/mcp/subscriptions.py)."""
+        transport = self._server_instances.pop(session_id, None)
+        self._session_owners.pop(session_id, None)
+        self._forget(session_id)
+        if transport is not None and self._task_group is not None:
+            log.info("closed MCP session %s… whose credential ended", session_id[:8])
+            self._task_group.start_soon(self._discard_session, session_id, transport)
 
     def _close_oldest(self, agent_id: str, session_id: str) -> None:
         """Forget the session now (its id answers 404 from here on) and
@@ -136,6 +190,9 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         await super()._discard_session(session_id, transport)
 
     def _forget(self, session_id: str) -> None:
+        if session_id in self._registered:
+            self._registered.discard(session_id)
+            self._in_background(shared_sessions.release, session_id)
         agent_id = self._agent_of.pop(session_id, None)
         if agent_id is not None:
             held = self._by_agent.get(agent_id, {})

@@ -31,6 +31,7 @@ import anyio
 from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import (
@@ -87,10 +88,19 @@ def check_uri(uri: str) -> str:
 
 @dataclass(eq=False)
 class Subscriber:
-    agent_id: str
+    """One stream's subscriptions, bound to the credential that opened it:
+    every notice is decided with that credential's spaces, and the stream
+    ends (``end``) once the credential does (revoked, expired, rotated)."""
+
+    credential: agent_api.Credential
     deliver: Deliver
     told: dict[str, str | None] = field(default_factory=dict)  # uri -> fingerprint last told (None: nothing)
     alive: Callable[[], bool] = lambda: True
+    end: Callable[[], None] = lambda: None
+
+    @property
+    def agent_id(self) -> str:
+        return self.credential.agent_id
 
 
 class ChangeFeed:
@@ -112,7 +122,7 @@ class ChangeFeed:
         if self._task is None or self._task.done():  # nobody was listening: changes from now on
             self._after = await _db(agent_api.newest_change_ids)
             self._seen = await _db(agent_api.seen_below, *self._after)
-        notice = await _db(agent_api.change_notice, subscriber.agent_id, uri)
+        notice = await _db(agent_api.change_notice, subscriber.credential, uri)
         subscriber.told[uri] = notice[0] if notice else None
         self.subscribers.add(subscriber)
         if self._task is None or self._task.done():
@@ -132,9 +142,27 @@ class ChangeFeed:
             for gone in [s for s in self.subscribers if not s.alive()]:
                 self.drop(gone)
             try:
+                await self.end_lapsed()
                 await self.check()
             except Exception:  # a bad pass must not end every subscription
                 log.exception("the MCP change feed failed one pass; trying again")
+
+    async def end_lapsed(self) -> None:
+        """End every stream whose credential ended since the last pass (a
+        sign-in revoked, expired or rotated; a token replaced; an agent
+        revoked): it hears nothing more, and its stream is closed."""
+        by_credential: dict[agent_api.Credential, list[Subscriber]] = {}
+        for subscriber in self.subscribers:
+            by_credential.setdefault(subscriber.credential, []).append(subscriber)
+        for credential, subscribers in by_credential.items():
+            if await _db(agent_api.credential_holds, credential):
+                continue
+            for subscriber in subscribers:
+                self.drop(subscriber)
+                try:
+                    subscriber.end()
+                except Exception:  # already gone
+                    log.info("an MCP stream whose credential ended was already closed")
 
     async def check(self) -> None:
         """One pass: read the newer rows, tell whoever may hear of them."""
@@ -143,7 +171,7 @@ class ChangeFeed:
         self._after = (after[0], after[1])
         for uri in uris:
             for subscriber in [s for s in self.subscribers if uri in s.told]:
-                notice = await _db(agent_api.change_notice, subscriber.agent_id, uri)
+                notice = await _db(agent_api.change_notice, subscriber.credential, uri)
                 if notice is None or notice[0] == subscriber.told.get(uri):
                     continue
                 subscriber.told[uri] = notice[0]
@@ -157,24 +185,38 @@ class ChangeFeed:
 # --------------------------------------------------------------------------- 2025-11-25: resources/subscribe
 
 
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str:
+    headers = getattr(ctx.request, "headers", None) or {}
+    return str(headers.get(MCP_SESSION_ID_HEADER, ""))
+
+
 class LegacySubscriptions:
     """``resources/subscribe`` and ``resources/unsubscribe`` handlers; one
     Subscriber per MCP session (its ``Connection``), told on the session's
     standalone stream. Held weakly: a session that ends without
     unsubscribing is forgotten by the feed's next pass."""
 
-    def __init__(self, feed: ChangeFeed, agent_of: Callable[[Any], Awaitable[str]]):
+    def __init__(
+        self,
+        feed: ChangeFeed,
+        credential_of: Callable[..., Awaitable[agent_api.Credential]],
+        end_session: Callable[[str], None] = lambda session_id: None,
+    ):
         self.feed = feed
-        self.agent_of = agent_of
+        self.credential_of = credential_of
+        self.end_session = end_session
         self._by_connection: weakref.WeakKeyDictionary[Any, Subscriber] = weakref.WeakKeyDictionary()
 
     async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
         uri = check_uri(params.uri)
-        agent_id = await self.agent_of(ctx)
+        credential = await self.credential_of(ctx)
         connection = ctx.session._connection  # the session's, not this request's
         subscriber = self._by_connection.get(connection)
-        if subscriber is None or subscriber.agent_id != agent_id:
+        if subscriber is None or subscriber.credential != credential:
+            if subscriber is not None:  # a new token on the session: its old subscriptions end with the old one
+                self.feed.drop(subscriber)
             ref = weakref.ref(connection)
+            session_id = _session_id(ctx)
 
             async def deliver(uri: str, meta: dict) -> None:
                 alive = ref()
@@ -182,12 +224,15 @@ class LegacySubscriptions:
                     raise LookupError("the session ended")
                 await alive.notify("notifications/resources/updated", {"uri": uri, "_meta": meta})
 
-            subscriber = Subscriber(agent_id, deliver, alive=lambda: ref() is not None)
+            subscriber = Subscriber(
+                credential, deliver, alive=lambda: ref() is not None, end=lambda: self.end_session(session_id)
+            )
             self._by_connection[connection] = subscriber
         await self.feed.add(subscriber, uri)
         return EmptyResult()
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
+        await self.credential_of(ctx)  # a valid token, counted by the read limit like any read
         connection = ctx.session._connection
         subscriber = self._by_connection.get(connection)
         if subscriber is not None:
@@ -205,9 +250,9 @@ class Listen:
     every frame stamped with the subscription id, ends when the client goes
     away), with resource events from the change feed, per agent."""
 
-    def __init__(self, feed: ChangeFeed, agent_of: Callable[[Any], Awaitable[str]]):
+    def __init__(self, feed: ChangeFeed, credential_of: Callable[..., Awaitable[agent_api.Credential]]):
         self.feed = feed
-        self.agent_of = agent_of
+        self.credential_of = credential_of
         self.open = 0
         self.open_by_agent: dict[str, int] = {}
 
@@ -221,7 +266,8 @@ class Listen:
             raise MCPError(INTERNAL_ERROR, f"Too many open listen streams on this server (at most {MAX_LISTENERS})")
         wanted = params.notifications
         uris = [check_uri(uri) for uri in wanted.resource_subscriptions or ()]
-        agent_id = await self.agent_of(ctx)
+        credential = await self.credential_of(ctx, max(1, len(uris)))
+        agent_id = credential.agent_id
         # Per agent, as sessions are: one agent cannot hold every stream there is.
         cap = settings.VETTED_MCP_SESSIONS_PER_AGENT
         if self.open_by_agent.get(agent_id, 0) >= cap:
@@ -236,7 +282,7 @@ class Listen:
         async def deliver(uri: str, extra: dict) -> None:
             send.send_nowait((uri, extra))  # a full buffer raises: the feed drops this stream
 
-        subscriber = Subscriber(agent_id, deliver)
+        subscriber = Subscriber(credential, deliver, end=send.close)
         self.open += 1
         self.open_by_agent[agent_id] = self.open_by_agent.get(agent_id, 0) + 1
         try:

@@ -54,10 +54,7 @@ JSON = "application/json"
 
 def agent_for_headers(headers) -> Agent:
     """The agent a request's bearer token belongs to (Unauthorized otherwise)."""
-    header = (headers or {}).get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer":
-        token = ""
+    token = _bearer_of(headers)
     audiences = actions.oauth.audiences_for(actions.oauth.mcp_resource())
     agent = actions.agent_for_token(token, via="mcp-tool", audiences=audiences)
     actions.note_agent_seen(agent)
@@ -88,8 +85,22 @@ async def _as_agent(ctx: ServerRequestContext[Any, Any], fn, *args, not_found_da
         raise MCPError(INVALID_PARAMS, f"[{exc.code}] {exc.message}", data=exc.as_dict()) from None
 
 
-async def _agent_id(ctx: ServerRequestContext[Any, Any]) -> str:
-    return await _as_agent(ctx, lambda agent: agent.public_id)
+def _bearer_of(headers) -> str:
+    scheme, _, token = (headers or {}).get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+async def _credential(ctx: ServerRequestContext[Any, Any], cost: int = 1) -> agent_api.Credential:
+    """The credential of a subscribe, unsubscribe or listen request, each
+    counted by the read limit like any other read (a subscription reads
+    through the gate, and a listen stream once per uri it names)."""
+    token = _bearer_of(_request_headers(ctx))
+
+    def counted(agent: Agent) -> agent_api.Credential:
+        agent_api.read_limiter.hit(agent, cost=cost)
+        return agent_api.Credential.of(agent, token)
+
+    return await _as_agent(ctx, counted)
 
 
 TEMPLATES = [
@@ -116,13 +127,20 @@ class VettedServer(MCPServer):
     def __init__(self, *args, **kwargs):
         self.change_feed = ChangeFeed()
         super().__init__(*args, **kwargs)
-        legacy = LegacySubscriptions(self.change_feed, _agent_id)
+        legacy = LegacySubscriptions(self.change_feed, _credential, self._end_session)
         lowlevel = self._lowlevel_server
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, legacy.subscribe)
         lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, legacy.unsubscribe)
         lowlevel.add_request_handler(
-            "subscriptions/listen", SubscriptionsListenRequestParams, Listen(self.change_feed, _agent_id)
+            "subscriptions/listen", SubscriptionsListenRequestParams, Listen(self.change_feed, _credential)
         )
+
+    def _end_session(self, session_id: str) -> None:
+        """Close an MCP session (its streams end, its id answers 404): its
+        credential ended. The session manager is there when served over HTTP."""
+        manager = getattr(self._lowlevel_server, "_session_manager", None)
+        if manager is not None and session_id:
+            manager.end_session(session_id)
 
     # --- tools: errors in Vetted's words (pydantic's complaints too)
 

@@ -184,7 +184,7 @@ def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: 
             "malformed", f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.", f" length={len(token)}"
         )
     if token.startswith(OAUTH_ACCESS_PREFIX):
-        return _agent_for_oauth(token, audiences, refuse)
+        return _agent_for_oauth(_token_digest(token), audiences, refuse)
     agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
     if agent is None:
         raise refuse(
@@ -205,11 +205,9 @@ def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: 
     return agent
 
 
-def _agent_for_oauth(token: str, audiences: Collection[str], refuse: Callable[..., Unauthorized]) -> Agent:
+def _agent_for_oauth(digest: str, audiences: Collection[str], refuse: Callable[..., Unauthorized]) -> Agent:
     row = (
-        OAuthToken.objects.select_related("grant", "grant__agent")
-        .filter(digest=_token_digest(token), kind=TokenKind.ACCESS)
-        .first()
+        OAuthToken.objects.select_related("grant", "grant__agent").filter(digest=digest, kind=TokenKind.ACCESS).first()
     )
     again = " Sign in again (your client starts the OAuth flow on this 401)."
     if row is None:
@@ -230,8 +228,55 @@ def _agent_for_oauth(token: str, audiences: Collection[str], refuse: Callable[..
     if not agent.is_active:
         raise refuse("revoked", f"Agent {agent.name!r} was revoked; its OAuth grants no longer work.")
     # The grant may narrow the agent's scopes: this instance is never saved.
-    agent.scopes = [s for s in agent.scopes if s in grant.scopes]
+    agent.scopes = effective_spaces(agent.scopes, grant.scopes)
     agent.oauth_grant = grant  # type: ignore[attr-defined]  # for note_agent_seen
+    agent.oauth_token = row  # type: ignore[attr-defined]  # for agent_for_credential
+    return agent
+
+
+def effective_spaces(agent_spaces: Iterable[str], signed_in: Iterable[str] | None) -> list[str]:
+    """The spaces a credential may see, the one rule: the agent's grants as
+    stored now, narrowed to what its OAuth sign-in was granted (``None`` for
+    a static token, which carries the agent's own). Every agent-facing read,
+    write and notice takes its spaces from an agent resolved through here."""
+    if signed_in is None:
+        return list(agent_spaces)
+    allowed = set(signed_in)
+    return [s for s in agent_spaces if s in allowed]
+
+
+def credential_of(token: str) -> tuple[str, bool]:
+    """What an open stream keeps of the bearer token that opened it: its
+    digest (never the token) and whether it is an OAuth access token."""
+    token = (token or "").strip()
+    return _token_digest(token), token.startswith(OAUTH_ACCESS_PREFIX)
+
+
+def agent_for_credential(digest: str, oauth: bool, *, audiences: Collection[str] = ()) -> Agent | None:
+    """The agent a credential (``credential_of``) still stands for, with the
+    spaces it may see now, or None once it ended: the token revoked, expired
+    or replaced (a static token rotated; an OAuth access token whose grant
+    has since issued a newer one, or whose grant was revoked), or the agent
+    revoked. An open stream asks this on every pass and ends on None."""
+
+    def refuse(failure: str, message: str, detail: str = "") -> Unauthorized:
+        log.info("agent stream ended: %s%s", failure, detail)
+        return Unauthorized(message)
+
+    if oauth:
+        try:
+            signed_in = _agent_for_oauth(digest, audiences, refuse)
+        except Unauthorized:
+            return None
+        row = signed_in.oauth_token  # type: ignore[attr-defined]
+        newer = OAuthToken.objects.filter(grant_id=row.grant_id, kind=TokenKind.ACCESS, pk__gt=row.pk)
+        if newer.exists():
+            refuse("oauth-rotated", "", f" grant={row.grant.public_id}")
+            return None
+        return signed_in
+    agent = Agent.objects.filter(token_digest=digest, is_active=True).first()
+    if agent is None:
+        log.info("agent stream ended: token revoked or replaced")
     return agent
 
 

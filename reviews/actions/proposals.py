@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -305,11 +306,22 @@ def _require_dispute_room(agent: Agent) -> None:
     cap = settings.VETTED_OPEN_DISPUTES_PER_AGENT
     if not cap:
         return
-    held = Proposal.objects.filter(agent=agent, action=ProposalAction.DISPUTE, state=ProposalState.PENDING).count()
-    if held >= cap:
+    disputes = Proposal.objects.filter(agent=agent, action=ProposalAction.DISPUTE)
+    held = disputes.filter(state=ProposalState.PENDING).count()
+    # Withdrawn lately counts too: dispute, withdraw, dispute again must not go round for free.
+    since = timezone.now() - timedelta(minutes=settings.VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES)
+    withdrawn = disputes.filter(state=ProposalState.WITHDRAWN, decided_at__gte=since).count()
+    if held + withdrawn >= cap:
+        lately = (
+            f" and withdrew {withdrawn} in the last {settings.VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES} minutes "
+            "(VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES)"
+            if withdrawn
+            else ""
+        )
         raise LimitReached(
-            f"Agent {agent.name!r} already has {held} open disputes, the limit (VETTED_OPEN_DISPUTES_PER_AGENT="
-            f"{cap}); a reviewer must decide some of them before this agent can dispute another record.",
+            f"Agent {agent.name!r} already has {held} open disputes{lately}, the limit "
+            f"(VETTED_OPEN_DISPUTES_PER_AGENT={cap}); a reviewer must decide some of them before this agent "
+            "can dispute another record.",
             open_disputes=held,
             limit=cap,
         )
