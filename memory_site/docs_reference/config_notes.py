@@ -26,6 +26,8 @@ MEANINGS: dict[str, str] = {
     "VETTED_EMBEDDER": "`onnx`: the model on ONNX Runtime, exported once from the packaged weights into `$VETTED_HOME/onnx/` (see [Embedding](../search.md#embedding-onnx-runtime-default-or-torch)); `torch`: the same model through sentence-transformers (`sentence-transformers` is accepted as its older name); `fake`: a deterministic hashing embedder for fast tests only. `onnx` and `torch` give the same vectors: switching needs no `reindex`",
     "VETTED_PROPOSALS_PER_MINUTE": "write calls (proposals, revisions, retirements, disputes, withdrawals) one agent may make per sliding minute; `0` = no limit",
     "VETTED_READS_PER_MINUTE": "read calls (search, read, list, describe, quality_check, proposal_status) one agent may make per sliding minute, at most a tenth of them (at least 10) in any 6 s; `0` = no limit",
+    "VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES": "for how long a withdrawn dispute still counts against `VETTED_OPEN_DISPUTES_PER_AGENT` (so disputing and withdrawing in a loop meets the cap)",
+    "VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS": "an agent's urgent dispute notices skip the digest spacing at most once in this many seconds; the rest wait for the next digest",
     "VETTED_OPEN_DISPUTES_PER_AGENT": "pending disputes one agent may hold at once; `0` = no cap",
     "VETTED_UNDO_SECONDS": "how long a reviewer may undo their own decision (`0`–`86400`; `0` turns Undo off)",
     "VETTED_MCP_SESSIONS_PER_AGENT": "MCP sessions one agent may hold open; opening one more closes its oldest",
