@@ -105,7 +105,7 @@ def test_undo_by_the_toast_and_by_u(browser, live_server, seeded, size):
         assert Proposal.objects.get(pk=first.pk).state == ProposalState.PENDING
 
         # By keyboard: decide, then u.
-        page.wait_for_function("window.htmx !== undefined")
+        page.wait_for_function("() => window.htmx !== undefined")
         page.locator(f"#proposal-{third.pk}").click(position={"x": 5, "y": 5})
         page.keyboard.press("a")
         wait_decided(page, third, "Accepted")

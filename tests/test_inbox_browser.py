@@ -138,7 +138,7 @@ def open_page(browser, live_server, size):
     # keys.js and htmx are deferred scripts: a key pressed before they ran
     # would be lost (seen once on a loaded machine).
     page.wait_for_load_state("load")
-    page.wait_for_function("window.htmx !== undefined")
+    page.wait_for_function("() => window.htmx !== undefined")
     return context, page
 
 
@@ -157,7 +157,7 @@ def assert_fits(page, size):
     # The stylesheet must have arrived: an element can be visible before it
     # has (a loaded machine showed 17 px links measured unstyled).
     page.wait_for_load_state("load")
-    page.wait_for_function("getComputedStyle(document.body).margin === '0px'")
+    page.wait_for_function("() => getComputedStyle(document.body).margin === '0px'")
     # Against the configured width, not window.innerWidth: a mobile browser
     # widens its layout viewport to fit content that overflows, so innerWidth
     # would grow with the very overflow we look for.
@@ -215,7 +215,7 @@ def test_decide_three_proposals_with_clicks(browser, live_server, seeded, size):
         # Accept the first as proposed.
         card(page, seeded["first"]).get_by_role("button", name="Accept").click()
         wait_decided(page, seeded["first"], "Accepted")
-        page.wait_for_function("document.getElementById('pending-count').textContent.trim() === '2'")
+        page.wait_for_function("() => document.getElementById('pending-count').textContent.trim() === '2'")
 
         # Revise the second (a revision): edit inline, accept the edited version.
         card(page, seeded["revision"]).get_by_role("link", name="Revise…").click()

@@ -99,19 +99,19 @@ def test_the_changed_outside_vetted_queue_and_its_three_actions(browser, live_se
         assert "every month" in first.locator(".outside-diff").inner_text()
         assert first.get_by_role("button", name="Verify").count() == 0
         first.get_by_role("button", name="Restore approved text").click()
-        page.wait_for_function("document.getElementById('edited-count').textContent.trim() === '2'")
+        page.wait_for_function("() => document.getElementById('edited-count').textContent.trim() === '2'")
 
         second = page.locator(f"#record-{approve.pk}")
         second.locator("summary", has_text="Approve current text…").click()
         second.get_by_label("Why this text is right").fill("Checked with the team: yearly now")
         second.get_by_role("button", name="Approve current text as a new version").click()
-        page.wait_for_function("document.getElementById('edited-count').textContent.trim() === '1'")
+        page.wait_for_function("() => document.getElementById('edited-count').textContent.trim() === '1'")
 
         third = page.locator(f"#record-{retire.pk}")
         third.locator("summary", has_text="Retire record…").click()
         third.get_by_label("Why (required)").fill("Nobody knows any more")
         third.get_by_role("button", name="Retire record", exact=True).click()
-        page.wait_for_function("document.getElementById('edited-count').textContent.trim() === '0'")
+        page.wait_for_function("() => document.getElementById('edited-count').textContent.trim() === '0'")
         ib.shot(page, f"{size}-changed-outside-done", full=True)
 
         assert not Record.objects.get(pk=restore.pk).edited_since_approval
@@ -141,8 +141,8 @@ def test_a_decision_key_waits_for_the_cards_hints(browser, live_server, agent, m
         page.route("**/similar*", lambda route: held.append(route))
         page.reload()
         page.wait_for_load_state("load")
-        page.wait_for_function("window.htmx !== undefined")
-        page.wait_for_function("document.querySelector('[data-hints=\"loading\"]') !== null")
+        page.wait_for_function("() => window.htmx !== undefined")
+        page.wait_for_function("() => document.querySelector('[data-hints=\"loading\"]') !== null")
         page.keyboard.press("a")
         note = page.locator(f"#proposal-{create.pk} [data-hints-note]")
         note.wait_for()
@@ -156,7 +156,7 @@ def test_a_decision_key_waits_for_the_cards_hints(browser, live_server, agent, m
         assert approved.public_id in hint.inner_text() and "different numbers: 16 vs 15" in hint.inner_text()
         ib.shot(page, f"{size}-hint-before-key")
         page.keyboard.press("a")
-        page.wait_for_function(f"document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
+        page.wait_for_function(f"() => document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
         assert Proposal.objects.get(pk=create.pk).state == "accepted"
     finally:
         context.close()
@@ -201,7 +201,7 @@ def test_a_hint_that_fails_to_load_says_so_and_frees_the_keys(browser, live_serv
         page.wait_for_selector(f"#proposal-{create.pk} [data-hints='failed']")
         assert "could not be loaded" in page.locator(f"#proposal-{create.pk} [data-hints-note]").inner_text()
         page.keyboard.press("a")
-        page.wait_for_function(f"document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
+        page.wait_for_function(f"() => document.querySelector('#proposal-{create.pk}').classList.contains('decided')")
         assert Proposal.objects.get(pk=create.pk).state == "accepted"
     finally:
         context.close()

@@ -37,7 +37,7 @@ def wait_open(page, proposal) -> dict:
     replaced back, if any), then say where it is."""
     page.wait_for_selector(f"#proposal-{proposal.pk}:not(.line) .actions")
     page.wait_for_function(SETTLED, arg=f"proposal-{proposal.pk}")
-    page.wait_for_function(f"document.querySelectorAll('{OPEN}').length === 1")
+    page.wait_for_function(f"() => document.querySelectorAll('{OPEN}').length === 1")
     return pane(page)
 
 
@@ -127,7 +127,7 @@ def test_below_the_wide_layout_a_line_still_opens_in_place(browser, live_server,
     context, page = signed_in(browser, live_server, "desktop", viewport={"width": 1199, "height": 900})
     try:
         choose_view(page, live_server.url, "compact")
-        page.wait_for_function("window.htmx !== undefined")
+        page.wait_for_function("() => window.htmx !== undefined")
         page.wait_for_timeout(300)
         assert pane(page)["ids"] == []  # nothing opens by itself
         chosen = triage_seed["creates"][0]

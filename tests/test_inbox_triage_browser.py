@@ -64,7 +64,7 @@ def wait_url(page, fragment):
 
 def settle(page):
     """Wait for htmx to finish swapping (no request in flight, no settling class)."""
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
 
 
 def open_filters(page):
@@ -151,7 +151,7 @@ def compact_settled(page, size) -> None:
     if size == "desktop":
         page.wait_for_selector("#cards .card:not(.line):not(.decided)")
         page.wait_for_load_state("networkidle")
-        page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+        page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
 
 
 def fully_visible_lines(page) -> int:
@@ -243,7 +243,7 @@ def test_j_past_the_25th_card_loads_more(browser, live_server, triage_seed, size
         order = listed(page)
         page.wait_for_selector(f"#proposal-{order[24]}.current")
         page.keyboard.press("j")
-        page.wait_for_function("document.querySelectorAll('#cards [data-card]').length === 33")
+        page.wait_for_function("() => document.querySelectorAll('#cards [data-card]').length === 33")
         order = listed(page)
         page.wait_for_selector(f"#proposal-{order[25]}.current")
         page.keyboard.press("j")

@@ -49,7 +49,7 @@ def test_typing_in_a_correction_survives_the_settle_and_a_late_swap(browser, liv
         page.keyboard.press("Control+End")
         page.keyboard.type(" Now")
         assert page.evaluate("window.editLoads") == 0  # typed before htmx settled the form
-        page.wait_for_function("window.editLoads === 1")
+        page.wait_for_function("() => window.editLoads === 1")
         page.keyboard.type(" acme-billing.")  # after htmx:load: still in the body
         assert page.evaluate("document.activeElement.name") == "body"
         assert body.input_value().endswith(" Now acme-billing.")

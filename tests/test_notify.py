@@ -223,9 +223,7 @@ def test_a_personal_space_is_told_by_default_to_its_owner_only(settings, webhook
     propose(agent, 2, scope="personal")
     propose(agent, 3, scope="team")
     deliveries = sender.batch(later(70))
-    told = {
-        (d.channel, tuple(d.payload.get("to", ()))): [i["title"] for i in d.payload["items"]] for d in deliveries
-    }
+    told = {(d.channel, tuple(d.payload.get("to", ()))): [i["title"] for i in d.payload["items"]] for d in deliveries}
     assert told[(Channel.WEBHOOK, ())] == ["Proposal number 3"]
     assert told[(Channel.EMAIL, ("rita@example.com",))] == ["Proposal number 2", "Proposal number 3"]
     assert told[(Channel.EMAIL, ("sam@example.com", "ops@example.com"))] == ["Proposal number 3"]

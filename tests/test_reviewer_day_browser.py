@@ -27,7 +27,7 @@ def choose(page, view: str) -> None:
     if switch.get_attribute("data-view") == view:
         with page.expect_navigation():
             switch.click()
-    page.wait_for_function("window.htmx !== undefined")
+    page.wait_for_function("() => window.htmx !== undefined")
 
 
 @pytest.fixture
@@ -95,6 +95,13 @@ def test_undo_sits_in_the_decided_cards_place_and_covers_no_control(browser, liv
         context.close()
 
 
+def hints_in(page, pk: int) -> None:
+    """Wait until the card's hints have arrived: until then a decision key is
+    held (static/vetted/hints.js), as a reviewer would see them first."""
+    loading = f'#proposal-{pk} [data-hints="loading"]'
+    page.wait_for_function("sel => !document.querySelector(sel)", arg=loading)
+
+
 def test_j_loads_the_next_page_when_no_undecided_card_is_left(browser, live_server, agent, monkeypatch):  # noqa: F811
     monkeypatch.setattr(inbox_views, "PAGE_SIZE", 3)
     made = [
@@ -109,11 +116,13 @@ def test_j_loads_the_next_page_when_no_undecided_card_is_left(browser, live_serv
         page.keyboard.press("j")
         for proposal in made[:3]:
             page.wait_for_selector(f"#proposal-{proposal.pk}.current")
+            hints_in(page, proposal.pk)  # a decision key waits for the card's hints
             page.keyboard.press("a")
             page.wait_for_selector(f"#proposal-{proposal.pk}.decided")
         assert page.locator("[data-card]:not(.decided)").count() == 0
         page.keyboard.press("j")
         page.wait_for_selector(f"#proposal-{made[3].pk}.current")
+        hints_in(page, made[3].pk)
         page.keyboard.press("a")
         page.wait_for_selector(f"#proposal-{made[3].pk}.decided")
     finally:
@@ -150,7 +159,7 @@ def test_keys_go_to_pages_and_filters(browser, live_server, agent, make_record):
     context, page = open_page(browser, live_server, "desktop")
     try:
         page.keyboard.press("]")  # the next action filter: Create (disputes sort first, but chips follow the menu)
-        page.wait_for_function("location.search.includes('action=')")
+        page.wait_for_function("() => location.search.includes('action=')")
         page.keyboard.press("/")
         assert page.evaluate("document.activeElement.name") == "q"
         page.keyboard.press("Escape")
@@ -158,7 +167,7 @@ def test_keys_go_to_pages_and_filters(browser, live_server, agent, make_record):
             page.keyboard.press("g")
             page.keyboard.press("p")
         assert page.url.endswith("/disputed/")
-        page.wait_for_function("window.htmx !== undefined")
+        page.wait_for_function("() => window.htmx !== undefined")
         page.keyboard.press("?")
         dialog = page.locator("#keys-help")
         assert dialog.is_visible() and "g" in dialog.inner_text() and "Disputed" in dialog.inner_text()

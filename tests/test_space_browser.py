@@ -26,7 +26,7 @@ def sign_in(browser, live_server, size, username, path="/"):
     page.click("button[type=submit]")
     page.wait_for_selector("#pending-count")
     page.wait_for_load_state("load")
-    page.wait_for_function("window.htmx !== undefined")
+    page.wait_for_function("() => window.htmx !== undefined")
     return context, page
 
 
@@ -63,7 +63,7 @@ def test_two_people_accept_a_proposal_that_needs_two_approvals(browser, live_ser
     try:
         _accept(page, proposal)
         # textContent: the badge is drawn in capitals (CSS), innerText would be too.
-        page.wait_for_function(f"document.querySelector('{card}').textContent.includes('1 of 2 approvals')")
+        page.wait_for_function(f"() => document.querySelector('{card}').textContent.includes('1 of 2 approvals')")
         page.goto(f"{live_server.url}/")
         assert "1 of 2 approvals: accepted by sam" in page.text_content(card)
         assert Proposal.objects.get(pk=proposal.pk).state == ProposalState.PENDING
@@ -71,7 +71,7 @@ def test_two_people_accept_a_proposal_that_needs_two_approvals(browser, live_ser
         shot(page, f"{size}-two-approvals-first")
         # A cannot accept again.
         _accept(page, proposal)
-        page.wait_for_function("document.body.innerText.includes('You already accepted')")
+        page.wait_for_function("() => document.body.innerText.includes('You already accepted')")
         assert Proposal.objects.get(pk=proposal.pk).state == ProposalState.PENDING
     finally:
         context.close()
@@ -81,7 +81,7 @@ def test_two_people_accept_a_proposal_that_needs_two_approvals(browser, live_ser
     try:
         assert "1 of 2 approvals" in page.text_content(card)
         _accept(page, proposal)
-        page.wait_for_function("document.body.innerText.includes('you own agent')")
+        page.wait_for_function("() => document.body.innerText.includes('you own agent')")
         assert Proposal.objects.get(pk=proposal.pk).state == ProposalState.PENDING
     finally:
         context.close()
@@ -123,7 +123,7 @@ def test_move_a_record_to_another_space_from_its_page(browser, live_server, mova
         page.select_option(f"#move-{record.public_id} select[name=scope]", "system")
         page.fill(f"#move-{record.public_id} input[name=note]", "Everyone's agents need it")
         page.locator(f"#move-{record.public_id}").get_by_role("button", name="Move").click()
-        page.wait_for_function("document.body.innerText.includes('Moved to system')")
+        page.wait_for_function("() => document.body.innerText.includes('Moved to system')")
         moved = Record.objects.get(supersedes=record)
         assert page.url.endswith(f"/records/{moved.public_id}/")
         assert moved.scope == "system" and moved.status == RecordStatus.APPROVED

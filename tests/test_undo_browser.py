@@ -83,7 +83,7 @@ def test_every_kind_of_decision_is_undone_from_its_toast(browser, live_server, k
     context, page = open_page(browser, live_server, size)
     try:
         page.goto(f"{live_server.url}/?view=cards")
-        page.wait_for_function("window.htmx !== undefined")
+        page.wait_for_function("() => window.htmx !== undefined")
 
         rejected = kinds["reject"]
         box = card(page, rejected)

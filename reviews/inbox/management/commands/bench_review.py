@@ -259,7 +259,7 @@ class Command(BaseCommand):
             while done < len(plan):
                 page.goto(base + "/")
                 page.wait_for_load_state("load")
-                page.wait_for_function("window.htmx !== undefined")
+                page.wait_for_function("() => window.htmx !== undefined")
                 ids = page.eval_on_selector_all("[data-card]:not(.decided)", "cards => cards.map(c => c.id)")
                 if not ids:
                     raise CommandError(f"{len(plan) - done} proposals left but no card on the inbox")
