@@ -1,0 +1,169 @@
+"""The vault: one person's approved memory as Markdown notes in a real
+folder, kept in step with decisions; edits, deletions and inbox notes come
+back as proposals from that person and nothing is ever approved by it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connections
+
+from reviews import actions
+from reviews.models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
+from reviews.portability import vault
+from reviews.portability.markdown_io import file_name
+
+from .conftest import GOOD_BODY
+
+
+def note_of(root, record):
+    return root / record.scope / file_name(record)
+
+
+def test_a_pass_writes_one_note_per_deliverable_record_an_index_per_space_and_pending(
+    db, make_record, create_proposal, tmp_path
+):
+    team = make_record(title="Deploy window for billing")
+    mine = make_record(title="My editor settings", body=GOOD_BODY + " Mine.", scope="personal")
+    waiting = create_proposal(1)
+    root = tmp_path / "vault"
+    result = vault.reconcile(root, "rita")
+    assert note_of(root, team).read_text().startswith(f"---\nid: {team.public_id}\n")
+    assert note_of(root, mine).exists()
+    assert f"[[{file_name(team)[:-3]}|Deploy window for billing]]" in (root / "team" / "_index.md").read_text()
+    assert (root / "_pending" / f"{waiting.public_id}.md").exists()
+    assert not result.proposals
+    assert vault.reconcile(root, "rita").written == []  # a second pass changes nothing
+
+
+def test_a_persons_vault_holds_only_the_spaces_they_may_read(db, make_record, second_reviewer, tmp_path):
+    make_record(title="Deploy window for billing")
+    private = make_record(title="Rita's private note", body=GOOD_BODY + " Private.", scope="personal")
+    root = tmp_path / "sam"
+    vault.reconcile(root, "sam")
+    assert not list(root.rglob(f"*{private.public_id}*"))
+    assert not (root / "personal").exists()
+    assert list((root / "team").glob("*.md"))
+
+
+def test_an_edited_note_becomes_a_revision_from_that_person_and_stays_until_decided(
+    db, make_record, reviewer, tmp_path
+):
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    vault.reconcile(root, "rita")
+    path = note_of(root, record)
+    edited = path.read_text().replace("every weekday", "every weekday except Fridays")
+    path.write_text(edited)
+    result = vault.reconcile(root, "rita")
+    proposal = Proposal.objects.get(public_id=result.proposals[0])
+    assert (proposal.action, proposal.agent, proposal.proposed_by_user) == (ProposalAction.REVISE, None, "rita")
+    assert proposal.target == record and "except Fridays" in proposal.body
+    assert "Edited in the vault" in proposal.reason
+    assert path.read_text() == edited and result.held == [path.relative_to(root).as_posix()]
+    assert vault.reconcile(root, "rita").proposals == []  # filed once
+    assert Record.objects.filter(status=RecordStatus.APPROVED).count() == 1  # the vault approves nothing
+    new = actions.accept_proposal(proposal, actor=reviewer).result_record
+    vault.reconcile(root, "rita")
+    assert not path.exists()
+    assert f"Supersedes: [[{file_name(record)[:-3]}" in note_of(root, new).read_text()
+
+
+def test_an_edit_made_while_the_reviewer_revised_the_record_keeps_both(db, make_record, agent, reviewer, tmp_path):
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    vault.reconcile(root, "rita")
+    path = note_of(root, record)
+    path.write_text(path.read_text().replace("every weekday", "every weekday at noon"))
+    other = actions.propose_revision(record, agent=agent, reason="Tagged", tags=["billing", "deploy"])
+    newer = actions.accept_proposal(other, actor=reviewer).result_record
+    result = vault.reconcile(root, "rita")
+    mine = Proposal.objects.get(public_id=result.proposals[0])
+    assert mine.target == newer and "at noon" in mine.body  # proposed against the current version
+    assert "at noon" in path.read_text()  # the person's file is kept while it waits
+    assert note_of(root, newer).exists()  # and the reviewer's decision is in the vault
+
+
+def test_a_deleted_note_becomes_a_retirement_and_comes_back_if_rejected(db, make_record, reviewer, tmp_path):
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    vault.reconcile(root, "rita")
+    note_of(root, record).unlink()
+    result = vault.reconcile(root, "rita")
+    proposal = Proposal.objects.get(public_id=result.proposals[0])
+    assert proposal.action == ProposalAction.RETIRE and proposal.proposed_by_user == "rita"
+    assert not note_of(root, record).exists()  # not recreated while it waits
+    actions.reject_proposal(proposal, actor=reviewer, note="Still true.")
+    vault.reconcile(root, "rita")
+    assert note_of(root, record).exists()
+    assert Record.objects.get(pk=record.pk).status == RecordStatus.APPROVED
+
+
+def test_a_new_note_in_the_inbox_becomes_a_create_proposal_shown_as_pending(db, reviewer, tmp_path):
+    root = tmp_path / "vault"
+    vault.reconcile(root, "rita")
+    (root / "_inbox").mkdir()
+    (root / "_inbox" / "Release checklist.md").write_text(
+        "---\nscope: team\nkind: procedure\n---\n\nTag the release, wait for CI, then announce it in #releases.\n"
+    )
+    result = vault.reconcile(root, "rita")
+    proposal = Proposal.objects.get(public_id=result.proposals[0])
+    assert (proposal.action, proposal.scope, proposal.title) == (ProposalAction.CREATE, "team", "Release checklist")
+    assert proposal.state == ProposalState.PENDING and Record.objects.count() == 0
+    assert not (root / "_inbox" / "Release checklist.md").exists()
+    assert (root / "_pending" / f"{proposal.public_id}.md").exists()
+
+
+def test_a_retired_record_leaves_the_vault_and_a_second_watcher_is_refused(db, make_record, reviewer, tmp_path):
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    vault.reconcile(root, "rita")
+    actions.retire_record(record, actor=reviewer, note="Gone.")
+    vault.reconcile(root, "rita")
+    assert not note_of(root, record).exists()
+    with vault.hold_vault(root), pytest.raises(vault.VaultBusy):
+        with vault.hold_vault(root):
+            pass
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_watcher_follows_real_file_events_and_decisions(make_record, reviewer, tmp_path):
+    """Slow: runs the watcher (watchfiles' OS event thread) for a few seconds
+    against a real folder and waits for its passes."""
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    stop = threading.Event()
+    passes: list = []
+
+    def run():
+        try:
+            vault.watch_vault(root, "rita", stop=stop, tick_ms=200, on_pass=passes.append)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_for(lambda: note_of(root, record).exists())
+        path = note_of(root, record)
+        path.write_text(path.read_text().replace("every weekday", "every weekday before noon"))
+        wait_for(lambda: Proposal.objects.filter(proposed_by_user="rita").exists())
+        proposal = Proposal.objects.get(proposed_by_user="rita")
+        assert proposal.action == ProposalAction.REVISE
+        new = actions.accept_proposal(proposal, actor=reviewer).result_record
+        wait_for(lambda: note_of(root, new).exists() and not path.exists())
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
+def wait_for(condition, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the vault did not catch up in time")
+        time.sleep(0.1)
