@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from reviews import actions
+from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from reviews.portability import publish
 from reviews.portability.publish import block as blk
@@ -176,3 +177,18 @@ def test_broken_markers_leave_the_file_alone_and_say_why(db, make_record, tmp_pa
     result = publish.publish_file(target, team())
     assert result.state == "held" and "marker" in result.problems[0]
     assert target.read_bytes() == before
+
+
+def test_a_person_cannot_propose_from_a_file_about_a_record_they_may_not_read(db, make_record, second_reviewer):
+    """sam reads the team space but not rita's personal one: an edit he files
+    about her record is refused as unknown, and nothing is stored."""
+    private = make_record(title="Rita's private note", body=GOOD_BODY + " Private.", scope="personal")
+    with pytest.raises(NotFound):
+        actions.propose_file_revision(private, user=second_reviewer, reason="Edited", body=GOOD_BODY + " Changed.")
+    with pytest.raises(NotFound):
+        actions.propose_file_retirement(private, user=second_reviewer, reason="Deleted")
+    with pytest.raises(ValidationFailed):
+        actions.propose_file_create(
+            user=second_reviewer, reason="New", kind="fact", scope="personal", title="Into her space", body=GOOD_BODY
+        )
+    assert not Proposal.objects.filter(proposed_by_user="sam").exists()

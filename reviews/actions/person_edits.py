@@ -5,9 +5,10 @@ propose only in spaces they may read; editing a file never decides anything."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from .. import validation as v
@@ -27,13 +28,13 @@ from ._common import (
 from ._notify import _tell_proposal
 
 
-def _person(user: Any):
+def _person(user: object) -> User:
     if not isinstance(user, get_user_model()) or not user.is_active:
         raise InvalidTransition("Only an active account can propose from an edited file.")
-    return user
+    return cast(User, user)
 
 
-def _readable_target(user, target: Record | str) -> Record:
+def _readable_target(user: User, target: Record | str) -> Record:
     record = _locked_record(target)
     approved = record.approved_text() if record.edited_since_approval else None
     scopes = {record.scope, approved["scope"]} if approved else {record.scope}
@@ -42,7 +43,16 @@ def _readable_target(user, target: Record | str) -> Record:
     return record
 
 
-def _store(action: str, *, user, reason: str, source_tool: str, target: Record | None, content=None, checks=None):
+def _store(
+    action: str,
+    *,
+    user: User,
+    reason: str,
+    source_tool: str,
+    target: Record | None,
+    content: dict[str, Any] | None = None,
+    checks: tuple[str, str] | None = None,
+) -> Proposal:
     fields = dict(content or {})
     checksum, skeleton = checks or ("", "")
     proposal = Proposal.objects.create(
@@ -72,12 +82,12 @@ def _store(action: str, *, user, reason: str, source_tool: str, target: Record |
 
 
 def propose_file_revision(
-    target: Record | str, *, user, reason: str, source_tool: str = "file", **changes: Any
+    target: Record | str, *, user: object, reason: str, source_tool: str = "file", **changes: Any
 ) -> Proposal:
     """``user`` edited the text of ``target`` in a file Vetted wrote: a revise proposal from them."""
     with transaction.atomic():
-        user = _person(user)
-        record = _readable_target(user, target)
+        person = _person(user)
+        record = _readable_target(person, target)
         _require_live(record, "revise")
         base = _approved_base(record, "revise")
         content, _changed = _apply_changes(base, changes, lock_scope=base["scope"])
@@ -88,7 +98,7 @@ def propose_file_revision(
         _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
         return _store(
             ProposalAction.REVISE,
-            user=user,
+            user=person,
             reason=v.clean_reason(reason),
             source_tool=source_tool,
             target=record,
@@ -97,18 +107,18 @@ def propose_file_revision(
         )
 
 
-def propose_file_create(*, user, reason: str, source_tool: str = "file", **fields: Any) -> Proposal:
+def propose_file_create(*, user: object, reason: str, source_tool: str = "file", **fields: Any) -> Proposal:
     """``user`` wrote new text into a file Vetted watches: a create proposal from them, in a space they read."""
     with transaction.atomic():
-        user = _person(user)
+        person = _person(user)
         content = v.clean_content(fields)
-        if content["scope"] not in readable_spaces(user):
-            raise ValidationFailed({"scope": f"{user.get_username()} may not propose into {content['scope']!r}"})
+        if content["scope"] not in readable_spaces(person):
+            raise ValidationFailed({"scope": f"{person.get_username()} may not propose into {content['scope']!r}"})
         checksum, skeleton = _checksum_of(content), _skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton)
         return _store(
             ProposalAction.CREATE,
-            user=user,
+            user=person,
             reason=v.clean_reason(reason),
             source_tool=source_tool,
             target=None,
@@ -117,18 +127,18 @@ def propose_file_create(*, user, reason: str, source_tool: str = "file", **field
         )
 
 
-def propose_file_retirement(target: Record | str, *, user, reason: str, source_tool: str = "file") -> Proposal:
+def propose_file_retirement(target: Record | str, *, user: object, reason: str, source_tool: str = "file") -> Proposal:
     """``user`` deleted the file (or block section) of ``target``: a retirement proposal from them."""
     with transaction.atomic():
-        user = _person(user)
-        record = _readable_target(user, target)
+        person = _person(user)
+        record = _readable_target(person, target)
         _require_live(record, "retire")
         pending = Proposal.objects.filter(
             target=record,
             action=ProposalAction.RETIRE,
             state=ProposalState.PENDING,
             agent=None,
-            proposed_by_user=user.get_username(),
+            proposed_by_user=person.get_username(),
         ).first()
         if pending:
             raise DuplicateContent(
@@ -136,5 +146,5 @@ def propose_file_retirement(target: Record | str, *, user, reason: str, source_t
                 existing_id=pending.public_id,
             )
         return _store(
-            ProposalAction.RETIRE, user=user, reason=v.clean_reason(reason), source_tool=source_tool, target=record
+            ProposalAction.RETIRE, user=person, reason=v.clean_reason(reason), source_tool=source_tool, target=record
         )
