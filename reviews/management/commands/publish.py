@@ -1,8 +1,14 @@
+import signal
+import threading
+from pathlib import Path
+
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_site.cli import dumps
 from memory_site.space_args import add_space_argument, spaces_from
 from reviews.portability import publish
+from reviews.portability.publish.follow import follow
+from reviews.portability.vault import VaultBusy
 
 
 class Command(BaseCommand):
@@ -27,6 +33,12 @@ class Command(BaseCommand):
             help="the files live in a repository others read: team spaces only, never a personal one",
         )
         parser.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+        parser.add_argument(
+            "--watch",
+            action="store_true",
+            help="keep the files in step until interrupted: after each decision and each edit of a file "
+            "(one process per set of files; another waits and takes over)",
+        )
 
     def handle(self, *args, **opts):
         selection = publish.Selection(
@@ -40,7 +52,25 @@ class Command(BaseCommand):
             selection.checked()
         except publish.SelectionError as exc:
             raise CommandError(str(exc)) from None
+        if opts["watch"]:
+            return self._follow([Path(p) for p in opts["files"]], selection)
         results = [publish.publish_file(path, selection, dry_run=opts["dry_run"]) for path in opts["files"]]
+        self._report(results)
+        self.stdout.write(dumps({"selection": selection.describe(), "files": [r.as_dict() for r in results]}))
+
+    def _follow(self, paths, selection):
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        self.stdout.write(f"Keeping {len(paths)} file(s) in step (Ctrl-C to stop).")
+        while not stop.is_set():
+            try:
+                follow(paths, selection, stop=stop, on_sync=self._report)
+            except VaultBusy as exc:
+                self.stderr.write(f"{exc} Waiting to take over.")
+                stop.wait(5)
+
+    def _report(self, results):
         for result in results:
             cut = f", {result.left_out} left out (size budget)" if result.left_out else ""
             self.stdout.write(f"{result.path}: {result.state} ({len(result.records)} record(s){cut})")
@@ -50,4 +80,4 @@ class Command(BaseCommand):
                 self.stdout.write(f"  hand edits filed as proposal(s): {', '.join(result.proposals)}")
             for problem in result.problems:
                 self.stderr.write(f"{result.path}: {problem}")
-        self.stdout.write(dumps({"selection": selection.describe(), "files": [r.as_dict() for r in results]}))
+        self.stdout.flush()

@@ -32,12 +32,20 @@ class VaultBusy(Exception):
 def hold_vault(root: Path) -> Iterator[None]:
     """The folder's watcher lock, or VaultBusy at once."""
     root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    with hold_lock(root / LOCK_NAME, f"Another process already watches {root}."):
+        yield
+
+
+@contextlib.contextmanager
+def hold_lock(path: Path, busy: str) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` for the block, or VaultBusy(busy) at once;
+    the kernel releases it when the process ends, however it ends."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise VaultBusy(f"Another process already watches {root}.") from None
+            raise VaultBusy(busy) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield
@@ -50,7 +58,7 @@ def _ours(_change, path: str) -> bool:
     return not Path(path).name.startswith(".")
 
 
-def _head() -> int:
+def audit_head() -> int:
     return AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
@@ -72,12 +80,12 @@ def watch_vault(
         result = reconcile(root, person)
         if on_pass:
             on_pass(result)
-        seen = _head()
+        seen = audit_head()
         for changes in watchfiles.watch(
             root, watch_filter=_ours, stop_event=stop, rust_timeout=tick_ms, yield_on_timeout=True, debounce=200
         ):
             close_old_connections()
-            head = _head()
+            head = audit_head()
             if not changes and head == seen:
                 continue
             seen = head
