@@ -13,7 +13,7 @@ from reviews.portability.vault import VaultBusy
 
 class Command(BaseCommand):
     help = (
-        "Keep a managed block (between <!-- vetted:begin --> and <!-- vetted:end --> comments) in the files your "
+        "Keep a managed block (between vetted:begin and vetted:end marker comments) in the files your "
         "AI tools read (CLAUDE.md, AGENTS.md, GEMINI.md, .cursor/rules/vetted.mdc, .github/copilot-instructions.md, "
         ".windsurfrules, any path), filled with the deliverable records of the spaces, kinds and tags you name. "
         "Text outside the block is never changed; files are written atomically and kept within each tool's size "
