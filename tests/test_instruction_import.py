@@ -201,3 +201,15 @@ def test_the_upload_page_turns_uploaded_files_into_proposals_and_never_reads_a_s
         signed_in.post("/import/", {"files": [SimpleUploadedFile("AGENTS.md", b"- x")], "space": "nope"}).status_code
         == 400
     )
+
+
+def test_comments_deeper_headings_rules_and_tables_do_not_become_pieces_of_their_own(db, reviewer, samples):
+    summary, _err, exc = run(samples / "payments", space="team")
+    assert exc is None
+    places = by_place()
+    assert set(places) == {"CLAUDE.md:7", "CLAUDE.md:14", "CLAUDE.md:15", "CLAUDE.md:21", "CLAUDE.md:22"}
+    assert places["CLAUDE.md:7"].title == "Build & test" and places["CLAUDE.md:7"].body.startswith("| Command |")
+    assert not Proposal.objects.filter(body__contains="keep this file short").exists()
+    assert not Proposal.objects.filter(body__startswith="###").exists()
+    assert "Europe/Berlin" in places["CLAUDE.md:22"].body  # a nested bullet stays with its parent
+    assert summary["proposals"] == 5

@@ -75,6 +75,7 @@ class Candidate:
         return f"{self.file}:{self.line}"
 
 
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _ABOUT_THE_FILE = re.compile(r"^\s*this (file|document|guide)\b", re.IGNORECASE)
 
 
@@ -109,6 +110,9 @@ def _globs(front: dict) -> list[str]:
 def pieces_of(label: str, text: str, *, tool: str, default_kind: str | None) -> tuple[list[Candidate], list[str]]:
     """(candidates, pieces left out with why). A piece that only points to
     other files (an ``@path`` import) is left out: the file it names is read instead."""
+    # HTML comments are notes to the file's editors, not to the agent; blanked
+    # line for line so every line number stays right.
+    text = _COMMENT_RE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     front, body = _lenient_front_matter(text)
     # Only Vetted's own keys pass to the parser; Cursor's (description, globs,
     # alwaysApply) are the tool's, kept as where a rule applies.

@@ -27,6 +27,8 @@ _SECTION_RE = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$")
 _BULLET_RE = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 _INLINE_TAG_RE = re.compile(r"(?<![\w/#&\]])#([A-Za-z0-9_][\w/.:+-]*)")
 _INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
+# Lines that are no paragraph of their own: a deeper heading, a thematic break.
+_NOT_PROSE_RE = re.compile(r"^\s*(#{1,6}\s|([-*_])\s*(\2\s*){2,}$)")
 
 
 @dataclass
@@ -255,7 +257,7 @@ def parse_instruction_body(
                 or (current[-1].strip() and not line.startswith(("#", ">", "|")))
             ):
                 current.append(line)
-            elif paragraphs and not fenced and line.strip():
+            elif paragraphs and not fenced and line.strip() and not _NOT_PROSE_RE.match(line):
                 current = None
                 if loose_open is None:
                     loose_open = []
@@ -279,7 +281,9 @@ def parse_instruction_body(
                 if indents:  # dedent continuation lines by their common indent
                     cut = min(indents)
                     text = "\n".join([bullet[0], *(ln[cut:] if ln.strip() else "" for ln in bullet[1:])]).rstrip()
-                add(title_from_text(text), text, heading, start)
+                # A table has no sentence to be titled by: its heading names it.
+                title = (heading or Path(label).stem) if text.startswith("|") else title_from_text(text)
+                add(title, text, heading, start)
         else:
             text = "\n".join(section_lines).strip()
             if not text:
