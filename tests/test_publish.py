@@ -192,3 +192,12 @@ def test_a_person_cannot_propose_from_a_file_about_a_record_they_may_not_read(db
             user=second_reviewer, reason="New", kind="fact", scope="personal", title="Into her space", body=GOOD_BODY
         )
     assert not Proposal.objects.filter(proposed_by_user="sam").exists()
+
+
+def test_a_dry_run_writes_nothing_and_says_what_would_change(db, make_record, tmp_path):
+    make_record(title="Deploy window for billing", kind="procedure")
+    target = tmp_path / "CLAUDE.md"
+    target.write_text("# Mine\n")
+    summary, out, _err = run(target, person="rita", space=["team"], dry_run=True)
+    assert summary["files"][0]["state"] == "written" and "written" in out
+    assert target.read_text() == "# Mine\n"

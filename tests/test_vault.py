@@ -167,3 +167,25 @@ def wait_for(condition, timeout: float = 15.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("the vault did not catch up in time")
         time.sleep(0.1)
+
+
+def test_the_vault_command_makes_one_pass_and_refuses_another_persons_vault(db, make_record, second_reviewer, tmp_path):
+    import io
+    import json
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    out = io.StringIO()
+    call_command("vault", str(root), person="rita", stdout=out)
+    assert json.loads(out.getvalue().splitlines()[-1])["written"] >= 2
+    assert note_of(root, record).exists()
+    with pytest.raises(CommandError, match="rita"):
+        call_command("vault", str(root), person="sam", stdout=io.StringIO())
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "diary.md").write_text("my own notes\n")
+    with pytest.raises(CommandError, match="not empty"):
+        call_command("vault", str(tmp_path / "notes"), person="rita", stdout=io.StringIO())
+    assert (tmp_path / "notes" / "diary.md").read_text() == "my own notes\n"
