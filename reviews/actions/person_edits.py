@@ -5,7 +5,7 @@ propose only in spaces they may read; editing a file never decides anything."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -31,7 +31,7 @@ from ._notify import _tell_proposal
 def _person(user: object) -> User:
     if not isinstance(user, get_user_model()) or not user.is_active:
         raise InvalidTransition("Only an active account can propose from an edited file.")
-    return cast(User, user)
+    return user
 
 
 def _readable_target(user: User, target: Record | str) -> Record:
