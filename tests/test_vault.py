@@ -189,3 +189,17 @@ def test_the_vault_command_makes_one_pass_and_refuses_another_persons_vault(db, 
     with pytest.raises(CommandError, match="not empty"):
         call_command("vault", str(tmp_path / "notes"), person="rita", stdout=io.StringIO())
     assert (tmp_path / "notes" / "diary.md").read_text() == "my own notes\n"
+
+
+def test_a_vault_edit_shows_in_the_inbox_as_the_persons_revision_with_its_diff(db, make_record, signed_in, tmp_path):
+    record = make_record(title="Deploy window for billing")
+    root = tmp_path / "vault"
+    vault.reconcile(root, "rita")
+    path = note_of(root, record)
+    path.write_text(path.read_text().replace("every weekday", "every weekday except Fridays"))
+    proposal_id = vault.reconcile(root, "rita").proposals[0]
+    page = signed_in.get("/", {"view": "cards"}).content.decode()
+    proposal = Proposal.objects.get(public_id=proposal_id)
+    assert f'id="proposal-{proposal.pk}"' in page
+    assert "user:rita" in page and "Edited in the vault" in page
+    assert "<ins" in page and "Fridays" in page  # the diff against the approved text
