@@ -201,3 +201,26 @@ def test_a_dry_run_writes_nothing_and_says_what_would_change(db, make_record, tm
     summary, out, _err = run(target, person="rita", space=["team"], dry_run=True)
     assert summary["files"][0]["state"] == "written" and "written" in out
     assert target.read_text() == "# Mine\n"
+
+
+def test_a_section_removed_by_hand_becomes_a_retirement_and_a_new_record_is_not_mistaken_for_one(
+    db, make_record, reviewer, tmp_path
+):
+    kept = make_record(title="Deploy window for billing", kind="procedure")
+    removed = make_record(title="Old release rule", body=GOOD_BODY + " Release rule.", kind="procedure")
+    target = tmp_path / "CLAUDE.md"
+    publish.publish_file(target, team())
+    text = target.read_text()
+    start = text.index(f"<!-- vetted:record {removed.public_id} -->")
+    stop = text.index("<!-- vetted:", start + 10)
+    target.write_text(text[:start] + text[stop:])
+    make_record(title="A rule approved since", body=GOOD_BODY + " Approved since.", kind="procedure")
+    result = publish.publish_file(target, team())
+    assert result.state == "held"
+    retire = Proposal.objects.get(public_id=result.proposals[0])
+    assert (retire.action, retire.target, retire.proposed_by_user) == (ProposalAction.RETIRE, removed, "rita")
+    assert len(result.proposals) == 1  # the record approved since is no deletion
+    actions.reject_proposal(retire, actor=reviewer, note="Keep it.")
+    result = publish.publish_file(target, team())
+    assert result.state == "written" and removed.public_id in target.read_text()
+    assert kept.public_id in target.read_text()

@@ -21,6 +21,7 @@ from reviews.errors import DuplicateContent, VettedError
 from reviews.models import Proposal, ProposalAction, ProposalState, Record
 
 from . import block as blk
+from . import memo
 from .budgets import budget_for, cut_order_key
 from .selection import Selection
 
@@ -80,11 +81,16 @@ def render_for(records: list[Record], budget: int, outside: int) -> tuple[str, l
     return blk.render_block(blk.render_inner([(r.public_id, section_text(r)) for r in kept], footer)), kept, left_out
 
 
-def _earlier(user: str, action: str, target: Record | None, body: str, title: str | None = None) -> Proposal | None:
-    """This person's latest proposal of the same edit, in any state: pending, it holds the block; decided, it stands."""
-    rows = Proposal.objects.filter(
-        agent=None, proposed_by_user=user, action=action, target=target, body=v.normalise_text(body).strip()
-    )
+def _earlier(
+    user: str, action: str, target: Record | None, body: str | None, since, title: str | None = None
+) -> Proposal | None:
+    """This person's latest proposal of the same edit since Vetted last wrote the
+    file, in any state: pending, it holds the block; decided, it stands."""
+    rows = Proposal.objects.filter(agent=None, proposed_by_user=user, action=action, target=target)
+    if body is not None:
+        rows = rows.filter(body=v.normalise_text(body).strip())
+    if since is not None:
+        rows = rows.filter(created_at__gte=since)
     if title is not None:
         rows = rows.filter(title=v.normalise_text(title).strip())
     return rows.order_by("-id").first()
@@ -92,6 +98,8 @@ def _earlier(user: str, action: str, target: Record | None, body: str, title: st
 
 def _file_edits(path: Path, found: blk.Block, selection: Selection, result: SyncResult) -> bool:
     """File each hand edit as a proposal (once); True while any of them waits for a decision."""
+    last = memo.load(path)
+    since = last.written_at
     user = selection.user()
     name = user.get_username()
     parts = blk.parts(found.inner)
@@ -116,7 +124,7 @@ def _file_edits(path: Path, found: blk.Block, selection: Selection, result: Sync
         )
         waiting |= _propose(
             result,
-            _earlier(name, ProposalAction.REVISE, record, body, title),
+            _earlier(name, ProposalAction.REVISE, record, body, since, title),
             lambda r=record, t=title, b=body: actions.propose_file_revision(
                 r, user=user, reason=reason, source_tool=SOURCE_TOOL, title=t, body=b
             ),
@@ -126,7 +134,7 @@ def _file_edits(path: Path, found: blk.Block, selection: Selection, result: Sync
         result.diffs.append(f"new text in the block of {label}:\n{parts.loose}\n")
         waiting |= _propose(
             result,
-            _earlier(name, ProposalAction.CREATE, None, parts.loose),
+            _earlier(name, ProposalAction.CREATE, None, parts.loose, since),
             lambda: actions.propose_file_create(
                 user=user,
                 reason=f"Written by hand in the block Vetted publishes in {label}",
@@ -136,6 +144,24 @@ def _file_edits(path: Path, found: blk.Block, selection: Selection, result: Sync
                 title=title,
                 body=parts.loose,
                 tags=[],
+            ),
+        )
+    # A section of the last write that is gone: the person took the record out of the file.
+    for record_id in last.records:
+        if record_id in parts.sections:
+            continue
+        record = Record.objects.filter(public_id=record_id).first()
+        if record is None or record.withhold_reason() is not None:
+            continue  # it left the block for its own reasons
+        result.diffs.append(f"{record_id} ({record.title}) removed from the block of {label}\n")
+        waiting |= _propose(
+            result,
+            _earlier(name, ProposalAction.RETIRE, record, None, since),
+            lambda r=record: actions.propose_file_retirement(
+                r,
+                user=user,
+                reason=f"Removed by hand from the block Vetted publishes in {label}",
+                source_tool=SOURCE_TOOL,
             ),
         )
     return waiting
@@ -196,4 +222,6 @@ def publish_file(path: Path | str, selection: Selection, *, dry_run: bool = Fals
         if not dry_run:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, updated.encode("utf-8"))
+    if not dry_run and (updated != text or memo.load(path).records != result.records):
+        memo.save(path, result.records)
     return result
