@@ -18,7 +18,7 @@ from reviews.portability import instructions
 from reviews.portability.markdown_io.notes import MAX_FILE_BYTES
 
 from . import viewer
-from .page_helpers import site_login_required
+from .page_helpers import nav_counts, site_login_required
 
 MAX_UPLOADS = 50
 
@@ -55,7 +55,13 @@ def _save(uploads, folder: Path) -> tuple[list[str], list[dict[str, str]]]:
 @require_http_methods(["GET", "POST"])
 def upload(request):
     spaces = _spaces()
-    context: dict = {"spaces": spaces, "max_uploads": MAX_UPLOADS, "max_bytes": MAX_FILE_BYTES}
+    context: dict = {
+        **nav_counts(),
+        "nav": "agents",
+        "spaces": spaces,
+        "max_uploads": MAX_UPLOADS,
+        "max_bytes": MAX_FILE_BYTES,
+    }
     if request.method == "POST":
         space = request.POST.get("space", "")
         files = request.FILES.getlist("files")
