@@ -203,3 +203,40 @@ def test_a_vault_edit_shows_in_the_inbox_as_the_persons_revision_with_its_diff(d
     assert f'id="proposal-{proposal.pk}"' in page
     assert "user:rita" in page and "Edited in the vault" in page
     assert "<ins" in page and "Fridays" in page  # the diff against the approved text
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_pass_is_tried_again_without_waiting_for_another_event(make_record, monkeypatch, tmp_path):
+    """Slow: runs the watcher thread; its first pass fails (as a locked
+    database would make it) and the next tick must try again."""
+    from reviews.portability.vault import watch
+
+    record = make_record(title="Deploy window for billing")
+    calls: list[int] = []
+    real = watch.reconcile
+
+    def flaky(root, person):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("database is locked")
+        return real(root, person)
+
+    monkeypatch.setattr(watch, "reconcile", flaky)
+    root = tmp_path / "vault"
+    stop = threading.Event()
+
+    def run():
+        try:
+            vault.watch_vault(root, "rita", stop=stop, tick_ms=200)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_for(lambda: note_of(root, record).exists())
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert len(calls) >= 2

@@ -49,23 +49,24 @@ def follow(
         return Path(path).resolve() in names
 
     with hold_lock(lock_path(paths), "Another process already publishes these files."):
-        results = [publish_file(p, selection) for p in paths]
-        if on_sync:
-            on_sync(results)
-        seen = audit_head()
+        # The first sync runs inside the loop, once the watcher listens; a sync
+        # that fails is tried again at the next tick.
+        dirty, seen = True, None
         for changes in watchfiles.watch(
             *folders, watch_filter=ours, stop_event=stop, rust_timeout=tick_ms, yield_on_timeout=True, debounce=200
         ):
             close_old_connections()
-            head = audit_head()
-            if not changes and head == seen:
-                continue
+            head = audit_head()  # read before the sync: a decision committed during it makes another
+            dirty = dirty or bool(changes) or head != seen
             seen = head
+            if not dirty:
+                continue
             try:
                 results = [publish_file(p, selection) for p in paths]
             except Exception:  # noqa: BLE001 - one bad sync must not stop the follower; said in the log
                 log.exception("publish sync failed")
                 continue
+            dirty = False
             written = [r.path for r in results if r.state == "written"]
             if written:
                 log.info("publish sync written=%d", len(written))

@@ -19,6 +19,7 @@ from pathlib import Path
 from reviews.models import AuditEvent
 
 from .reconcile import VaultResult, reconcile
+from .state import VaultError
 
 LOCK_NAME = ".vetted-vault.lock"
 log = logging.getLogger("vetted.vault")
@@ -77,23 +78,27 @@ def watch_vault(
 
     root = Path(root)
     with hold_vault(root):
-        result = reconcile(root, person)
-        if on_pass:
-            on_pass(result)
-        seen = audit_head()
+        # The first pass runs inside the loop, once the watcher is already
+        # listening: an edit made while it runs is then not missed. A pass that
+        # fails is tried again at the next tick (its events are gone by then).
+        dirty, seen = True, None
         for changes in watchfiles.watch(
             root, watch_filter=_ours, stop_event=stop, rust_timeout=tick_ms, yield_on_timeout=True, debounce=200
         ):
             close_old_connections()
-            head = audit_head()
-            if not changes and head == seen:
-                continue
+            head = audit_head()  # read before the pass: a decision committed during it makes another
+            dirty = dirty or bool(changes) or head != seen
             seen = head
+            if not dirty:
+                continue
             try:
                 result = reconcile(root, person)
+            except VaultError:
+                raise  # not this person's vault, or not a vault: no pass will ever do
             except Exception:  # noqa: BLE001 - one bad pass must not stop the watcher; said in the log
                 log.exception("vault pass failed for %s", root)
                 continue
+            dirty = False
             if result.proposals or result.written or result.removed:
                 log.info(
                     "vault pass written=%d removed=%d proposals=%s",
