@@ -213,3 +213,14 @@ def test_comments_deeper_headings_rules_and_tables_do_not_become_pieces_of_their
     assert not Proposal.objects.filter(body__startswith="###").exists()
     assert "Europe/Berlin" in places["CLAUDE.md:22"].body  # a nested bullet stays with its parent
     assert summary["proposals"] == 5
+
+
+def test_a_file_named_on_the_command_line_is_read_even_through_a_link(db, reviewer, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "CLAUDE.md").write_text("- Answer in British English and keep commit messages under 72 characters.\n")
+    home = tmp_path / "home" / ".claude"
+    home.mkdir(parents=True)
+    (home / "CLAUDE.md").symlink_to(dotfiles / "CLAUDE.md")
+    summary, _err, exc = run(home / "CLAUDE.md", space="personal")
+    assert exc is None and summary["proposals"] == 1

@@ -108,7 +108,9 @@ def collect_sources(paths: list[Path | str], *, any_name: bool = False) -> tuple
             tool = tool_of(path) or ("Markdown" if (any_name or root.is_file()) else None)
             if tool is None:
                 continue
-            if not _inside(path, base):
+            # A file named on the command line is read wherever its link points (it was asked for);
+            # one found by walking a folder must stay inside it.
+            if root.is_dir() and not _inside(path, base):
                 refusals.append(Refusal(label, "a link to a file outside the folder given; not read"))
                 continue
             if path.resolve() in seen:
