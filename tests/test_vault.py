@@ -240,3 +240,14 @@ def test_a_failed_pass_is_tried_again_without_waiting_for_another_event(make_rec
         stop.set()
         thread.join(timeout=30)
     assert len(calls) >= 2
+
+
+def test_pending_proposals_show_only_in_spaces_the_person_decides_in(db, create_proposal, django_user_model, tmp_path):
+    """A reader of the team space who does not decide there sees its records, not what waits."""
+    reader = django_user_model.objects.create_user("ria", "ria@example.com", "a-long-password-3", is_staff=True)
+    actions.add_member("team", reader, role="reader", actor=actions.SystemActor("tests"))
+    waiting = create_proposal(1)
+    vault.reconcile(tmp_path / "ria", "ria")
+    vault.reconcile(tmp_path / "rita", "rita")
+    assert not (tmp_path / "ria" / "_pending" / f"{waiting.public_id}.md").exists()
+    assert (tmp_path / "rita" / "_pending" / f"{waiting.public_id}.md").exists()

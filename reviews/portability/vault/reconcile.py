@@ -22,7 +22,7 @@ from reviews.models import Proposal, ProposalState, Record, RecordStatus
 from reviews.portability.markdown_io import file_name, parse_note
 from reviews.portability.markdown_io.notes import MarkdownError
 from reviews.portability.markdown_io.parse import read_text
-from reviews.space_access import owned_spaces, readable_spaces
+from reviews.space_access import deciding_spaces, owned_spaces, readable_spaces
 
 from . import notes, state
 
@@ -172,8 +172,10 @@ def _desired(user) -> dict[str, tuple[str, str, bytes]]:
         files[f"{record.scope}/{file_name(record)}"] = (record.public_id, "record", notes.record_note(record).encode())
     for space, records in by_space.items():
         files[f"{space}/{notes.INDEX_NAME}"] = (space, "index", notes.index_note(space, records).encode())
+    # What waits is shown as the inbox shows it: only in spaces the person decides in.
+    deciding = deciding_spaces(user)
     pending = Proposal.objects.filter(state=ProposalState.PENDING).filter(
-        Q(scope__in=spaces, target__isnull=True) | Q(target__scope__in=spaces)
+        Q(scope__in=deciding, target__isnull=True) | Q(target__scope__in=deciding)
     )
     for proposal in pending.select_related("target", "agent").order_by("public_id"):
         files[f"{notes.PENDING_DIR}/{proposal.public_id}.md"] = (
