@@ -396,13 +396,4 @@ VETTED_OAUTH_DCR = env_bool("VETTED_OAUTH_DCR", True)
 
 # --------------------------------------------------------------------------- notifications (notify/)
 from .settings_notify import *  # noqa: E402, F403 (one module for the channels' settings)
-
-# --------------------------------------------------------------------------- the vault (reviews/portability/vault)
-# Off unless both are set: then `serve` keeps this folder in step for this
-# person (one daemon watches it: the one holding its lock file).
-VETTED_VAULT = env_str("VETTED_VAULT", "")
-VETTED_VAULT_PERSON = env_str("VETTED_VAULT_PERSON", "")
-if bool(VETTED_VAULT) != bool(VETTED_VAULT_PERSON):
-    raise ImproperlyConfigured(
-        "VETTED_VAULT and VETTED_VAULT_PERSON go together: set both (a folder and an account name) or neither."
-    )
+from .settings_vault import *  # noqa: E402, F403 (the vault: off unless set)
