@@ -110,6 +110,10 @@ class Command(BaseCommand):
 
             vault_daemon.start_thread(Path(settings.VETTED_VAULT), settings.VETTED_VAULT_PERSON)
             self.stderr.write(f"Vault: keeping {settings.VETTED_VAULT} in step for {settings.VETTED_VAULT_PERSON}.")
+        from reviews.portability.publish import daemon as publish_daemon
+
+        if publish_daemon.start_threads():  # publications remembered with `publish --remember`
+            self.stderr.write("Publish: keeping the remembered publications in step.")
         if workers > 1:
             return _serve_workers(host, port, workers)
         from memory_site.asgi import application

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory_site.cli import dumps
 from memory_site.space_args import add_space_argument, spaces_from
 from reviews.portability import publish
+from reviews.portability.publish import registry
 from reviews.portability.publish.follow import follow
 from reviews.portability.vault import VaultBusy
 
@@ -23,7 +24,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("files", nargs="+", help="the files to keep in step (created if missing)")
-        parser.add_argument("--person", required=True, help="whose publication this is (their account name)")
+        parser.add_argument("--person", help="whose publication this is (their account name); required")
         add_space_argument(parser, many=True, required=True, help="a space to publish (repeat, or a,b)")
         parser.add_argument("--kind", action="append", default=[], help="only records of this kind (repeatable)")
         parser.add_argument("--tag", action="append", default=[], help="only records with this tag (repeatable)")
@@ -34,6 +35,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
         parser.add_argument(
+            "--remember",
+            action="store_true",
+            help="also let `serve` keep these files in step from now on (after each decision)",
+        )
+        parser.add_argument("--forget", action="store_true", help="stop `serve` following these files; write nothing")
+        parser.add_argument(
             "--watch",
             action="store_true",
             help="keep the files in step until interrupted: after each decision and each edit of a file "
@@ -41,6 +48,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        if opts["forget"]:
+            dropped = registry.forget([Path(p) for p in opts["files"]])
+            self.stdout.write(f"{dropped} remembered publication(s) dropped.")
+            return
+        if not opts["person"]:
+            raise CommandError("--person is required: whose publication this is (an account name).")
         selection = publish.Selection(
             person=opts["person"],
             spaces=tuple(spaces_from(opts, self.stderr)),
@@ -56,6 +69,9 @@ class Command(BaseCommand):
             return self._follow([Path(p) for p in opts["files"]], selection)
         results = [publish.publish_file(path, selection, dry_run=opts["dry_run"]) for path in opts["files"]]
         self._report(results)
+        if opts["remember"] and not opts["dry_run"]:
+            registry.remember([Path(p) for p in opts["files"]], selection)
+            self.stdout.write("Remembered: `serve` keeps these files in step from now on.")
         self.stdout.write(dumps({"selection": selection.describe(), "files": [r.as_dict() for r in results]}))
 
     def _follow(self, paths, selection):
