@@ -431,3 +431,4 @@ VETTED_OAUTH_REGISTER_ORIGINS = env_list("VETTED_OAUTH_REGISTER_ORIGINS", [])
 
 # --------------------------------------------------------------------------- notifications (notify/)
 from .settings_notify import *  # noqa: E402, F403 (one module for the channels' settings)
+from .settings_vault import *  # noqa: E402, F403 (the vault: off unless set)

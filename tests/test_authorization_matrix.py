@@ -70,6 +70,8 @@ SITE = [
     ("activity", "/activity/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("recent decisions", "/decisions/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    # Instruction-file upload: a POST without files is a 400 that changes nothing.
+    ("import instructions", "/import/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 400, 400)),
     # notify: the live inbox's poll; the feed (its key is the only way in: none here, so 404 for all)
     ("live inbox poll", "/inbox/live",                   (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("feed without its key", "/feed/atom",               (404, 404, 404, 404, 404, 404, 404), (405, 405, 405, 405, 405, 405, 405)),

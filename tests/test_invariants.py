@@ -312,6 +312,37 @@ class ActionsMachine(RuleBasedStateMachine):
             lambda: actions.propose_retirement(record, agent=self.agents[name], reason=REASON),
         )
 
+    # A person proposes by editing a file Vetted wrote (a managed block, a vault note).
+
+    @rule(changes=content_changes(), data=st.data())
+    def propose_file_revision(self, changes, data):
+        record = self.record(data)
+        self.act(
+            "propose_file_revision",
+            "proposal.created",
+            lambda: actions.propose_file_revision(record, user=self.reviewer, reason=REASON, **self._dated(changes)),
+        )
+
+    @rule(data=st.data())
+    def propose_file_retirement(self, data):
+        record = self.record(data)
+        self.act(
+            "propose_file_retirement",
+            "proposal.created",
+            lambda: actions.propose_file_retirement(record, user=self.reviewer, reason=REASON),
+        )
+
+    @rule(drawn=proposal_content(), scope=scopes)
+    def propose_file_create(self, drawn, scope):
+        content, review_in = drawn
+        if review_in is not None:
+            content = {**content, "review_by": self.today() + timedelta(days=review_in)}
+        self.act(
+            "propose_file_create",
+            "proposal.created",
+            lambda: actions.propose_file_create(user=self.reviewer, reason=REASON, scope=scope, **content),
+        )
+
     @rule(name=agent_names, data=st.data())
     def dispute(self, name, data):
         record = self.record(data, scopes_of=name)
@@ -327,8 +358,9 @@ class ActionsMachine(RuleBasedStateMachine):
         proposal = self.proposal(data)
         if proposal is None:
             return
-        owner = Proposal.objects.get(public_id=proposal).agent.name
-        name = next(n for n in AGENTS if n != owner) if by_owner == 4 else owner
+        agent = Proposal.objects.get(public_id=proposal).agent
+        owner = agent.name if agent is not None else None  # a person's proposal: no agent may withdraw it
+        name = next(n for n in AGENTS if n != owner) if by_owner == 4 or owner is None else owner
         self.act(
             "withdraw_proposal",
             "proposal.withdrawn",

@@ -22,6 +22,7 @@ from .config_notes import MEANINGS
 SOURCES = [
     ("memory_site/settings.py", "The daemon and the commands"),
     ("memory_site/settings_notify.py", "Notifications"),
+    ("memory_site/settings_vault.py", "The vault"),
     ("memory_site/cli.py", "Commands"),
     ("mcp_bridge/stdio/config.py", "The stdio bridge (what MCP clients spawn)"),
     ("memory_site/settings_test.py", "Tests only"),

@@ -56,6 +56,8 @@ MEANINGS: dict[str, str] = {
     "VETTED_MAX_CONNECTIONS": "open connections one daemon process accepts at once; beyond it a connection is closed at once",
     "VETTED_OAUTH_DCR": "accept Dynamic Client Registration (RFC 7591) at `/register`; metadata-document clients work either way",
     "VETTED_STATIC_ROOT": "where `collectstatic` puts the hashed, compressed static files the daemon serves (derived from the code; one per checkout)",
+    "VETTED_VAULT": "a folder `serve` keeps as a Markdown vault of approved memory, with `VETTED_VAULT_PERSON` (see [Instruction files and the vault](../instruction-files.md)); empty: off",
+    "VETTED_VAULT_PERSON": "whose vault `VETTED_VAULT` is (an account name): it holds the spaces that person may read, and their edits become their proposals",
     "VETTED_WEBHOOK_URL": "send notifications to this URL (see [Notifications](../notifications.md))",
     "VETTED_WEBHOOK_FORMAT": '`json`, `ntfy` (plain text with Title/Click/Tags headers) or `slack` (`{"text": …}`, also Mattermost and Discord\'s `/slack`)',
     "VETTED_WEBHOOK_SECRET": "sign each webhook request: `X-Vetted-Signature: sha256=HEX` (HMAC-SHA256 of the raw body)",

@@ -59,6 +59,7 @@ from .decisions import accept_proposal, accept_proposal_with_revision, reject_pr
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
 from .merges import UNNAMED_DUPLICATE, merge_into_revision, reject_as_duplicate
 from .notices import ScanResult, feed_key_of, note_changed_outside, rotate_feed_key, scan_for_notices
+from .person_edits import propose_file_create, propose_file_retirement, propose_file_revision
 from .proposals import dispute_record, propose_create, propose_retirement, propose_revision, withdraw_proposal
 from .records import (
     approve_current_text,
@@ -133,6 +134,9 @@ __all__ = [
     "note_changed_outside",
     "note_agent_seen",
     "propose_create",
+    "propose_file_create",
+    "propose_file_retirement",
+    "propose_file_revision",
     "propose_retirement",
     "propose_revision",
     "reject_as_duplicate",

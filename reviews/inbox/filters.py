@@ -1,6 +1,7 @@
 """The inbox's filters, sort and cursor, read from query parameters once.
 
-``?action=&agent=&kind=&scope=&tag=&q=&sort=&after=``: the listing, the
+``?action=&agent=&kind=&scope=&tag=&q=&file=&sort=&after=`` (``file``: the
+instruction file an import took a proposal from, see reviews/portability/instructions): the listing, the
 counts beside each filter value, "select all that match" and "Load more"
 all go through ``parse`` and ``matching`` here, so they can never disagree
 about which proposals a filter means. Retire and dispute proposals carry no
@@ -29,6 +30,7 @@ SORTS = {"disputes": "disputes first, then oldest", "oldest": "oldest first", "n
 DEFAULT_SORT = "disputes"
 Q_MAX = 200
 Q_WORDS_MAX = 8
+FILE_MAX = 500
 TARGETED = (ProposalAction.RETIRE, ProposalAction.DISPUTE)
 FACETS = ("action", "agent", "kind", "scope", "tag")
 USER_PREFIX = "user:"  # proposals from an import or a reviewer: agent=user:NAME
@@ -42,11 +44,12 @@ class InboxFilter:
     scope: str = ""
     tag: str = ""
     q: str = ""
+    file: str = ""  # the instruction file an import took the proposal from
     sort: str = DEFAULT_SORT
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, name) for name in (*FACETS, "q"))
+        return any(getattr(self, name) for name in (*FACETS, "q", "file"))
 
     def without(self, name: str) -> InboxFilter:
         return replace(self, **{name: "" if name != "sort" else DEFAULT_SORT})
@@ -70,7 +73,7 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
     """The filter in ``params`` and a list of errors (each saying what is
     allowed). With errors the filter is not to be used: the caller shows them
     instead of a list that silently means something else."""
-    raw = {name: (params.get(name) or "").strip() for name in (*FACETS, "q", "sort")}
+    raw = {name: (params.get(name) or "").strip() for name in (*FACETS, "q", "file", "sort")}
     errors = []
     if raw["action"] and raw["action"] not in ProposalAction.values:
         errors.append(f"action={raw['action']!r} is not one of: {', '.join(ProposalAction.values)}.")
@@ -93,6 +96,8 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
         errors.append(f"agent={raw['agent'][:64]!r}: no agent has that name (agents are listed on the Agents page).")
     if len(raw["q"]) > Q_MAX:
         errors.append(f"q is {len(raw['q'])} characters long; at most {Q_MAX} allowed.")
+    if len(raw["file"]) > FILE_MAX:
+        errors.append(f"file is {len(raw['file'])} characters long; at most {FILE_MAX} allowed.")
     if not raw["sort"]:
         raw["sort"] = DEFAULT_SORT
     elif raw["sort"] not in SORTS:
@@ -173,6 +178,8 @@ def matching(f: InboxFilter, queryset: QuerySet[Proposal] | None = None) -> Quer
         queryset = queryset.filter(_tag_q(f.tag))
     if f.q:
         queryset = queryset.filter(_text_q(f.q))
+    if f.file:
+        queryset = queryset.filter(metadata__import_file=f.file)
     return queryset
 
 

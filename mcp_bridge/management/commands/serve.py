@@ -1,5 +1,6 @@
 import os
 import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -99,6 +100,15 @@ class Command(BaseCommand):
         from notify import sender
 
         sender.start_thread()
+        if settings.VETTED_VAULT:  # off unless set: this daemon keeps the vault in step (or waits its turn)
+            from reviews.portability.vault import daemon as vault_daemon
+
+            vault_daemon.start_thread(Path(settings.VETTED_VAULT), settings.VETTED_VAULT_PERSON)
+            self.stderr.write(f"Vault: keeping {settings.VETTED_VAULT} in step for {settings.VETTED_VAULT_PERSON}.")
+        from reviews.portability.publish import daemon as publish_daemon
+
+        if publish_daemon.start_threads():  # publications remembered with `publish --remember`
+            self.stderr.write("Publish: keeping the remembered publications in step.")
         if workers > 1:
             return _serve_workers(host, port, workers)
         from memory_site.asgi import application

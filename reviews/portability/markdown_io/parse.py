@@ -27,6 +27,8 @@ _SECTION_RE = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$")
 _BULLET_RE = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 _INLINE_TAG_RE = re.compile(r"(?<![\w/#&\]])#([A-Za-z0-9_][\w/.:+-]*)")
 _INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
+# Lines that are no paragraph of their own: a deeper heading, a thematic break.
+_NOT_PROSE_RE = re.compile(r"^\s*(#{1,6}\s|([-*_])\s*(\2\s*){2,}$)")
 
 
 @dataclass
@@ -42,6 +44,8 @@ class Item:
     record_id: str | None = None  # a Vetted id in the front matter (an exported file)
     piece: bool = False  # one bullet or section of an instruction file
     extra: dict = field(default_factory=dict)  # review_by, valid_from, valid_until for new notes
+    line: int | None = None  # 1-based line in its file where a piece starts
+    section: str | None = None  # the heading a piece sits under
 
 
 def _outside_code(lines: list[str]) -> Iterable[tuple[int, str]]:
@@ -76,7 +80,8 @@ def _plain(text: str) -> str:
     """A heading or bullet as a plain one-line title: no emphasis, links or code marks."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](url)
     text = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text)  # [[wiki|text]]
-    text = re.sub(r"(\*\*|__|\*|_|`|~~)", "", text)
+    # Underscores inside a word (select_related) are the word's, not emphasis.
+    text = re.sub(r"(\*\*|(?<!\w)__|__(?!\w)|\*|(?<!\w)_|_(?!\w)|`|~~)", "", text)
     text = re.sub(r"(?<![\w/#&])#[A-Za-z0-9_][\w/.:+-]*", "", text)  # inline tags
     return re.sub(r"\s+", " ", text).strip(" -:")
 
@@ -168,26 +173,42 @@ def parse_instructions(label: str, text: str, *, default_kind: str | None) -> li
     a ``#``/``##`` section without bullets becomes one item titled by its heading
     (text before the first heading counts as a section titled by the file name)."""
     front, body = split_front_matter(text)
+    return parse_instruction_body(
+        label, body, front=front, first_line=_body_offset(text, body) + 1, default_kind=default_kind
+    )
+
+
+def _body_offset(text: str, body: str) -> int:
+    """How many lines of ``text`` come before ``body`` (its front matter)."""
+    return text.count("\n") - body.count("\n")
+
+
+def parse_instruction_body(
+    label: str, body: str, *, front: dict, first_line: int = 1, default_kind: str | None, paragraphs: bool = False
+) -> list[Item]:
+    """``parse_instructions`` on a body whose front matter was already read;
+    ``first_line`` is the body's first line number in its file. ``paragraphs``:
+    in a section with bullets, a paragraph outside them is a piece of its own."""
     kind = _kind_of(front, default_kind or DEFAULT_INSTRUCTION_KIND)
     scope = _scope_of(front)
     file_tags = _tag_list(front.get("tags"))
     lines = body.split("\n")
 
-    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    sections: list[tuple[str | None, list[tuple[int, str]]]] = [(None, [])]
     fenced = False
-    for line in lines:
+    for index, line in enumerate(lines):
         if _FENCE_RE.match(line):
             fenced = not fenced
         match = None if fenced else _SECTION_RE.match(line)
         if match:
             sections.append((_plain(match.group(2)), []))
         else:
-            sections[-1][1].append(line)
+            sections[-1][1].append((index + first_line, line))
 
     items: list[Item] = []
     number = 0
 
-    def add(title: str, text: str, section: str | None):
+    def add(title: str, text: str, section: str | None, line: int):
         nonlocal number
         number += 1
         tags = list(file_tags)
@@ -203,14 +224,20 @@ def parse_instructions(label: str, text: str, *, default_kind: str | None) -> li
                 kind=kind,
                 scope=scope,
                 piece=True,
+                line=line,
+                section=section,
             )
         )
 
-    for heading, section_lines in sections:
+    for heading, numbered in sections:
+        section_lines = [line for _n, line in numbered]
         bullets: list[list[str]] = []
+        starts: list[int] = []
+        loose: list[tuple[int, list[str]]] = []
+        loose_open: list[str] | None = None
         current: list[str] | None = None
         fenced = False
-        for line in section_lines:
+        for number_of_line, line in numbered:
             was_fenced = fenced
             if _FENCE_RE.match(line):
                 fenced = not fenced
@@ -221,6 +248,8 @@ def parse_instructions(label: str, text: str, *, default_kind: str | None) -> li
             if match:
                 current = [match.group(1)]
                 bullets.append(current)
+                starts.append(number_of_line)
+                loose_open = None
             elif current is not None and (
                 fenced
                 or line[:1].isspace()
@@ -228,23 +257,39 @@ def parse_instructions(label: str, text: str, *, default_kind: str | None) -> li
                 or (current[-1].strip() and not line.startswith(("#", ">", "|")))
             ):
                 current.append(line)
+            elif paragraphs and not fenced and line.strip() and not _NOT_PROSE_RE.match(line):
+                current = None
+                if loose_open is None:
+                    loose_open = []
+                    loose.append((number_of_line, loose_open))
+                loose_open.append(line)
             else:
                 current = None
+                loose_open = None
         if bullets:
-            for bullet in bullets:
+            # Paragraphs between bullets stand alone too, except a lead-in ("follow these rules:").
+            for start, para in loose:
+                text = "\n".join(para).strip()
+                if not text.endswith(":"):
+                    bullets.append([text])
+                    starts.append(start)
+            order = sorted(range(len(bullets)), key=starts.__getitem__)
+            bullets, starts = [bullets[i] for i in order], [starts[i] for i in order]
+            for bullet, start in zip(bullets, starts, strict=True):
                 text = "\n".join(bullet).rstrip()
                 indents = [len(ln) - len(ln.lstrip()) for ln in bullet[1:] if ln.strip()]
                 if indents:  # dedent continuation lines by their common indent
                     cut = min(indents)
                     text = "\n".join([bullet[0], *(ln[cut:] if ln.strip() else "" for ln in bullet[1:])]).rstrip()
-                add(title_from_text(text), text, heading)
+                # A table has no sentence to be titled by: its heading names it.
+                title = (heading or Path(label).stem) if text.startswith("|") else title_from_text(text)
+                add(title, text, heading, start)
         else:
             text = "\n".join(section_lines).strip()
             if not text:
                 continue
-            if heading is None:
-                heading = Path(label).stem
-            add(heading, text, heading)
+            start = next(n for n, line in numbered if line.strip())
+            add(heading or Path(label).stem, text, heading, start)
     return items
 
 
