@@ -64,6 +64,9 @@ SITE = [
     ("similar", "/proposals/{p_view}/similar",           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("agents", "/agents/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("quality", "/quality/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    # Spaces: the list and a space's page (staff and super own team); the forms are tests/test_space_views.py's.
+    ("spaces", "/spaces/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("space page", "/spaces/team/",                      (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("recent decisions", "/decisions/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     # notify: the live inbox's poll; the feed (its key is the only way in: none here, so 404 for all)
@@ -94,6 +97,8 @@ SITE_ACTIONS = [
     # notify: send a test notification (none configured: a message, no send), make a new feed URL
     ("test notification", "/settings/notify/test",       (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("rotate feed key", "/settings/notify/feed",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # An owner sets team's approval rule to the one it has: the action runs, changes nothing that matters.
+    ("space approvals", "/spaces/team/approvals",        (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
 # The admin: staff only; a staff account without model permissions sees an
@@ -283,6 +288,7 @@ def forms(t: dict) -> dict:
         "merge": {"target": t["r_merge"]},
         "reject duplicate": {"duplicate_of": t["r_view"]},
         "create agent": {"name": t["new_agent"], "scopes": ["team"]},
+        "space approvals": {"required_approvals": "1"},
         "login page": {"username": "", "password": ""},
         "withdrawal (claude-code's)": {"note": ["not", "text"]},
     }
