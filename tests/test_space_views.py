@@ -240,3 +240,86 @@ def test_a_non_member_cannot_grant_a_space_it_does_not_see(people):
     response = _as(people["nora"]).post(reverse("space_grant", args=["acme"]), {"agent": "nora-bot"})
     assert response.status_code == 404
     assert Agent.objects.get(name="nora-bot").scopes == ["personal:nora"]
+
+
+# --------------------------------------------------------------------------- two-person cards
+
+
+@pytest.fixture
+def two_person(people):
+    """acme needs two approvals; rita's agent proposes there, so sam and nora
+    (reviewers) are the two who may approve it, never rita."""
+    actions.add_member("acme", people["nora"], role="reviewer", actor=people["rita"])
+    actions.set_required_approvals("acme", 2, actor=people["rita"])
+    bot, _token = actions.create_agent("acme-bot", scopes=["acme"], actor=people["rita"])
+    proposal = actions.propose_create(
+        agent=bot,
+        reason="From the client handbook.",
+        kind="fact",
+        scope="acme",
+        title="Acme deploys on Tuesdays",
+        body="The Acme billing API deploys every Tuesday at 10:00 UTC after the standup.",
+        tags=["deploy"],
+    )
+    return proposal
+
+
+def _card(user, proposal) -> str:
+    page = _as(user).get(reverse("home"))
+    assert page.status_code == 200
+    return page.text
+
+
+def _offers_accept(text, proposal) -> bool:
+    return f'action="{reverse("proposal_accept", args=[proposal.public_id])}"' in text
+
+
+def test_the_agents_person_is_not_offered_accept_and_is_told_who_may_approve(people, two_person):
+    text = _card(people["rita"], two_person)
+    assert f'id="approvals-{two_person.pk}">0 of 2 approvals' in text
+    assert 'Next approval from: <span class="approvers">nora, sam</span>' in text
+    assert "you own agent &#x27;acme-bot&#x27;" in text
+    assert not _offers_accept(text, two_person)
+    # Nor an edited accept: the policy refuses it where two must approve.
+    assert reverse("proposal_revise", args=[two_person.public_id]) not in text
+
+
+def test_after_the_first_approval_only_the_other_reviewer_is_offered_accept(people, two_person):
+    sam = _as(people["sam"])
+    assert _offers_accept(sam.get(reverse("home")).text, two_person)
+    sam.post(reverse("proposal_accept", args=[two_person.public_id]))
+    two_person.refresh_from_db()
+    assert two_person.state == "pending"
+    mine = sam.get(reverse("home")).text
+    assert "1 of 2 approvals: accepted by sam" in mine
+    assert "You already accepted" in mine and not _offers_accept(mine, two_person)
+    theirs = _card(people["nora"], two_person)
+    assert 'Next approval from: <span class="approvers">nora</span> (you may give it)' in theirs
+    assert _offers_accept(theirs, two_person)
+    _as(people["nora"]).post(reverse("proposal_accept", args=[two_person.public_id]))
+    two_person.refresh_from_db()
+    assert two_person.state == "accepted"
+
+
+def test_a_card_where_nobody_can_give_the_next_approval_says_so(people, two_person, django_user_model):
+    # Deactivating an account is not refused by the livability check: the card must tell.
+    django_user_model.objects.filter(pk=people["nora"].pk).update(is_active=False)
+    text = _card(people["sam"], two_person)
+    assert 'Next approval from: <span class="approvers">sam</span> (you may give it)' in text
+    _as(people["sam"]).post(reverse("proposal_accept", args=[two_person.public_id]))
+    assert "Nobody here can give the next approval" in _card(people["rita"], two_person)
+
+
+def test_a_one_approval_space_shows_no_two_person_line(people):
+    bot, _token = actions.create_agent("acme-bot", scopes=["acme"], actor=people["rita"])
+    proposal = actions.propose_create(
+        agent=bot,
+        reason="From the client handbook.",
+        kind="fact",
+        scope="acme",
+        title="Acme deploys on Tuesdays",
+        body="The Acme billing API deploys every Tuesday at 10:00 UTC after the standup.",
+        tags=["deploy"],
+    )
+    text = _card(people["sam"], proposal)
+    assert f'id="two-person-{proposal.pk}"' not in text and _offers_accept(text, proposal)
