@@ -99,6 +99,8 @@ SITE_ACTIONS = [
     ("rotate feed key", "/settings/notify/feed",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     # An owner sets team's approval rule to the one it has: the action runs, changes nothing that matters.
     ("space approvals", "/spaces/team/approvals",        (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # An owner makes an invitation link (shown once, in the 200).
+    ("space invite", "/spaces/team/invitations",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
 # The admin: staff only; a staff account without model permissions sees an
@@ -289,6 +291,7 @@ def forms(t: dict) -> dict:
         "reject duplicate": {"duplicate_of": t["r_view"]},
         "create agent": {"name": t["new_agent"], "scopes": ["team"]},
         "space approvals": {"required_approvals": "1"},
+        "space invite": {"role": "reader"},
         "login page": {"username": "", "password": ""},
         "withdrawal (claude-code's)": {"note": ["not", "text"]},
     }

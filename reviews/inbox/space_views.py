@@ -85,6 +85,11 @@ def create(request):
 @site_login_required
 @require_GET
 def detail(request, slug):
+    return detail_response(request, slug)
+
+
+def detail_response(request, slug: str, **extra):
+    """A space's page (404 for a space the viewer is not a member of), with ``extra`` in its context."""
     space, role = _space_or_404(request.user, slug)
     owner = role == Role.OWNER
     members = []
@@ -122,6 +127,7 @@ def detail(request, slug):
             "roles": ROLES,
             "approval_choices": range(1, MAX_APPROVALS + 1),
             "personal": space.kind == SpaceKind.PERSONAL,
+            **extra,
         },
     )
 

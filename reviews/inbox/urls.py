@@ -6,6 +6,7 @@ from . import (
     decision_views,
     hint_views,
     inbox_views,
+    invitation_views,
     move_views,
     notify_views,
     oauth_views,
@@ -62,6 +63,9 @@ urlpatterns = [
     path("spaces/<str:slug>/members/<str:username>/remove", space_views.member_remove, name="space_member_remove"),
     path("spaces/<str:slug>/approvals", space_views.approvals, name="space_approvals"),
     path("spaces/<str:slug>/grants", space_views.grant, name="space_grant"),
+    path("spaces/<str:slug>/invitations", invitation_views.create, name="space_invite"),
+    # The one page that answers signed out besides the sign-in: a valid invitation token or nothing.
+    path("invite/", invitation_views.invitation, name="invitation"),
     path("oauth/consent", oauth_views.consent, name="oauth_consent"),
     path("quality/", status_views.quality_page, name="quality"),
     path("settings/", status_views.site_settings, name="site_settings"),
