@@ -146,3 +146,11 @@ def test_guessing_links_locks_the_address_out_like_failed_sign_ins(acme):
     assert locked.status_code == 429 and "Acme" not in locked.text
     assert _join(token, client=guesser).status_code == 429
     assert Invitation.objects.get().used_at is None
+
+
+def test_the_operator_cannot_make_an_invitation_nobody_answers_for(acme):
+    from reviews.errors import InvalidTransition
+
+    with pytest.raises(InvalidTransition, match="made by an owner of the space"):
+        actions.create_invitation("acme", role="reader", actor=actions.SystemActor("ops"))
+    assert not Invitation.objects.exists()

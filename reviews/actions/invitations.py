@@ -46,6 +46,10 @@ def create_invitation(space: Any, *, role: str, actor: Actor) -> tuple[Invitatio
     with transaction.atomic():
         space = _locked_space(space)
         _require_manager(actor, space)
+        person: Any = actor
+        if not isinstance(person, get_user_model()):
+            # Someone must answer for who was let in: the operator adds existing accounts instead.
+            raise InvalidTransition("An invitation is made by an owner of the space, on its page.")
         if role not in ROLES:
             raise ValidationFailed({"role": f"got {role!r}; one of {', '.join(ROLES)}"})
         if space.kind == SpaceKind.PERSONAL:
@@ -55,7 +59,7 @@ def create_invitation(space: Any, *, role: str, actor: Actor) -> tuple[Invitatio
             space=space,
             role=role,
             token_digest=_digest(token),
-            created_by=actor,
+            created_by=person,
             expires_at=timezone.now() + timedelta(hours=EXPIRES_HOURS),
         )
         _audit(

@@ -109,7 +109,7 @@ def detail_response(request, slug: str, **extra):
         for a in Agent.objects.filter(owner=request.user, is_active=True).order_by("name")
     ]
     required = space_access.required_approvals(space.slug)
-    approvers = [p.get_username() for p in policy.approvers(space.slug)]
+    approvers = [getattr(p, "username", "") for p in policy.approvers(space.slug)]
     return render(
         request,
         "reviews/spaces/detail.html",
@@ -174,7 +174,7 @@ def approvals(request, slug):
     raw = request.POST.get("required_approvals", "").strip()
     try:
         # Not a number: the action's own refusal names what is allowed.
-        space = actions.set_required_approvals(slug, int(raw) if raw.isdigit() else raw, actor=request.user)  # type: ignore[arg-type]
+        space = actions.set_required_approvals(slug, int(raw) if raw.isdigit() else raw, actor=request.user)
     except NotFound as exc:
         raise Http404("No such space.") from exc
     except VettedError as exc:
