@@ -78,10 +78,8 @@ _TWO_PERSON_WAY = {
 
 
 def _policy_slugs(obj: Proposal | Record) -> tuple[list[str], int]:
-    """The spaces the policy is asked about for a change of ``obj``, and how
-    many of them are the rule's first part. A record changed outside Vetted
-    (or the target of a proposal) counts in its approved space too: a scope
-    edited by hand moves nothing between spaces."""
+    """The spaces the policy is asked about for ``obj`` and how many are the rule's first part: a record
+    changed outside Vetted counts in its approved space too (a scope edited by hand moves nothing)."""
     slugs = [_space_of(obj)]
     record = obj if isinstance(obj, Record) else obj.target
     if record is not None and record.edited_since_approval:
