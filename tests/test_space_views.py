@@ -69,6 +69,8 @@ def test_an_owner_sees_members_and_controls_a_reviewer_sees_neither(people):
     assert 'id="your-role">reviewer' in reviewer.text
     assert 'id="member-sam"' not in reviewer.text and "member-add-form" not in reviewer.text
     assert "approvals-form" not in reviewer.text
+    # Who else decides is an owner's to see (where one approval is needed).
+    assert 'id="space-approvers"' not in reviewer.text and 'id="space-approvers">rita, sam' in owner.text
 
 
 def test_a_space_is_the_same_404_to_a_non_member_as_an_unknown_one(people):

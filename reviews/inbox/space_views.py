@@ -123,7 +123,8 @@ def detail_response(request, slug: str, **extra):
             "granted": granted,
             "my_agents": my_agents,
             "required": required,
-            "approvers": approvers if owner or role == Role.REVIEWER else [],
+            # Who may approve: to owners, and to reviewers where two must (their cards name them anyway).
+            "approvers": approvers if owner or (role == Role.REVIEWER and required >= 2) else [],
             "roles": ROLES,
             "approval_choices": range(1, MAX_APPROVALS + 1),
             "personal": space.kind == SpaceKind.PERSONAL,
