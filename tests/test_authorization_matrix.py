@@ -67,6 +67,7 @@ SITE = [
     # Spaces: the list and a space's page (staff and super own team); the forms are tests/test_space_views.py's.
     ("spaces", "/spaces/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("space page", "/spaces/team/",                      (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("waiting for me", "/waiting/",                      (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("recent decisions", "/decisions/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     # notify: the live inbox's poll; the feed (its key is the only way in: none here, so 404 for all)

@@ -8,6 +8,7 @@ a staff account in no space of theirs."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
@@ -325,3 +326,19 @@ def test_a_one_approval_space_shows_no_two_person_line(people):
     )
     text = _card(people["sam"], proposal)
     assert f'id="two-person-{proposal.pk}"' not in text and _offers_accept(text, proposal)
+
+
+def test_waiting_for_me_lists_what_my_accept_would_make_true(people, two_person):
+    # Nothing is waiting before a first approval.
+    assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text
+    actions.accept_proposal(two_person, actor=people["sam"])
+    nora = _as(people["nora"]).get(reverse("waiting_for_me"))
+    assert f'id="waiting-{two_person.pk}"' in nora.text and "accepted by sam" in nora.text
+    # Not for the one who accepted, nor for the agent's person, nor for someone outside the space.
+    for who in ("sam", "rita"):
+        assert f'id="waiting-{two_person.pk}"' not in _as(people[who]).get(reverse("waiting_for_me")).text
+    outsider = get_user_model().objects.create_user("otto", password="a-long-password-4", is_staff=True)
+    text = _as(outsider).get(reverse("waiting_for_me")).text
+    assert f'id="waiting-{two_person.pk}"' not in text and "Acme deploys" not in text
+    actions.accept_proposal(two_person, actor=people["nora"])
+    assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text

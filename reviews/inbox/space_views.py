@@ -17,8 +17,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from reviews import actions, policy, space_access
+from reviews.actions.approvals import two_person_state
 from reviews.errors import NotFound, ValidationFailed, VettedError
-from reviews.models import Agent
+from reviews.models import Agent, Proposal, ProposalState
 from reviews.space_models import MAX_APPROVALS, ROLES, Membership, Role, Space, SpaceKind
 
 from .page_helpers import nav_counts, site_login_required
@@ -209,3 +210,37 @@ def grant(request, slug):
         done = "no longer reads" if revoke else "may now read and propose in"
         messages.success(request, f"Agent {name} {done} {slug}.")
     return redirect(_page(slug))
+
+
+def waiting_for(user) -> list:
+    """Pending proposals with a first approval that ``user``'s accept would
+    complete, oldest first: the two-person rule's state read for each
+    (approvals.two_person_state, the questions the accept asks), so the list
+    never offers one the accept would refuse."""
+    rules = space_access.approval_rules()
+    slugs = [s for s in space_access.deciding_spaces(user) if rules.get(s, 1) >= 2]
+    if not slugs:
+        return []
+    rows = (
+        Proposal.objects.filter(space_access.proposals_in(slugs), state=ProposalState.PENDING, approvals__isnull=False)
+        .select_related("agent", "target")
+        .distinct()
+        .order_by("created_at", "pk")
+    )
+    shown = []
+    for proposal in rows:
+        state = two_person_state(proposal, user)
+        if state is not None and state.may_accept and state.approved_by:
+            proposal.two_person = state  # type: ignore[attr-defined]  # for the template
+            shown.append(proposal)
+    return shown
+
+
+@site_login_required
+@require_GET
+def waiting(request):
+    return render(
+        request,
+        "reviews/spaces/waiting.html",
+        {**nav_counts(), "nav": "spaces", "proposals": waiting_for(request.user)},
+    )

@@ -58,6 +58,8 @@ urlpatterns = [
     # Spaces, members, agents' grants and the approval rule, each form one action.
     path("spaces/", space_views.spaces, name="spaces"),
     path("spaces/create", space_views.create, name="space_create"),
+    # Two-approval proposals whose second approval the viewer may give (not under spaces/: any word is a slug).
+    path("waiting/", space_views.waiting, name="waiting_for_me"),
     path("spaces/<str:slug>/", space_views.detail, name="space_detail"),
     path("spaces/<str:slug>/members", space_views.member_add, name="space_member_add"),
     path("spaces/<str:slug>/members/<str:username>/remove", space_views.member_remove, name="space_member_remove"),
