@@ -391,6 +391,7 @@ class AuditEvent(models.Model):
 
 # OAuth clients, grants, codes and tokens, spaces, and the reviewers' inbox
 # preference live in their own modules (registered here).
+from .invitation_models import Invitation as Invitation  # noqa: E402
 from .oauth_models import OAuthClient, OAuthCode, OAuthGrant, OAuthToken  # noqa: E402, F401
 from .preference_models import InboxView as InboxView  # noqa: E402
 from .preference_models import ReviewerPreference as ReviewerPreference  # noqa: E402

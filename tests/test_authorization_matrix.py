@@ -68,6 +68,10 @@ SITE = [
     ("agents", "/agents/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("quality", "/quality/",                             (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("activity", "/activity/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    # Spaces: the list and a space's page (staff and super own team); the forms are tests/test_space_views.py's.
+    ("spaces", "/spaces/",                               (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("space page", "/spaces/team/",                      (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
+    ("waiting for me", "/waiting/",                      (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("settings", "/settings/",                           (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     ("recent decisions", "/decisions/",                  (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 405, 405)),
     # Instruction-file upload: a POST without files is a 400 that changes nothing.
@@ -101,6 +105,10 @@ SITE_ACTIONS = [
     # Only the operator (a superuser) may send on the operator's channels.
     ("test notification", "/settings/notify/test",       (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 403, 302)),
     ("rotate feed key", "/settings/notify/feed",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # An owner sets team's approval rule to the one it has: the action runs, changes nothing that matters.
+    ("space approvals", "/spaces/team/approvals",        (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
+    # An owner makes an invitation link (shown once, in the 200).
+    ("space invite", "/spaces/team/invitations",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
 # The admin: staff only; a staff account without model permissions sees an
@@ -290,6 +298,8 @@ def forms(t: dict) -> dict:
         "merge": {"target": t["r_merge"]},
         "reject duplicate": {"duplicate_of": t["r_view"]},
         "create agent": {"name": t["new_agent"], "scopes": ["team"]},
+        "space approvals": {"required_approvals": "1"},
+        "space invite": {"role": "reader"},
         "login page": {"username": "", "password": ""},
         "withdrawal (claude-code's)": {"note": ["not", "text"]},
     }

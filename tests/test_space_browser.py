@@ -69,9 +69,10 @@ def test_two_people_accept_a_proposal_that_needs_two_approvals(browser, live_ser
         assert Proposal.objects.get(pk=proposal.pk).state == ProposalState.PENDING
         assert_fits(page, size)
         shot(page, f"{size}-two-approvals-first")
-        # A cannot accept again.
-        _accept(page, proposal)
+        # A cannot accept again: Accept is no longer offered, and the card says why.
         page.wait_for_function("() => document.body.innerText.includes('You already accepted')")
+        assert page.locator(card).get_by_role("button", name="Accept").count() == 0
+        assert "Next approval from: olga" in page.text_content(card)
         assert Proposal.objects.get(pk=proposal.pk).state == ProposalState.PENDING
     finally:
         context.close()
@@ -80,8 +81,9 @@ def test_two_people_accept_a_proposal_that_needs_two_approvals(browser, live_ser
     context, page = sign_in(browser, live_server, size, "rita")
     try:
         assert "1 of 2 approvals" in page.text_content(card)
-        _accept(page, proposal)
+        # Accept is not offered to the agent's person; the card says why.
         page.wait_for_function("() => document.body.innerText.includes('you own agent')")
+        assert page.locator(card).get_by_role("button", name="Accept").count() == 0
         assert Proposal.objects.get(pk=proposal.pk).state == ProposalState.PENDING
     finally:
         context.close()

@@ -57,6 +57,7 @@ from .agents import (
 )
 from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
+from .invitations import accept_invitation, create_invitation, open_invitation
 from .merges import UNNAMED_DUPLICATE, merge_into_revision, reject_as_duplicate
 from .notices import ScanResult, feed_key_of, note_changed_outside, rotate_feed_key, scan_for_notices
 from .person_edits import propose_file_create, propose_file_retirement, propose_file_revision
@@ -103,7 +104,10 @@ __all__ = [
     "accept_proposal",
     "accept_proposal_with_revision",
     "activate_account",
+    "accept_invitation",
     "add_member",
+    "create_invitation",
+    "open_invitation",
     "check_grants",
     "claim_unowned_spaces",
     "create_space",

@@ -77,6 +77,18 @@ _TWO_PERSON_WAY = {
 }
 
 
+def _policy_slugs(obj: Proposal | Record) -> tuple[list[str], int]:
+    """The spaces the policy is asked about for ``obj`` and how many are the rule's first part: a record
+    changed outside Vetted counts in its approved space too (a scope edited by hand moves nothing)."""
+    slugs = [_space_of(obj)]
+    record = obj if isinstance(obj, Record) else obj.target
+    if record is not None and record.edited_since_approval:
+        approved = record.approved_text()
+        if approved is not None and approved["scope"] not in slugs:
+            slugs.append(approved["scope"])
+    return slugs, len(slugs)
+
+
 def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: str, also: str = "") -> policy.Outcome:
     """Ask the permission policy (reviews/policy.py) whether ``reviewer`` may
     ``verb`` ``obj``: in its space (a record changed outside Vetted: in its
@@ -86,15 +98,7 @@ def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: s
     since another person's space does not exist for them. A reader: refused.
     Refused by the two-person rule: named after the space it is about, which
     the person decides in."""
-    slugs = [_space_of(obj)]
-    # A record changed outside Vetted (or the target of a proposal) counts in
-    # its approved space too: a scope edited by hand moves nothing between spaces.
-    record = obj if isinstance(obj, Record) else obj.target
-    if record is not None and record.edited_since_approval:
-        approved = record.approved_text()
-        if approved is not None and approved["scope"] not in slugs:
-            slugs.append(approved["scope"])
-    sources = len(slugs)
+    slugs, sources = _policy_slugs(obj)
     if also:
         slugs.append(also)
     answer = policy.ask(reviewer, verb, slugs, sources)

@@ -18,14 +18,15 @@ a proposal becomes true only at the second accept by a different reviewer.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 
 from .. import policy, space_access
 from ..errors import InvalidTransition
-from ..models import Proposal
+from ..models import Proposal, ProposalAction
 from ..space_models import ProposalApproval
-from ._common import _audit, _space_of
+from ._common import _audit, _policy_slugs, _space_of
 
 
 def approval_key(proposal: Proposal) -> str:
@@ -47,6 +48,23 @@ def approvals_of(proposal: Proposal) -> list[ProposalApproval]:
     return [a for a in rows if policy.standing(a.user, slug) in (policy.Standing.OWNER, policy.Standing.REVIEWER)]
 
 
+def approval_refusal(
+    proposal: Proposal, reviewer: object, counted: list[ProposalApproval], required: int, slug: str
+) -> str | None:
+    """Why ``reviewer``'s accept of ``proposal`` cannot count in ``slug``,
+    which needs ``required`` approvals (``counted`` so far), or None. The
+    person of the proposing agent never approves it; nobody approves twice."""
+    agent = proposal.agent
+    if agent is not None and agent.owner_id == getattr(reviewer, "pk", None):
+        return (
+            f"Cannot accept {proposal.public_id}: you own agent {agent.name!r}, which proposed it, and {slug} "
+            f"needs {required} approvals by other reviewers."
+        )
+    if any(a.user_id == getattr(reviewer, "pk", None) for a in counted):
+        return f"You already accepted {proposal.public_id}; {slug} needs {required} different reviewers."
+    return None
+
+
 def first_of_two(proposal: Proposal, reviewer: User, note: str) -> bool:
     """Apply the rule for ``reviewer``'s accept of the locked, pending
     ``proposal``. True: recorded as a first approval, the caller stops
@@ -56,19 +74,12 @@ def first_of_two(proposal: Proposal, reviewer: User, note: str) -> bool:
     if required < 2:
         return False
     slug = _space_of(proposal)
-    agent = proposal.agent
-    if agent is not None and agent.owner_id == reviewer.pk:
-        raise InvalidTransition(
-            f"Cannot accept {proposal.public_id}: you own agent {agent.name!r}, which proposed it, and {slug} "
-            f"needs {required} approvals by other reviewers."
-        )
     # An edited accept never gets here: the permission policy refuses it where
     # two must approve (reviews/policy.RULES["accept_edited"]).
     counted = approvals_of(proposal)
-    if any(a.user_id == reviewer.pk for a in counted):
-        raise InvalidTransition(
-            f"You already accepted {proposal.public_id}; {slug} needs {required} different reviewers."
-        )
+    refusal = approval_refusal(proposal, reviewer, counted, required, slug)
+    if refusal:
+        raise InvalidTransition(refusal)
     if len(counted) + 1 >= required:
         return False
     ProposalApproval.objects.create(
@@ -84,3 +95,47 @@ def first_of_two(proposal: Proposal, reviewer: User, note: str) -> bool:
         extra={"action": proposal.action, "approvals": len(counted) + 1, "required": required},
     )
     return True
+
+
+@dataclass(frozen=True)
+class TwoPersonState:
+    """What a card in a space that needs two approvals shows ``person``."""
+
+    required: int
+    approved_by: list[str]  # whose accepts count so far
+    waiting_for: list[str]  # who may give the next approval
+    may_accept: bool  # whether ``person``'s accept would count (the policy and the rule above)
+    may_edit: bool  # whether ``person`` may accept an edited version (the policy: never where two approve)
+    why_not: str  # why ``person`` may not accept, when they may not
+
+
+def two_person_state(proposal: Proposal, person: object) -> TwoPersonState | None:
+    """The two-person rule's state of the pending ``proposal`` for ``person``,
+    or None where one approval makes it true. Reads only: the same questions
+    ``_accept`` asks (the permission policy, then ``approval_refusal``), so a
+    card offers Accept exactly when the click would count."""
+    slug = _space_of(proposal)
+    required = space_access.required_approvals(slug)
+    if required < 2:
+        return None
+    counted = approvals_of(proposal)
+    done = {a.user_id for a in counted}
+    owner_id = proposal.agent.owner_id if proposal.agent is not None else None
+    waiting = [p.get_username() for p in policy.approvers(slug) if p.pk not in done and p.pk != owner_id]  # type: ignore[attr-defined]
+    slugs, sources = _policy_slugs(proposal)
+    answer = policy.ask(person, "accept", slugs, sources)
+    why = ""
+    if answer.outcome not in (policy.Outcome.ALLOWED, policy.Outcome.COUNTED):
+        why = f"You do not decide in {answer.slug or slug}."
+    else:
+        why = approval_refusal(proposal, person, counted, required, slug) or ""
+    edit_verb = "correct" if proposal.action == ProposalAction.DISPUTE else "accept_edited"
+    may_edit = policy.ask(person, edit_verb, slugs, sources).outcome == policy.Outcome.ALLOWED
+    return TwoPersonState(
+        required=required,
+        approved_by=[a.user.get_username() for a in counted],
+        waiting_for=waiting,
+        may_accept=not why,
+        may_edit=may_edit,
+        why_not=why,
+    )

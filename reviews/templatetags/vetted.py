@@ -125,6 +125,26 @@ def approvals_note(context, proposal) -> str:
     return f"{len(so_far)} of {required} approvals" + (f": accepted by {who}" if who else "")
 
 
+@register.simple_tag(takes_context=True)
+def two_person(context, proposal):
+    """The two-person rule's state of a pending card for the viewer (who has
+    approved, who may give the next approval, whether the viewer's Accept
+    would count), or None where one approval makes it true; read through the
+    same policy the accept asks (reviews/actions/approvals.two_person_state)."""
+    from reviews import space_access
+    from reviews.actions.approvals import two_person_state
+
+    request = context.get("request")
+    rules = getattr(request, "_vetted_approval_rules", None)
+    if rules is None:
+        rules = space_access.approval_rules()
+        if request is not None:
+            request._vetted_approval_rules = rules
+    if rules.get(space_access.space_of(proposal), 1) < 2 or request is None:
+        return None
+    return two_person_state(proposal, request.user)
+
+
 # --------------------------------------------------------------------------- card links (inbox-fast, issue 13)
 
 _CARD_URLS = ("proposal_card", "proposal_accept", "proposal_reject", "proposal_revise", "proposal_similar")
