@@ -70,7 +70,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("commit", nargs="?", default="51a1491", help="the commit to compare with (B)")
-        parser.add_argument("--records", type=int, default=1000, help="corpus size (10000 is the documented target)")
+        parser.add_argument("--records", type=int, default=500, help="corpus size (10000 is the documented target)")
         parser.add_argument("--searches", type=int, default=100, help="timed searches per side and interface")
         parser.add_argument(
             "--embedder",
@@ -121,7 +121,6 @@ class Command(BaseCommand):
                 except SideFailed as exc:
                     self.stderr.write(f"could not remove the worktree: {exc}")
             shutil.rmtree(folder, ignore_errors=True)
-            git(PROJECT, "worktree", "prune")
         load_end = os.getloadavg()
         self._report(opts, sha, sides, results, load_start, load_end)
 
