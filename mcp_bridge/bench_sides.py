@@ -63,7 +63,8 @@ class Side:
             }
         )
         if self.embedder:
-            env["VETTED_EMBEDDER"] = self.embedder
+            # Older checkouts know torch only by its first name; newer ones accept both.
+            env["VETTED_EMBEDDER"] = "sentence-transformers" if self.embedder == "torch" else self.embedder
         return env
 
     def manage(self, *args: str, stdin_path: Path | None = None) -> str:
