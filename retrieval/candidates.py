@@ -15,7 +15,7 @@ import numpy as np
 from django.conf import settings
 from django.db.backends.utils import CursorWrapper
 
-from . import fts, schema, vectors
+from . import fts, schema, stages, vectors
 from .chunks import similarity_offset
 from .engine import is_postgres, vector_value
 from .index import KNN_MAX as KNN_MAX
@@ -134,6 +134,7 @@ def gather(
     ``reader_scopes``, and whether any pool may have more."""
     candidates: dict[int, Candidate] = {}
     more = False
+    clock = stages.clock()  # None unless a benchmark is timing the stages
     for scope in scopes:
         if mode in ("keyword", "hybrid"):
             keyword = fts.keyword_candidates(cursor, scope, state, terms, k)
@@ -141,6 +142,8 @@ def gather(
             for rowid, bm25 in keyword.items():
                 c = candidates.setdefault(rowid, Candidate(scope))
                 c.bm25, c.keyword_hit = bm25, True
+            if clock is not None:
+                clock.lap("keyword pool (BM25)")
             found: dict[int, set[str]] = {}
             for ident in identifiers:
                 rows = fts.identifier_candidates(cursor, scope, state, ident, k)
@@ -150,6 +153,8 @@ def gather(
             for rowid, share in _verified_identifiers(cursor, found, identifiers).items():
                 c = candidates.setdefault(rowid, Candidate(scope))
                 c.identifiers, c.keyword_hit = share, True
+            if clock is not None:
+                clock.lap("keyword pool (identifiers)")
         if mode in ("semantic", "hybrid"):
             assert query_vector is not None  # search embeds the query for every mode but keyword
             nearest, considered = nearest_chunks(cursor, query_vector, k, scope, state)
@@ -157,13 +162,19 @@ def gather(
             for rowid, (similarity, chunk_id) in nearest.items():
                 c = candidates.setdefault(rowid, Candidate(scope))
                 c.vector, c.chunk_id, c.knn = similarity, chunk_id, True
+            if clock is not None:
+                clock.lap("vector pool (nearest)")
         if mode == "hybrid":
             assert query_vector is not None
             missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]
             for rowid, (similarity, chunk_id) in vectors_for(cursor, scope, missing, query_vector).items():
                 candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id
+            if clock is not None:
+                clock.lap("vector pool (keyword-only hits)")
     # Keyword mode needs the re-weighting only to compare several spaces' BM25
     # on one scale: with one space, FTS5's own statistics are the reader's.
     if mode == "hybrid" or (mode == "keyword" and len(reader_scopes) > 1):
         keyword_evidence(cursor, terms, candidates, state, docfreq, reader_scopes)
+    if clock is not None:
+        clock.lap("statistics")
     return candidates, more

@@ -36,7 +36,7 @@ from django.db import connection
 from reviews.history import Moment
 from reviews.space_access import space_slugs
 
-from . import asof, docs, index, schema, scoring
+from . import asof, docs, index, schema, scoring, stages
 from .access import AccessCounter as _AccessCounter
 from .access import access_counter
 from .candidates import KNN_MAX, gather, nearest_chunks
@@ -137,15 +137,22 @@ def search(
     # Keyword search needs no vectors; the others load the model once per process (not timed).
     embedder = None if mode == "keyword" else embedder or get_embedder()
     started = time.perf_counter()
+    clock = stages.clock()  # None unless a benchmark is timing the stages
     readable = [s for s in space_slugs() if s in reader.scopes]
     scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
     docs.reconcile(sweep_scopes=readable)
     terms = query_terms(query)
     identifiers = query_identifiers(query)
+    if clock is not None:
+        clock.lap("spaces, reconcile, query terms")
     query_vector = None
     if embedder is not None:
         index.sync(embedder)  # usually a no-op: one SELECT on each empty queue
+        if clock is not None:
+            clock.lap("index queue check")
         query_vector = embedder.embed_one(query)
+        if clock is not None:
+            clock.lap("query embedding")
 
     k = max(64, limit * 10)
     while True:
@@ -157,17 +164,28 @@ def search(
         candidates = {**held, **live}
         if moment is not None:
             ranked = scoring.rank(mode, candidates, scoring.shape(live))
+            if clock is not None:
+                clock.lap("fusion")
             results, withheld = asof.deliver_at(ranked, candidates, reader, filters, limit, moment)
         else:
             ranked_held = scoring.rank(mode, held, scoring.shape(live))
-            results, withheld = deliver(scoring.rank(mode, live), ranked_held, candidates, reader, filters, limit)
+            ranked_live = scoring.rank(mode, live)
+            if clock is not None:
+                clock.lap("fusion")
+            results, withheld = deliver(ranked_live, ranked_held, candidates, reader, filters, limit)
+        if clock is not None:
+            clock.lap("gate")
         if len(results) >= limit or not more or k >= KNN_MAX:
             break
         k = min(k * 4, KNN_MAX)
 
     attach_chunks(results)
+    if clock is not None:
+        clock.lap("best chunks of the results")
     if count_access and results and (moment is None or moment.at is None):
         access_counter.add([hit.record.pk for hit in results])
+    if clock is not None:
+        clock.lap("access count")
     return SearchResponse(
         query=query,
         mode=mode,

@@ -65,6 +65,39 @@ class _Snapshot:
     held: np.ndarray  # bool per row: the chunk's document is withheld
     held_rows: np.ndarray  # indices of those rows
 
+    @classmethod
+    def build(
+        cls,
+        database: str,
+        scope: str,
+        base: str | None,
+        token: str | None,
+        docs: str | None,
+        chunk_ids: np.ndarray,
+        record_ids: np.ndarray,
+        matrix: np.ndarray,
+        offsets: np.ndarray,
+        held: np.ndarray,
+    ) -> _Snapshot:
+        """A snapshot of these rows, with the fields derived from them (the
+        highest chunk id, the next append's starting point, and the held rows)
+        computed in one place for a full load and an append alike."""
+        max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
+        return cls(
+            database,
+            scope,
+            base,
+            token,
+            docs,
+            max_id,
+            chunk_ids,
+            record_ids,
+            matrix,
+            offsets,
+            held,
+            np.nonzero(held)[0],
+        )
+
     def rows(self, state: str) -> np.ndarray | None:
         """Row indices of documents in ``state`` (None: every row)."""
         if state == schema.HELD:
@@ -133,22 +166,8 @@ class VectorCache:
         dimension: int,
     ) -> _Snapshot:
         chunk_ids, record_ids, matrix, offsets = self._rows(cursor, scope, 0, dimension)
-        max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
         held = self._held(cursor, scope, record_ids)
-        return _Snapshot(
-            database,
-            scope,
-            base,
-            token,
-            docs,
-            max_id,
-            chunk_ids,
-            record_ids,
-            matrix,
-            offsets,
-            held,
-            np.nonzero(held)[0],
-        )
+        return _Snapshot.build(database, scope, base, token, docs, chunk_ids, record_ids, matrix, offsets, held)
 
     def _append(self, cursor: CursorWrapper, snap: _Snapshot, token: str | None, docs: str | None) -> _Snapshot:
         chunk_ids, record_ids, matrix, offsets = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
@@ -164,20 +183,8 @@ class VectorCache:
             if (docs != snap.docs or len(record_ids) != len(snap.held))
             else snap.held
         )
-        max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
-        return _Snapshot(
-            snap.database,
-            snap.scope,
-            snap.base,
-            token,
-            docs,
-            max_id,
-            chunk_ids,
-            record_ids,
-            matrix,
-            offsets,
-            held,
-            np.nonzero(held)[0],
+        return _Snapshot.build(
+            snap.database, snap.scope, snap.base, token, docs, chunk_ids, record_ids, matrix, offsets, held
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from retrieval import asof
+from retrieval import asof, stages
 from retrieval import search as search_engine
 from retrieval.gate import read_record, withhold_reason
 from reviews import history
@@ -101,6 +101,9 @@ def search(
         errors["query"] = problem
     _raise(errors)
     filters = search_engine.Filters(kinds=kinds, scopes=scopes, tags_all=tag_list)
+    clock = stages.clock()  # None unless a benchmark is timing the stages
+    if clock is not None:
+        clock.lap("agent API: limiter, inputs")
     response = search_engine.search(
         query, mode=mode, filters=filters, limit=int(limit), reader=_reader(agent), moment=moment
     )
@@ -110,6 +113,8 @@ def search(
         data["withheld_explained"] = {reason: WITHHELD_EXPLAINED[reason] for reason in data["withheld"]}
     if deprecated:
         data["deprecated"] = deprecated
+    if clock is not None:
+        clock.lap("serialisation (shapes)")
     return data
 
 

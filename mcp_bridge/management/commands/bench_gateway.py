@@ -12,12 +12,13 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from mcp_bridge.bench_clients import McpSearcher, SearchFailed, rest_search
 from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, wait_for_health
 from mcp_bridge.handshake import opening
 from retrieval import search as engine
@@ -52,8 +53,23 @@ class Command(BaseCommand):
         parser.add_argument("--searches", type=int, default=200)
         parser.add_argument("--spawns", type=int, default=20, help="bridge processes to spawn and time")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--compare",
+            metavar="COMMIT",
+            help="instead: this tree against COMMIT side by side, each through its own daemon (bench_compare)",
+        )
 
     def handle(self, *args, **opts):
+        if opts["compare"]:
+            return call_command(
+                "bench_compare",
+                opts["compare"],
+                records=opts["records"],
+                searches=opts["searches"],
+                seed=opts["seed"],
+                stdout=self.stdout,
+                stderr=self.stderr,
+            )
         if opts["records"] < 10 or opts["searches"] < 10 or opts["spawns"] < 1:
             raise CommandError("--records and --searches must be at least 10, --spawns at least 1.")
         embedder = get_embedder()
@@ -90,7 +106,10 @@ class Command(BaseCommand):
                     wait_for_health(base, daemon, log_path=folder / "serve.log")
                 except DaemonFailed as exc:
                     raise CommandError(str(exc)) from None
-                mcp = asyncio.run(self._mcp_searches(base, token, queries))
+                try:
+                    mcp = asyncio.run(self._mcp_searches(base, token, queries))
+                except SearchFailed as exc:
+                    raise CommandError(str(exc)) from None
                 rest = self._rest_searches(base, token, queries)
                 bridge = self._bridge_spawns(base, token, opts["spawns"], queries[0])
             finally:
@@ -122,35 +141,13 @@ class Command(BaseCommand):
         self.stdout.write(f"\nMCP/in-process median ratio: {ratio:.2f}")
 
     async def _mcp_searches(self, base, token, queries):
-        import httpx2
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        timings = []
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-            async with Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
-                await client.call_tool("search", {"query": queries[0]})  # warm
-                for q in queries:
-                    t0 = time.perf_counter()
-                    result = await client.call_tool("search", {"query": q, "limit": 8})
-                    timings.append((time.perf_counter() - t0) * 1000)
-                    if result.is_error:
-                        raise CommandError(f"MCP search failed: {result.content}")
-        return timings
+        async with McpSearcher(base, token) as mcp:
+            await mcp.search(queries[0])  # warm
+            return [(await mcp.search(q))[0] for q in queries]
 
     def _rest_searches(self, base, token, queries):
-        from urllib.parse import urlencode
-
-        timings = []
-        for q in [queries[0], *queries]:
-            request = urllib.request.Request(
-                f"{base}/api/v1/search?{urlencode({'q': q, 'limit': 8})}", headers={"Authorization": f"Bearer {token}"}
-            )
-            t0 = time.perf_counter()
-            with urllib.request.urlopen(request, timeout=60) as response:
-                response.read()
-            timings.append((time.perf_counter() - t0) * 1000)
-        return timings[1:]
+        rest_search(base, token, queries[0])  # warm
+        return [rest_search(base, token, q)[0] for q in queries]
 
     def _bridge_spawns(self, base, token, spawns, query):
         """Spawn the bridge like a client does and time the first answer
