@@ -18,6 +18,7 @@ from django.db import connection
 from retrieval import index
 from retrieval.scratch import scratch_database
 from reviews import actions, setup_code
+from reviews.checksum import checksum_of
 from reviews.errors import InvalidTransition
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
@@ -367,7 +368,7 @@ def minimal_document() -> dict:
             **c,
             "status": status,
             "review_by": "2027-01-01",
-            "approved_checksum": actions._checksum_of(c),
+            "approved_checksum": checksum_of(c),
             "approved_at": T,
             "approved_by": "ghost",
             "verified_at": None,

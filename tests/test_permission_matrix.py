@@ -30,7 +30,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from reviews import actions, policy
+from reviews import actions, policy, policy_table
 from reviews.errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
 from reviews.models import AuditEvent, Proposal, ProposalState, Record
 from reviews.space_models import Membership, ProposalApproval
@@ -413,12 +413,13 @@ def test_the_matrix_holds_refusals_and_allowances_of_each_kind():
 
 def test_the_documented_policy_table_is_the_policy():
     """docs/security-permissions.md carries the table rendered from policy.RULES; regenerate it on a change:
-    replace the lines between policy.TABLE_START and policy.TABLE_END with policy.table_markdown()."""
+    replace the lines between policy_table.TABLE_START and policy_table.TABLE_END with
+    policy_table.table_markdown()."""
     from pathlib import Path
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "security-permissions.md").read_text()
-    committed = page.split(policy.TABLE_START + "\n", 1)[1].split(policy.TABLE_END, 1)[0]
-    assert committed == policy.table_markdown()
+    committed = page.split(policy_table.TABLE_START + "\n", 1)[1].split(policy_table.TABLE_END, 1)[0]
+    assert committed == policy_table.table_markdown()
 
 
 # --------------------------------------------------------------------------- the same answer from every door

@@ -14,7 +14,7 @@ import pytest
 from reviews import actions
 from reviews.inbox import inbox_views
 from reviews.inbox.bench_review import seed
-from reviews.inbox.management.commands.bench_review import REVEAL, TOAST_COVERS, WHOLE_IN_FIRST_SCREEN
+from reviews.inbox.bench_review_page import REVEAL, TOAST_COVERS, WHOLE_IN_FIRST_SCREEN
 from tests.conftest import GOOD_BODY, content
 from tests.test_inbox_browser import assert_fits, browser, open_page, pytestmark, shot  # noqa: F401  # fixture, marks
 

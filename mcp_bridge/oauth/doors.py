@@ -23,7 +23,7 @@ from django.http.request import split_domain_port, validate_host
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from reviews.actions import oauth
+from reviews.actions import oauth_limits
 
 # The address of the request being handled, for the provider's register_client
 # (the SDK calls it without the request).
@@ -93,7 +93,7 @@ def registration_endpoint(sdk_handle):
                 status_code=400,
             )
         address = client_address(request.scope)
-        refusal = await sync_to_async(oauth.registration_refusal)(address)
+        refusal = await sync_to_async(oauth_limits.registration_refusal)(address)
         if refusal:
             return too_many(*refusal)
         token = current_address.set(address)

@@ -30,7 +30,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from reviews.actions import oauth
+from reviews.actions import oauth, oauth_limits
 from reviews.errors import RateLimited, ValidationFailed, VettedError
 from reviews.models import SCOPES
 from reviews.oauth_models import (
@@ -134,7 +134,7 @@ class VettedAuthorizationProvider:
             # Off the database thread: a slow document must not hold up everyone's queries.
             address = current_address.get()
             if row is None:  # a new client: counted before anything is fetched
-                refusal = await sync_to_async(oauth.registration_refusal)(address)
+                refusal = await sync_to_async(oauth_limits.registration_refusal)(address)
                 if refusal:
                     raise RateLimited(refusal[0], retry_after=refusal[1])
             kept, document = await sync_to_async(_fetch, thread_sensitive=False)(client_id)

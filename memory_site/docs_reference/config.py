@@ -21,6 +21,7 @@ from .config_notes import MEANINGS
 # (module, the section it makes) in page order.
 SOURCES = [
     ("memory_site/settings.py", "The daemon and the commands"),
+    ("memory_site/settings_gateway.py", "The agent gateway"),
     ("memory_site/settings_notify.py", "Notifications"),
     ("memory_site/settings_vault.py", "The vault"),
     ("memory_site/cli.py", "Commands"),

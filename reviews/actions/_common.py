@@ -15,9 +15,8 @@ from django.utils import timezone
 
 from .. import confusables, policy, space_access
 from .. import validation as v
-from ..checksum import CHECKSUM_FIELDS, content_checksum
+from ..checksum import CHECKSUM_FIELDS, checksum_of
 from ..errors import (
-    ChecksumMismatch,
     DuplicateContent,
     InvalidTransition,
     NotFound,
@@ -36,6 +35,7 @@ from ..models import (
 from ._audit import Actor as Actor
 from ._audit import SystemActor as SystemActor
 from ._audit import _audit as _audit
+from .content import skeleton_of
 
 # --------------------------------------------------------------------------- helpers
 
@@ -284,58 +284,6 @@ def _check_not_duplicate(
         )
 
 
-def _content_of(obj: Record | Proposal) -> dict[str, Any]:
-    return {name: getattr(obj, name) for name in v.CONTENT_FIELDS}
-
-
-def _checksum_of(content: dict[str, Any]) -> str:
-    return content_checksum(
-        kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
-    )
-
-
-def _skeleton_of(content: dict[str, Any]) -> str:
-    return confusables.content_key(
-        kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
-    )
-
-
-def _outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
-    """The refusal for building on text nobody approved: ``record`` was
-    changed outside Vetted (its text no longer matches approved_checksum)."""
-    if record.approved_text() is None:
-        way_out = (
-            "no approved copy of its text is kept (it was edited before Vetted kept one), so it cannot be "
-            f"restored: approve its current text (`review approve-current {record.public_id} --note ...`) "
-            "or retire it"
-        )
-    else:
-        way_out = (
-            "restore the approved text or approve the current text first "
-            f"(`review restore {record.public_id}` or `review approve-current {record.public_id} --note ...`)"
-        )
-    return ChecksumMismatch(
-        f"Cannot {doing} {record.public_id}: it was changed outside Vetted since it was approved; {way_out}.",
-        record=record.public_id,
-    )
-
-
-def _approved_base(record: Record, doing: str) -> dict[str, Any]:
-    """What a change of ``record`` starts from: its content fields, with the
-    approved kind, scope, title, body and tags, never text changed outside
-    Vetted (else a tag-only revision would carry that text into a new approved
-    record). review_by is left for the kind's default. Raises ChecksumMismatch
-    when the record was edited and no approved copy is kept."""
-    base = _content_of(record)
-    if record.edited_since_approval:
-        approved = record.approved_text()
-        if approved is None:
-            raise _outside_edit_refusal(record, doing)
-        base.update(approved)
-    base["review_by"] = None
-    return base
-
-
 def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict[str, Any]:
     return {
         "source_tool": v.clean_short(
@@ -376,9 +324,9 @@ def _new_record(
     record = Record(
         **content,
         status=RecordStatus.APPROVED,
-        approved_checksum=_checksum_of(content),
+        approved_checksum=checksum_of(content),
         approved_content={name: content[name] for name in CHECKSUM_FIELDS},
-        skeleton_checksum=_skeleton_of(content),
+        skeleton_checksum=skeleton_of(content),
         title_skeleton=confusables.title_key(content["title"]),
         approved_at=now,
         approved_by=reviewer,

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from .. import policy
 from .. import validation as v
+from ..checksum import checksum_of
 from ..errors import InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from . import approvals
@@ -17,24 +18,20 @@ from ._common import (
     PROPOSAL_KEEPS_SCOPE,
     Actor,
     _apply_changes,
-    _approved_base,
     _audit,
     _check_not_duplicate,
-    _checksum_of,
     _close_extra,
     _close_fulfilled,
-    _content_of,
     _locked_proposal,
     _locked_record,
     _new_record,
-    _outside_edit_refusal,
     _require_live,
     _require_pending,
     _require_reviewer,
     _require_role,
-    _skeleton_of,
     _space_of,
 )
+from .content import approved_base, content_of, outside_edit_refusal, skeleton_of
 
 
 def accept_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -> Proposal:
@@ -89,7 +86,7 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             # Re-checked under the lock: text changed outside Vetted after the
             # card was shown must not become the base of a new approved record.
             if makes_text and target.edited_since_approval:
-                raise _outside_edit_refusal(target, f"accept {proposal.public_id} on")
+                raise outside_edit_refusal(target, f"accept {proposal.public_id} on")
         extra: dict[str, Any] = {"action": proposal.action}
         if earlier:
             extra["approved_by"] = [*earlier, reviewer.get_username()]
@@ -102,9 +99,9 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
 
         if makes_text:
             if proposal.action == ProposalAction.DISPUTE:
-                base = _approved_base(_named(target, proposal), f"correct {proposal.public_id} on")
+                base = approved_base(_named(target, proposal), f"correct {proposal.public_id} on")
             else:
-                base = _content_of(proposal)
+                base = content_of(proposal)
             # The proposal's space is locked: the policy asked about this space only.
             lock_scope = _space_of(proposal)
             if changes:
@@ -116,12 +113,12 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
                 raise ValidationFailed(
                     {"changes": "the edited version is identical to the proposal; accept it as proposed"}
                 )
-            checksum = _checksum_of(content)
+            checksum = checksum_of(content)
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
             _check_not_duplicate(
                 checksum,
-                skeleton=_skeleton_of(content),
+                skeleton=skeleton_of(content),
                 ignore_proposal=proposal,
                 ignore_record=target,
                 records_only=True,

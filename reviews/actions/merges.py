@@ -9,24 +9,23 @@ from django.db import transaction
 
 from .. import policy
 from .. import validation as v
+from ..checksum import checksum_of
 from ..errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record
 from ..space_access import space_of
 from ._common import (
     Actor,
     _apply_changes,
-    _approved_base,
     _audit,
     _check_not_duplicate,
-    _checksum_of,
     _locked_proposal,
     _locked_record,
     _require_live,
     _require_pending,
     _require_reviewer,
     _require_role,
-    _skeleton_of,
 )
+from .content import approved_base, skeleton_of
 from .decisions import _reject
 
 # What the merged revision takes from the create: everything it proposed
@@ -63,7 +62,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         record = _locked_record(target)
         _require_role(reviewer, record, f"merge {proposal.public_id} into", verb="merge")
         _require_live(record, f"merge {proposal.public_id} into", reviewer)
-        base = _approved_base(record, f"merge {proposal.public_id} into")
+        base = approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
             _check_merge_scope(proposal.agent, record, str(base["scope"]), reviewer)
             if not _agent_may_receive(proposal.agent, record):
@@ -77,13 +76,13 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         content, _changed = _apply_changes(
             base, {name: getattr(proposal, name) for name in _MERGED_FIELDS}, lock_scope=str(base["scope"])
         )
-        checksum = _checksum_of(content)
+        checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed(
                 {"target": f"{proposal.public_id} says exactly what {record.public_id} says; reject it as a duplicate"}
             )
         _check_not_duplicate(
-            checksum, skeleton=_skeleton_of(content), ignore_proposal=proposal, ignore_record=record, records_only=True
+            checksum, skeleton=skeleton_of(content), ignore_proposal=proposal, ignore_record=record, records_only=True
         )
         before, was_scope = proposal.content_checksum, proposal.scope
         for name, value in content.items():
@@ -91,7 +90,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         proposal.action = ProposalAction.REVISE
         proposal.target = record
         proposal.content_checksum = checksum
-        proposal.skeleton_checksum = _skeleton_of(content)
+        proposal.skeleton_checksum = skeleton_of(content)
         proposal.save()
         _audit(
             "proposal.merged",

@@ -12,20 +12,19 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from .. import validation as v
+from ..checksum import checksum_of
 from ..errors import DuplicateContent, InvalidTransition, NotFound, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record
 from ..space_access import readable_spaces
 from ._common import (
     _apply_changes,
-    _approved_base,
     _audit,
     _check_not_duplicate,
-    _checksum_of,
     _locked_record,
     _require_live,
-    _skeleton_of,
 )
 from ._notify import _tell_proposal
+from .content import approved_base, skeleton_of
 
 
 def _person(user: object) -> User:
@@ -89,12 +88,12 @@ def propose_file_revision(
         person = _person(user)
         record = _readable_target(person, target)
         _require_live(record, "revise")
-        base = _approved_base(record, "revise")
+        base = approved_base(record, "revise")
         content, _changed = _apply_changes(base, changes, lock_scope=base["scope"])
-        checksum = _checksum_of(content)
+        checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the edit is identical to {record.public_id}"})
-        skeleton = _skeleton_of(content)
+        skeleton = skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
         return _store(
             ProposalAction.REVISE,
@@ -114,7 +113,7 @@ def propose_file_create(*, user: object, reason: str, source_tool: str = "file",
         content = v.clean_content(fields)
         if content["scope"] not in readable_spaces(person):
             raise ValidationFailed({"scope": f"{person.get_username()} may not propose into {content['scope']!r}"})
-        checksum, skeleton = _checksum_of(content), _skeleton_of(content)
+        checksum, skeleton = checksum_of(content), skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton)
         return _store(
             ProposalAction.CREATE,

@@ -10,15 +10,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import validation as v
+from ..checksum import checksum_of
 from ..errors import AlreadyRejected, DuplicateContent, InvalidTransition, LimitReached, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
     _apply_changes,
-    _approved_base,
     _audit,
     _check_agent_scope,
     _check_not_duplicate,
-    _checksum_of,
     _close_extra,
     _locked_agent,
     _locked_proposal,
@@ -26,10 +25,10 @@ from ._common import (
     _require_active_agent,
     _require_live,
     _require_pending,
-    _skeleton_of,
     _visible_target,
 )
 from ._notify import _tell_proposal
+from .content import approved_base, skeleton_of
 
 
 def propose_create(
@@ -60,7 +59,7 @@ def propose_create(
         content = v.clean_content(fields)
         reason = v.clean_reason(reason)
         _check_agent_scope(agent, content["scope"])
-        checksum, skeleton = _checksum_of(content), _skeleton_of(content)
+        checksum, skeleton = checksum_of(content), skeleton_of(content)
         _check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
         earlier, resubmit_reason = _resubmission(
             agent, ProposalAction.CREATE, checksum, None, resubmit, resubmit_reason
@@ -140,14 +139,14 @@ def propose_revision(
         record = _visible_target(agent, target)
         _require_live(record, "revise", agent)
         reason = v.clean_reason(reason)
-        base = _approved_base(record, "revise")
+        base = approved_base(record, "revise")
         content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
-        checksum = _checksum_of(content)
+        checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed(
                 {"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"}
             )
-        skeleton = _skeleton_of(content)
+        skeleton = skeleton_of(content)
         _check_not_duplicate(
             checksum, skeleton=skeleton, ignore_record=record, proposer=None if full_duplicate_check else agent
         )

@@ -12,25 +12,22 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import validation as v
-from ..checksum import CHECKSUM_FIELDS
+from ..checksum import CHECKSUM_FIELDS, checksum_of
 from ..errors import ChecksumMismatch, InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
     Actor,
     _apply_changes,
-    _approved_base,
     _audit,
     _check_not_duplicate,
-    _checksum_of,
     _close_fulfilled,
-    _content_of,
     _locked_record,
     _new_record,
     _require_live,
     _require_reviewer,
     _require_role,
-    _skeleton_of,
 )
+from .content import approved_base, content_of, skeleton_of
 
 
 def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
@@ -76,7 +73,7 @@ def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any]
         return _supersede(
             record,
             reviewer=reviewer,
-            base=_approved_base(record, "revise"),
+            base=approved_base(record, "revise"),
             changes=changes,
             note=note,
             identical=f"the revision is identical to {record.public_id}",
@@ -98,10 +95,10 @@ def _supersede(
     supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
     was = record.status  # what undo_decision restores it to
     content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
-    checksum = _checksum_of(content)
+    checksum = checksum_of(content)
     if checksum == record.approved_checksum:
         raise ValidationFailed({"changes": identical})
-    _check_not_duplicate(checksum, skeleton=_skeleton_of(content), ignore_record=record)
+    _check_not_duplicate(checksum, skeleton=skeleton_of(content), ignore_record=record)
     return _replace_by_reviewer(
         record,
         content,
@@ -179,10 +176,10 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
             )
         if new_scope == record.scope:
             raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
-        content = _content_of(record)
+        content = content_of(record)
         content["scope"] = new_scope
-        checksum = _checksum_of(content)
-        _check_not_duplicate(checksum, skeleton=_skeleton_of(content))
+        checksum = checksum_of(content)
+        _check_not_duplicate(checksum, skeleton=skeleton_of(content))
         return _replace_by_reviewer(
             record,
             content,
@@ -357,7 +354,7 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
                 f"{record.public_id}'s scope was changed outside Vetted ({approved['scope']} to {record.scope}); "
                 "restore the approved text, then move it if it belongs there."
             )
-        base = _content_of(record)
+        base = content_of(record)
         base["review_by"] = None
         base.update(approved or {})
         edited = record.current_checksum()

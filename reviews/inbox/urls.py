@@ -12,6 +12,7 @@ from . import (
     move_views,
     notify_views,
     oauth_views,
+    record_browse_views,
     record_views,
     space_views,
     status_views,
@@ -39,10 +40,10 @@ urlpatterns = [
     path("due/", worklist_views.due, name="due"),
     path("disputed/", worklist_views.disputed, name="disputed"),
     path("edited/", worklist_views.edited, name="edited"),
-    path("records/", record_views.records, name="records"),
+    path("records/", record_browse_views.records, name="records"),
     # as-of (issue 18 §2): the records as an agent saw them on a past date.
     path("records/as-seen/", asof_views.as_seen, name="records_as_of"),
-    path("records/<str:public_id>/", record_views.detail, name="record_detail"),
+    path("records/<str:public_id>/", record_browse_views.detail, name="record_detail"),
     path("records/<str:public_id>/verify", record_views.verify, name="record_verify"),
     path("records/<str:public_id>/retire", record_views.retire, name="record_retire"),
     path("records/<str:public_id>/move", move_views.move, name="record_move"),  # spaces (issue 16)
