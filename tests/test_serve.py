@@ -35,23 +35,11 @@ def fetch(url, headers=None):
         return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
 
 
-@pytest.fixture
-def daemon(tmp_path):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
-        "VETTED_HOME": str(tmp_path),
-        "VETTED_EMBEDDER": "fake",
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=PROJECT, env=env, check=True, timeout=120)
+def _serve(env: dict[str, str], **output) -> tuple[str, subprocess.Popen]:
+    """`manage.py serve` on a free port, once it answers /health."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=PROJECT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env, text=True, **output
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -63,11 +51,34 @@ def daemon(tmp_path):
             time.sleep(0.2)
     else:
         process.kill()
-        pytest.fail(f"serve did not answer /health: {process.communicate()[1][-2000:]}")
-    yield base, process
+        pytest.fail(f"serve did not answer /health: {(process.communicate()[1] or '')[-2000:]}")
+    return base, process
+
+
+def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def daemon(migrated, tmp_path_factory):
+    """One daemon over a fresh install (a migrated database, no account),
+    shared by the tests that only read from it."""
+    home = tmp_path_factory.mktemp("serve")
+    with open(home / "serve.log", "w") as log:
+        base, process = _serve(migrated.home(home), stdout=log, stderr=subprocess.STDOUT)
+    yield base, process
+    _stop(process)
+
+
+@pytest.fixture
+def own_daemon(migrated, tmp_path):
+    """A daemon of the test's own over a fresh install in ``tmp_path``, its
+    output on pipes, for the tests that stop it or read what it printed."""
+    base, process = _serve(migrated.home(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    yield base, process
+    _stop(process)
 
 
 def test_health_answers_without_auth(daemon):
@@ -129,8 +140,8 @@ def test_a_foreign_host_header_is_refused(daemon):
     assert status == 400
 
 
-def test_sigterm_stops_it_cleanly(daemon):
-    _, process = daemon
+def test_sigterm_stops_it_cleanly(own_daemon):
+    _, process = own_daemon
     process.send_signal(signal.SIGTERM)
     # uvicorn shuts down gracefully, then re-raises the signal it caught, so
     # the exit status still says "terminated by SIGTERM".
@@ -140,8 +151,8 @@ def test_sigterm_stops_it_cleanly(daemon):
     assert "Traceback" not in log
 
 
-def test_first_run_setup_code_is_private_and_never_in_its_log(daemon, tmp_path):
-    base, process = daemon
+def test_first_run_setup_code_is_private_and_never_in_its_log(own_daemon, tmp_path):
+    base, process = own_daemon
     code_file = tmp_path / "setup-code"
     assert code_file.stat().st_mode & 0o777 == 0o600
     code = code_file.read_text().strip()
@@ -156,8 +167,8 @@ def test_first_run_setup_code_is_private_and_never_in_its_log(daemon, tmp_path):
     assert code not in log
 
 
-def test_serve_records_where_it_listens_refuses_a_second_one_and_removes_the_record_on_stop(daemon, tmp_path):
-    base, process = daemon
+def test_serve_records_where_it_listens_refuses_a_second_one_and_removes_the_record_on_stop(own_daemon, tmp_path):
+    base, process = own_daemon
     record = json.loads((tmp_path / "serve.json").read_text())
     assert record["pid"] == process.pid and record["state"] == "listening"
     assert record["url"] == base and record["port"] == int(base.rsplit(":", 1)[1])
