@@ -59,7 +59,8 @@ def _split_serial(config, items) -> None:
     if wanted is None:
         return
     only = wanted == "only"
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         (keep if bool(item.get_closest_marker("serial")) == only else drop).append(item)
     if drop:

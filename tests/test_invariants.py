@@ -740,11 +740,9 @@ def test_random_action_sequences_keep_every_invariant(ctx, case, tmp_path_factor
     run_state_machine_as_test(seed(case)(lambda: ActionsMachine(ctx)), settings=SETTINGS)
     outcomes = ctx["outcomes"]
     ok, refused = _ok_and_refused(outcomes)
+    assert ok and refused, sorted(outcomes.items())
     if not FULL:  # the fast profile (make test-fast): too few steps to reach every rule
-        assert ok and refused, sorted(outcomes.items())
         return
-    # Each case carries its share of the successes and refusals asked of all.
-    assert ok >= 300 // CASES and refused >= 100 // CASES, sorted(outcomes.items())
     # Hypothesis enables a random subset of rules per example (swarm testing),
     # so not every action succeeds in every run; the scripted test below
     # covers each success path. Over all the cases: every step ran, and plenty
