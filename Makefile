@@ -17,26 +17,33 @@ DEV_STAMP := $(VENV)/.installed-dev
 run: install
 	$(BIN)/python -m memory_site.command_line serve --host $(HOST) --port $(PORT)
 
+# The tests run on WORKERS processes (pytest-xdist; `auto`: one per core),
+# each with its own VETTED_HOME and test database; then the few marked
+# `serial` (whole-machine stress) run alone. See docs/development-tests.md.
+WORKERS ?= auto
+PYTEST  := $(BIN)/python -m pytest
 test: install-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST) -n $(WORKERS) --serial=exclude $(PYTEST_ARGS)
+	$(PYTEST) --serial=only $(PYTEST_ARGS)
 
-# The inner loop, about a minute: leaves out the browser tests (-m browser)
-# and everything that starts a process (-m slow: the daemon, the stdio
-# bridge, commands run as subprocesses, the MCP conformance suite, the
-# stress run), the tests that load the real embedding model (-m model), and
-# runs Hypothesis with few examples (profile "fast" in tests/conftest.py).
-# `make test` runs all of it.
+# The inner loop: leaves out the browser tests (-m browser) and everything
+# that starts a process (-m slow: the daemon, the stdio bridge, commands run
+# as subprocesses, the MCP conformance suite, the stress run), the tests that
+# load the real embedding model (-m model), and runs Hypothesis with few
+# examples (profile "fast" in tests/conftest.py). `make test` runs all of it.
 test-fast: install-dev
-	VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q -m "not slow and not browser and not model" $(PYTEST_ARGS)
+	VETTED_HYPOTHESIS=fast $(PYTEST) -q -n $(WORKERS) -m "not slow and not browser and not model" $(PYTEST_ARGS)
 
-# PostgreSQL: every test that touches the database, again on a
-# throwaway PostgreSQL 18 + pgvector that the test settings start themselves
-# (or on VETTED_DATABASE_URL's server). Tests that start processes or a
-# browser or the real model, and those that test SQLite itself, run in `make test` only.
-# Property tests run a few examples each here (VETTED_HYPOTHESIS=fast): their
-# full runs are engine-independent logic and stay in `make test`.
+# PostgreSQL: every test that touches the database, again on a throwaway
+# PostgreSQL 18 + pgvector that the test settings start themselves (or on
+# VETTED_DATABASE_URL's server), one test database per worker. Tests that
+# start processes or a browser or the real model, and those that test SQLite
+# itself, run in `make test` only. Property tests run a few examples each
+# here (VETTED_HYPOTHESIS=fast): their full runs are engine-independent logic
+# and stay in `make test`.
 test-postgres: install-dev
-	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q -n $(WORKERS) --serial=exclude $(PYTEST_ARGS)
+	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q --serial=only $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.
 check: install-dev

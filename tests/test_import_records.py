@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -601,15 +600,11 @@ def _manage(args, env, **kw):
 
 
 @pytest.mark.slow
-def test_import_runs_as_a_real_process(tmp_path):
+def test_import_runs_as_a_real_process(migrated, tmp_path):
     home = tmp_path / "home"
-    env = {
-        k: val for k, val in os.environ.items() if k not in {"VETTED_DB_PATH", "VETTED_REVIEWER", "VETTED_SECRET_KEY"}
-    }
-    env.update(DJANGO_SETTINGS_MODULE="memory_site.settings", VETTED_HOME=str(home), PYTHONUNBUFFERED="1")
-
-    migrated = _manage(["migrate", "--noinput", "-v", "0"], env)
-    assert migrated.returncode == 0, migrated.stderr
+    # A fresh install: a copy of the session's migrated database (tests/home_support.py).
+    env = {k: val for k, val in migrated.home(home).items() if k not in {"VETTED_REVIEWER", "VETTED_SECRET_KEY"}}
+    env.update(PYTHONUNBUFFERED="1")
     assert (home / "vetted.sqlite3").exists()
 
     good = write_jsonl(tmp_path, good_lines(2), name="good.jsonl")

@@ -31,6 +31,7 @@ examples start from the same three agents and nothing else.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from datetime import timedelta
@@ -40,7 +41,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.test import override_settings
 from django.utils import timezone
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -66,7 +67,7 @@ from reviews.models import (
     Record,
     RecordStatus,
 )
-from tests.conftest import examples, steps
+from tests.conftest import FAST, examples, steps
 
 pytestmark = pytest.mark.django_db
 
@@ -99,10 +100,15 @@ HAND_EDIT = "Edited by hand."  # what an out-of-band edit appends (no action wri
 # run can take minutes; the failing steps are printed either way. Set
 # VETTED_SHRINK=1 for a minimal example when debugging.
 PHASES = [p for p in Phase if p is not Phase.shrink or os.environ.get("VETTED_SHRINK")]
-# 25 runs of 40 steps, or fewer under a lighter Hypothesis profile
-# (tests/conftest.py: `make test-fast`); the counts below scale with them.
-EXAMPLES = examples(25)
+# 25 runs of 40 steps, split into CASES seeded cases so that parallel workers
+# share them (each case is a test of its own). Each case asks for one example
+# more than its share: Hypothesis's first example is the simplest one, which
+# takes no step. A lighter Hypothesis profile (tests/conftest.py: `make
+# test-fast`) runs one case of fewer, shorter runs; the counts below scale.
+CASES = 1 if FAST else 5
+EXAMPLES = examples(25 // 5 + 1)
 STEPS = steps(40)
+FULL = (CASES, EXAMPLES, STEPS) == (5, 6, 40)
 SETTINGS = settings(
     phases=PHASES,
     max_examples=EXAMPLES,
@@ -759,21 +765,52 @@ def ctx(reviewer, agent, team_agent, clock, monkeypatch):
         yield {"reviewer": reviewer, "clock": clock, "outcomes": Counter()}
 
 
-def test_random_action_sequences_keep_every_invariant(ctx):
-    run_state_machine_as_test(lambda: ActionsMachine(ctx), settings=SETTINGS)
+@pytest.mark.parametrize("case", range(CASES))
+def test_random_action_sequences_keep_every_invariant(ctx, case, tmp_path_factory):
+    # A fixed seed per case (it overrides derandomize): the cases explore
+    # different sequences, and the same ones on every run.
+    run_state_machine_as_test(seed(case)(lambda: ActionsMachine(ctx)), settings=SETTINGS)
     outcomes = ctx["outcomes"]
+    ok, refused = _ok_and_refused(outcomes)
+    assert ok and refused, sorted(outcomes.items())
+    if not FULL:  # the fast profile (make test-fast): too few steps to reach every rule
+        return
     # Hypothesis enables a random subset of rules per example (swarm testing),
     # so not every action succeeds in every run; the scripted test below
-    # covers each success path. Here: every step ran, and plenty succeeded
-    # and were refused.
-    ran = {key.split(": ")[0] for key in outcomes}
+    # covers each success path. Over all the cases: every step ran, and plenty
+    # succeeded and were refused. Each case leaves its outcomes in the run's
+    # temporary folder (shared by the parallel workers); the case that
+    # finishes last finds them all and checks their sum.
+    everything = _outcomes_of_every_case(tmp_path_factory, case, outcomes)
+    if everything is not None:
+        ok, refused = _ok_and_refused(everything)
+        ran = {key.split(": ")[0] for key in everything}
+        assert set(ACTIONS) | {"edit_out_of_band", "time_passes"} <= ran, sorted(everything.items())
+        assert ok >= 300 and refused >= 100, sorted(everything.items())
+
+
+def _ok_and_refused(outcomes: Counter[str]) -> tuple[int, int]:
     ok = sum(n for key, n in outcomes.items() if key.endswith(": ok"))
     refused = sum(n for key, n in outcomes.items() if ": " in key and not key.endswith(": ok"))
-    if (EXAMPLES, STEPS) == (25, 40):
-        assert set(ACTIONS) | {"edit_out_of_band", "time_passes"} <= ran, sorted(outcomes.items())
-        assert ok >= 300 and refused >= 100, sorted(outcomes.items())
-    else:  # the fast profile (make test-fast): too few steps to reach every rule
-        assert ok and refused, sorted(outcomes.items())
+    return ok, refused
+
+
+def _outcomes_of_every_case(tmp_path_factory, case: int, outcomes: Counter[str]) -> Counter[str] | None:
+    """Write this case's outcomes into the run's
+    folder; return the sum over every case once all have written theirs,
+    else None. Whichever case writes last reads after every other write."""
+    base = tmp_path_factory.getbasetemp()
+    # Under pytest-xdist each worker's folder sits in the run's (popen-gw0, ...).
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "invariant-outcomes"
+    folder.mkdir(exist_ok=True)
+    written = folder / f"case-{case}.json"
+    partial = written.with_suffix(".part")
+    partial.write_text(json.dumps(outcomes))
+    partial.replace(written)
+    found = sorted(folder.glob("case-*.json"))
+    if len(found) < CASES:
+        return None
+    return sum((Counter(json.loads(path.read_text())) for path in found), Counter())
 
 
 def test_every_action_succeeds_once_with_all_invariants_checked(ctx):

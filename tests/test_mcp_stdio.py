@@ -200,10 +200,10 @@ def test_bridge_reconnects_when_the_daemon_restarts(agent_tokens, tmp_path):
     assert not first.is_error and not second.is_error  # the old session died with the daemon
 
 
-def test_autostart_starts_one_daemon_for_concurrent_bridges(tmp_path):
+def test_autostart_starts_one_daemon_for_concurrent_bridges(migrated, tmp_path):
     """Two bridges spawned at once against a stopped daemon: one starts it
     (under the lock), the other waits for it; both get answers."""
-    env, token = _home_with_agent(tmp_path / "home", "auto")
+    env, token = _home_with_agent(migrated, tmp_path / "home", "auto")
     home = tmp_path / "home"
     port = free_port()
     bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
@@ -240,17 +240,11 @@ def test_autostart_starts_one_daemon_for_concurrent_bridges(tmp_path):
     assert time.monotonic() - started < 150
 
 
-def _home_with_agent(home, agent="cold"):
-    """A fresh VETTED_HOME with a reviewer and one agent; returns (env, token)."""
-    env = {
-        **os.environ,
-        "VETTED_HOME": str(home),
-        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
-        "VETTED_EMBEDDER": "fake",
-    }
-    env.pop("VETTED_DB_PATH", None)
+def _home_with_agent(migrated, home, agent="cold"):
+    """A fresh VETTED_HOME (a copy of the session's migrated database) with
+    a reviewer and one agent; returns (env, token)."""
+    env = migrated.home(home)
     manage = [sys.executable, str(PROJECT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, timeout=120)
     subprocess.run(
         [*manage, "createsuperuser", "--noinput", "--username", "rita", "--email", "r@example.com"],
         env={**env, "DJANGO_SUPERUSER_PASSWORD": "a-long-password-1"},
@@ -279,14 +273,14 @@ def _stop_recorded_daemon(home):
             time.sleep(0.05)
 
 
-def test_a_cold_bridge_answers_initialize_and_tools_list_before_the_daemon_is_up(tmp_path):
+def test_a_cold_bridge_answers_initialize_and_tools_list_before_the_daemon_is_up(migrated, tmp_path):
     """The daemon down, autostart on: initialize and tools/list come from the
     answers the daemon gave an earlier session (VETTED_HOME/bridge-cache.json),
     at once, while the daemon starts; the first tool call waits for it."""
     from mcp_bridge.stdio.config import load_config
 
     home = tmp_path / "home"
-    env, token = _home_with_agent(home)
+    env, token = _home_with_agent(migrated, home)
     port = free_port()
     bridge_env = {**env, "VETTED_URL": f"http://127.0.0.1:{port}", "VETTED_TOKEN": token, "VETTED_AUTOSTART": "1"}
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
@@ -345,14 +339,14 @@ def test_the_cache_is_ignored_when_what_the_answers_depend_on_changed(tmp_path):
     assert "vt_a" not in (tmp_path / "bridge-cache.json").read_text()
 
 
-def test_a_bridge_waits_for_a_daemon_that_is_already_starting(tmp_path):
+def test_a_bridge_waits_for_a_daemon_that_is_already_starting(migrated, tmp_path):
     """`make run` is loading the model when a client spawns the bridge: the
     daemon the bridge starts is refused at once (serve.json says one is
     starting), and the bridge waits for that one instead of failing."""
     from memory_site import listening
 
     home = tmp_path / "home"
-    env, token = _home_with_agent(home)
+    env, token = _home_with_agent(migrated, home)
     port = free_port()
     # The daemon that is "loading its model": recorded as starting on that port by a live process (this one).
     listening.write(home, host="127.0.0.1", port=port, state="starting")

@@ -38,23 +38,11 @@ def fetch(url, headers=None):
         return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
 
 
-def start_daemon(tmp_path, **extra_env):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
-        "VETTED_HOME": str(tmp_path),
-        "VETTED_EMBEDDER": "fake",
-        **extra_env,
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=PROJECT, env=env, check=True, timeout=120)
+def _serve(env: dict[str, str], **output) -> tuple[str, subprocess.Popen]:
+    """`manage.py serve` on a free port, once it answers /health."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=PROJECT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=PROJECT, env=env, text=True, **output
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -66,21 +54,34 @@ def start_daemon(tmp_path, **extra_env):
             time.sleep(0.2)
     else:
         process.kill()
-        pytest.fail(f"serve did not answer /health: {process.communicate()[1][-2000:]}")
+        pytest.fail(f"serve did not answer /health: {(process.communicate()[1] or '')[-2000:]}")
     return base, process
 
 
-def stop_daemon(process):
+def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=20)
 
 
-@pytest.fixture
-def daemon(tmp_path):
-    base, process = start_daemon(tmp_path)
+@pytest.fixture(scope="module")
+def daemon(migrated, tmp_path_factory):
+    """One daemon over a fresh install (a migrated database, no account),
+    shared by the tests that only read from it."""
+    home = tmp_path_factory.mktemp("serve")
+    with open(home / "serve.log", "w") as log:
+        base, process = _serve(migrated.home(home), stdout=log, stderr=subprocess.STDOUT)
     yield base, process
-    stop_daemon(process)
+    _stop(process)
+
+
+@pytest.fixture
+def own_daemon(migrated, tmp_path):
+    """A daemon of the test's own over a fresh install in ``tmp_path``, its
+    output on pipes, for the tests that stop it or read what it printed."""
+    base, process = _serve(migrated.home(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    yield base, process
+    _stop(process)
 
 
 def test_health_answers_without_auth_only_that_vetted_is_up(daemon):
@@ -102,8 +103,8 @@ def sign_in(base, username, password):
     return opener
 
 
-def test_health_gives_the_operator_counts_and_the_model_warmed_at_startup(daemon, tmp_path):
-    base, _ = daemon
+def test_health_gives_the_operator_counts_and_the_model_warmed_at_startup(own_daemon, tmp_path):
+    base, _ = own_daemon
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_site.settings", "VETTED_HOME": str(tmp_path)}
     make_operator = (
         "from django.contrib.auth.models import User; User.objects.create_superuser('op', '', 'a-long-password-9')"
@@ -164,8 +165,8 @@ def test_a_foreign_host_header_is_refused(daemon):
     assert status == 400
 
 
-def test_sigterm_stops_it_cleanly(daemon):
-    _, process = daemon
+def test_sigterm_stops_it_cleanly(own_daemon):
+    _, process = own_daemon
     process.send_signal(signal.SIGTERM)
     # uvicorn shuts down gracefully, then re-raises the signal it caught, so
     # the exit status still says "terminated by SIGTERM".
@@ -175,8 +176,8 @@ def test_sigterm_stops_it_cleanly(daemon):
     assert "Traceback" not in log
 
 
-def test_first_run_setup_code_is_private_and_never_in_its_log(daemon, tmp_path):
-    base, process = daemon
+def test_first_run_setup_code_is_private_and_never_in_its_log(own_daemon, tmp_path):
+    base, process = own_daemon
     code_file = tmp_path / "setup-code"
     assert code_file.stat().st_mode & 0o777 == 0o600
     code = code_file.read_text().strip()
@@ -191,8 +192,8 @@ def test_first_run_setup_code_is_private_and_never_in_its_log(daemon, tmp_path):
     assert code not in log
 
 
-def test_serve_records_where_it_listens_refuses_a_second_one_and_removes_the_record_on_stop(daemon, tmp_path):
-    base, process = daemon
+def test_serve_records_where_it_listens_refuses_a_second_one_and_removes_the_record_on_stop(own_daemon, tmp_path):
+    base, process = own_daemon
     record = json.loads((tmp_path / "serve.json").read_text())
     assert record["pid"] == process.pid and record["state"] == "listening"
     assert record["url"] == base and record["port"] == int(base.rsplit(":", 1)[1])
@@ -249,11 +250,18 @@ def seconds_until_closed(sock, started, give_up=15.0) -> float:
 PARTIAL = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "  # never finished
 
 
-def test_connections_that_never_finish_their_headers_are_closed_after_the_header_time(tmp_path):
+def start_daemon(migrated, tmp_path, **extra_env) -> tuple[str, subprocess.Popen]:
+    """A daemon of the test's own over a fresh install, with ``extra_env``."""
+    env = {**migrated.home(tmp_path), **extra_env}
+    with open(tmp_path / "serve.log", "w") as log:  # a file: a pipe nobody reads could fill and stall it
+        return _serve(env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def test_connections_that_never_finish_their_headers_are_closed_after_the_header_time(migrated, tmp_path):
     """A real daemon and real sockets: 100 connections that send half a
     request are all closed within VETTED_HEADER_SECONDS (2 s here), and the
     daemon keeps answering meanwhile (slow: a process and sockets)."""
-    base, process = start_daemon(tmp_path, VETTED_HEADER_SECONDS="2", VETTED_MAX_CONNECTIONS="500")
+    base, process = start_daemon(migrated, tmp_path, VETTED_HEADER_SECONDS="2", VETTED_MAX_CONNECTIONS="500")
     try:
         started = time.monotonic()
         slow = open_sockets(base, 100, PARTIAL)
@@ -263,11 +271,11 @@ def test_connections_that_never_finish_their_headers_are_closed_after_the_header
         for sock in slow:
             sock.close()
     finally:
-        stop_daemon(process)
+        _stop(process)
 
 
-def test_a_kept_alive_connection_that_stalls_in_its_next_request_is_closed(tmp_path):
-    base, process = start_daemon(tmp_path, VETTED_HEADER_SECONDS="2")
+def test_a_kept_alive_connection_that_stalls_in_its_next_request_is_closed(migrated, tmp_path):
+    base, process = start_daemon(migrated, tmp_path, VETTED_HEADER_SECONDS="2")
     try:
         (sock,) = open_sockets(base, 1, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         sock.settimeout(10)
@@ -278,11 +286,11 @@ def test_a_kept_alive_connection_that_stalls_in_its_next_request_is_closed(tmp_p
         assert seconds_until_closed(sock, started) < 9
         sock.close()
     finally:
-        stop_daemon(process)
+        _stop(process)
 
 
-def test_connections_beyond_the_cap_are_closed_at_once_and_room_comes_back(tmp_path):
-    base, process = start_daemon(tmp_path, VETTED_HEADER_SECONDS="3", VETTED_MAX_CONNECTIONS="8")
+def test_connections_beyond_the_cap_are_closed_at_once_and_room_comes_back(migrated, tmp_path):
+    base, process = start_daemon(migrated, tmp_path, VETTED_HEADER_SECONDS="3", VETTED_MAX_CONNECTIONS="8")
     try:
         held = open_sockets(base, 8)
         time.sleep(0.3)
@@ -300,4 +308,4 @@ def test_connections_beyond_the_cap_are_closed_at_once_and_room_comes_back(tmp_p
             sock.close()
         assert fetch(base + "/health")[0] == 200
     finally:
-        stop_daemon(process)
+        _stop(process)

@@ -174,7 +174,9 @@ def test_test_database_is_a_real_file():
     name = db_path()
     assert name != ":memory:" and "mode=memory" not in name
     assert Path(name).is_file()
-    assert Path(name).name == "test_vetted.sqlite3"
+    # Under pytest-xdist each worker's test database carries its name (pytest-django's suffix).
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    assert Path(name).name == "test_vetted.sqlite3" + (f"_{worker}" if worker else "")
     assert not connection.is_in_memory_db()  # type: ignore[attr-defined]  # SQLite's wrapper only
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA database_list")

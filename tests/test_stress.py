@@ -14,7 +14,9 @@ from django.db import connection
 
 from tests.gateway_support import PROJECT
 
-pytestmark = pytest.mark.slow
+# serial: the stress run loads every core on purpose (a daemon, agent
+# processes, a reviewer); beside other tests it would measure them, not Vetted.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def _stress(*args: str) -> str:
