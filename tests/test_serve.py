@@ -134,8 +134,8 @@ def test_pages_link_hashed_static_files_served_compressed_with_a_year_of_cache(d
     assert status == 200
     links = re.findall(r'(?:href|src)="(/static/vetted/[^"]+)"', body.decode())
     names = {Path(link).name for link in links}
-    # site.css, htmx.min.js, keys.js, the web manifest and the icon, each under a content hash.
-    assert len(names) == 5 and all(re.search(r"\.[0-9a-f]{12}\.", name) for name in names), names
+    # site.css, htmx.min.js, keys.js, hints.js, the web manifest and the icon, each under a content hash.
+    assert len(names) == 6 and all(re.search(r"\.[0-9a-f]{12}\.", name) for name in names), names
     for link in links:
         plain_status, _, plain = fetch(base + link)
         assert plain_status == 200

@@ -13,6 +13,7 @@ MEANINGS: dict[str, str] = {
     "VETTED_HOME": "data folder: the SQLite file, the generated secret key and, until the reviewer account exists, `setup-code`",
     "VETTED_DB_PATH": "the database file",
     "VETTED_DATABASE_URL": "`postgresql://user:password@host:5432/dbname[?sslmode=require&…]` runs on PostgreSQL 14+ with pgvector 0.5+ instead (`?host=/run/postgresql` for a socket); see [PostgreSQL](../postgres.md)",
+    "VETTED_TEST_WORKER_HOME": "tests only: the data folder of one pytest-xdist worker, set by the test settings for the processes a test starts",
     "VETTED_TEST_ENGINE": "tests only: `postgres` runs the database tests on PostgreSQL (`make test-postgres`)",
     "VETTED_SECRET_KEY": "Django secret key, 32+ characters",
     "VETTED_ALLOWED_HOSTS": "host names the site answers to",
