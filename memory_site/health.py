@@ -21,10 +21,6 @@ def public_answer() -> dict:
     return {"status": "ok", "service": SERVICE, "version": __version__}
 
 
-def _is_operator(user) -> bool:
-    return bool(getattr(user, "is_authenticated", False) and user.is_active and user.is_superuser)
-
-
 def _operator_answer() -> dict:
     from retrieval import embeddings, index
     from reviews.models import Proposal, ProposalState, Record, RecordStatus
@@ -52,7 +48,9 @@ def _operator_answer() -> dict:
 @require_GET
 def health(request):
     answer = public_answer()
-    if _is_operator(getattr(request, "user", None)):
+    from reviews.policy import is_operator
+
+    if is_operator(getattr(request, "user", None)):
         answer.update(_operator_answer())
     response = JsonResponse(answer)
     response["Cache-Control"] = "no-store"  # the operator's answer must not be kept by a shared cache

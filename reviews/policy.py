@@ -276,6 +276,11 @@ def required_approvals(slug: str) -> int:
     return space_access.required_approvals(slug)
 
 
+def is_operator(person: object) -> bool:
+    """A signed-in, active superuser: instance-wide things (/health's counts, test notices) are theirs."""
+    return all(getattr(person, flag, False) for flag in ("is_authenticated", "is_active", "is_superuser"))
+
+
 def sees(person: object, slug: str) -> bool:
     """Whether ``slug`` exists for ``person`` (any role)."""
     return standing(person, slug) in (Standing.OWNER, Standing.REVIEWER, Standing.READER)

@@ -27,11 +27,11 @@ from .page_helpers import nav_counts, site_login_required
 
 def _space_or_404(user, slug: str) -> tuple[Space, str]:
     """The space and the viewer's role in it; a space they are not a member of does not exist for them."""
-    role = space_access.role_of(user, slug)
-    space = Space.objects.filter(slug=slug).first() if role else None
-    if space is None or role is None:
+    # Who sees a space is the permission policy's answer, as for every action.
+    space = Space.objects.filter(slug=slug).first() if policy.sees(user, slug) else None
+    if space is None:
         raise Http404("No such space.")
-    return space, role
+    return space, str(policy.standing(user, slug))
 
 
 def _page(slug: str) -> str:
@@ -143,7 +143,7 @@ def member_add(request, slug):
     try:
         membership = actions.add_member(slug, username, role=role, actor=request.user)
     except NotFound as exc:
-        if not space_access.role_of(request.user, slug):
+        if not policy.sees(request.user, slug):
             raise Http404("No such space.") from exc
         _refused(request, exc)
     except VettedError as exc:
@@ -159,7 +159,7 @@ def member_remove(request, slug, username):
     try:
         narrowed = actions.remove_member(slug, username, actor=request.user)
     except NotFound as exc:
-        if not space_access.role_of(request.user, slug):
+        if not policy.sees(request.user, slug):
             raise Http404("No such space.") from exc
         _refused(request, exc)
     except VettedError as exc:
