@@ -135,6 +135,10 @@ def page_without_js(browser, live_server, reviewer, size):
 
 def open_page(browser, live_server, size):
     context, page = signed_in(browser, live_server, size)
+    # Every card fetches its hints when the page loads, so a decision's swap can
+    # queue behind them: with two test workers each driving Chromium on 2 cores
+    # one took over 10 s (CI). The accessibility tests allow 20 s for the same reason.
+    page.set_default_timeout(20_000)
     # keys.js and htmx are deferred scripts: a key pressed before they ran
     # would be lost (seen once on a loaded machine).
     page.wait_for_load_state("load")
