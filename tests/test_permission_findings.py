@@ -299,3 +299,22 @@ def test_a_scope_edited_by_hand_moves_no_decision_into_another_space(team_of_thr
     record.refresh_from_db()
     assert record.status == RecordStatus.APPROVED
     assert actions.accept_proposal(retirement, actor=rita).state == ProposalState.ACCEPTED
+
+
+def test_a_person_s_own_proposal_from_a_file_needs_two_other_approvers(team_of_three):
+    """A vault or instruction-file edit is a proposal its person wrote: in a
+    two-approval space that person is not one of the two, as the person of a
+    proposing agent is not (otherwise one other reviewer would make it true)."""
+    rita, sam, tess = team_of_three["rita"], team_of_three["sam"], team_of_three["tess"]
+    actions.set_required_approvals("pair", 2, actor=OPERATOR)
+    mine = actions.propose_file_create(
+        user=sam, reason="Edited in my vault", **content(scope="pair", title="Pair deploy window")
+    )
+    with pytest.raises(InvalidTransition, match="you proposed it"):
+        actions.accept_proposal(mine, actor=sam)
+    actions.accept_proposal(mine, actor=rita)
+    mine.refresh_from_db()
+    assert mine.state == ProposalState.PENDING  # one of two
+    actions.accept_proposal(mine, actor=tess)
+    mine.refresh_from_db()
+    assert mine.state == ProposalState.ACCEPTED

@@ -48,16 +48,31 @@ def approvals_of(proposal: Proposal) -> list[ProposalApproval]:
     return [a for a in rows if policy.standing(a.user, slug) in (policy.Standing.OWNER, policy.Standing.REVIEWER)]
 
 
+def proposes(proposal: Proposal, person: object) -> bool:
+    """Whether ``person`` stands behind ``proposal``: the person of its agent,
+    or the person who wrote it in a file or vault (no agent)."""
+    if proposal.agent is not None:
+        return proposal.agent.owner_id == getattr(person, "pk", None)
+    username = getattr(person, "get_username", lambda: None)()
+    return bool(proposal.proposed_by_user) and proposal.proposed_by_user == username
+
+
 def approval_refusal(
     proposal: Proposal, reviewer: object, counted: list[ProposalApproval], required: int, slug: str
 ) -> str | None:
     """Why ``reviewer``'s accept of ``proposal`` cannot count in ``slug``,
     which needs ``required`` approvals (``counted`` so far), or None. The
-    person of the proposing agent never approves it; nobody approves twice."""
+    person of the proposing agent, or the person who wrote it (a file or vault
+    edit), never approves it; nobody approves twice."""
     agent = proposal.agent
     if agent is not None and agent.owner_id == getattr(reviewer, "pk", None):
         return (
             f"Cannot accept {proposal.public_id}: you own agent {agent.name!r}, which proposed it, and {slug} "
+            f"needs {required} approvals by other reviewers."
+        )
+    if proposes(proposal, reviewer) and agent is None:
+        return (
+            f"Cannot accept {proposal.public_id}: you proposed it, and {slug} "
             f"needs {required} approvals by other reviewers."
         )
     if any(a.user_id == getattr(reviewer, "pk", None) for a in counted):
@@ -120,8 +135,7 @@ def two_person_state(proposal: Proposal, person: object) -> TwoPersonState | Non
         return None
     counted = approvals_of(proposal)
     done = {a.user_id for a in counted}
-    owner_id = proposal.agent.owner_id if proposal.agent is not None else None
-    waiting = [p.get_username() for p in policy.approvers(slug) if p.pk not in done and p.pk != owner_id]  # type: ignore[attr-defined]
+    waiting = [p.get_username() for p in policy.approvers(slug) if p.pk not in done and not proposes(proposal, p)]  # type: ignore[attr-defined]
     slugs, sources = _policy_slugs(proposal)
     answer = policy.ask(person, "accept", slugs, sources)
     why = ""
