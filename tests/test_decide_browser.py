@@ -9,7 +9,7 @@ import pytest
 from reviews import actions
 from reviews.models import Proposal, ProposalState, Record, RecordStatus
 from tests import test_inbox_browser as base
-from tests.test_inbox_browser import assert_fits, card, open_page, shot, wait_decided
+from tests.test_inbox_browser import assert_fits, card, open_page, shot, wait_decided, wait_for_hints
 
 pytestmark = base.pytestmark
 # The browser and the three seeded proposals, shared with the inbox's browser tests.
@@ -107,6 +107,7 @@ def test_undo_by_the_toast_and_by_u(browser, live_server, seeded, size):
         # By keyboard: decide, then u.
         page.wait_for_function("() => window.htmx !== undefined")
         page.locator(f"#proposal-{third.pk}").click(position={"x": 5, "y": 5})
+        wait_for_hints(page, third.pk)
         page.keyboard.press("a")
         wait_decided(page, third, "Accepted")
         page.wait_for_selector("#undo-toast")

@@ -133,6 +133,12 @@ def page_without_js(browser, live_server, reviewer, size):
     context.close()
 
 
+def wait_for_hints(page, pk: int) -> None:
+    """Wait until the card's hints have arrived: until then a decision key is
+    held (static/vetted/hints.js), as a reviewer sees the hints first."""
+    page.wait_for_function("sel => !document.querySelector(sel)", arg=f'#proposal-{pk} [data-hints="loading"]')
+
+
 def open_page(browser, live_server, size):
     context, page = signed_in(browser, live_server, size)
     # Every card fetches its hints when the page loads, so a decision's swap can
@@ -270,6 +276,7 @@ def test_decide_three_proposals_with_the_keyboard(browser, live_server, seeded, 
 
         page.keyboard.press("j")
         page.wait_for_selector(f"#proposal-{seeded['first'].pk}.current")
+        wait_for_hints(page, seeded["first"].pk)
         page.keyboard.press("a")
         wait_decided(page, seeded["first"], "Accepted")
         # The focus moves on to the next pending card by itself.

@@ -12,7 +12,16 @@ import os
 from reviews.inbox.bench_review_page import SETTLED
 from reviews.models import Proposal, ProposalState
 from tests import test_accessibility_browser as a11y
-from tests.test_inbox_browser import ARTIFACTS, assert_fits, browser, choose_view, open_page, pytestmark, signed_in  # noqa: F401  # fixture, marks
+from tests.test_inbox_browser import (
+    ARTIFACTS,
+    assert_fits,
+    browser,  # noqa: F401  # the fixture
+    choose_view,
+    open_page,
+    pytestmark,  # noqa: F401  # the marks
+    signed_in,
+    wait_for_hints,
+)
 from tests.test_inbox_triage_browser import triage_seed  # noqa: F401  # fixture
 
 OPEN = "#cards > [data-card]:not(.line):not(.decided)"
@@ -92,6 +101,7 @@ def test_the_pane_follows_the_selection_and_a_decision_in_it_shows_in_the_list(
         assert at["ids"] == [f"proposal-{following.pk}"]
         # The pane's keys decide the open card: a accepts it.
         page.locator(f"#proposal-{following.pk}").focus()
+        wait_for_hints(page, following.pk)
         page.keyboard.press("a")
         page.wait_for_selector(f"#proposal-{following.pk}.decided")
         assert Proposal.objects.get(pk=following.pk).state == ProposalState.ACCEPTED

@@ -16,7 +16,7 @@ from reviews.inbox import inbox_views
 from reviews.inbox.bench_review import seed
 from reviews.inbox.bench_review_page import REVEAL, TOAST_COVERS, WHOLE_IN_FIRST_SCREEN
 from tests.conftest import GOOD_BODY, content
-from tests.test_inbox_browser import assert_fits, browser, open_page, pytestmark, shot  # noqa: F401  # fixture, marks
+from tests.test_inbox_browser import assert_fits, browser, open_page, pytestmark, shot, wait_for_hints  # noqa: F401  # fixture, marks
 
 pytestmark = [*pytestmark, pytest.mark.slow]
 
@@ -95,13 +95,6 @@ def test_undo_sits_in_the_decided_cards_place_and_covers_no_control(browser, liv
         context.close()
 
 
-def hints_in(page, pk: int) -> None:
-    """Wait until the card's hints have arrived: until then a decision key is
-    held (static/vetted/hints.js), as a reviewer would see them first."""
-    loading = f'#proposal-{pk} [data-hints="loading"]'
-    page.wait_for_function("sel => !document.querySelector(sel)", arg=loading)
-
-
 def test_j_loads_the_next_page_when_no_undecided_card_is_left(browser, live_server, agent, monkeypatch):  # noqa: F811
     monkeypatch.setattr(inbox_views, "PAGE_SIZE", 3)
     made = [
@@ -116,13 +109,13 @@ def test_j_loads_the_next_page_when_no_undecided_card_is_left(browser, live_serv
         page.keyboard.press("j")
         for proposal in made[:3]:
             page.wait_for_selector(f"#proposal-{proposal.pk}.current")
-            hints_in(page, proposal.pk)  # a decision key waits for the card's hints
+            wait_for_hints(page, proposal.pk)  # a decision key waits for the card's hints
             page.keyboard.press("a")
             page.wait_for_selector(f"#proposal-{proposal.pk}.decided")
         assert page.locator("[data-card]:not(.decided)").count() == 0
         page.keyboard.press("j")
         page.wait_for_selector(f"#proposal-{made[3].pk}.current")
-        hints_in(page, made[3].pk)
+        wait_for_hints(page, made[3].pk)
         page.keyboard.press("a")
         page.wait_for_selector(f"#proposal-{made[3].pk}.decided")
     finally:
