@@ -178,3 +178,74 @@ def test_a_different_service_file_is_left_alone_without_force(places):
 def test_a_path_a_unit_file_cannot_carry_is_refused_by_name(tmp_path):
     with pytest.raises(service.ServiceError, match="quote, backslash or newline"):
         service.systemd_unit(tmp_path / 'say "hi"', "127.0.0.1", 8765)
+
+
+# --------------------------------------------------------------------------- the stdio entry
+
+
+class FakeDist:
+    def __init__(self, direct_url: str | None, located: Path):
+        self.direct_url, self.located = direct_url, located
+
+    def read_text(self, name: str) -> str | None:
+        return self.direct_url if name == "direct_url.json" else None
+
+    def locate_file(self, name: str) -> Path:
+        return self.located / name
+
+
+@pytest.fixture
+def fake_python(tmp_path, monkeypatch):
+    from memory_site import clients
+
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    script = tmp_path / "bin" / "vetted-mcp"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    return clients, script
+
+
+def test_the_stdio_entry_runs_the_installed_vetted_mcp_script_of_this_code(fake_python, monkeypatch):
+    from importlib import metadata
+
+    clients, script = fake_python
+    editable_here = json.dumps({"dir_info": {"editable": True}, "url": f"file://{PROJECT_DIR}"})
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDist(editable_here, Path("/nowhere")))
+    assert clients.stdio_command() == [str(script)]
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDist(None, PROJECT_DIR))  # a plain install
+    assert clients.stdio_command() == [str(script)]
+
+
+def test_the_stdio_entry_falls_back_to_manage_py_when_the_script_is_another_checkout_s(fake_python, monkeypatch):
+    from importlib import metadata
+
+    clients, script = fake_python
+    elsewhere = json.dumps({"dir_info": {"editable": True}, "url": "file:///some/other/checkout"})
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDist(elsewhere, Path("/nowhere")))
+    assert clients.stdio_command() == [sys.executable, str(PROJECT_DIR / "manage.py"), "mcp_stdio"]
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDist(None, PROJECT_DIR))
+    script.unlink()  # not installed
+    assert clients.stdio_command() == [sys.executable, str(PROJECT_DIR / "manage.py"), "mcp_stdio"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_command_prints_no_info_log_lines_but_the_person_can_ask_for_them(reviewer, capsys, monkeypatch):
+    import logging
+
+    monkeypatch.delenv("VETTED_LOG_LEVEL", raising=False)
+    levels = {name: logging.getLogger(name).level for name in ("reviews", "retrieval", "axes")}
+    logging.getLogger("reviews").setLevel(logging.INFO)  # as the settings leave it outside the tests
+    try:
+        with pytest.raises(SystemExit):
+            app.cli.main(["agent", "create", "quiet-bot", "--scopes", "team"], prog_name="vetted")
+        assert logging.getLogger("reviews").level == logging.WARNING
+
+        logging.getLogger("reviews").setLevel(logging.INFO)
+        monkeypatch.setenv("VETTED_LOG_LEVEL", "INFO")
+        with pytest.raises(SystemExit):
+            app.cli.main(["agent", "revoke", "quiet-bot"], prog_name="vetted")
+        assert logging.getLogger("reviews").level == logging.INFO
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
