@@ -59,7 +59,8 @@ def _quiet_logs() -> None:
 
     from django.conf import settings
 
-    for name in settings.LOGGING.get("loggers", {}):
+    loggers = settings.LOGGING.get("loggers", {})
+    for name in loggers if isinstance(loggers, dict) else ():
         logger = logging.getLogger(name)
         if logger.level < logging.WARNING:
             logger.setLevel(logging.WARNING)
