@@ -4,6 +4,7 @@ install` writes a user service file and never replaces someone else's."""
 
 from __future__ import annotations
 
+import io
 import json
 import plistlib
 import sys
@@ -249,3 +250,30 @@ def test_a_command_prints_no_info_log_lines_but_the_person_can_ask_for_them(revi
     finally:
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+# --------------------------------------------------------------------------- progress on a terminal
+
+
+class Pipe(io.StringIO):
+    def close(self) -> None:  # a command's output wrapper may close it; later writes still land
+        pass
+
+
+class Terminal(Pipe):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_backup_shows_its_steps_on_a_terminal_and_nothing_in_a_pipe(reviewer, tmp_path, monkeypatch):
+    shown = {}
+    for name, stream in (("terminal", Terminal()), ("pipe", Pipe())):
+        with monkeypatch.context() as patch:  # sys.stderr back before the database's teardown writes
+            patch.setattr(sys, "stderr", stream)
+            with pytest.raises(SystemExit) as exited:
+                app.cli.main(["data", "backup", str(tmp_path / f"{name}.sqlite3")], prog_name="vetted")
+        assert exited.value.code == 0
+        shown[name] = stream.getvalue()
+    assert "backup: " in shown["terminal"] and "/3 " in shown["terminal"], shown
+    assert "backup:" not in shown["pipe"]
