@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from django.apps import apps
 from django.core.management import get_commands
 
-from memory_site.command_line import app, helptext, run, service, table
+from memory_site.command_line import app, daemon, helptext, run, service, table
 from memory_site.defaults import PROJECT_DIR
 
 
@@ -136,6 +136,7 @@ def test_the_systemd_unit_runs_this_python_s_serve_for_this_home(places):
     assert lines["EnvironmentFile"] == [f'-"{str(home / "vetted.env").replace("%", "%%")}"']
     assert lines["WorkingDirectory"] == [str(PROJECT_DIR)]
     assert lines["Restart"] == ["on-failure"] and lines["WantedBy"] == ["default.target"]
+    assert lines["RestartPreventExitStatus"] == [str(daemon.ALREADY_RUNNING)]
     assert quoted_home in lines["Description"][0]
 
 

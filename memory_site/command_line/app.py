@@ -16,9 +16,6 @@ from . import helptext, table
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 PROG = "vetted"
-# `vetted serve`'s exit code when this VETTED_HOME's Vetted already serves that
-# port: `make run` takes it as done (any other failure stays one).
-ALREADY_RUNNING = 4
 
 
 class Handover(click.Command):
@@ -142,7 +139,7 @@ def serve(host: str, port: int, workers: int, background: bool) -> None:
         if record is not None and record.alive and record.port == port:
             # Vetted runs here already: not a failure, but not a start either.
             say(f"Error: {exc}")
-            sys.exit(ALREADY_RUNNING)
+            sys.exit(daemon.ALREADY_RUNNING)
         raise click.ClickException(str(exc)) from None
     except daemon.StartFailed as exc:
         raise click.ClickException(str(exc)) from None

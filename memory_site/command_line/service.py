@@ -21,6 +21,8 @@ from pathlib import Path
 from memory_site.defaults import PROJECT_DIR
 from memory_site.files import write_atomic
 
+from .daemon import ALREADY_RUNNING
+
 UNIT_NAME = "vetted.service"
 LAUNCHD_LABEL = "org.vetted.serve"
 ENV_FILE = "vetted.env"  # in VETTED_HOME: settings the unit reads (kept out of the unit: they may be secrets)
@@ -81,6 +83,8 @@ def systemd_unit(home: Path, host: str, port: int) -> str:
             f"ExecStart={argv}",
             "Restart=on-failure",
             "RestartSec=5",
+            "# 4: this VETTED_HOME's Vetted already serves that port (started elsewhere): not retried.",
+            f"RestartPreventExitStatus={ALREADY_RUNNING}",
             "",
             "[Install]",
             "WantedBy=default.target",
