@@ -86,6 +86,33 @@ CLIENTS = {
 }
 
 
+def stdio_command() -> list[str]:
+    """What the client runs for the stdio entry: the installed `vetted-mcp`
+    script when it runs this very code (beside this Python, installed from
+    this checkout or as a package), else this checkout's `manage.py mcp_stdio`
+    with this Python. An editable install of another checkout (one virtual
+    environment shared by several) would run that checkout's bridge."""
+    script = Path(sys.executable).with_name("vetted-mcp")
+    if os.access(script, os.X_OK) and _installed_here():
+        return [str(script)]
+    return [sys.executable, str(PROJECT_DIR / "manage.py"), "mcp_stdio"]
+
+
+def _installed_here() -> bool:
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("vetted")
+    except metadata.PackageNotFoundError:
+        return False
+    direct = dist.read_text("direct_url.json")
+    if direct:
+        url = json.loads(direct).get("url", "")
+        if json.loads(direct).get("dir_info", {}).get("editable") and url.startswith("file://"):
+            return Path(url.removeprefix("file://")).resolve() == PROJECT_DIR.resolve()
+    return Path(str(dist.locate_file("memory_site"))).resolve() == (PROJECT_DIR / "memory_site").resolve()
+
+
 def server_entry(client: ClientSpec, *, token: str, url: str, home: Path, http: bool) -> dict:
     """The server's entry in the client's config (the value under its name)."""
     if http:
@@ -104,7 +131,8 @@ def server_entry(client: ClientSpec, *, token: str, url: str, home: Path, http: 
     env = {"VETTED_TOKEN": token, "VETTED_HOME": str(home)}
     if url.rstrip("/") != DEFAULT_URL:
         env["VETTED_URL"] = url.rstrip("/")
-    entry = {"command": sys.executable, "args": [str(PROJECT_DIR / "manage.py"), "mcp_stdio"], "env": env}
+    command, *args = stdio_command()
+    entry = {"command": command, "args": args, "env": env}
     if client.name == "claude-code":
         entry = {"type": "stdio", **entry}
     return entry

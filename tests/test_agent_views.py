@@ -42,7 +42,6 @@ def test_create_agent_shows_the_token_once(signed_in):
 
 def test_the_token_panel_shows_a_copyable_config_block_for_every_client(signed_in):
     import json
-    import sys
 
     response = signed_in.post(reverse("agent_create"), {"name": "laptop", "scopes": ["personal", "team"]})
     token = response.context["token"]
@@ -51,7 +50,9 @@ def test_the_token_panel_shows_a_copyable_config_block_for_every_client(signed_i
         assert f'id="snippet-{client}"' in html
     cursor = next(s for s in response.context["snippets"] if s["client"] == "cursor")
     entry = json.loads(cursor["text"])["mcpServers"]["vetted"]
-    assert entry["command"] == sys.executable and entry["args"][-1] == "mcp_stdio"
+    from memory_site.clients import stdio_command
+
+    assert [entry["command"], *entry["args"]] == stdio_command()
     assert entry["env"]["VETTED_TOKEN"] == token
     assert actions.agent_for_token(token).name == "laptop"
 

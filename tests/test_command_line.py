@@ -186,7 +186,7 @@ def test_serve_says_at_once_that_vetted_runs_before_migrating_or_loading_django(
     )
     monkeypatch.setattr(run, "setup", lambda: pytest.fail("serve set Django up before refusing"))
     result = CliRunner().invoke(app.cli, ["serve", "--port", str(port)], prog_name="vetted")
-    assert result.exit_code == 1
+    assert result.exit_code == daemon.ALREADY_RUNNING  # `make run` takes this code as done
     assert f"Vetted is already running for {home}: http://127.0.0.1:{port}/ (pid {os.getppid()}" in result.output
     assert "vetted stop" in result.output
 

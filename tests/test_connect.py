@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-import sys
 
 import pytest
 import tomlkit
@@ -14,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from mcp_bridge.connect import CLIENTS
+from memory_site.clients import stdio_command
 from reviews import actions
 from reviews.errors import Unauthorized
 from reviews.models import Agent, AuditEvent
@@ -43,8 +43,7 @@ def test_each_client_gets_a_stdio_block_with_absolute_paths_and_a_working_token(
     out, err = connect(client, "--agent", f"laptop-{client}")
     spec = CLIENTS[client]
     entry = block(out, spec.fmt)["mcpServers" if spec.fmt == "json" else "mcp_servers"]["vetted"]
-    assert entry["command"] == sys.executable and os.path.isabs(entry["command"])
-    assert entry["args"] == [MANAGE, "mcp_stdio"]
+    assert [entry["command"], *entry["args"]] == stdio_command() and os.path.isabs(entry["command"])
     token = entry["env"]["VETTED_TOKEN"]
     assert actions.agent_for_token(token).name == f"laptop-{client}"
     assert os.path.isabs(entry["env"]["VETTED_HOME"])
@@ -106,7 +105,7 @@ def test_write_merges_into_json_keeping_other_servers_and_backs_up(reviewer, tmp
     _out, err = connect("cursor", "--agent", "writer", "--write", "--config", str(config))
     data = json.loads(config.read_text())
     assert data["theme"] == "dark" and data["mcpServers"]["github"] == {"command": "gh-mcp"}
-    assert data["mcpServers"]["vetted"]["args"][-1] == "mcp_stdio"
+    assert [data["mcpServers"]["vetted"]["command"], *data["mcpServers"]["vetted"]["args"]] == stdio_command()
     backups = list(tmp_path.glob("mcp.json.bak-*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text())["theme"] == "dark"
     assert oct(config.stat().st_mode & 0o777) == "0o600"  # it holds a token
@@ -121,7 +120,7 @@ def test_write_merges_into_toml_keeping_comments(reviewer, tmp_path):
     assert text.startswith("# my settings") and 'model = "o4"' in text
     data = tomlkit.parse(text).unwrap()
     assert data["mcp_servers"]["docs"] == {"command": "docs-mcp"}
-    assert data["mcp_servers"]["vetted"]["args"] == [MANAGE, "mcp_stdio"]
+    assert [data["mcp_servers"]["vetted"]["command"], *data["mcp_servers"]["vetted"]["args"]] == stdio_command()
 
 
 def test_write_refuses_a_broken_config_without_touching_it(reviewer, tmp_path):

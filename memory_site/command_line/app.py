@@ -12,7 +12,7 @@ import click
 
 from memory_site.defaults import DEFAULT_PORT
 
-from . import table
+from . import helptext, table
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 PROG = "vetted"
@@ -45,9 +45,14 @@ class Handover(click.Command):
         self.target = target
 
     def invoke(self, ctx: click.Context) -> None:
+        args = list(ctx.params["args"])
+        text = helptext.kept(ctx.command_path.split()[1:], args)
+        if text is not None:  # the parser's own help, kept: no Django start for it
+            click.echo(text, nl=False)
+            return
         from .run import run_command
 
-        run_command(self.target.command, ctx.command_path, list(ctx.params["args"]))
+        run_command(self.target.command, ctx.command_path, args)
 
 
 class Sectioned(click.Group):
@@ -104,14 +109,14 @@ for _name, _group_spec in table.GROUPS.items():
 
 @cli.command(context_settings=CONTEXT)
 @click.option("--host", default="127.0.0.1", show_default=True, help="the address to listen on")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535), help="the port")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="processes (PostgreSQL only)")
 @click.option("--background", is_flag=True, help="detach: keep serving after this terminal closes (log in VETTED_HOME)")
 def serve(host: str, port: int, workers: int, background: bool) -> None:
     """Run Vetted: the review site, the REST API and MCP on one port.
 
     Applies any database migrations first. Refuses at once when Vetted already runs for this
-    VETTED_HOME (or the port is taken). With --background it detaches, writes its log to
+    VETTED_HOME (exit code 4) or the port is taken (exit code 1). With --background it detaches, writes its log to
     VETTED_HOME/daemon.log and returns once it answers; `vetted status` and `vetted stop` follow it.
     """
     from memory_site import listening
@@ -129,7 +134,14 @@ def serve(host: str, port: int, workers: int, background: bool) -> None:
             say("`vetted status` shows it; `vetted stop` stops it.")
             return
         listening.refuse_if_running(home, host, port, note=say)
-    except (listening.AlreadyServing, daemon.StartFailed) as exc:
+    except listening.AlreadyServing as exc:
+        record = listening.read(home)
+        if record is not None and record.alive and record.port == port:
+            # Vetted runs here already: not a failure, but not a start either.
+            say(f"Error: {exc}")
+            sys.exit(daemon.ALREADY_RUNNING)
+        raise click.ClickException(str(exc)) from None
+    except daemon.StartFailed as exc:
         raise click.ClickException(str(exc)) from None
 
     from . import run
@@ -156,6 +168,48 @@ def stop(timeout: float) -> None:
     from . import daemon
 
     sys.exit(daemon.stop(daemon.vetted_home(), _say_out, timeout=timeout))
+
+
+@cli.group(context_settings=CONTEXT, short_help="Start Vetted at log-in: a systemd or launchd user service.")
+def service() -> None:
+    """A user service that runs `vetted serve` at log-in and restarts it if it fails, so HTTP clients
+    keep working after every terminal is closed (`vetted serve --background` lasts until log-out)."""
+
+
+@service.command("install", context_settings=CONTEXT)
+@click.option("--systemd", "kind", flag_value="systemd", help="a systemd user unit (the default on Linux)")
+@click.option("--launchd", "kind", flag_value="launchd", help="a launchd agent (the default on macOS)")
+@click.option("--host", default="127.0.0.1", show_default=True, help="the address to listen on")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535), help="the port")
+@click.option("--force", is_flag=True, help="replace a different file already at that path")
+@click.option("--print", "show", is_flag=True, help="print the file instead of writing it")
+def service_install(kind: str | None, host: str, port: int, force: bool, show: bool) -> None:
+    """Write the user service file for this VETTED_HOME and this Python, then print how to enable it.
+
+    Never replaces a different existing file without --force; writing the same file again changes
+    nothing. Stop a `vetted serve` that runs for this VETTED_HOME before enabling the service.
+    """
+    from . import daemon
+    from . import service as services
+
+    try:
+        wanted = services.service(kind or services.default_kind(), daemon.vetted_home(), host, port)
+        if show:
+            click.echo(wanted.text, nl=False)
+            return
+        done = services.install(wanted, force=force)
+    except services.ServiceError as exc:
+        raise click.ClickException(str(exc)) from None
+    _say_out(
+        f"The {wanted.kind} service file {wanted.path} is as it should be; nothing changed."
+        if done == "unchanged"
+        else f"{'Replaced' if done == 'replaced' else 'Wrote'} the {wanted.kind} service file {wanted.path}."
+    )
+    _say_out("Enable it (it starts now and at each log-in):")
+    for line in wanted.enable:
+        _say_out(f"  {line}")
+    _say_out("`vetted status` then shows it; `vetted stop` stops it until the next log-in;")
+    _say_out(f"`{wanted.disable}` switches it off for good.")
 
 
 @cli.command(context_settings=CONTEXT, short_help="Print shell completion (bash, zsh, fish).")

@@ -29,6 +29,10 @@ LOG_FILE = "daemon.log"
 LOCK_FILE = "daemon.lock"
 START_TIMEOUT = 300.0  # a first start exports the embedding model (about a minute on a slow machine)
 STOP_TIMEOUT = 30.0
+# `vetted serve`'s exit code when this VETTED_HOME's Vetted already serves that
+# port: `make run` takes it as done, a systemd unit does not retry it (any
+# other failure stays one).
+ALREADY_RUNNING = 4
 
 
 def vetted_home() -> Path:

@@ -15,6 +15,10 @@ import sys
 # others (models, database, security, caches, ...).
 WEB_CHECK_TAGS = frozenset({"admin", "templates", "urls", "staticfiles"})
 
+# Commands whose log is their output: the daemon, and the notification sender
+# run from cron (one line per delivery). The others log warnings only.
+LOGGING_COMMANDS = frozenset({"serve", "notify"})
+
 
 def setup() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
@@ -37,6 +41,8 @@ def run_command(name: str, prog: str, args: list[str], *, all_checks: bool = Fal
     from django.core.management import get_commands, load_command_class
     from django.core.management.base import ALL_CHECKS
 
+    if name not in LOGGING_COMMANDS and not os.environ.get("VETTED_LOG_LEVEL"):
+        _quiet_logs()
     command = load_command_class(get_commands()[name], name)
     if not all_checks and command.requires_system_checks == ALL_CHECKS:
         command.requires_system_checks = sorted(registry.tags_available() - WEB_CHECK_TAGS)
@@ -44,9 +50,27 @@ def run_command(name: str, prog: str, args: list[str], *, all_checks: bool = Fal
     command.run_from_argv([head, tail, *args])
 
 
+def _quiet_logs() -> None:
+    """Vetted's loggers at WARNING: the INFO line of each audited change is
+    the daemon's log for its operator; a command says what it did itself, and
+    those lines would only interleave with its output (VETTED_LOG_LEVEL set
+    by the person wins)."""
+    import logging
+
+    from django.conf import settings
+
+    loggers = settings.LOGGING.get("loggers", {})
+    for name in loggers if isinstance(loggers, dict) else ():
+        logger = logging.getLogger(name)
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+
+
 def run_django(prog: str, args: list[str]) -> None:
     """Any of Django's own commands (migrate, createsuperuser, check, ...)."""
     setup()
+    if not os.environ.get("VETTED_LOG_LEVEL"):
+        _quiet_logs()
     from django.core.management import ManagementUtility
 
     ManagementUtility([prog, *args]).execute()

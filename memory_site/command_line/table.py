@@ -52,6 +52,9 @@ COMMANDS: dict[str, Target] = {
     ),
     "lockouts": Target("clear_lockout", "List sign-in lockouts, or clear one (--list, --username U, --address A)."),
     "notify": Target("notify", "Send pending notifications (the daemon does this itself; --once for cron)."),
+    "vault": Target(
+        "vault", "Keep a folder of Markdown notes (an Obsidian vault) in step with a person's approved memory."
+    ),
 }
 
 # Groups of commands: a summary and, per name, a management command or a group.
@@ -93,6 +96,19 @@ GROUPS: dict[str, Group] = {
             "pg-roles": Target("pg_roles", "PostgreSQL: make the write log append-only for the application's role."),
         },
     ),
+    "instructions": (
+        "Your AI tools' instruction files (CLAUDE.md, AGENTS.md, ...): import them, keep them in step.",
+        {
+            "import": Target(
+                "import_instructions",
+                "Import instruction files (CLAUDE.md, AGENTS.md, Cursor rules, ...) as proposals.",
+            ),
+            "publish": Target(
+                "publish",
+                "Keep a block of approved records in the files your AI tools read (--watch to follow).",
+            ),
+        },
+    ),
     "index": (
         "The search indexes (keywords and vectors).",
         {
@@ -104,9 +120,54 @@ GROUPS: dict[str, Group] = {
 
 # How `vetted --help` lists the commands: by what a person wants to do.
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Run Vetted", ("serve", "status", "stop", "connect")),
+    ("Run Vetted", ("serve", "status", "stop", "service", "connect")),
     ("Review and read", ("review", "records", "search", "quality")),
     ("Agents, spaces, people", ("agent", "space", "lockouts")),
+    ("Files your tools read", ("instructions", "vault")),
     ("Data", ("data", "index", "notify")),
     ("More", ("completion", "manage")),
 )
+
+
+# The management commands of Vetted's own apps that are not `vetted`
+# commands, and why (tests/test_command_line.py fails on a command that is
+# in neither list). They stay runnable as `manage.py NAME`.
+NOT_VETTED: dict[str, str] = {
+    "serve": "`vetted serve` is the tool's own command: it refuses at once when Vetted runs, then hands over",
+    "mcp_stdio": "what an MCP client starts (the `vetted-mcp` script), not something a person types",
+    "stress": "development: the whole-machine stress run",
+    "eval_retrieval": "development: retrieval quality against the evaluation set",
+    **{
+        name: "development: a benchmark"
+        for name in (
+            "bench_activity",
+            "bench_bridge_start",
+            "bench_cli",
+            "bench_compare",
+            "bench_edited_count",
+            "bench_gateway",
+            "bench_inbox",
+            "bench_locomo",
+            "bench_notify",
+            "bench_review",
+            "bench_search",
+            "bench_stages",
+        )
+    },
+}
+
+
+def handovers() -> list[tuple[list[str], Target]]:
+    """Every `vetted` command that hands over, as typed (["data", "export", "json"])."""
+
+    def walk(prefix: list[str], group: Group):
+        for name, member in group[1].items():
+            if isinstance(member, Target):
+                yield [*prefix, name], member
+            else:
+                yield from walk([*prefix, name], member)
+
+    found = [([name], target) for name, target in COMMANDS.items()]
+    for name, group in GROUPS.items():
+        found += walk([name], group)
+    return found
