@@ -24,8 +24,13 @@ def vetted(*args: str):
 
 
 def project_commands() -> dict[str, str]:
-    """Management commands of the apps in this repository (not Django's or a library's)."""
-    ours = {c.name for c in apps.get_app_configs() if Path(c.path).resolve().is_relative_to(PROJECT_DIR)}
+    """Management commands of the apps in this repository (not Django's or a library's, even when the
+    virtual environment lives inside the checkout, as `make` puts it in `.venv/`)."""
+
+    def in_repository(path: Path) -> bool:
+        return path.is_relative_to(PROJECT_DIR) and "site-packages" not in path.parts
+
+    ours = {c.name for c in apps.get_app_configs() if in_repository(Path(c.path).resolve())}
     return {name: app_name for name, app_name in get_commands().items() if app_name in ours}
 
 
