@@ -1,5 +1,5 @@
 """`manage.py connect`: a careful merge of a client's block (built by
-memory_site/clients.py) into its config file, keeping everything else."""
+common/clients.py) into its config file, keeping everything else."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tomlkit
 
-from memory_site.clients import (
+from common.clients import (
     CLIENTS,
     DEFAULT_URL,
     GLOBAL_INSTRUCTIONS,
@@ -24,7 +24,7 @@ from memory_site.clients import (
     render,
     server_entry,
 )
-from memory_site.files import write_atomic
+from common.files import write_atomic
 
 
 def check_target(client: ClientSpec, path: Path) -> None:

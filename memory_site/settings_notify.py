@@ -9,7 +9,7 @@ import re
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_choice, env_float, env_int, env_list, env_str
+from common.env import env_choice, env_float, env_int, env_list, env_str
 
 # --------------------------------------------------------------------------- notifications (notify/)
 # The outbox is always written; a channel is on when its variables are set.

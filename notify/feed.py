@@ -1,6 +1,6 @@
 """The Atom feed of pending proposals and open disputes, at a reviewer's
 secret URL (``/feed/atom?key=SECRET``). The secret travels as the ``key``
-query parameter, which memory_site/logscrub.py redacts from every log line,
+query parameter, which common/logscrub.py redacts from every log line,
 the daemon's access log included. Titles only, never a body; only the
 spaces in VETTED_NOTIFY_SPACES that the key's person decides in; an unknown key and a key of a reviewer who
 may no longer review get the same 404."""

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from mcp_bridge.stress_reviewer import _SiteSession
+from devtools.stress_reviewer import _SiteSession
 from reviews import actions
 from tests.conftest import content
 from tests.gateway_support import running_daemon

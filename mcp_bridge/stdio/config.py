@@ -13,8 +13,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_site import listening  # standard library only, like defaults
-from memory_site.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
+from common import listening  # standard library only, like defaults
+from common.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
 
 DEFAULT_CONFIG = Path("~/.config/vetted/bridge.json").expanduser()
 START_TIMEOUT = 120.0  # seconds to wait for a daemon we started (model load, index catch-up)

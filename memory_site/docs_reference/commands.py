@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 # The apps whose commands are Vetted's (Django's and the libraries' are not listed).
-APPS = ("reviews", "reviews.inbox", "retrieval", "mcp_bridge", "notify")
+APPS = ("reviews", "inbox", "portability", "retrieval", "mcp_bridge", "notify", "devtools")
 # Django's options on every command: listed once at the top, not per command.
 COMMON = {
     "help",

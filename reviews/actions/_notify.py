@@ -17,7 +17,7 @@ from ..models import Agent, Proposal, ProposalAction, Record
 
 # One agent disputing this many records within the window is told as a fact
 # of its own (each dispute withholds a record from every agent). The inbox
-# shows a warning by the same rule (reviews/inbox/page_helpers.py reads these).
+# shows a warning by the same rule (inbox/page_helpers.py reads these).
 DISPUTE_BURST = 3
 DISPUTE_WINDOW_MINUTES = 10
 

@@ -192,7 +192,7 @@ def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: 
             "Unknown agent token: it was never issued here or has been replaced; "
             "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).",
             # The public prefix (as the agents page shows it) without its "vt_": the log
-            # scrubber (memory_site/logscrub.py) redacts anything shaped like a token.
+            # scrubber (common/logscrub.py) redacts anything shaped like a token.
             " token_start=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)[len(TOKEN_PREFIX) :]),
         )
     if not agent.is_active:

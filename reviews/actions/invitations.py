@@ -6,7 +6,7 @@ The link is a door that answers without credentials, so: the token is 32
 random bytes and only its SHA-256 digest is stored; it works once, and only
 until it expires; an unknown, used or expired link all get the same answer
 (``INVALID``), which names no space; the page rate-limits failed tries like
-the sign-in (reviews/inbox/invitation_views.py). Both steps are audited.
+the sign-in (inbox/invitation_views.py). Both steps are audited.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ action, audited.
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_site.cli import dumps, resolve_reviewer
+from common.cli import dumps, resolve_reviewer
 from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import Agent
