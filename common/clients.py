@@ -36,7 +36,7 @@ def name_for(entry: dict) -> str:
     return HTTP_SERVER_NAME if "url" in entry else SERVER_NAME
 
 
-# mcp-surface: one source for the guidance (also the MCP server's instructions and prompt).
+# One source for the guidance (also the MCP server's instructions and prompt).
 GLOBAL_INSTRUCTIONS = GUIDANCE
 
 
@@ -117,13 +117,13 @@ def render(client: ClientSpec, *entries: dict) -> str:
         doc = tomlkit.document()
         servers = tomlkit.table(is_super_table=True)
         for entry in entries:
-            servers.add(name_for(entry), _toml_table(entry))
+            servers.add(name_for(entry), toml_table(entry))
         doc.add("mcp_servers", servers)
         return tomlkit.dumps(doc).strip()
     return json.dumps({"mcpServers": {name_for(entry): entry for entry in entries}}, indent=2)
 
 
-def _toml_table(entry: dict):
+def toml_table(entry: dict):
     table = tomlkit.table()
     for key, value in entry.items():
         if isinstance(value, dict):

@@ -143,7 +143,7 @@ def env_base_url(name: str, default: str) -> str:
     return value
 
 
-# --------------------------------------------------------------------------- postgres (issue 17)
+# --------------------------------------------------------------------------- postgres
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 

@@ -73,6 +73,6 @@ def serve_lock_path() -> Path:
 
     database = settings.DATABASES["default"]
     if "postgres" in str(database["ENGINE"]):
-        # A database name, not a file (issue 17): the lock lives in VETTED_HOME.
+        # A database name, not a file: the lock lives in VETTED_HOME.
         return Path(settings.VETTED_HOME) / f"postgres-{database['NAME']}.serve-lock"
     return Path(f"{database['NAME']}.serve-lock")

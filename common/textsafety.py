@@ -273,7 +273,7 @@ _HTML_PIECES = regex.compile(
 )
 
 
-# inbox-fast (issue 13): the page check runs on every HTML response, and
+# The page check runs on every HTML response, and
 # _REFUSED's set operations over Unicode properties cost about 9 ms on a
 # 90 KB inbox page. The same answer, cheaply: drop every ASCII character
 # _REFUSED does not match (derived from it, so the rule stays in one place)

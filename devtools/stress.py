@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import sys
 import time
 from pathlib import Path
+
+from devtools.stress_log import Log
 
 WORDS = (
     "billing ledger checkout search auth payments inventory shipping reporting notifications catalog pricing "
@@ -39,17 +40,6 @@ WHEN = (
     "on the first Monday",
     "every night",
 )
-
-
-class Log:
-    """Append-only JSON lines, flushed per line."""
-
-    def __init__(self, path: Path):
-        self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - written until the process ends
-
-    def write(self, **item) -> None:
-        self.handle.write(json.dumps(item) + "\n")
-        self.handle.flush()
 
 
 def _content(rng: random.Random, agent: str, n: int) -> dict:

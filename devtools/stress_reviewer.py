@@ -11,7 +11,7 @@ import re
 import time
 from pathlib import Path
 
-from devtools.stress import Log
+from devtools.stress_log import Log
 
 
 def run_reviewer(args) -> int:
@@ -30,7 +30,7 @@ def run_reviewer(args) -> int:
     reviewer = get_user_model().objects.get(username=args.reviewer)
     deadline = time.monotonic() + args.seconds
     counts = {"accepted": 0, "revised": 0, "rejected": 0, "conflict": 0, "failed": 0}
-    site = _SiteSession(args) if args.via == "site" else None
+    site = SiteSession(args) if args.via == "site" else None
     while time.monotonic() < deadline:
         pending = list(
             Proposal.objects.filter(state=ProposalState.PENDING).order_by("?").values_list("public_id", "action")[:20]
@@ -98,7 +98,7 @@ def run_reviewer(args) -> int:
     return 0
 
 
-class _SiteSession:
+class SiteSession:
     """The reviewer deciding through the daemon's inbox forms (plain POSTs
     with a session cookie and the CSRF token), as a person's browser would."""
 

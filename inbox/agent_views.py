@@ -22,7 +22,7 @@ from .page_helpers import back, nav_counts, site_login_required
 
 
 def _context(**extra) -> dict:
-    # Spaces (issue 16): the viewer's own agents and those granted a space
+    # Spaces: the viewer's own agents and those granted a space
     # they own (space_access.sees_agent); their grants and proposal counts
     # only within the spaces the viewer may read.
     readable = viewer.readable() or []

@@ -1,4 +1,4 @@
-"""Records "as an agent saw it on DATE" (issue 18 §2): pick a past date (and
+"""Records "as an agent saw it on DATE": pick a past date (and
 optionally a day to judge validity windows on) and an agent or a set of
 spaces, and see what such an agent would have received then: the records
 listed, or a search, through the same as-of gate agents use (retrieval/asof.py),
@@ -27,7 +27,7 @@ SHOWN = 50
 @require_GET
 def as_seen(request):
     params = {name: request.GET.get(name, "").strip() for name in ("as_of", "valid_at", "agent", "q", "mode")}
-    # Spaces (issue 16): only agents the viewer is shown and spaces they read;
+    # Spaces: only agents the viewer is shown and spaces they read;
     # another person's agent is the same error as an unknown name, and a
     # chosen agent reads here only its grants the viewer may read (so the
     # withheld counts are of readable spaces only).

@@ -218,7 +218,7 @@ def recent(request):
 def _in_readable_spaces(events: list[AuditEvent]) -> list[AuditEvent]:
     """The events about proposals and records the viewer may still read: a
     decision made in a space they have left since shows nothing of it, not
-    even its title or snippet (issue 16)."""
+    even its title or snippet."""
     readable = viewer.readable() or []
     proposal_ids = {e.proposal_ref for e in events if e.proposal_ref}
     record_ids = {e.record_ref or e.subject_id for e in events if not e.proposal_ref}

@@ -80,7 +80,7 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
     kinds = sorted(validation.kinds())
     if raw["kind"] and raw["kind"] not in kinds:
         errors.append(f"kind={raw['kind']!r} is not one of: {', '.join(kinds)}.")
-    # The space filter (issue 16): a slug of a space the viewer sees; another's is as unknown as a made-up one.
+    # The space filter: a slug of a space the viewer sees; another's is as unknown as a made-up one.
     shown_spaces = viewer.readable()
     spaces = space_slugs() if shown_spaces is None else shown_spaces
     if raw["scope"] and raw["scope"] not in spaces:

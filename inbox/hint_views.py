@@ -23,7 +23,7 @@ from reviews.errors import VettedError
 from reviews.models import Proposal
 
 from . import hints, viewer
-from .inbox_views import _card, _failed
+from .inbox_views import card_response, failed_response
 from .page_helpers import back, nav_counts, site_login_required
 
 
@@ -49,7 +49,7 @@ def similar(request, public_id):
 
 def _done(request, proposal: Proposal, message: str):
     if request.htmx:
-        return _card(request, proposal.public_id)
+        return card_response(request, proposal.public_id)
     messages.success(request, message)
     return back(request, reverse("home") + f"#proposal-{proposal.pk}")
 
@@ -61,7 +61,7 @@ def merge(request, public_id):
     try:
         proposal = actions.merge_into_revision(public_id, request.POST.get("target", ""), actor=request.user)
     except VettedError as exc:
-        return _failed(request, public_id, exc)
+        return failed_response(request, public_id, exc)
     target = proposal.target.public_id if proposal.target is not None else ""
     return _done(request, proposal, f"Merged {proposal.public_id} into a revision of {target}: review it below.")
 
@@ -75,5 +75,5 @@ def reject_duplicate(request, public_id):
             public_id, request.POST.get("duplicate_of", ""), actor=request.user, note=request.POST.get("note", "")
         )
     except VettedError as exc:
-        return _failed(request, public_id, exc)
+        return failed_response(request, public_id, exc)
     return _done(request, proposal, f"Rejected {proposal.public_id} as a duplicate.")

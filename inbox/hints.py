@@ -186,7 +186,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
         rivals = _same_record(proposal, [proposal.target_id] if proposal.target_id else [], deciding)
         return Hints(same_record=[Match(0.0, proposal=p, same_target=True) for p in rivals])
     text = _text(proposal.title, proposal.body)
-    # inbox-fast: the proposal's chunk vectors once, from the per-process cache of pending proposals'
+    # The proposal's chunk vectors once, from the per-process cache of pending proposals'
     # vectors (keyed by its content checksum), not embedded again by each of the three look-ups below.
     embedder = embedder or get_embedder()
     vectors = pending_vectors.for_proposals([proposal], embedder)[proposal.pk]

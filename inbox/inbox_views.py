@@ -98,7 +98,7 @@ def inbox(request):
     return response
 
 
-def _card(request, proposal_id: str, *, error: str = "", status: int = 200, undo: dict | None = None):
+def card_response(request, proposal_id: str, *, error: str = "", status: int = 200, undo: dict | None = None):
     proposal = (
         viewer.proposals(Proposal.objects.select_related("agent", "target", "decided_by", "result_record"))
         .filter(public_id=proposal_id)
@@ -131,25 +131,25 @@ def _decided(request, proposal: Proposal):
     """After one decision: the decided card (htmx) or back to the next card
     (plain POST), with the Undo toast; named by title in the shared vocabulary."""
     if proposal.state == ProposalState.PENDING:
-        # A first approval of two (spaces, issue 16): no decision yet, so no
+        # A first approval of two: no decision yet, so no
         # Undo; the card shows "1 of 2 approvals".
         text = f"Your approval of {decision_views.proposal_title(proposal)} is counted; it needs another reviewer."
         if request.htmx:
-            return _card(request, proposal.public_id)
+            return card_response(request, proposal.public_id)
         messages.success(request, text)
         return back(request, reverse("home"), anchor=f"proposal-{proposal.pk}")
     text = vocabulary.summary(decision_views.proposal_done(proposal), [decision_views.proposal_title(proposal)])
     events = [actions.decision_event(proposal)]
     if request.htmx:
-        return _card(request, proposal.public_id, undo=decision_views.toast(request, text, events))
+        return card_response(request, proposal.public_id, undo=decision_views.toast(request, text, events))
     decision_views.announce(request, text, events)
     anchor = decision_views.next_card_anchor([proposal], request.POST.get("next", ""))
     return back(request, reverse("home"), anchor=anchor)
 
 
-def _failed(request, proposal_id: str, exc: VettedError):
+def failed_response(request, proposal_id: str, exc: VettedError):
     if request.htmx:
-        return _card(request, proposal_id, error=exc.message)
+        return card_response(request, proposal_id, error=exc.message)
     messages.error(request, exc.message)
     return back(request, reverse("home"))
 
@@ -160,7 +160,7 @@ def accept(request, public_id):
     try:
         proposal = actions.accept_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
-        return _failed(request, public_id, exc)
+        return failed_response(request, public_id, exc)
     return _decided(request, proposal)
 
 
@@ -170,7 +170,7 @@ def reject(request, public_id):
     try:
         proposal = actions.reject_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:
-        return _failed(request, public_id, exc)
+        return failed_response(request, public_id, exc)
     return _decided(request, proposal)
 
 
@@ -197,10 +197,10 @@ def revise(request, public_id):
     (accept_proposal_with_revision keeps both the proposed and the approved text)."""
     proposal = viewer.proposals(Proposal.objects.select_related("agent", "target").filter(public_id=public_id)).first()
     if proposal is None:
-        return _failed(request, public_id, NotFound(f"No proposal with id {public_id!r}."))
+        return failed_response(request, public_id, NotFound(f"No proposal with id {public_id!r}."))
     if request.method == "GET":
         if proposal.state != ProposalState.PENDING or proposal.action == ProposalAction.RETIRE:
-            return _card(request, public_id) if request.htmx else back(request, reverse("home"))
+            return card_response(request, public_id) if request.htmx else back(request, reverse("home"))
         return _revise_form(request, proposal, _form_initial(proposal), {})
     changes = form_changes(request.POST)
     try:
@@ -216,7 +216,7 @@ def revise(request, public_id):
             status=200 if request.htmx else 400,
         )
     except VettedError as exc:
-        return _failed(request, public_id, exc)
+        return failed_response(request, public_id, exc)
     return _decided(request, decided)
 
 
@@ -259,7 +259,7 @@ def bulk(request):
             done.append(do(public_id, actor=request.user, note=note))
         except VettedError as exc:
             failed.append(exc.message)
-    # A first approval of two (spaces, issue 16) decides nothing yet: it is
+    # A first approval of two decides nothing yet: it is
     # said so, with no Undo (as for one accept, in _decided).
     counted = [p for p in done if p.state == ProposalState.PENDING]
     decided = [p for p in done if p.state != ProposalState.PENDING]

@@ -44,7 +44,7 @@ def warnings_for(proposals: Iterable[Proposal]) -> dict[int, list[str]]:
     keys = {p.pk: confusables.title_key(p.title) for p in titled}
     twins: dict[str, list[Record]] = {}
     if keys:
-        # Only records the viewer may read: another space's title does not exist for them (issue 16).
+        # Only records the viewer may read: another space's title does not exist for them.
         rows = (
             viewer.records(Record.objects.filter(title_skeleton__in=set(keys.values()), status__in=_LIVE))
             .only("public_id", "title", "title_skeleton")

@@ -1,4 +1,4 @@
-"""Move a record to another space from its page (issue 16): the one way
+"""Move a record to another space from its page: the one way
 content crosses spaces. The mover must decide in both spaces (the action
 checks again); the form offers only the other spaces the viewer decides in,
 and only on a record whose space they decide in. A plain form POST, or htmx

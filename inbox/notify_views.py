@@ -29,7 +29,7 @@ def live_inbox(request):
         after = max(0, int(request.GET.get("since", "0")))
     except ValueError:
         after = 0
-    known = live.counts(request.user)  # spaces (issue 16): the viewer's counts only
+    known = live.counts(request.user)  # spaces: the viewer's counts only
     context = {
         **known,
         "after": after,

@@ -48,7 +48,7 @@ def _answer(request_data: dict, **params: str | None) -> _ClientRedirect:
 
 
 def _page(request, data: dict, client: OAuthClient, signed: str, errors: dict, values: dict, status: int = 200):
-    # Spaces (issue 16): the person's own agents and spaces only (the action checks both again).
+    # Spaces: the person's own agents and spaces only (the action checks both again).
     agents = Agent.objects.filter(is_active=True, owner=request.user).exclude(name=IMPORT_AGENT_NAME).order_by("name")
     for a in agents:
         a.shown_scopes = viewer.shown_spaces(a.scopes)  # type: ignore[attr-defined]  # for the template

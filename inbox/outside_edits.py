@@ -11,7 +11,7 @@ small columns of every live row in one query and re-checks, through the
 model's one rule, only rows whose fingerprint changed. A change made by any
 means (raw SQL included) changes the row, so it is seen on the next page.
 
-Spaces (issue 16): the scan and its memory span every space, but a page
+Spaces: the scan and its memory span every space, but a page
 is told only of the records the viewer may read (``viewer.readable``), so
 neither the count nor the list names another space's edits.
 

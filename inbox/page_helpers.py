@@ -34,7 +34,7 @@ EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
 def nav_counts() -> dict:
     """The numbers in the header and on the inbox: five cheap COUNT queries and the
     changed-outside count (one query over the live rows' text, see outside_edits)."""
-    # Spaces (issue 16): counts of the viewer's spaces only (inbox/viewer.py).
+    # Spaces: counts of the viewer's spaces only (inbox/viewer.py).
     live = viewer.records(Record.objects.filter(status=RecordStatus.APPROVED))
     return {
         "pending_count": viewer.proposals(Proposal.objects.filter(state=ProposalState.PENDING)).count(),
@@ -42,7 +42,7 @@ def nav_counts() -> dict:
         "overdue_count": viewer.records(Record.objects.overdue()).count(),
         "disputed_count": viewer.records(Record.objects.filter(status=RecordStatus.DISPUTED)).count(),
         "agent_count": viewer.agents(Agent.objects.filter(is_active=True).exclude(token_digest=None)).count(),
-        # Changed outside Vetted (inbox-hints): a checksum per record, remembered per row (outside_edits).
+        # Changed outside Vetted: a checksum per record, remembered per row (outside_edits).
         "edited_count": edited_count(),
         "today": timezone.localdate(),
     }

@@ -148,7 +148,7 @@ def detail(request, public_id):
     if record is None:
         raise Http404(f"No record with id {public_id!r}.")
     older, newer = _chain(record)
-    # Spaces (issue 16): versions in a space the viewer cannot read (a move
+    # Spaces: versions in a space the viewer cannot read (a move
     # crossed spaces) are left out of the chain, titles and all.
     visible = set(
         viewer.records(Record.objects.filter(pk__in=[r.pk for r in older + newer])).values_list("pk", flat=True)
@@ -161,7 +161,7 @@ def detail(request, public_id):
         "agent", "decided_by"
     )
     mark_outside_edits([record])
-    # Retired because the decision that approved it was undone (inbox-decide): say so, and how often agents read it.
+    # Retired because the decision that approved it was undone: say so, and how often agents read it.
     undone = AuditEvent.objects.filter(event_type=actions.UNDONE_EVENT, extra__retired=record.public_id).first()
     return render(
         request,

@@ -32,7 +32,7 @@ def _size(path: Path) -> int:
 @require_GET
 def site_settings(request):
     db = Path(str(settings.DATABASES["default"]["NAME"]))
-    if connection.vendor == "postgresql":  # issue 17: a database on a server, not a file
+    if connection.vendor == "postgresql":  # A database on a server, not a file
         from memory_site.postgres_backend.base import where
 
         with connection.cursor() as cursor:
@@ -51,7 +51,7 @@ def site_settings(request):
             "nav": "settings",
             "version": __version__,
             "report": report,
-            "index_detail": request.user.is_superuser,  # spaces (issue 16): counts span every space
+            "index_detail": request.user.is_superuser,  # spaces: counts span every space
             "model_configured": settings.VETTED_MODEL_NAME or settings.VETTED_EMBEDDER,
             "model_loaded": loaded.name if loaded else "",
             "db_path": db,
@@ -59,13 +59,13 @@ def site_settings(request):
             "wal_size": wal_size,
             "home": settings.VETTED_HOME,
             "kinds": sorted(settings.VETTED_KINDS.items()),
-            "lockouts": lockouts.concerning(request.user),  # spaces (issue 16): own account only
+            "lockouts": lockouts.concerning(request.user),  # spaces: own account only
             "lockout_minutes": lockouts.minutes(),
             "lockout_failures": settings.AXES_FAILURE_LIMIT,
             "slowdown_after": settings.VETTED_LOGIN_SLOWDOWN_AFTER,
             "slowdown_seconds": settings.VETTED_LOGIN_SLOWDOWN_SECONDS,
             **notify_status.settings_context(request.user),  # notify: channels, deliveries, feed URL
-            "my_spaces": _my_spaces(request.user),  # spaces (issue 16)
+            "my_spaces": _my_spaces(request.user),  # spaces
         },
     )
 
@@ -118,7 +118,7 @@ def quality_page(request):
     """The quality report (read-only: it flags, the reviewer decides)."""
     from retrieval import quality
 
-    # Only the spaces the viewer may read (issue 16); the index's own
+    # Only the spaces the viewer may read; the index's own
     # problems name ids of every space, so only a superuser gets them in detail.
     readable = viewer.readable() or []
     scope = request.GET.get("scope", "")

@@ -41,19 +41,19 @@ urlpatterns = [
     path("disputed/", worklist_views.disputed, name="disputed"),
     path("edited/", worklist_views.edited, name="edited"),
     path("records/", record_browse_views.records, name="records"),
-    # as-of (issue 18 §2): the records as an agent saw them on a past date.
+    # as-of: the records as an agent saw them on a past date.
     path("records/as-seen/", asof_views.as_seen, name="records_as_of"),
     path("records/<str:public_id>/", record_browse_views.detail, name="record_detail"),
     path("records/<str:public_id>/verify", record_views.verify, name="record_verify"),
     path("records/<str:public_id>/retire", record_views.retire, name="record_retire"),
-    path("records/<str:public_id>/move", move_views.move, name="record_move"),  # spaces (issue 16)
+    path("records/<str:public_id>/move", move_views.move, name="record_move"),  # spaces
     path("records/<str:public_id>/revise", record_views.revise, name="record_revise"),
     path("records/<str:public_id>/keep", record_views.clear, name="record_keep"),
     # The old name of Keep record, kept for forms and links made before it.
     path("records/<str:public_id>/clear-dispute", record_views.clear, name="record_clear_dispute"),
     path("records/<str:public_id>/restore", record_views.restore, name="record_restore"),
     path("records/<str:public_id>/approve-current", record_views.approve_current, name="record_approve_current"),
-    # Undo and Recent decisions (inbox-decide)
+    # Undo and Recent decisions
     path("decisions/", decision_views.recent, name="recent_decisions"),
     path("decisions/undo", decision_views.undo, name="decision_undo"),
     path("agents/", agent_views.agents, name="agents"),

@@ -1,4 +1,4 @@
-"""The spaces of the person viewing a page (issue 16).
+"""The spaces of the person viewing a page.
 
 SpaceViewerMiddleware sets them for each signed-in request; the inbox's
 querysets narrow to them, so a page shows proposals of the spaces its

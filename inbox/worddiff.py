@@ -187,15 +187,3 @@ def word_diff(old: str, new: str) -> SafeString:
         else:
             out.append(f"<ins>{escape(text)}</ins>")
     return mark_safe("".join(out))  # noqa: S308 - every piece is escaped above
-
-
-def changed_fields(record, proposal) -> list[str]:
-    """Names of content fields where ``proposal`` differs from ``record``."""
-    names = []
-    for name in ("title", "body", "kind", "tags"):
-        old, new = getattr(record, name), getattr(proposal, name)
-        if name == "tags":
-            old, new = sorted(old or []), sorted(new or [])
-        if old != new:
-            names.append(name)
-    return names

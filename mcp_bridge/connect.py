@@ -17,12 +17,12 @@ from common.clients import (
     SERVER_NAME,
     ClientSpec,
     ConnectError,
-    _toml_table,
     cli_command,
     codex_token_help,
     name_for,
     render,
     server_entry,
+    toml_table,
 )
 from common.files import write_atomic
 
@@ -49,7 +49,7 @@ def _merged_text(client: ClientSpec, original: str | None, path: Path, entries: 
             name = name_for(entry)
             if name in servers:
                 del servers[name]
-            servers[name] = _toml_table(entry)
+            servers[name] = toml_table(entry)
         return tomlkit.dumps(doc)
     try:
         data = json.loads(original) if original and original.strip() else {}

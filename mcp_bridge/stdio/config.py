@@ -125,7 +125,7 @@ def _recorded_url(home: Path) -> str | None:
 
 def daemon_healthy(cfg: Config, timeout: float = 2.0) -> bool:
     try:
-        conn = _connection(cfg, timeout)
+        conn = open_connection(cfg, timeout)
         conn.request("GET", "/health")
         response = conn.getresponse()
         response.read()
@@ -189,7 +189,7 @@ def _another_daemon_starting(cfg: Config, our_pid: int) -> bool:
     return record is not None and record.pid != our_pid and record.port == (cfg.parts.port or DEFAULT_PORT)
 
 
-def _connection(cfg: Config, timeout: float | None) -> http.client.HTTPConnection:
+def open_connection(cfg: Config, timeout: float | None) -> http.client.HTTPConnection:
     parts = cfg.parts
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     return cls(cfg.host, parts.port, timeout=timeout)

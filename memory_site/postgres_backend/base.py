@@ -1,4 +1,4 @@
-"""Django's PostgreSQL backend, checked for what Vetted needs (issue 17).
+"""Django's PostgreSQL backend, checked for what Vetted needs.
 
 Selected by ``VETTED_DATABASE_URL=postgresql://…`` (common/env.py). On
 the first connection of a process it fails loudly, naming the one missing

@@ -27,10 +27,10 @@ from .notes import (
     MAX_FILE_BYTES,
     RECORD_ID_RE,
     MarkdownError,
-    _tag_list,
     file_name,
     render_note,
     split_front_matter,
+    tag_list,
 )
 
 
@@ -94,7 +94,7 @@ class ExportResult:
         }
 
 
-def _iter_markdown(root: Path) -> Iterable[Path]:
+def iter_markdown(root: Path) -> Iterable[Path]:
     """Markdown files under ``root``, sorted, skipping hidden files and folders
     (.git, .obsidian, .trash)."""
     for dirpath, dirnames, filenames in os.walk(root):
@@ -127,7 +127,7 @@ def _unimported_edit(path: Path) -> bool:
             scope=str(front["scope"]),
             title=v.clean_title(str(front["title"])),
             body=v.clean_body(body),
-            tags=v.clean_tags(_tag_list(front.get("tags"))),
+            tags=v.clean_tags(tag_list(front.get("tags"))),
         )
     except (OSError, UnicodeDecodeError, MarkdownError, KeyError, ValidationFailed, TypeError):
         return True
@@ -179,7 +179,7 @@ def export_markdown(
 
     existing: dict[str, dict] = {}  # relative path -> front matter, for files carrying a Vetted id
     foreign: list[str] = []
-    for path in _iter_markdown(root):
+    for path in iter_markdown(root):
         front = _read_front(path)
         if not front:
             continue

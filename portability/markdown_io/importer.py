@@ -18,7 +18,7 @@ from reviews.errors import DuplicateContent, VettedError
 from reviews.models import Agent, Record, RecordStatus
 from reviews.space_access import space_slugs
 
-from .export import _iter_markdown
+from .export import iter_markdown
 from .notes import MANIFEST_NAME, MarkdownError, TooShort
 from .parse import Item, is_instruction_file, parse_instructions, parse_note, read_text
 
@@ -74,7 +74,7 @@ def collect_files(source: Path | str) -> tuple[Path, list[Path]]:
         return source.parent, [source]
     if not source.is_dir():
         raise MarkdownError(f"{source} is not a file or folder.")
-    return source, list(_iter_markdown(source))
+    return source, list(iter_markdown(source))
 
 
 def manifest_scope(base: Path) -> str | None:
@@ -83,7 +83,7 @@ def manifest_scope(base: Path) -> str | None:
     except (OSError, ValueError):
         return None
     scope = data.get("scope") if isinstance(data, dict) else None
-    return scope if isinstance(scope, str) and scope in space_slugs() else None  # any space (issue 16)
+    return scope if isinstance(scope, str) and scope in space_slugs() else None  # any space
 
 
 def import_markdown(

@@ -101,7 +101,7 @@ def file_name(record: Record) -> str:
     return f"{slugify(record.title)}--{record.public_id}.md"
 
 
-def _tag_list(value) -> list[str]:
+def tag_list(value) -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, str):

@@ -17,8 +17,8 @@ from .notes import (
     MAX_FILE_BYTES,
     RECORD_ID_RE,
     MarkdownError,
-    _tag_list,
     split_front_matter,
+    tag_list,
 )
 
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
@@ -124,7 +124,7 @@ def parse_note(label: str, stem: str, text: str, *, default_kind: str | None) ->
     front, body = split_front_matter(text)
     given_id = str(front.get("id", "")).strip()
     record_id = given_id if RECORD_ID_RE.match(given_id) else None
-    tags = _tag_list(front.get("tags"))
+    tags = tag_list(front.get("tags"))
     if record_id:
         # An exported file: the front matter is authoritative and the body is
         # taken as is (no title or tags guessed from it).
@@ -191,7 +191,7 @@ def parse_instruction_body(
     in a section with bullets, a paragraph outside them is a piece of its own."""
     kind = _kind_of(front, default_kind or DEFAULT_INSTRUCTION_KIND)
     scope = _scope_of(front)
-    file_tags = _tag_list(front.get("tags"))
+    file_tags = tag_list(front.get("tags"))
     lines = body.split("\n")
 
     sections: list[tuple[str | None, list[tuple[int, str]]]] = [(None, [])]

@@ -5,7 +5,7 @@ note read back."""
 from __future__ import annotations
 
 from portability.markdown_io import file_name, render_note, render_record, split_front_matter
-from portability.markdown_io.notes import _tag_list
+from portability.markdown_io.notes import tag_list
 from reviews.models import Proposal, Record
 
 LINKS = "<!-- vetted:links -->"
@@ -66,5 +66,5 @@ def read_record_note(text: str) -> dict:
         "title": str(front.get("title") or "").strip(),
         "body": body.strip(),
         "kind": str(front.get("kind") or "").strip(),
-        "tags": _tag_list(front.get("tags")),
+        "tags": tag_list(front.get("tags")),
     }

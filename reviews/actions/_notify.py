@@ -58,7 +58,7 @@ def _tell(
     return created
 
 
-def _tell_proposal(proposal: Proposal) -> None:
+def tell_proposal(proposal: Proposal) -> None:
     """A new proposal (create, revise, retire), or a dispute and, when it
     makes a burst, the burst."""
     agent = proposal.agent.name if isinstance(proposal.agent, Agent) else proposal.proposer_label
@@ -95,7 +95,7 @@ def _tell_proposal(proposal: Proposal) -> None:
         )
 
 
-def _tell_changed_outside(record: Record) -> bool:
+def tell_changed_outside(record: Record) -> bool:
     """A record whose text no longer matches its approval (once per edited text)."""
     return _tell(
         Event.RECORD_CHANGED_OUTSIDE,
@@ -107,7 +107,7 @@ def _tell_changed_outside(record: Record) -> bool:
     )
 
 
-def _tell_due(record: Record) -> bool:
+def tell_due(record: Record) -> bool:
     """A record past its review date (once per review date)."""
     return _tell(
         Event.RECORD_DUE,

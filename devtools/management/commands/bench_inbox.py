@@ -81,7 +81,7 @@ class Command(BaseCommand):
             pages = [
                 ("inbox (first page)", home, {}),
                 ("load more (htmx)", f"{home}?after={cursor}", {"HTTP_HX_REQUEST": "true"}),
-                # Triage (issue 13 §2): a filter with counts and words, the same paged; the compact list
+                # Triage: a filter with counts and words, the same paged; the compact list
                 # (?view= shows it for that page and stores nothing).
                 ("filtered (create, q)", filtered, {}),
                 ("filtered, load more", f"{filtered}&after={filtered_cursor}", {"HTTP_HX_REQUEST": "true"}),

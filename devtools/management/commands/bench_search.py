@@ -64,7 +64,7 @@ class Command(BaseCommand):
             help="comma-separated hnsw.ef_search values for the PostgreSQL HNSW rows and recall, each in the same "
             "run, e.g. 120,160,200 (default: the configured one, memory_site/postgres_backend EF_SEARCH)",
         )
-        # as-of (issue 18 §2): the same queries through the as-of gate, as rows "MODE@as_of".
+        # as-of: the same queries through the as-of gate, as rows "MODE@as_of".
         parser.add_argument("--as-of", action="store_true", help="also time each mode with as_of (a moment ago)")
 
     def handle(self, *args, **opts):

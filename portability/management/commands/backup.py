@@ -34,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the result as one JSON line")
 
     def handle(self, *args, **opts):
-        if connection.vendor == "postgresql":  # issue 17: the server's own tools make the copy
+        if connection.vendor == "postgresql":  # The server's own tools make the copy
             from memory_site.postgres_backend.base import dump_command
 
             path = opts["path"] or "vetted-$(date +%Y%m%d-%H%M%S).dump"

@@ -69,7 +69,7 @@ class Command(BaseCommand):
                 f"{len(d['edited_since_approval'])} record(s) were already edited since approval "
                 "(kept as they are; search withholds them)"
             )
-        # issue 13 follow-up: what merged into spaces and agents this instance already had
+        # What merged into spaces and agents this instance already had
         if d["members_added"]:
             added = ", ".join(f"{m['user']} ({m['role']}) to {m['space']}" for m in d["members_added"])
             notes.append(f"members added to spaces that were already here: {added}")

@@ -23,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     def handle(self, *args, **opts):
-        if connections["default"].vendor == "postgresql":  # issue 17
+        if connections["default"].vendor == "postgresql":  # the server's own tools restore it
             from memory_site.postgres_backend.base import restore_command
 
             raise CommandError(

@@ -1,4 +1,4 @@
-"""manage.py space: spaces, their members and agents' grants (issue 16).
+"""manage.py space: spaces, their members and agents' grants.
 
 Run on the server by its operator, so it acts as the SystemActor
 "manage.py space" (or as --as USERNAME, checked as that person: an owner
