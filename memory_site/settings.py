@@ -294,7 +294,17 @@ LOGGING = {
     "loggers": {
         **{
             name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
-            for name in ("reviews", "retrieval", "mcp_bridge", "memory_site", "notify")
+            for name in (
+                "common",
+                "reviews",
+                "inbox",
+                "portability",
+                "retrieval",
+                "mcp_bridge",
+                "memory_site",
+                "notify",
+                "devtools",
+            )
         },
         # One line per failed sign-in (username, address, user agent; never the password).
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},

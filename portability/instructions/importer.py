@@ -136,7 +136,7 @@ def import_instructions(
     if kind is not None:
         kind = v.clean_kind(kind)
     if reviewer is not None:
-        actions._require_reviewer(reviewer)
+        actions.require_reviewer(reviewer)
     outcome = InstructionImport()
     candidates = _gather(paths, any_name, kind, outcome)
     agent_box: list[Agent] = []

@@ -116,7 +116,7 @@ def import_markdown(
     if kind is not None:
         kind = v.clean_kind(kind)
     if reviewer is not None:
-        actions._require_reviewer(reviewer)
+        actions.require_reviewer(reviewer)
     default_scope = scope or manifest_scope(base) or "personal"
     outcome = ImportOutcome(approved=reviewer is not None)
     agent_box: list[Agent] = []
