@@ -1,5 +1,5 @@
 """One process at a time for a piece of bookkeeping, on either engine
-(several daemons over one PostgreSQL database)."""
+(issue 17, several daemons over one PostgreSQL database)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Which database engine retrieval is talking to, and the few values whose
-SQL form differs between them.
+SQL form differs between them (issue 17).
 
 Retrieval owns its SQL. SQLite's is in schema.py / fts.py (FTS5, vec0,
 triggers); PostgreSQL's in pg_schema.py / pg_fts.py (a weighted tsvector

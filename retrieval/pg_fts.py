@@ -1,4 +1,4 @@
-"""The keyword engine on PostgreSQL: fts.py's functions over the
+"""The keyword engine on PostgreSQL (issue 17): fts.py's functions over the
 weighted tsvector and trigram indexes of pg_schema.py. fts.py dispatches
 here for a PostgreSQL connection; the callers and the scoring are shared.
 

@@ -1,4 +1,4 @@
-"""The retrieval tables on PostgreSQL: the same tables, queues and
+"""The retrieval tables on PostgreSQL (issue 17): the same tables, queues and
 meta as schema.py describes for SQLite, with the keyword indexes kept by the
 database itself instead of FTS5 tables.
 

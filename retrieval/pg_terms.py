@@ -1,4 +1,4 @@
-"""BM25's term frequencies on PostgreSQL: one row per document and
+"""BM25's term frequencies on PostgreSQL (issue 17): one row per document and
 lexeme with its occurrences weighted by column, kept from retrieval_doc.tsv
 by a trigger (pg_schema.TRIGGERS), read by pg_fts.py.
 

@@ -34,7 +34,7 @@ retrieval_meta).
 Django rebuilds a table (create, copy, drop, rename) for many ALTERs on
 SQLite, which drops its triggers; post_migrate re-creates them (apps.py).
 
-On PostgreSQL the same tables are created by pg_schema.py.
+On PostgreSQL the same tables are created by pg_schema.py (issue 17).
 """
 
 import hashlib
@@ -57,7 +57,7 @@ LIVE, HELD = "live", "held"
 STATES = (LIVE, HELD)
 
 
-# Spaces: every space has its own partitions, named by
+# Spaces (issue 16): every space has its own partitions, named by
 # ``partition_key``: the slug itself when it is a plain word (the three spaces
 # every database has keep the table names they always had), else a digest of
 # it (slugs such as ``personal:alice`` or ``north-rail`` are not SQL names).
@@ -323,7 +323,7 @@ def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None
 
 
 def create_all(cursor: CursorWrapper) -> None:
-    if cursor.db.vendor == "postgresql":  # the same tables in PostgreSQL's terms
+    if cursor.db.vendor == "postgresql":  # the same tables in PostgreSQL's terms (issue 17)
         from . import pg_schema
 
         pg_schema.create_all(cursor)

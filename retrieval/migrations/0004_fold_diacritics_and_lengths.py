@@ -1,6 +1,6 @@
 from django.db import migrations
 
-# PostgreSQL: the keyword tsvector folds diacritics (pg_schema.FOLD),
+# PostgreSQL (issue 17): the keyword tsvector folds diacritics (pg_schema.FOLD),
 # as FTS5's remove_diacritics does on SQLite, and each document keeps its
 # length in tokens (BM25, pg_fts.py). A database made before this gets the
 # functions, its generated columns made anew (which drops the tsv column's

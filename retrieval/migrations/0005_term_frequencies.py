@@ -1,6 +1,6 @@
 from django.db import migrations
 
-# PostgreSQL: BM25's term frequencies get a table of their own,
+# PostgreSQL (issue 17): BM25's term frequencies get a table of their own,
 # kept by a trigger (retrieval/pg_terms.py says why), instead of being read
 # from every matching row's tsvector at query time. A database made before
 # this gets the table, its function and triggers, and its rows from the
