@@ -1,5 +1,5 @@
 """`manage.py connect`: a careful merge of a client's block (built by
-memory_site/clients.py) into its config file, keeping everything else."""
+common/clients.py) into its config file, keeping everything else."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tomlkit
 
-from memory_site.clients import (
+from common.clients import (
     CLIENTS,
     DEFAULT_URL,
     GLOBAL_INSTRUCTIONS,
@@ -17,14 +17,14 @@ from memory_site.clients import (
     SERVER_NAME,
     ClientSpec,
     ConnectError,
-    _toml_table,
     cli_command,
     codex_token_help,
     name_for,
     render,
     server_entry,
+    toml_table,
 )
-from memory_site.files import write_atomic
+from common.files import write_atomic
 
 
 def check_target(client: ClientSpec, path: Path) -> None:
@@ -49,7 +49,7 @@ def _merged_text(client: ClientSpec, original: str | None, path: Path, entries: 
             name = name_for(entry)
             if name in servers:
                 del servers[name]
-            servers[name] = _toml_table(entry)
+            servers[name] = toml_table(entry)
         return tomlkit.dumps(doc)
     try:
         data = json.loads(original) if original and original.strip() else {}

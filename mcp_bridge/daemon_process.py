@@ -38,9 +38,9 @@ def start_serve(
 
 
 def stress_argv(role: str, **options: object) -> list[str]:
-    """The command line of one `python -m mcp_bridge.stress ROLE` load
+    """The command line of one `python -m devtools.stress ROLE` load
     process: each keyword becomes ``--name-with-dashes VALUE``."""
-    argv = [sys.executable, "-m", "mcp_bridge.stress", role]
+    argv = [sys.executable, "-m", "devtools.stress", role]
     for name, value in options.items():
         argv += ["--" + name.replace("_", "-"), str(value)]
     return argv

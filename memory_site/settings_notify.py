@@ -9,7 +9,7 @@ import re
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_choice, env_float, env_int, env_list, env_str
+from common.env import env_choice, env_float, env_int, env_list, env_str
 
 # --------------------------------------------------------------------------- notifications (notify/)
 # The outbox is always written; a channel is on when its variables are set.
@@ -24,7 +24,7 @@ VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS = env_int(
 )
 # A batch waits until no event came for this long (so a burst is one message).
 VETTED_NOTIFY_QUIET_SECONDS = env_float("VETTED_NOTIFY_QUIET_SECONDS", 1.0, minimum=0.0, maximum=600.0)
-# Spaces (issue 16): which spaces notifications and the feed may name, by
+# Spaces: which spaces notifications and the feed may name, by
 # slug or by kind ("team" is every team space, as the fixed scope was). Each
 # person is told only of the spaces they decide in among these (notify/recipients.py).
 # VETTED_NOTIFY_SCOPES is the deprecated alias (read when this is unset).

@@ -55,9 +55,9 @@ from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-# Static files (inbox-a11y): the test client and the browser tests' live
+# Static files: the test client and the browser tests' live
 # server (which serves through Django's finders) use plain names, so no test
 # needs a collectstatic first. The hashed, compressed files WhiteNoise serves
 # are tested through the daemon (tests/test_static_files.py), which collects
-# them itself (memory_site/static_files.py).
+# them itself (common/static_files.py).
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405

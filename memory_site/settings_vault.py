@@ -1,4 +1,4 @@
-"""The vault's settings (reviews/portability/vault), read from the
+"""The vault's settings (portability/vault), read from the
 environment like every other setting. Off unless both are set: then `serve`
 keeps this folder in step for this person (one daemon watches it: the one
 holding its lock file). Imported by settings.py; see docs/instruction-files.md."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_str
+from common.env import env_str
 
 VETTED_VAULT = env_str("VETTED_VAULT", "")
 VETTED_VAULT_PERSON = env_str("VETTED_VAULT_PERSON", "")

@@ -11,5 +11,5 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("feed/", include("notify.urls")),  # notify: the reviewer's secret Atom feed
-    path("", include("reviews.inbox.urls")),
+    path("", include("inbox.urls")),
 ]

@@ -1,6 +1,6 @@
 """The Atom feed of pending proposals and open disputes, at a reviewer's
 secret URL (``/feed/atom?key=SECRET``). The secret travels as the ``key``
-query parameter, which memory_site/logscrub.py redacts from every log line,
+query parameter, which common/logscrub.py redacts from every log line,
 the daemon's access log included. Titles only, never a body; only the
 spaces in VETTED_NOTIFY_SPACES that the key's person decides in; an unknown key and a key of a reviewer who
 may no longer review get the same 404."""
@@ -76,7 +76,7 @@ def atom(request):
     if key is None or not (key.user.is_active and key.user.is_staff):
         raise Http404("No such feed.")
     response = HttpResponse(content_type="application/atom+xml; charset=utf-8")
-    # Spaces (issue 16): the key's person is told only of the spaces they decide in.
+    # Spaces: the key's person is told only of the spaces they decide in.
     feed_for_scopes(sorted(recipients.spaces_of(key.user))).write(response, "utf-8")
     response["Cache-Control"] = "private, no-store"
     response["Referrer-Policy"] = "no-referrer"

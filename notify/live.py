@@ -28,7 +28,7 @@ def _pending(deciding: list[str] | None):
 
 def counts(user: Any = None) -> dict[str, Any]:
     """pending_count, overdue_count, disputed_count and newest_pending (a pk,
-    0 if none), of ``user``'s spaces (issue 16: cached per person, so no one
+    0 if none), of ``user``'s spaces (cached per person, so no one
     sees another's counts; ``user`` None: every space, for commands)."""
     key = f"{_KEY}:{getattr(user, 'pk', 'all')}"
     found = cache.get(key)

@@ -1,4 +1,4 @@
-"""Who is told what (issue 16): notifications per person and space.
+"""Who is told what: notifications per person and space.
 
 VETTED_NOTIFY_SPACES names the spaces notifications may carry titles of, by
 slug or by kind ("team": every team space). Within those:

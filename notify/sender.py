@@ -174,7 +174,7 @@ def batch(now: datetime | None = None) -> list[Delivery]:
             {"id": "", "title": f"{n} call(s) refused by a rate limit", "agent": name, "action": "rate_limited"}
             for name, n in sorted(counted.items())
         ]
-        # Spaces (issue 16): the webhook is the operator's; each e-mail
+        # Spaces: the webhook is the operator's; each e-mail
         # address of an account is told only of its person's spaces.
         messages: list[tuple[str, list[str] | None, list[dict[str, str]]]] = []
         for ch in targets:

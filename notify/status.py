@@ -16,7 +16,7 @@ RECENT = 20
 
 def settings_context(user: Any) -> dict[str, Any]:
     key = FeedKey.objects.filter(user_id=user.pk).first() if getattr(user, "pk", None) else None
-    # Spaces (issue 16): the outbox, the messages and the addresses span every
+    # Spaces: the outbox, the messages and the addresses span every
     # space and person, so only the operator (a superuser) sees them.
     operator = bool(getattr(user, "is_superuser", False))
     states = (

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from memory_site.cli import iso_date
+from common.cli import iso_date
 from reviews import history
 from reviews.errors import ValidationFailed
 from reviews.history import Moment

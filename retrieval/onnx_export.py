@@ -38,7 +38,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from memory_site.files import replaced_atomically, write_atomic
+from common.files import replaced_atomically, write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -61,7 +61,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(Record)
 class RecordAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):
-        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        # Spaces: a non-superuser sees only rows of their spaces.
         return admin_spaces.records(request, super().get_queryset(request))
 
     list_display = (
@@ -75,7 +75,7 @@ class RecordAdmin(ReadOnlyAdmin):
         "proposed_by",
         "approved_at",
     )
-    # RelatedOnly: the agents among the rows shown, not every agent (issue 16).
+    # RelatedOnly: the agents among the rows shown, not every agent.
     list_filter = ("status", "kind", "scope", "review_by", ("proposed_by", admin.RelatedOnlyFieldListFilter))
     search_fields = ("public_id", "title", "body", "approved_checksum")
     date_hierarchy = "approved_at"
@@ -125,7 +125,7 @@ class RecordAdmin(ReadOnlyAdmin):
 @admin.register(Proposal)
 class ProposalAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):
-        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        # Spaces: a non-superuser sees only rows of their spaces.
         return admin_spaces.proposals(request, super().get_queryset(request))
 
     list_display = (
@@ -170,7 +170,7 @@ class ProposalAdmin(ReadOnlyAdmin):
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):
-        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        # Spaces: a non-superuser sees only rows of their spaces.
         return admin_spaces.agents(request, super().get_queryset(request))
 
     list_display = (
@@ -196,7 +196,7 @@ class AgentAdmin(ReadOnlyAdmin):
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):
-        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        # Spaces: a non-superuser sees only rows of their spaces.
         return admin_spaces.events(request, super().get_queryset(request))
 
     list_display = (
@@ -237,7 +237,7 @@ for _model in (get_user_model(), Group):
 @admin.register(get_user_model())
 class UserAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):
-        # Spaces (issue 16): a non-superuser sees only rows of their spaces.
+        # Spaces: a non-superuser sees only rows of their spaces.
         return admin_spaces.users(request, super().get_queryset(request))
 
     list_display = ("username", "email", "is_active", "is_staff", "is_superuser", "last_login", "date_joined")

@@ -1,4 +1,4 @@
-"""What a staff member who is not a superuser sees in the admin (issue 16):
+"""What a staff member who is not a superuser sees in the admin:
 rows of the spaces they may read, through the one rule (reviews.space_access).
 
 A superuser (the operator) sees every row. Anyone else: records of their

@@ -34,7 +34,7 @@ def _ensure_audit_triggers(sender, using, **kwargs):
 
 
 def _first_superuser_claims_spaces(sender, instance, created, **kwargs):
-    """Spaces (issue 16): a fresh install's spaces have no member until the
+    """Spaces: a fresh install's spaces have no member until the
     first reviewer exists. The first-run page claims them; so does the first
     superuser made any other way (`createsuperuser`, the admin), through the
     same audited action. Spaces that already have members are left alone."""

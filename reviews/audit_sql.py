@@ -18,7 +18,7 @@ DROP_TRIGGERS = [
     "DROP TRIGGER IF EXISTS auditevent_no_delete",
 ]
 
-# PostgreSQL (issue 17). Row triggers refuse UPDATE and DELETE; TRUNCATE skips
+# PostgreSQL. Row triggers refuse UPDATE and DELETE; TRUNCATE skips
 # row triggers, so a statement trigger refuses it too. restrict_violation is an
 # integrity error class (23001), so Django raises IntegrityError as on SQLite.
 # CREATE OR REPLACE (PostgreSQL 14+) keeps the post_migrate re-run idempotent.
@@ -56,7 +56,7 @@ def for_vendor(vendor: str) -> tuple[list[str], list[str]]:
 
 
 # --------------------------------------------------------------------------- a role that cannot rewrite the log
-# Issue 17: besides the triggers, the application's role gets no UPDATE, DELETE
+# Besides the triggers, the application's role gets no UPDATE, DELETE
 # or TRUNCATE on the write log. A table's owner holds every privilege on it,
 # so the log is handed to a role of its own (NOLOGIN, never granted to the
 # application's role), which grants the application SELECT and INSERT only.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import regex
 
-from .textsafety import BLANKS, LISTED, describe, is_refused
+from common.textsafety import BLANKS, LISTED, describe, is_refused
 
 _DATA = Path(__file__).resolve().parent / "data" / "confusables.txt"
 

@@ -53,7 +53,7 @@ class DuplicateContent(VettedError):
 
 class AlreadyRejected(VettedError):
     """The same agent sent again, unchanged, what a reviewer already rejected
-    (resubmission, issue 15): not stored unless it says why (resubmit)."""
+    : not stored unless it says why (resubmit)."""
 
     code = "already_rejected"
 

@@ -1,6 +1,6 @@
 """Sign-in lockouts (django-axes, configured in memory_site/settings.py): the
 log line and the list the reviewer clears them from (the page a locked-out
-person sees is reviews.inbox.views.lockout_response). Clearing one is a state
+person sees is inbox.views.lockout_response). Clearing one is a state
 change: actions.clear_login_lockout.
 
 A pair (username, address) is locked after AXES_FAILURE_LIMIT failed

@@ -57,7 +57,7 @@ class Agent(models.Model):
     # The agent's grants: slugs of the spaces it may read and propose into,
     # only among the spaces its owner is a member of (reviews.actions.spaces).
     scopes = models.JSONField(default=list)
-    # The person who created or consented to the agent (issue 16); null only
+    # The person who created or consented to the agent; null only
     # for system agents such as "import" and for agents whose person is gone.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
@@ -222,9 +222,6 @@ class Record(models.Model):
         copy = self.approved_content
         return dict(copy) if copy is not None and is_approved_copy(copy, self.approved_checksum) else None
 
-    def is_overdue(self, today: date | None = None) -> bool:
-        return self.review_by < (today or timezone.localdate())
-
     def withhold_reason(self, today: date | None = None, valid_on: date | None = None) -> str | None:
         """Why this record must not be delivered right now (one of
         WITHHOLD_REASONS), or None if it may be. The Python form of
@@ -325,7 +322,7 @@ class Proposal(models.Model):
     # with the approved values (the proposed ones stay in the columns above).
     reviewer_changes = models.JSONField(default=dict, blank=True)
     result_record = models.ForeignKey(Record, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    # Resubmission (issue 15): the same agent's earlier rejected proposal with
+    # Resubmission: the same agent's earlier rejected proposal with
     # this very content, and the agent's reason for sending it again.
     resubmits = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     resubmit_reason = models.TextField(blank=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from memory_site.files import write_atomic
+from common.files import write_atomic
 
 FILE_NAME = "setup-code"
 

@@ -1,4 +1,4 @@
-"""Who may do what in which space: the one rule (issue 16).
+"""Who may do what in which space: the one rule.
 
 A person's role in a space is their Membership's: owner and reviewer decide
 (accept, reject, act on records), a reader sees records and the write log

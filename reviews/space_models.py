@@ -1,4 +1,4 @@
-"""Spaces and their members (issue 16).
+"""Spaces and their members.
 
 A space is where a record lives: a person's personal memory, a team's
 shared memory, or the system space. Its ``slug`` is the value stored in

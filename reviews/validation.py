@@ -19,7 +19,8 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from . import textsafety
+from common import textsafety
+
 from .errors import ValidationFailed
 from .space_access import space_slugs
 
@@ -45,7 +46,7 @@ def _refuse_invisible(field: str, value: str, *, where: str = "") -> None:
     """The one rule for every field an agent or a reviewer writes: no
     character the reviewer cannot see (controls, bidi controls, zero-width
     and other format characters, TAG characters, fillers, variation
-    selectors; see reviews/textsafety.py for the exact set and the emoji
+    selectors; see common/textsafety.py for the exact set and the emoji
     exceptions). Text that renders differently from what is stored, or not at
     all, could carry what no reviewer approved ("Trojan Source", "ASCII
     smuggling"). Checked on the value as sent, so positions match it; callers

@@ -174,7 +174,7 @@ def test_no_serious_axe_violation_on_any_page(browser, live_server, every_kind, 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_no_serious_axe_violation_on_the_first_run_page(browser, live_server, db, monkeypatch, scheme):  # noqa: F811
-    monkeypatch.setattr("reviews.inbox.middleware._user_exists", False)
+    monkeypatch.setattr("inbox.middleware._user_exists", False)
     setup_code.ensure()
     try:
         for size in SIZES:

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from inbox import activity, charts
 from reviews import actions
-from reviews.inbox import activity, charts
 from reviews.models import Proposal, Record
 from tests.conftest import content
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 def _fresh_first_run_cache(monkeypatch):
     # FirstRunMiddleware remembers "a user exists" at module level; start each
     # test from the real database state.
-    monkeypatch.setattr("reviews.inbox.middleware._user_exists", False)
+    monkeypatch.setattr("inbox.middleware._user_exists", False)
 
 
 @pytest.fixture

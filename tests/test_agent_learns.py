@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from common import textsafety
 from mcp_bridge import agent_api
-from reviews import actions, confusables, textsafety
+from reviews import actions, confusables
 from reviews import validation as v
 from reviews.errors import RateLimited, ValidationFailed
 from tests.mcp_client import NEW_FACT as FACT

@@ -21,9 +21,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from portability import backup
 from reviews import actions
 from reviews.models import Record
-from reviews.portability import backup
 
 from .conftest import content
 from .gateway_support import free_port

@@ -10,8 +10,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-from retrieval.evaluation import in_split, split_of
-from retrieval.management.commands.bench_locomo import _turns
+from devtools.evaluation import in_split, split_of
+from devtools.management.commands.bench_locomo import _turns
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from devtools.bench_stages import TOTAL, breakdown, table
 from mcp_bridge import agent_api
-from mcp_bridge.bench_stages import TOTAL, breakdown, table
 from retrieval import stages
 
 EXPECTED = [

@@ -12,7 +12,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from memory_site import listening
+from common import listening
 from memory_site.command_line import app, daemon, run, table
 from reviews import actions
 from reviews.errors import Unauthorized

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from common import listening
 from mcp_bridge.daemon_process import free_port
-from memory_site import listening
 
 PROJECT = Path(__file__).resolve().parent.parent
 HEAVY = ("mcp", "torch", "numpy", "sentence_transformers", "onnxruntime", "transformers")

@@ -13,12 +13,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from memory_site.env import database_entry
+from common.env import database_entry
+from devtools.scratch import default_connection_on, throwaway_pgserver
 from retrieval import copy, index, schema
 from retrieval.checks import check
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
-from retrieval.scratch import default_connection_on, throwaway_pgserver
 from retrieval.search import search
 from reviews import actions
 from reviews.models import Record

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from devtools.scratch import scratch_database
 from retrieval import index
-from retrieval.scratch import scratch_database
 from reviews import actions, setup_code
 from reviews.checksum import checksum_of
 from reviews.errors import InvalidTransition

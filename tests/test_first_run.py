@@ -33,7 +33,7 @@ REMOTE = "203.0.113.5"
 def _fresh_first_run_cache(monkeypatch):
     # The middleware caches "a user exists" at module level; other tests (or an
     # earlier request in this one) must not decide what this test sees.
-    monkeypatch.setattr("reviews.inbox.middleware._user_exists", False)
+    monkeypatch.setattr("inbox.middleware._user_exists", False)
 
 
 @pytest.fixture(autouse=True)

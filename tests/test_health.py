@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from memory_site import __version__, listening
+from common import __version__, listening
 from reviews import actions
 
 pytestmark = pytest.mark.django_db

@@ -530,7 +530,7 @@ def assert_inert(page: str, where: str) -> None:
             assert not re.match(r"\s*(javascript|data|vbscript):", value, re.I), (where, tag, name, value)
     assert "iframe" not in parts.tags, where
     # The only SVG allowed is the site's own chart (the activity strip), drawn by
-    # reviews/inbox/charts.py from numbers: every <svg> must be one of those.
+    # inbox/charts.py from numbers: every <svg> must be one of those.
     charts = sum(1 for tag, name, value in parts.attributes if tag == "svg" and name == "class" and "chart" in value)
     assert parts.tags.count("svg") == charts, where
     assert not any(value.startswith("x") and tag == "img" for tag, _n, value in parts.attributes), where

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from inbox import filters as inbox_filters
 from reviews import actions
-from reviews.inbox import filters as inbox_filters
 from reviews.models import AuditEvent, Proposal, ProposalState, RecordStatus, ReviewerPreference
 from tests.conftest import GOOD_BODY, content
 
@@ -294,7 +294,7 @@ def test_accept_all_leaves_out_retirements_and_disputes(signed_in, mixed):
 
 
 def test_all_that_match_is_capped_and_says_so(signed_in, many, monkeypatch):
-    from reviews.inbox import triage_views
+    from inbox import triage_views
 
     monkeypatch.setattr(triage_views, "BULK_MAX", 10)
     html = signed_in.get("/proposals/bulk-all?agent=claude-code&op=accept").content.decode()

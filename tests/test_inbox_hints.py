@@ -13,12 +13,12 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
+from inbox.hints import similarity_label
 from mcp_bridge import agent_api
 from retrieval import index
 from retrieval.embeddings import FakeEmbedder
 from reviews import actions, vocabulary
 from reviews.errors import InvalidTransition, ScopeNotAllowed, ValidationFailed
-from reviews.inbox.hints import similarity_label
 from reviews.models import AuditEvent, Proposal, ProposalAction, ProposalState, RecordStatus
 from tests.conftest import content
 
@@ -87,8 +87,8 @@ def test_a_create_shows_the_approved_record_it_contradicts_and_the_pending_revis
 def test_the_hint_embeds_the_proposal_once_and_not_again_on_the_next_request(postgres, monkeypatch):
     # inbox-fast: the hint made three look-ups, each embedding the proposal's text again (the similar
     # hint's server time was mostly the model); its vectors now come once from the pending-vector cache.
+    from inbox import hints
     from retrieval.similar import pending_vectors
-    from reviews.inbox import hints
 
     # Start from an empty per-process cache: an earlier test's proposal may have had this pk and text.
     monkeypatch.setattr(pending_vectors, "_vectors", {})
@@ -449,8 +449,8 @@ def test_a_few_retirements_raise_no_warning(signed_in, team_agent, make_record):
 
 @pytest.mark.model
 def test_the_postgres_case_with_the_real_model(postgres):
+    from inbox import hints
     from retrieval.embeddings import SentenceTransformerEmbedder, default_model_path
-    from reviews.inbox import hints
 
     model = SentenceTransformerEmbedder(default_model_path(), "all-MiniLM-L6-v2", threads=0)
     found = hints.for_proposal(postgres["create"], embedder=model)
@@ -465,8 +465,8 @@ def test_the_postgres_case_with_the_real_model(postgres):
 
 
 def test_merge_and_duplicate_are_offered_only_for_a_match_close_enough_to_be_one(make_record, agent):
+    from inbox.hints import Match
     from retrieval.quality import DUPLICATE_SIMILARITY
-    from reviews.inbox.hints import Match
 
     record = make_record()
     proposal = actions.propose_create(

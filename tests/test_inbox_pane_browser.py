@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from reviews.inbox.bench_review_page import SETTLED
+from devtools.bench_review_page import SETTLED
 from reviews.models import Proposal, ProposalState
 from tests import test_accessibility_browser as a11y
 from tests.test_inbox_browser import (

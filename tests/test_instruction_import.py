@@ -15,9 +15,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from portability import instructions
+from portability.markdown_io.notes import MAX_FILE_BYTES
 from reviews.models import Proposal, ProposalState, Record
-from reviews.portability import instructions
-from reviews.portability.markdown_io.notes import MAX_FILE_BYTES
 
 SAMPLES = Path(__file__).parent / "data" / "instructions"
 

@@ -11,9 +11,9 @@ import socket
 import pytest
 from django.core.management.base import CommandError
 
+from common import listening
 from mcp_bridge.management.commands.serve import Command as Serve
 from mcp_bridge.stdio.config import load_config
-from memory_site import listening
 
 DEAD_PID = 2**31 - 2  # above any pid_max: never a live process
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from memory_site.logscrub import REDACTED, SECRET_PARAMETERS, scrub
+from common.logscrub import REDACTED, SECRET_PARAMETERS, scrub
 from tests.gateway_support import http
 
 

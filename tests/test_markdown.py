@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from reviews.inbox.markdown import ALLOWED_TAGS, render
-from reviews.inbox.worddiff import word_diff
+from inbox.markdown import ALLOWED_TAGS, render
+from inbox.worddiff import word_diff
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -92,7 +92,7 @@ def test_an_agent_cannot_set_attributes_on_code_blocks_even_through_the_sanitise
     # replace the input's, the rest is dropped.
     import nh3
 
-    from reviews.inbox import markdown
+    from inbox import markdown
 
     html = nh3.clean(
         '<pre tabindex="-1" aria-label="Approve me" onfocus="x()"><code>y</code></pre>',
@@ -186,7 +186,7 @@ def _repeat(unit: str, size: int) -> str:
 def test_word_diff_of_a_repetitive_max_size_revision_stays_within_its_work_budget():
     # The few short words reordered: the worst case for a longest-match diff
     # (it took 20 s before the work was capped).
-    from reviews.inbox.worddiff import WORK_BUDGET, compute
+    from inbox.worddiff import WORK_BUDGET, compute
     from reviews.validation import BODY_MAX
 
     old, new = _repeat("ab cd ef gh ", 1_000), _repeat("cd ab gh ef ij ", BODY_MAX)
@@ -200,7 +200,7 @@ def test_word_diff_of_a_repetitive_max_size_revision_stays_within_its_work_budge
 
 
 def test_word_diff_of_a_repetitive_multiline_revision_stays_within_its_work_budget():
-    from reviews.inbox.worddiff import WORK_BUDGET, compute
+    from inbox.worddiff import WORK_BUDGET, compute
     from reviews.validation import BODY_MAX
 
     diff = compute(_repeat("ab cd\nef gh\n", 1_000), _repeat("ef gh\nab cd\nij kl\n", BODY_MAX))
@@ -208,7 +208,7 @@ def test_word_diff_of_a_repetitive_multiline_revision_stays_within_its_work_budg
 
 
 def test_word_diff_never_spends_more_than_the_budget_it_is_given():
-    from reviews.inbox.worddiff import compute
+    from inbox.worddiff import compute
 
     old = " ".join(f"word{i}" for i in range(400))
     new = " ".join(f"word{i}" if i % 7 else f"changed{i}" for i in range(400))
@@ -218,7 +218,7 @@ def test_word_diff_never_spends_more_than_the_budget_it_is_given():
 
 
 def test_word_diff_keeps_word_marks_for_scattered_edits_in_a_long_body():
-    from reviews.inbox.worddiff import compute
+    from inbox.worddiff import compute
 
     paragraphs = [
         " ".join(f"paragraph {p} sentence {s} mentions service-{p}-{s} and its owner." for s in range(8))

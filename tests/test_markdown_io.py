@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from portability import markdown_io
 from reviews import actions
 from reviews.checksum import content_checksum
 from reviews.models import (
@@ -22,7 +23,6 @@ from reviews.models import (
     Record,
     RecordStatus,
 )
-from reviews.portability import markdown_io
 
 from .conftest import GOOD_BODY
 

@@ -263,7 +263,7 @@ def _home_with_agent(migrated, home, agent="cold"):
 
 
 def _stop_recorded_daemon(home):
-    from memory_site import listening
+    from common import listening
 
     record = listening.running(home)
     if record is not None:
@@ -343,7 +343,7 @@ def test_a_bridge_waits_for_a_daemon_that_is_already_starting(migrated, tmp_path
     """`make run` is loading the model when a client spawns the bridge: the
     daemon the bridge starts is refused at once (serve.json says one is
     starting), and the bridge waits for that one instead of failing."""
-    from memory_site import listening
+    from common import listening
 
     home = tmp_path / "home"
     env, token = _home_with_agent(migrated, home)

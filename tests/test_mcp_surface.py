@@ -15,7 +15,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from memory_site import guidance
+from common import guidance
 from reviews import actions
 from tests.mcp_client import NEW_FACT as FACT
 from tests.mcp_client import text_of
@@ -108,7 +108,7 @@ def test_an_argument_of_the_wrong_type_is_refused_without_pydantic_text(agent_to
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_guidance_prompt_is_the_text_connect_prints(agent_tokens, mode):
-    from memory_site.clients import GLOBAL_INSTRUCTIONS
+    from common.clients import GLOBAL_INSTRUCTIONS
 
     async def steps(c):
         listed = [p.name for p in (await c.list_prompts()).prompts]

@@ -17,8 +17,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from common import logscrub
 from mcp_bridge.agent_api.limits import SlidingWindowLimiter
-from memory_site import logscrub
 from notify import channels, live, refusals, sender
 from notify.models import Channel, Delivery, DeliveryState, Event, FeedKey, OutboxEvent
 from retrieval import docs

@@ -236,11 +236,11 @@ def test_every_role_check_in_the_actions_names_a_verb_of_the_policy_table():
 
     for module in (decisions, merges, records, undo):
         source = inspect.getsource(module)
-        calls = re.findall(r"_require_role\((.*?)\)\n", source, flags=re.S)
+        calls = re.findall(r"require_role\((.*?)\)\n", source, flags=re.S)
         assert calls, module.__name__
         for call in calls:
             verb = re.search(r'verb="(\w+)"', call) or re.search(r"verb=(\w+)", call)
-            assert verb is not None, f"{module.__name__}: _require_role({call}) names no verb"
+            assert verb is not None, f"{module.__name__}: require_role({call}) names no verb"
             assert verb.group(1) in policy.RULES or verb.group(1) == "verb", call
         assert "role_of(" not in source and "DECIDING_ROLES" not in source, module.__name__
 

@@ -20,7 +20,7 @@ import pytest
 from django.db import OperationalError, connection, connections, transaction
 
 from reviews import actions
-from reviews.actions._common import _locked_agent, _locked_record
+from reviews.actions._common import locked_agent, locked_record
 from reviews.models import Proposal, ProposalAction
 from tests.conftest import content
 
@@ -63,9 +63,9 @@ def _propose_holding_the_agent(agent):
 @pytest.mark.parametrize(
     "lock",
     [
-        pytest.param(lambda agent, record: _locked_agent(agent), id="_locked_agent"),
+        pytest.param(lambda agent, record: locked_agent(agent), id="locked_agent"),
         pytest.param(lambda agent, record: _propose_holding_the_agent(agent), id="a proposal's agent lock"),
-        pytest.param(lambda agent, record: _locked_record(record), id="_locked_record"),
+        pytest.param(lambda agent, record: locked_record(record), id="locked_record"),
     ],
 )
 def test_a_held_action_lock_lets_another_transactions_foreign_key_check_commit(lock, agent, team_agent, record):
@@ -90,7 +90,7 @@ def test_the_held_lock_still_serialises_the_actions_on_that_agent(agent, record)
     """The other half of the promise: an action on the same agent waits."""
     held, release = threading.Event(), threading.Event()
     errors: list[BaseException] = []
-    holder = threading.Thread(target=_hold, args=(lambda: _locked_agent(agent), held, release, errors))
+    holder = threading.Thread(target=_hold, args=(lambda: locked_agent(agent), held, release, errors))
     holder.start()
     try:
         assert held.wait(10) and not errors, errors

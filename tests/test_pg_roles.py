@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from memory_site.env import database_entry
+from common.env import database_entry
+from devtools.scratch import throwaway_pgserver
 from retrieval import copy
-from retrieval.scratch import throwaway_pgserver
 from reviews.audit_sql import AUDIT_TABLE
 
 pytestmark = pytest.mark.slow

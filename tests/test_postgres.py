@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connection
 from django.db.utils import ConnectionHandler
 
-from memory_site import env
+from common import env
 from memory_site.postgres_backend import base as pg_backend
 from reviews.audit_sql import AUDIT_TABLE
 
@@ -243,7 +243,7 @@ def test_backup_and_restore_refuse_on_postgres_with_the_command_to_use(tmp_path)
 
 
 def test_the_serve_lock_of_a_postgres_instance_lives_in_vetted_home(settings, tmp_path):
-    from memory_site.files import serve_lock_path
+    from common.files import serve_lock_path
 
     settings.VETTED_HOME = tmp_path
     settings.DATABASES = {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "vetted"}}

@@ -13,11 +13,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from portability import publish
+from portability.publish import block as blk
 from reviews import actions
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
-from reviews.portability import publish
-from reviews.portability.publish import block as blk
 
 from .conftest import GOOD_BODY
 

@@ -9,11 +9,11 @@ import time
 import pytest
 from django.db import connections
 
+from portability import publish
+from portability.publish.follow import follow, lock_path
+from portability.vault import VaultBusy
+from portability.vault.watch import hold_lock
 from reviews import actions
-from reviews.portability import publish
-from reviews.portability.publish.follow import follow, lock_path
-from reviews.portability.vault import VaultBusy
-from reviews.portability.vault.watch import hold_lock
 
 
 @pytest.mark.slow

@@ -11,10 +11,10 @@ import random
 
 import pytest
 
+from devtools.bench_review import seed
+from devtools.bench_review_page import REVEAL, TOAST_COVERS, WHOLE_IN_FIRST_SCREEN
+from inbox import inbox_views
 from reviews import actions
-from reviews.inbox import inbox_views
-from reviews.inbox.bench_review import seed
-from reviews.inbox.bench_review_page import REVEAL, TOAST_COVERS, WHOLE_IN_FIRST_SCREEN
 from tests.conftest import GOOD_BODY, content
 from tests.test_inbox_browser import assert_fits, browser, open_page, pytestmark, shot, wait_for_hints  # noqa: F401  # fixture, marks
 

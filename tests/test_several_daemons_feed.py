@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from mcp_bridge.stress_reviewer import _SiteSession
+from devtools.stress_reviewer import SiteSession
 from reviews import actions
 from tests.conftest import content
 from tests.gateway_support import running_daemon
@@ -94,7 +94,7 @@ def test_a_decision_through_daemon_b_reaches_a_subscriber_on_daemon_a_and_nothin
         reviewer.set_password(PASSWORD)
         reviewer.save(update_fields=["password"])
     with running_daemon(tmp_path) as a, running_daemon(tmp_path) as b:
-        site = _SiteSession(SimpleNamespace(url=b.base, reviewer=reviewer.username, password=PASSWORD))
+        site = SiteSession(SimpleNamespace(url=b.base, reviewer=reviewer.username, password=PASSWORD))
 
         def steps_for(mode: str):
             decision, fact = MODES[mode]

@@ -12,7 +12,7 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from retrieval.scratch import scratch_database
+from devtools.scratch import scratch_database
 from reviews import actions
 from reviews.models import Agent, Record
 from reviews.space_models import Membership, Space

@@ -1,5 +1,5 @@
 """When the collected static files are current, and what a server that
-cannot rewrite them says (memory_site/static_files.py). The files WhiteNoise
+cannot rewrite them says (common/static_files.py). The files WhiteNoise
 serves (hashed names, compression, cache headers) are tested through the
 daemon in tests/test_serve.py."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 from django.test import override_settings
 
-from memory_site import static_files
+from common import static_files
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from django.db import DatabaseError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 import memory_site.settings as base_settings
-from memory_site import env
+from common import env
 from memory_site.sqlite_backend import base as backend
 from reviews.apps import _ensure_audit_triggers
 from reviews.audit_sql import AUDIT_TABLE, TRIGGER_NAMES, for_vendor

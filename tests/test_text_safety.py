@@ -13,11 +13,12 @@ import pytest
 import regex
 from django.urls import reverse
 
+from common import textsafety
+from inbox import lookalikes
 from mcp_bridge import agent_api
-from reviews import actions, textsafety
+from reviews import actions
 from reviews.checksum import CHECKSUM_FIELDS, checksum_of
 from reviews.errors import DuplicateContent, ValidationFailed
-from reviews.inbox import lookalikes
 from reviews.models import AuditEvent, Proposal, Record
 from tests.conftest import GOOD_BODY, content
 

@@ -10,10 +10,10 @@ import time
 import pytest
 from django.db import connections
 
+from portability import vault
+from portability.markdown_io import file_name
 from reviews import actions
 from reviews.models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
-from reviews.portability import vault
-from reviews.portability.markdown_io import file_name
 
 from .conftest import GOOD_BODY
 
@@ -210,7 +210,7 @@ def test_a_vault_edit_shows_in_the_inbox_as_the_persons_revision_with_its_diff(d
 def test_a_failed_pass_is_tried_again_without_waiting_for_another_event(make_record, monkeypatch, tmp_path):
     """Slow: runs the watcher thread; its first pass fails (as a locked
     database would make it) and the next tick must try again."""
-    from reviews.portability.vault import watch
+    from portability.vault import watch
 
     record = make_record(title="Deploy window for billing")
     calls: list[int] = []

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from portability.markdown_io import file_name
 from reviews import actions
-from reviews.portability.markdown_io import file_name
 
 from .gateway_support import running_daemon
 

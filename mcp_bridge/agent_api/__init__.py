@@ -18,7 +18,7 @@ subscriber may hear). Everything public is re-exported here.
 
 from .describe import describe
 from .grant import Credential, agent_for, credential_holds, own_proposals, spaces
-from .inputs import _space_or_scope as space_or_scope
+from .inputs import space_or_scope as space_or_scope
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import (

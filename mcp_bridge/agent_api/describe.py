@@ -55,7 +55,7 @@ def describe(agent: Agent) -> dict:
         ),
         "agent": {"id": agent.public_id, "name": agent.name, "scopes": scopes, "source_tool": agent.source_tool},
         "scopes": [{"name": s, "records": by_scope.get(s, 0)} for s in scopes],
-        # Spaces (issue 16): the agent's grants by slug and name; ``scope`` fields take the slug.
+        # Spaces: the agent's grants by slug and name; ``scope`` fields take the slug.
         "spaces": [{"slug": s, "name": names.get(s, s), "records": by_scope.get(s, 0)} for s in scopes],
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
         "tags": tags,

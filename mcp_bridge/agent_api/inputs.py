@@ -1,6 +1,6 @@
 """Parsing what an agent sends: ids, filters, dates. Each helper either
 returns the clean value or adds a message (what was wrong, what is allowed)
-to ``errors``; ``_raise`` then reports every problem at once."""
+to ``errors``; ``raise_errors`` then reports every problem at once."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from reviews.errors import ValidationFailed
 from reviews.models import Agent
 
 
-def _reader(agent: Agent) -> Reader:
+def reader_for(agent: Agent) -> Reader:
     return Reader.for_agent(agent)
 
 
-def _record_id(value, field: str = "id") -> str:
+def clean_record_id(value, field: str = "id") -> str:
     text = str(value or "").strip() if isinstance(value, str) else ""
     if not ids.RECORD_ID_RE.match(text):
         shown = repr(value)[:60] if value not in (None, "") else "nothing"
@@ -27,7 +27,7 @@ def _record_id(value, field: str = "id") -> str:
     return text
 
 
-def _proposal_id(value) -> str:
+def clean_proposal_id(value) -> str:
     text = str(value or "").strip() if isinstance(value, str) else ""
     if not ids.PROPOSAL_ID_RE.match(text):
         shown = repr(value)[:60] if value not in (None, "") else "nothing"
@@ -35,7 +35,7 @@ def _proposal_id(value) -> str:
     return text
 
 
-def _optional_kind(value, errors: dict) -> list[str]:
+def optional_kind(value, errors: dict) -> list[str]:
     if value in (None, ""):
         return []
     try:
@@ -48,8 +48,8 @@ def _optional_kind(value, errors: dict) -> list[str]:
 SCOPE_DEPRECATED = "scope is deprecated: use space (the same space slug); scope goes in the next version"
 
 
-def _space_or_scope(space, scope) -> tuple[object, dict[str, str]]:
-    """Spaces (issue 16): ``space`` is the filter; ``scope`` its deprecated
+def space_or_scope(space, scope) -> tuple[object, dict[str, str]]:
+    """Spaces: ``space`` is the filter; ``scope`` its deprecated
     alias, which still works and says so (the returned notes go in the answer)."""
     if space not in (None, ""):
         return space, {}
@@ -58,7 +58,7 @@ def _space_or_scope(space, scope) -> tuple[object, dict[str, str]]:
     return None, {}
 
 
-def _optional_scope(agent: Agent, value, errors: dict) -> list[str]:
+def optional_scope(agent: Agent, value, errors: dict) -> list[str]:
     if value in (None, ""):
         return []
     scope = str(value).strip().lower()
@@ -68,7 +68,7 @@ def _optional_scope(agent: Agent, value, errors: dict) -> list[str]:
     return [scope]
 
 
-def _tag_list(value, errors: dict, field: str = "tags") -> list[str]:
+def checked_tags(value, errors: dict, field: str = "tags") -> list[str]:
     if value in (None, "", []):
         return []
     try:
@@ -78,7 +78,7 @@ def _tag_list(value, errors: dict, field: str = "tags") -> list[str]:
         return []
 
 
-def _since(value, errors: dict) -> datetime | None:
+def clean_since(value, errors: dict) -> datetime | None:
     try:
         return v.clean_moment("since", value)
     except ValidationFailed as exc:
@@ -86,6 +86,6 @@ def _since(value, errors: dict) -> datetime | None:
     return None
 
 
-def _raise(errors: dict) -> None:
+def raise_errors(errors: dict) -> None:
     if errors:
         raise ValidationFailed(errors)

@@ -1,7 +1,7 @@
 """The per-agent rate limits: writes (proposals) and reads per minute, and
 new MCP sessions per minute, all one sliding-window class.
 
-Where the window lives (issue 17, several daemons): on SQLite, in this
+Where the window lives (several daemons): on SQLite, in this
 process. One daemon serves a SQLite file (the serve lock in VETTED_HOME), so
 an in-memory window sees every call and costs no write. On PostgreSQL,
 several daemons may serve one database, so the window is in the database

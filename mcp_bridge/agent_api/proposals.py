@@ -15,7 +15,7 @@ from reviews.formats import iso
 from reviews.models import Agent, Proposal, Record
 
 from .grant import own_proposals
-from .inputs import _proposal_id, _raise, _record_id
+from .inputs import clean_proposal_id, clean_record_id, raise_errors
 from .limits import write_limiter
 from .shapes import proposal_shape
 
@@ -96,7 +96,7 @@ def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, 
     if revises not in (None, ""):
         return _propose_revision(
             agent,
-            _record_id(revises, "revises"),
+            clean_record_id(revises, "revises"),
             title=title,
             body=body,
             kind=kind,
@@ -124,7 +124,7 @@ def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, 
     # an unknown space reads like one not granted, naming only the agent's.
     if scope not in (None, "") and str(scope).strip().lower() not in agent.scopes:
         errors["scope"] = v.unknown_space_message(scope, agent.scopes)
-    _raise(errors)
+    raise_errors(errors)
     if not confirm_duplicate:
         answer = _near_duplicates(content, agent, exclude=())
         if answer:
@@ -250,7 +250,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
 
 def propose_retirement(agent: Agent, record_id, reason) -> dict:
     write_limiter.hit(agent)
-    target_id = _record_id(record_id)
+    target_id = clean_record_id(record_id)
     proposal = actions.propose_retirement(target_id, agent=agent, reason=reason)
     return _pending_answer(
         proposal,
@@ -260,7 +260,7 @@ def propose_retirement(agent: Agent, record_id, reason) -> dict:
 
 def dispute(agent: Agent, record_id, reason) -> dict:
     write_limiter.hit(agent)
-    target_id = _record_id(record_id)
+    target_id = clean_record_id(record_id)
     proposal = actions.dispute_record(target_id, agent=agent, reason=reason)
     return _pending_answer(
         proposal,
@@ -276,7 +276,7 @@ def withdraw_proposal(agent: Agent, proposal_id, note=None) -> dict:
     Another agent's proposal gives the same 404 as an unknown id, as in
     proposal_status: an agent cannot learn which proposal ids exist."""
     write_limiter.hit(agent)
-    public_id = _proposal_id(proposal_id)
+    public_id = clean_proposal_id(proposal_id)
     if not own_proposals(agent).filter(public_id=public_id).exists():
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
     if note is not None and not isinstance(note, str):

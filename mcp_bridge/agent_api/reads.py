@@ -13,15 +13,15 @@ from reviews.models import Agent, Record
 
 from .grant import own_proposals
 from .inputs import (
-    _optional_kind,
-    _optional_scope,
-    _proposal_id,
-    _raise,
-    _reader,
-    _record_id,
-    _since,
-    _space_or_scope,
-    _tag_list,
+    checked_tags,
+    clean_proposal_id,
+    clean_record_id,
+    clean_since,
+    optional_kind,
+    optional_scope,
+    raise_errors,
+    reader_for,
+    space_or_scope,
 )
 from .limits import read_limiter
 from .shapes import WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
@@ -88,10 +88,10 @@ def search(
     read_limiter.hit(agent, cost=query_cost(query))
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
-    kinds = _optional_kind(kind, errors)
-    space, deprecated = _space_or_scope(space, scope)
-    scopes = _optional_scope(agent, space, errors)
-    tag_list = _tag_list(tags, errors)
+    kinds = optional_kind(kind, errors)
+    space, deprecated = space_or_scope(space, scope)
+    scopes = optional_scope(agent, space, errors)
+    tag_list = checked_tags(tags, errors)
     try:
         search_engine.validate(query, mode, limit)
     except ValidationFailed as exc:
@@ -99,13 +99,13 @@ def search(
     problem = query_problem(query)
     if problem and "query" not in errors:
         errors["query"] = problem
-    _raise(errors)
+    raise_errors(errors)
     filters = search_engine.Filters(kinds=kinds, scopes=scopes, tags_all=tag_list)
     clock = stages.clock()  # None unless a benchmark is timing the stages
     if clock is not None:
         clock.lap("agent API: limiter, inputs")
     response = search_engine.search(
-        query, mode=mode, filters=filters, limit=int(limit), reader=_reader(agent), moment=moment
+        query, mode=mode, filters=filters, limit=int(limit), reader=reader_for(agent), moment=moment
     )
     data = response.as_dict()
     data["took_ms"] = round(response.took_ms, 1)
@@ -124,9 +124,9 @@ def read(agent: Agent, record_id, *, as_of=None, valid_at=None) -> dict:
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
-    _raise(errors)
-    public_id = _record_id(record_id)
-    result = asof.read_at(public_id, _reader(agent), moment) if moment else read_record(public_id, _reader(agent))
+    raise_errors(errors)
+    public_id = clean_record_id(record_id)
+    result = asof.read_at(public_id, reader_for(agent), moment) if moment else read_record(public_id, reader_for(agent))
     when = moment.as_dict() if moment else {}
     if result.record is not None:
         if moment is None or moment.at is None:
@@ -159,18 +159,18 @@ def list_records(
     read_limiter.hit(agent)
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
-    kinds = _optional_kind(kind, errors)
-    space, deprecated = _space_or_scope(space, scope)
-    scopes = _optional_scope(agent, space, errors) or list(agent.scopes)
-    tag_list = _tag_list(tag, errors, field="tag")
-    after = _since(since, errors)
+    kinds = optional_kind(kind, errors)
+    space, deprecated = space_or_scope(space, scope)
+    scopes = optional_scope(agent, space, errors) or list(agent.scopes)
+    tag_list = checked_tags(tag, errors, field="tag")
+    after = clean_since(since, errors)
     number = search_engine._whole_number(limit) or 0
     if not 1 <= number <= LIST_LIMIT_MAX:
         errors["limit"] = f"got {limit!r}; a whole number from 1 to {LIST_LIMIT_MAX}"
-    _raise(errors)
+    raise_errors(errors)
     if moment is not None:
         then = asof.list_at(
-            _reader(agent), moment, scopes=scopes, kinds=kinds, tags_all=tag_list, since=after, limit=number
+            reader_for(agent), moment, scopes=scopes, kinds=kinds, tags_all=tag_list, since=after, limit=number
         )
         found_then = [record_summary(record) for record in then]
         answer_then: dict = {"records": found_then, "count": len(found_then), "limit": number, **moment.as_dict()}
@@ -209,7 +209,7 @@ def list_records(
 def proposal_status(agent: Agent, proposal_id) -> dict:
     """State and decision of one of the agent's own proposals."""
     read_limiter.hit(agent)
-    public_id = _proposal_id(proposal_id)
+    public_id = clean_proposal_id(proposal_id)
     proposal = own_proposals(agent).select_related("target", "result_record").filter(public_id=public_id).first()
     if proposal is None:  # other agents' proposals, and its own outside this credential's spaces, do not exist
         raise NotFound(f"No proposal of yours with id {public_id!r}.")
@@ -225,8 +225,8 @@ def quality_check(agent: Agent, *, scope=None) -> dict:
     from retrieval import quality  # loads numpy-heavy code only when asked
 
     errors: dict[str, str] = {}
-    scopes = _optional_scope(agent, scope, errors) or list(agent.scopes)
-    _raise(errors)
+    scopes = optional_scope(agent, scope, errors) or list(agent.scopes)
+    raise_errors(errors)
     report = quality.run(scopes, agent=agent)
     data = report.as_dict()
     data["note"] = (

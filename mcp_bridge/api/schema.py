@@ -42,7 +42,7 @@ class HitSerializer(serializers.Serializer):
 
 
 class DeprecationNote(serializers.Serializer):
-    # Spaces (issue 16): an answer to a call that used the deprecated ``scope``
+    # Spaces: an answer to a call that used the deprecated ``scope``
     # says so (REST and MCP alike; the MCP outputSchemas come from here).
     deprecated = serializers.DictField(
         child=serializers.CharField(),

@@ -38,7 +38,7 @@ _PROPOSAL_ID = OpenApiParameter(
 )
 # An empty filter (?scope=) means no filter, as if it were not given.
 _KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
-# Spaces (issue 16): ``space`` takes a space slug; ``scope`` is its deprecated alias (the answer says so).
+# Spaces: ``space`` takes a space slug; ``scope`` is its deprecated alias (the answer says so).
 _SPACE = OpenApiParameter("space", str, description="Only this space (its slug), one of the agent's (empty: all).")
 _SCOPE = OpenApiParameter("scope", str, deprecated=True, description="Deprecated alias of space.")
 _REASON_EXAMPLE = [
@@ -117,7 +117,7 @@ def describe(request):
     return Response(agent_api.describe(request.auth))
 
 
-# as-of (issue 18 §2): on search, list and read.
+# as-of: on search, list and read.
 _AS_OF = OpenApiParameter(
     "as_of", str, description="A past moment (YYYY-MM-DD = the end of that day, or ISO date-time): as received then."
 )

@@ -28,7 +28,7 @@ from django.http.request import split_domain_port, validate_host
 
 from reviews import actions
 from reviews import validation as v
-from reviews.actions.agents import _token_digest as token_digest
+from reviews.actions.agents import token_digest
 from reviews.errors import RateLimited, Unauthorized
 from reviews.models import Agent
 

@@ -23,9 +23,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 
+from common import __version__ as VERSION
+from common import guidance
 from mcp_bridge import agent_api
-from memory_site import __version__ as VERSION
-from memory_site import guidance
 from reviews import validation as v
 from reviews.errors import VettedError
 from reviews.models import Agent

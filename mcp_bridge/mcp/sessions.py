@@ -132,9 +132,6 @@ class AgentSessionManager(StreamableHTTPSessionManager):
         if self._task_group is not None:
             self._task_group.start_soon(_db, fn, *args)
 
-    def sessions_of(self, agent_id: str) -> list[str]:
-        return list(self._by_agent.get(agent_id, ()))
-
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         # Runs under the SDK's session-creation lock, so the count is exact.
         if requestor is None:

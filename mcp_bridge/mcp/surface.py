@@ -5,7 +5,7 @@ subscriptions, prompt and error words (the tools are in server.py).
   and ``vetted://proposals/{id}`` as resource templates, a paged
   ``resources/list`` per agent, ``resources/read`` through the read gate.
 - Subscriptions on both revisions (mcp_bridge/mcp/subscriptions.py).
-- The prompt ``vetted-instructions`` (memory_site/guidance.py); an unknown
+- The prompt ``vetted-instructions`` (common/guidance.py); an unknown
   prompt answers JSON-RPC -32602 naming the prompts there are.
 - Tool arguments pydantic refuses are reported in Vetted's words
   (mcp_bridge/mcp/tooling.py).
@@ -40,8 +40,8 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from common import guidance
 from mcp_bridge import agent_api
-from memory_site import guidance
 from reviews import actions
 from reviews.errors import NotFound, VettedError
 from reviews.models import Agent

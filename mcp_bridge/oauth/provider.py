@@ -5,7 +5,7 @@ The SDK's handlers parse and validate the requests (PKCE S256 only, redirect
 URI match, code expiry, grant types, RFC 7009 revocation, error shapes); this
 provider looks clients, codes and tokens up and hands every state change to
 ``reviews.actions.oauth``. The reviewer's consent happens in the site
-(reviews/inbox/oauth_views.py): ``authorize`` only sends the browser there
+(inbox/oauth_views.py): ``authorize`` only sends the browser there
 with the request signed.
 """
 

@@ -40,10 +40,10 @@ from .config import (
     UPSTREAM_ERROR,
     BridgeError,
     Config,
-    _connection,
     ensure_daemon,
     load_config,
     log,
+    open_connection,
 )
 from .warm import AnswerCache, cacheable_list, requested_version
 
@@ -92,7 +92,7 @@ class Relay(ColdStart):
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = _connection(self.cfg, REQUEST_TIMEOUT)
+            conn = self._local.conn = open_connection(self.cfg, REQUEST_TIMEOUT)
         return conn
 
     def _headers(self, message=None) -> dict[str, str]:
@@ -103,7 +103,7 @@ class Relay(ColdStart):
         }
         modern = _modern_version(message)
         if modern:
-            # mcp-surface: a 2026-07-28 request is stateless: no session, and the
+            # A 2026-07-28 request is stateless: no session, and the
             # routing headers the HTTP transport checks against the body.
             headers["Mcp-Protocol-Version"] = modern
             headers["Mcp-Method"] = message["method"]
@@ -123,7 +123,7 @@ class Relay(ColdStart):
         body = json.dumps(message).encode("utf-8")
         for attempt in (1, 2):  # a kept-alive connection the daemon closed: reconnect once
             # A listen stream may stay quiet for hours: its own connection, no read timeout.
-            conn = _connection(self.cfg, None) if _is_listen(message) else self._conn()
+            conn = open_connection(self.cfg, None) if _is_listen(message) else self._conn()
             try:
                 conn.request("POST", "/mcp", body=body, headers=self._headers(message))
                 response = conn.getresponse()
@@ -240,14 +240,14 @@ class Relay(ColdStart):
                 self._ready.set()
 
     def _listen_to_session(self) -> None:
-        """mcp-surface: after a 2025-11-25 resources/subscribe, relay the
+        """After a 2025-11-25 resources/subscribe, relay the
         session's standalone stream (GET /mcp), where its notifications come."""
         if self._session_stream is not None or not self.session_id:
             return
 
         def relay() -> None:
             try:
-                conn = _connection(self.cfg, None)
+                conn = open_connection(self.cfg, None)
                 headers = self._headers()
                 headers["Accept"] = "text/event-stream"
                 conn.request("GET", "/mcp", headers=headers)
@@ -271,7 +271,7 @@ class Relay(ColdStart):
         if not self.session_id:
             return
         try:  # end the daemon-side session politely; it would expire anyway
-            conn = _connection(self.cfg, 2.0)
+            conn = open_connection(self.cfg, 2.0)
             conn.request("DELETE", "/mcp", headers=self._headers())
             conn.getresponse().read()
         except OSError:

@@ -1,4 +1,4 @@
-"""The stdio bridge's cold start (issue 15 §3): with the daemon down, answer
+"""The stdio bridge's cold start: with the daemon down, answer
 initialize (and tools/list, ping) from the daemon's earlier answers cached in
 VETTED_HOME (warm.py) and start the daemon in the background; everything
 else waits for it. A mixin of bridge.Relay, split out to keep each module

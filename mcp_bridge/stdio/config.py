@@ -13,8 +13,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_site import listening  # standard library only, like defaults
-from memory_site.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
+from common import listening  # standard library only, like defaults
+from common.defaults import DEFAULT_PORT, DEFAULT_URL, PROJECT_DIR  # standard library only
 
 DEFAULT_CONFIG = Path("~/.config/vetted/bridge.json").expanduser()
 START_TIMEOUT = 120.0  # seconds to wait for a daemon we started (model load, index catch-up)
@@ -125,7 +125,7 @@ def _recorded_url(home: Path) -> str | None:
 
 def daemon_healthy(cfg: Config, timeout: float = 2.0) -> bool:
     try:
-        conn = _connection(cfg, timeout)
+        conn = open_connection(cfg, timeout)
         conn.request("GET", "/health")
         response = conn.getresponse()
         response.read()
@@ -189,7 +189,7 @@ def _another_daemon_starting(cfg: Config, our_pid: int) -> bool:
     return record is not None and record.pid != our_pid and record.port == (cfg.parts.port or DEFAULT_PORT)
 
 
-def _connection(cfg: Config, timeout: float | None) -> http.client.HTTPConnection:
+def open_connection(cfg: Config, timeout: float | None) -> http.client.HTTPConnection:
     parts = cfg.parts
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     return cls(cfg.host, parts.port, timeout=timeout)

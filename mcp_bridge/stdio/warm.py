@@ -26,13 +26,13 @@ import sysconfig
 import threading
 from pathlib import Path
 
-from memory_site.defaults import PROJECT_DIR
-from memory_site.files import write_atomic
+from common.defaults import PROJECT_DIR
+from common.files import write_atomic
 
 FILE_NAME = "bridge-cache.json"
 CACHED = ("initialize", "tools/list")
 # What the daemon's answers can depend on (tool descriptions name limits, modes...).
-_SOURCES = ("mcp_bridge", "memory_site", "reviews", "retrieval")
+_SOURCES = ("common", "mcp_bridge", "memory_site", "reviews", "inbox", "portability", "retrieval")
 # Settings that only concern the bridge itself, and the secret.
 _BRIDGE_ONLY = {"VETTED_TOKEN", "VETTED_TOKEN_FILE", "VETTED_URL", "VETTED_CONFIG", "VETTED_AUTOSTART"}
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from memory_site.defaults import DEFAULT_PORT
+from common.defaults import DEFAULT_PORT
 
 from . import helptext, table
 
@@ -119,7 +119,7 @@ def serve(host: str, port: int, workers: int, background: bool) -> None:
     VETTED_HOME (exit code 4) or the port is taken (exit code 1). With --background it detaches, writes its log to
     VETTED_HOME/daemon.log and returns once it answers; `vetted status` and `vetted stop` follow it.
     """
-    from memory_site import listening
+    from common import listening
 
     from . import daemon
 

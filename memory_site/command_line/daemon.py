@@ -2,7 +2,7 @@
 daemon as a detached process whose life does not depend on a terminal.
 
 Its files in VETTED_HOME: ``serve.json`` (the daemon's own record of where it
-listens and its pid, memory_site/listening.py), ``serve.pid`` (the pid this
+listens and its pid, common/listening.py), ``serve.pid`` (the pid this
 launcher started, known before serve.json exists), ``daemon.log`` (its
 output, the same log the stdio bridge's autostart writes) and ``daemon.lock``
 (held while starting, as the bridge does, so the two never start two).
@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_site import listening
-from memory_site.defaults import PROJECT_DIR
+from common import listening
+from common.defaults import PROJECT_DIR
 
 PID_FILE = "serve.pid"
 LOG_FILE = "daemon.log"
@@ -36,8 +36,8 @@ ALREADY_RUNNING = 4
 
 
 def vetted_home() -> Path:
-    """VETTED_HOME as the settings read it (memory_site/env.py), without Django's setup."""
-    from memory_site.env import env_path
+    """VETTED_HOME as the settings read it (common/env.py), without Django's setup."""
+    from common.env import env_path
 
     return env_path("VETTED_HOME", PROJECT_DIR / "var")
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from memory_site.defaults import PROJECT_DIR
+from common.defaults import PROJECT_DIR
 
 REFERENCE_DIR = PROJECT_DIR / "docs" / "reference"
 REGENERATE = "python -m memory_site.docs_reference --write"

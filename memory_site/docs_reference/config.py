@@ -2,7 +2,7 @@
 
 Each settings module is parsed (never imported, so the page does not depend
 on this machine's environment): every call of a reader from
-``memory_site.env`` gives a variable, its kind, its default and its bounds;
+``common.env`` gives a variable, its kind, its default and its bounds;
 the stdio bridge and the test settings read ``os.environ`` directly, so there
 every ``env.get("VETTED_…")`` / ``os.environ.get("VETTED_…", default)`` counts.
 The meaning of each variable is in ``config_notes.MEANINGS``.
@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory_site.defaults import PROJECT_DIR
+from common.defaults import PROJECT_DIR
 
 from .config_notes import MEANINGS
 
@@ -24,7 +24,7 @@ SOURCES = [
     ("memory_site/settings_gateway.py", "The agent gateway"),
     ("memory_site/settings_notify.py", "Notifications"),
     ("memory_site/settings_vault.py", "The vault"),
-    ("memory_site/cli.py", "Commands"),
+    ("common/cli.py", "Commands"),
     ("mcp_bridge/stdio/config.py", "The stdio bridge (what MCP clients spawn)"),
     ("memory_site/settings_test.py", "Tests only"),
 ]
@@ -122,7 +122,7 @@ def _keyword(call: ast.Call, name: str) -> object:
 
 
 def _from_reader(call: ast.Call, reader: str) -> tuple[str, str]:
-    """(default, allowed) for a call of one of memory_site.env's readers."""
+    """(default, allowed) for a call of one of common.env's readers."""
     default = _show(_value(call.args[1])) if len(call.args) > 1 else ""
     if reader in ("env_int", "env_float"):
         low, high = _keyword(call, "minimum"), _keyword(call, "maximum")

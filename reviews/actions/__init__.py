@@ -29,7 +29,7 @@ what they share. Everything public is re-exported here.
 """
 
 from ..models import Agent
-from ._common import Actor, SystemActor, _require_reviewer
+from ._common import Actor, SystemActor, require_reviewer
 from ._notify import DISPUTE_BURST, DISPUTE_WINDOW_MINUTES
 from .accounts import (
     activate_account,
@@ -99,7 +99,7 @@ __all__ = [
     "ImportSummary",
     "ScanResult",
     "SystemActor",
-    "_require_reviewer",
+    "require_reviewer",
     "accept_proposal",
     "accept_proposal_with_revision",
     "activate_account",

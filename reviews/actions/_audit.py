@@ -13,7 +13,7 @@ from django.db import transaction
 
 from ..models import ActorType, Agent, AuditEvent, Proposal, Record, SubjectType
 
-# Every action writes its AuditEvent through _audit, which also logs it: one
+# Every action writes its AuditEvent through audit, which also logs it: one
 # logger for the whole actions package.
 log = logging.getLogger("reviews.actions")
 
@@ -74,7 +74,7 @@ def _log_value(value: object) -> str:
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def _audit(
+def audit(
     event_type: str,
     *,
     actor: Actor,

@@ -1,6 +1,6 @@
 """What every action shares: row locks, the checks that refuse a wrong actor
 or state, and content/checksum helpers (the actor types and the audit writer
-live in ``_audit`` and are re-exported here).
+live in ``audit`` and are re-exported here).
 
 Private to the ``reviews.actions`` package: other code calls the actions."""
 
@@ -34,13 +34,13 @@ from ..models import (
 )
 from ._audit import Actor as Actor
 from ._audit import SystemActor as SystemActor
-from ._audit import _audit as _audit
+from ._audit import audit as audit
 from .content import skeleton_of
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _require_reviewer(actor: object) -> User:
+def require_reviewer(actor: object) -> User:
     """``actor`` as a person who may decide: an active staff account."""
     if not isinstance(actor, get_user_model()) or not actor.is_authenticated:
         raise InvalidTransition(
@@ -58,7 +58,7 @@ def _require_reviewer(actor: object) -> User:
     return actor
 
 
-def _space_of(obj: Proposal | Record) -> str:
+def space_of(obj: Proposal | Record) -> str:
     return space_access.space_of(obj)
 
 
@@ -77,10 +77,10 @@ _TWO_PERSON_WAY = {
 }
 
 
-def _policy_slugs(obj: Proposal | Record) -> tuple[list[str], int]:
+def policy_slugs(obj: Proposal | Record) -> tuple[list[str], int]:
     """The spaces the policy is asked about for ``obj`` and how many are the rule's first part: a record
     changed outside Vetted counts in its approved space too (a scope edited by hand moves nothing)."""
-    slugs = [_space_of(obj)]
+    slugs = [space_of(obj)]
     record = obj if isinstance(obj, Record) else obj.target
     if record is not None and record.edited_since_approval:
         approved = record.approved_text()
@@ -89,7 +89,7 @@ def _policy_slugs(obj: Proposal | Record) -> tuple[list[str], int]:
     return slugs, len(slugs)
 
 
-def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: str, also: str = "") -> policy.Outcome:
+def require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: str, also: str = "") -> policy.Outcome:
     """Ask the permission policy (reviews/policy.py) whether ``reviewer`` may
     ``verb`` ``obj``: in its space (a record changed outside Vetted: in its
     approved space too) and in ``also``, a second space (a move's
@@ -98,7 +98,7 @@ def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: s
     since another person's space does not exist for them. A reader: refused.
     Refused by the two-person rule: named after the space it is about, which
     the person decides in."""
-    slugs, sources = _policy_slugs(obj)
+    slugs, sources = policy_slugs(obj)
     if also:
         slugs.append(also)
     answer = policy.ask(reviewer, verb, slugs, sources)
@@ -124,7 +124,7 @@ def _require_role(reviewer: User, obj: Proposal | Record, doing: str, *, verb: s
     )
 
 
-def _require_active_agent(agent: Agent) -> Agent:
+def require_active_agent(agent: Agent) -> Agent:
     if not isinstance(agent, Agent):
         raise InvalidTransition("Proposals come from an agent.")
     if not agent.is_active:
@@ -132,7 +132,7 @@ def _require_active_agent(agent: Agent) -> Agent:
     return agent
 
 
-def _check_agent_scope(agent: Agent, scope: str) -> None:
+def check_agent_scope(agent: Agent, scope: str) -> None:
     if not agent.can_use_scope(scope):
         allowed = ", ".join(agent.scopes) or "none"
         raise ScopeNotAllowed(
@@ -142,12 +142,12 @@ def _check_agent_scope(agent: Agent, scope: str) -> None:
         )
 
 
-# pg-daemons: FOR NO KEY UPDATE (no_key) on PostgreSQL. It serialises the
+# FOR NO KEY UPDATE (no_key) on PostgreSQL. It serialises the
 # actions on a row as FOR UPDATE does, but lets other transactions' foreign-key
 # checks (FOR KEY SHARE, run at COMMIT: Django's keys are deferred) through; with
 # FOR UPDATE a proposal committing beside an agent's next write could deadlock
 # (met under `stress --daemons 2`). SQLite ignores it (BEGIN IMMEDIATE).
-def _locked_record(record: Record | str) -> Record:
+def locked_record(record: Record | str) -> Record:
     public_id = record if isinstance(record, str) else record.public_id
     try:
         return Record.objects.select_for_update(no_key=True).get(public_id=public_id)
@@ -155,17 +155,17 @@ def _locked_record(record: Record | str) -> Record:
         raise NotFound(f"No record with id {public_id!r}.") from None
 
 
-def _locked_proposal(proposal: Proposal | str) -> Proposal:
+def locked_proposal(proposal: Proposal | str) -> Proposal:
     public_id = proposal if isinstance(proposal, str) else proposal.public_id
     try:
         # of=self: PostgreSQL cannot lock the nullable side of the outer join
-        # to the target (actions lock a target with _locked_record); SQLite ignores it.
+        # to the target (actions lock a target with locked_record); SQLite ignores it.
         return Proposal.objects.select_for_update(of=("self",)).select_related("target").get(public_id=public_id)
     except Proposal.DoesNotExist:
         raise NotFound(f"No proposal with id {public_id!r}.") from None
 
 
-def _locked_agent(agent: Agent | str) -> Agent:
+def locked_agent(agent: Agent | str) -> Agent:
     name = agent if isinstance(agent, str) else agent.name
     try:
         return Agent.objects.select_for_update(no_key=True).get(name=name)
@@ -173,12 +173,12 @@ def _locked_agent(agent: Agent | str) -> Agent:
         raise NotFound(f"No agent named {name!r}.") from None
 
 
-def _visible_target(agent: Agent, record_id: Record | str) -> Record:
+def visible_target(agent: Agent, record_id: Record | str) -> Record:
     """The target record, as an agent may see it: out-of-scope records do not
     exist for it. For a record changed outside Vetted both its current and
     its approved scope must be the agent's (a scope edited by hand moves
     nothing between spaces)."""
-    record = _locked_record(record_id)
+    record = locked_record(record_id)
     approved = record.approved_text() if record.edited_since_approval else None
     scopes = {record.scope, approved["scope"]} if approved else {record.scope}
     if not all(agent.can_use_scope(scope) for scope in scopes):
@@ -186,7 +186,7 @@ def _visible_target(agent: Agent, record_id: Record | str) -> Record:
     return record
 
 
-def _require_live(record: Record, doing: str, viewer: object = None) -> None:
+def require_live(record: Record, doing: str, viewer: object = None) -> None:
     """Refuse a superseded or retired ``record``. The successor of a
     superseded record is named only when ``viewer`` (a person or an agent)
     may see its space: a record moved to a space they do not belong to must
@@ -209,7 +209,7 @@ def _may_see_space(viewer: object, slug: str) -> bool:
     return viewer is not None and policy.sees(viewer, slug)
 
 
-def _require_pending(proposal: Proposal, doing: str) -> None:
+def require_pending(proposal: Proposal, doing: str) -> None:
     if proposal.state != ProposalState.PENDING:
         who = f" by {proposal.decided_by.get_username()}" if proposal.decided_by is not None else ""
         raise InvalidTransition(
@@ -221,7 +221,7 @@ def _require_pending(proposal: Proposal, doing: str) -> None:
 _LOOKS_SAME = "the texts differ only in look-alike or invisible characters"
 
 
-def _check_not_duplicate(
+def check_not_duplicate(
     checksum: str,
     *,
     skeleton: str = "",
@@ -284,7 +284,7 @@ def _check_not_duplicate(
         )
 
 
-def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict[str, Any]:
+def provenance_of(agent: Agent | None, source_tool: str, session: str) -> dict[str, Any]:
     return {
         "source_tool": v.clean_short(
             "source_tool", source_tool or (agent.source_tool if agent else ""), v.SOURCE_TOOL_MAX
@@ -293,7 +293,7 @@ def _provenance(agent: Agent | None, source_tool: str, session: str) -> dict[str
     }
 
 
-def _close_fulfilled(record: Record, *, actor: User, note: str, accepting: Proposal | None = None) -> list[str]:
+def close_fulfilled(record: Record, *, actor: User, note: str, accepting: Proposal | None = None) -> list[str]:
     """Mark the pending disputes and retirements of ``record`` accepted: once
     it is retired or superseded they are fulfilled. ``accepting`` (the
     proposal whose acceptance did this) is left to its caller."""
@@ -317,7 +317,7 @@ def _close_fulfilled(record: Record, *, actor: User, note: str, accepting: Propo
     return closed
 
 
-def _new_record(
+def new_record(
     content: dict[str, Any], *, reviewer: User, proposal: Proposal | None, supersedes: Record | None, reason: str
 ) -> Record:
     now = timezone.now()
@@ -355,7 +355,7 @@ PROPOSAL_KEEPS_SCOPE = (
 )
 
 
-def _apply_changes(
+def apply_changes(
     base: dict[str, Any], changes: dict[str, Any] | None, *, lock_scope: str | None, scope_refusal: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Validate ``base`` with the reviewer's ``changes`` applied; return (content, changed fields)."""
@@ -378,7 +378,7 @@ def _apply_changes(
     return content, changed
 
 
-def _close_extra(proposal: Proposal) -> dict[str, Any]:
+def close_extra(proposal: Proposal) -> dict[str, Any]:
     """The audit ``extra`` of a proposal closed without being applied (rejected
     or withdrawn): its action and, for a dispute, whether closing it ended
     its record's dispute (the last pending one makes the record approved again)."""
@@ -389,7 +389,7 @@ def _close_extra(proposal: Proposal) -> dict[str, Any]:
 
 
 def _end_dispute_if_last(record: Record) -> bool:
-    record = _locked_record(record)
+    record = locked_record(record)
     still = Proposal.objects.filter(target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING).exists()
     if record.status == RecordStatus.DISPUTED and not still:
         record.status = RecordStatus.APPROVED

@@ -17,7 +17,7 @@ from ..models import Agent, Proposal, ProposalAction, Record
 
 # One agent disputing this many records within the window is told as a fact
 # of its own (each dispute withholds a record from every agent). The inbox
-# shows a warning by the same rule (reviews/inbox/page_helpers.py reads these).
+# shows a warning by the same rule (inbox/page_helpers.py reads these).
 DISPUTE_BURST = 3
 DISPUTE_WINDOW_MINUTES = 10
 
@@ -58,7 +58,7 @@ def _tell(
     return created
 
 
-def _tell_proposal(proposal: Proposal) -> None:
+def tell_proposal(proposal: Proposal) -> None:
     """A new proposal (create, revise, retire), or a dispute and, when it
     makes a burst, the burst."""
     agent = proposal.agent.name if isinstance(proposal.agent, Agent) else proposal.proposer_label
@@ -95,7 +95,7 @@ def _tell_proposal(proposal: Proposal) -> None:
         )
 
 
-def _tell_changed_outside(record: Record) -> bool:
+def tell_changed_outside(record: Record) -> bool:
     """A record whose text no longer matches its approval (once per edited text)."""
     return _tell(
         Event.RECORD_CHANGED_OUTSIDE,
@@ -107,7 +107,7 @@ def _tell_changed_outside(record: Record) -> bool:
     )
 
 
-def _tell_due(record: Record) -> bool:
+def tell_due(record: Record) -> bool:
     """A record past its review date (once per review date)."""
     return _tell(
         Event.RECORD_DUE,

@@ -19,7 +19,7 @@ from .. import lockouts
 from .. import setup_code as setup_codes
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..models import InboxView, ReviewerPreference, SubjectType
-from ._common import Actor, SystemActor, _audit, _require_reviewer
+from ._common import Actor, SystemActor, audit, require_reviewer
 from .spaces import claim_unowned_spaces
 
 
@@ -70,7 +70,7 @@ def create_first_reviewer(
         if errors:
             raise ValidationFailed(errors)
         user = User.objects.create_superuser(username=username, email=email or "", password=password)
-        _audit(
+        audit(
             "user.created",
             actor=SystemActor("system:first-run"),
             subject=user,
@@ -90,11 +90,11 @@ def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") 
     attempt rows removed; clearing what is not locked is allowed (0)."""
     from axes.models import AccessAttempt
 
-    actor = _require_reviewer(actor)
+    actor = require_reviewer(actor)
     username, address = (username or "").strip(), (address or "").strip()
     if bool(username) == bool(address):
         raise ValidationFailed({"lockout": "name exactly one: a username or an address"})
-    # Spaces (issue 16): another account's or an address's lockout is the
+    # Spaces: another account's or an address's lockout is the
     # operator's to clear; the answer is the same whether it is locked or not.
     if not lockouts.may_clear(actor, username=username):
         raise InvalidTransition(
@@ -108,7 +108,7 @@ def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") 
     with transaction.atomic():
         attempts = AccessAttempt.objects.filter(**({"username": username} if username else {"ip_address": address}))
         removed: int = attempts.delete()[0]
-        _audit(
+        audit(
             "login.lockout_cleared",
             actor=actor,
             subject=(SubjectType.USER, username or f"address:{address}"),
@@ -121,7 +121,7 @@ def clear_login_lockout(*, actor: Actor, username: str = "", address: str = "") 
 def _require_administrator(actor: Actor) -> AbstractUser:
     """Account changes are for an active staff superuser (a reviewer with every
     power), the same person who could make accounts with createsuperuser."""
-    reviewer = _require_reviewer(actor)
+    reviewer = require_reviewer(actor)
     if not isinstance(reviewer, AbstractUser) or not reviewer.is_superuser:
         raise InvalidTransition(f"User {reviewer.get_username()!r} is not a superuser and cannot change accounts.")
     return reviewer
@@ -155,7 +155,7 @@ def _change_account(
             raise InvalidTransition(f"User {name!r} {state[field, value]}.")
         setattr(user, field, value)
         user.save(update_fields=[field])
-        _audit(event_type, actor=administrator, subject=user, snippet=name, extra={field: value})
+        audit(event_type, actor=administrator, subject=user, snippet=name, extra={field: value})
         return user
 
 
@@ -199,13 +199,13 @@ def set_inbox_view(actor: Actor, view: str) -> str:
     if view not in InboxView.values:
         raise ValidationFailed({"view": f"{view!r} is not one of: {', '.join(InboxView.values)}"})
     with transaction.atomic():
-        user = _require_reviewer(actor)
+        user = require_reviewer(actor)
         preference, _created = ReviewerPreference.objects.select_for_update().get_or_create(user=user)
         if preference.inbox_view != view:
             before = preference.inbox_view
             preference.inbox_view = view
             preference.save(update_fields=["inbox_view", "updated_at"])
-            _audit(
+            audit(
                 "account.inbox_view",
                 actor=user,
                 subject=user,

@@ -17,7 +17,7 @@ from ..errors import InvalidTransition, NotFound, Unauthorized, ValidationFailed
 from ..models import Agent
 from ..oauth_models import OAuthGrant, OAuthToken, TokenKind
 from ..space_access import space_slugs
-from ._common import Actor, SystemActor, _audit, _locked_agent, _require_reviewer
+from ._common import Actor, SystemActor, audit, locked_agent, require_reviewer
 from .spaces import check_grants
 
 IMPORT_AGENT_NAME = "import"
@@ -27,7 +27,7 @@ _AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,63}$")
 log = logging.getLogger(__name__)
 
 
-def _token_digest(token: str) -> str:
+def token_digest(token: str) -> str:
     # Tokens carry 256 random bits, so a fast hash is enough: there is nothing
     # to brute-force, and lookups by digest stay a single index probe.
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -51,7 +51,7 @@ def create_agent(
     and cannot be shown again (only its SHA-256 digest is kept). An agent made
     at an OAuth consent has no static token (``with_token=False``, returns "")."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         name = str(name or "").strip().lower()
         errors = {}
         if not _AGENT_NAME_RE.match(name):
@@ -64,7 +64,7 @@ def create_agent(
             # is one agent. The refusal says the same whoever holds the name
             # (you, someone else, a revoked agent, the reserved import agent)
             # and names none of them: it tells only that the name is in use,
-            # and offers one in the creator's own namespace (issue 16). That
+            # and offers one in the creator's own namespace. That
             # one bit is accepted: docs/spaces.md, "People's agents and sign-ins".
             errors["name"] = f"{name!r} is not available; choose another name, e.g. {_own_name(name, reviewer)!r}"
         scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
@@ -78,7 +78,7 @@ def create_agent(
         agent = Agent.objects.create(
             name=name,
             scopes=scope_list,
-            token_digest=_token_digest(token) if token else None,
+            token_digest=token_digest(token) if token else None,
             token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
             created_by=reviewer.get_username(),
@@ -87,7 +87,7 @@ def create_agent(
         extra: dict[str, object] = {"scopes": scope_list}
         if not with_token:
             extra["oauth"] = True
-        _audit("agent.created", actor=actor, subject=agent, snippet=name, extra=extra)
+        audit("agent.created", actor=actor, subject=agent, snippet=name, extra=extra)
         return agent, token
 
 
@@ -97,8 +97,8 @@ def revoke_agent(agent: Agent | str, *, actor: Actor) -> Agent:
     space it is granted (space_access.sees_agent), or a superuser (the
     operator's emergency stop) may; to anyone else it does not exist."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
-        agent = _locked_agent(agent)
+        reviewer = require_reviewer(actor)
+        agent = locked_agent(agent)
         if not (reviewer.is_superuser or space_access.sees_agent(reviewer, agent)):
             raise NotFound(f"No agent named {agent.name!r}.")
         if not agent.is_active:
@@ -107,7 +107,7 @@ def revoke_agent(agent: Agent | str, *, actor: Actor) -> Agent:
         agent.revoked_at = timezone.now()
         agent.save(update_fields=["is_active", "revoked_at"])
         grants = _revoke_grants(agent)
-        _audit(
+        audit(
             "agent.revoked",
             actor=actor,
             subject=agent,
@@ -122,18 +122,18 @@ def rotate_agent_token(agent: Agent | str, *, actor: Actor) -> tuple[Agent, str]
     once (an agent imported without token digests has none and gets its
     first here). Returns the agent and the raw token (shown once, never stored)."""
     with transaction.atomic():
-        _require_reviewer(actor)
-        agent = _locked_agent(agent)
+        require_reviewer(actor)
+        agent = locked_agent(agent)
         if agent.name == IMPORT_AGENT_NAME:
             raise InvalidTransition(f"{IMPORT_AGENT_NAME!r} is the tokenless import agent; it never gets a token.")
         if not agent.is_active:
             raise InvalidTransition(f"Agent {agent.name!r} is revoked; create a new agent instead.")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         old_prefix = agent.token_prefix if agent.token_digest else ""
-        agent.token_digest = _token_digest(token)
+        agent.token_digest = token_digest(token)
         agent.token_prefix = _public_prefix(token)
         agent.save(update_fields=["token_digest", "token_prefix"])
-        _audit(
+        audit(
             "agent.token_rotated",
             actor=actor,
             subject=agent,
@@ -184,15 +184,15 @@ def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: 
             "malformed", f"Malformed agent token: Vetted tokens start with {TOKEN_PREFIX!r}.", f" length={len(token)}"
         )
     if token.startswith(OAUTH_ACCESS_PREFIX):
-        return _agent_for_oauth(_token_digest(token), audiences, refuse)
-    agent = Agent.objects.filter(token_digest=_token_digest(token)).first()
+        return _agent_for_oauth(token_digest(token), audiences, refuse)
+    agent = Agent.objects.filter(token_digest=token_digest(token)).first()
     if agent is None:
         raise refuse(
             "unknown",
             "Unknown agent token: it was never issued here or has been replaced; "
             "ask the reviewer for a new one (`python manage.py connect CLIENT --agent NAME`).",
             # The public prefix (as the agents page shows it) without its "vt_": the log
-            # scrubber (memory_site/logscrub.py) redacts anything shaped like a token.
+            # scrubber (common/logscrub.py) redacts anything shaped like a token.
             " token_start=" + re.sub(r"[^A-Za-z0-9_-]", "?", _public_prefix(token)[len(TOKEN_PREFIX) :]),
         )
     if not agent.is_active:
@@ -249,7 +249,7 @@ def credential_of(token: str) -> tuple[str, bool]:
     """What an open stream keeps of the bearer token that opened it: its
     digest (never the token) and whether it is an OAuth access token."""
     token = (token or "").strip()
-    return _token_digest(token), token.startswith(OAUTH_ACCESS_PREFIX)
+    return token_digest(token), token.startswith(OAUTH_ACCESS_PREFIX)
 
 
 def agent_for_credential(digest: str, oauth: bool, *, audiences: Collection[str] = ()) -> Agent | None:
@@ -311,7 +311,7 @@ def import_agent() -> Agent:
             agent = Agent.objects.create(
                 name=IMPORT_AGENT_NAME, scopes=space_slugs(), source_tool="import", created_by="system"
             )
-            _audit(
+            audit(
                 "agent.created",
                 actor=SystemActor("system:import"),
                 subject=agent,
@@ -320,7 +320,7 @@ def import_agent() -> Agent:
             )
         elif set(agent.scopes) != set(space_slugs()):
             # Tokenless (it never reads): it proposes into whichever space an
-            # import names; the reviewer of that space decides (issue 16).
+            # import names; the reviewer of that space decides.
             agent.scopes = space_slugs()
             agent.save(update_fields=["scopes"])
         return agent

@@ -1,4 +1,4 @@
-"""The two-person rule (issue 16): in a space with ``required_approvals`` 2
+"""The two-person rule: in a space with ``required_approvals`` 2
 a proposal becomes true only at the second accept by a different reviewer.
 
 - the first accept is stored (ProposalApproval) and audited
@@ -26,7 +26,7 @@ from .. import policy, space_access
 from ..errors import InvalidTransition
 from ..models import Proposal, ProposalAction
 from ..space_models import ProposalApproval
-from ._common import _audit, _policy_slugs, _space_of
+from ._common import audit, policy_slugs, space_of
 
 
 def approval_key(proposal: Proposal) -> str:
@@ -43,7 +43,7 @@ def approvals_of(proposal: Proposal) -> list[ProposalApproval]:
     holds now, by a person who still decides in its space (an approval by
     someone since removed, made a reader or deactivated counts for nothing:
     the rule is two people who may decide there, at the moment it becomes true)."""
-    slug = _space_of(proposal)
+    slug = space_of(proposal)
     rows = proposal.approvals.filter(content_checksum=approval_key(proposal)).select_related("user")
     return [a for a in rows if policy.standing(a.user, slug) in (policy.Standing.OWNER, policy.Standing.REVIEWER)]
 
@@ -85,10 +85,10 @@ def first_of_two(proposal: Proposal, reviewer: User, note: str) -> bool:
     ``proposal``. True: recorded as a first approval, the caller stops
     (the proposal stays pending). False: this accept makes it true (one
     approval needed, or this is the second)."""
-    required = space_access.required_approvals(_space_of(proposal))
+    required = space_access.required_approvals(space_of(proposal))
     if required < 2:
         return False
-    slug = _space_of(proposal)
+    slug = space_of(proposal)
     # An edited accept never gets here: the permission policy refuses it where
     # two must approve (reviews/policy.RULES["accept_edited"]).
     counted = approvals_of(proposal)
@@ -100,7 +100,7 @@ def first_of_two(proposal: Proposal, reviewer: User, note: str) -> bool:
     ProposalApproval.objects.create(
         proposal=proposal, user=reviewer, content_checksum=approval_key(proposal), note=note
     )
-    _audit(
+    audit(
         "proposal.approved",
         actor=reviewer,
         subject=proposal,
@@ -129,14 +129,14 @@ def two_person_state(proposal: Proposal, person: object) -> TwoPersonState | Non
     or None where one approval makes it true. Reads only: the same questions
     ``_accept`` asks (the permission policy, then ``approval_refusal``), so a
     card offers Accept exactly when the click would count."""
-    slug = _space_of(proposal)
+    slug = space_of(proposal)
     required = space_access.required_approvals(slug)
     if required < 2:
         return None
     counted = approvals_of(proposal)
     done = {a.user_id for a in counted}
     waiting = [p.get_username() for p in policy.approvers(slug) if p.pk not in done and not proposes(proposal, p)]  # type: ignore[attr-defined]
-    slugs, sources = _policy_slugs(proposal)
+    slugs, sources = policy_slugs(proposal)
     answer = policy.ask(person, "accept", slugs, sources)
     why = ""
     if answer.outcome not in (policy.Outcome.ALLOWED, policy.Outcome.COUNTED):

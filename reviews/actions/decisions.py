@@ -17,19 +17,19 @@ from . import approvals
 from ._common import (
     PROPOSAL_KEEPS_SCOPE,
     Actor,
-    _apply_changes,
-    _audit,
-    _check_not_duplicate,
-    _close_extra,
-    _close_fulfilled,
-    _locked_proposal,
-    _locked_record,
-    _new_record,
-    _require_live,
-    _require_pending,
-    _require_reviewer,
-    _require_role,
-    _space_of,
+    apply_changes,
+    audit,
+    check_not_duplicate,
+    close_extra,
+    close_fulfilled,
+    locked_proposal,
+    locked_record,
+    new_record,
+    require_live,
+    require_pending,
+    require_reviewer,
+    require_role,
+    space_of,
 )
 from .content import approved_base, content_of, outside_edit_refusal, skeleton_of
 
@@ -66,23 +66,23 @@ def accept_proposal_with_revision(
 
 def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[str, Any] | None) -> Proposal:
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
-        proposal = _locked_proposal(proposal)
+        reviewer = require_reviewer(actor)
+        proposal = locked_proposal(proposal)
         verb = "accept"
         if changes:
             verb = "correct" if proposal.action == ProposalAction.DISPUTE else "accept_edited"
-        counted = _require_role(reviewer, proposal, "accept", verb=verb)
-        _require_pending(proposal, "accept")
+        counted = require_role(reviewer, proposal, "accept", verb=verb)
+        require_pending(proposal, "accept")
         note = v.clean_note(note)
         if counted == policy.Outcome.COUNTED and approvals.first_of_two(proposal, reviewer, note):
             return proposal
         earlier = [a.user.get_username() for a in approvals.approvals_of(proposal)]
-        target = _locked_record(proposal.target) if proposal.target is not None else None
+        target = locked_record(proposal.target) if proposal.target is not None else None
         makes_text = proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE) or (
             proposal.action == ProposalAction.DISPUTE and bool(changes)
         )
         if target is not None:
-            _require_live(target, f"accept {proposal.public_id} on", reviewer)
+            require_live(target, f"accept {proposal.public_id} on", reviewer)
             # Re-checked under the lock: text changed outside Vetted after the
             # card was shown must not become the base of a new approved record.
             if makes_text and target.edited_since_approval:
@@ -103,10 +103,10 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             else:
                 base = content_of(proposal)
             # The proposal's space is locked: the policy asked about this space only.
-            lock_scope = _space_of(proposal)
+            lock_scope = space_of(proposal)
             if changes:
                 refusal = PROPOSAL_KEEPS_SCOPE.format(scope=lock_scope) if target is None else ""
-                content, changed = _apply_changes(base, changes, lock_scope=lock_scope, scope_refusal=refusal)
+                content, changed = apply_changes(base, changes, lock_scope=lock_scope, scope_refusal=refusal)
             else:
                 content, changed = v.clean_content(base), {}
             if changes and proposal.action != ProposalAction.DISPUTE and not changed:
@@ -116,21 +116,21 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             checksum = checksum_of(content)
             if target is not None and checksum == target.approved_checksum:
                 raise ValidationFailed({"changes": f"the result is identical to {target.public_id}"})
-            _check_not_duplicate(
+            check_not_duplicate(
                 checksum,
                 skeleton=skeleton_of(content),
                 ignore_proposal=proposal,
                 ignore_record=target,
                 records_only=True,
             )
-            result = _new_record(
+            result = new_record(
                 content, reviewer=reviewer, proposal=proposal, supersedes=target, reason=proposal.reason
             )
             after = checksum
             proposal.reviewer_changes = changed
             if target is not None:
                 extra["supersedes"] = target.public_id
-                extra["closed_proposals"] = _close_fulfilled(
+                extra["closed_proposals"] = close_fulfilled(
                     target,
                     actor=reviewer,
                     accepting=proposal,
@@ -146,7 +146,7 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
                 extra["edited_outside"] = True
             target.status = RecordStatus.RETIRED
             target.save(update_fields=["status", "updated_at"])
-            extra["closed_proposals"] = _close_fulfilled(
+            extra["closed_proposals"] = close_fulfilled(
                 target,
                 actor=reviewer,
                 accepting=proposal,
@@ -161,7 +161,7 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
         proposal.decision_note = note
         proposal.result_record = result
         proposal.save()
-        _audit(
+        audit(
             "proposal.accepted",
             actor=reviewer,
             subject=proposal,
@@ -186,14 +186,14 @@ def reject_proposal(proposal: Proposal | str, *, actor: Actor, note: str = "") -
     """A reviewer rejects a pending proposal; the note is shown to the agent.
     Rejecting the last pending dispute of a record clears the dispute."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
-        proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "reject", verb="reject")
-        _require_pending(proposal, "reject")
-        return _reject(proposal, reviewer, v.clean_note(note))
+        reviewer = require_reviewer(actor)
+        proposal = locked_proposal(proposal)
+        require_role(reviewer, proposal, "reject", verb="reject")
+        require_pending(proposal, "reject")
+        return reject_locked(proposal, reviewer, v.clean_note(note))
 
 
-def _reject(proposal: Proposal, reviewer: User, note: str, duplicate_of: str = "") -> Proposal:
+def reject_locked(proposal: Proposal, reviewer: User, note: str, duplicate_of: str = "") -> Proposal:
     """Reject the locked, pending ``proposal`` (the caller holds the
     transaction and has checked the reviewer and the note)."""
     proposal.state = ProposalState.REJECTED
@@ -201,10 +201,10 @@ def _reject(proposal: Proposal, reviewer: User, note: str, duplicate_of: str = "
     proposal.decided_at = timezone.now()
     proposal.decision_note = note
     proposal.save()
-    extra = _close_extra(proposal)
+    extra = close_extra(proposal)
     if duplicate_of:
         extra["duplicate_of"] = duplicate_of
-    _audit(
+    audit(
         "proposal.rejected",
         actor=reviewer,
         subject=proposal,

@@ -12,7 +12,7 @@ from django.db import transaction
 from .. import snapshot
 from ..errors import DuplicateContent, InvalidTransition, ValidationFailed, VettedError
 from ..models import Agent, Proposal, Record, SubjectType
-from ._common import Actor, _audit, _require_reviewer
+from ._common import Actor, audit, require_reviewer
 from .agents import import_agent
 from .decisions import accept_proposal
 from .proposals import propose_create
@@ -72,7 +72,7 @@ def import_records(
     line_of: dict[str, int] = {}  # id created by this import -> its line
     with transaction.atomic():
         if reviewer is not None:
-            _require_reviewer(reviewer)
+            require_reviewer(reviewer)
         source = agent or import_agent()
         for line, fields in rows:
             try:
@@ -152,7 +152,7 @@ def import_snapshot(
     different kind, approval rule, role or agent person refuses the import."""
     counts = snapshot.validate_snapshot(data)
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         if Record.objects.exists() or Proposal.objects.exists():
             raise InvalidTransition(
                 f"This instance already holds {Record.objects.count()} record(s) and {Proposal.objects.count()} "
@@ -163,7 +163,7 @@ def import_snapshot(
         _advance_id_sequences()
         # After the copied write log (whose ids may shift), as new changes.
         for m in details["members_added"]:
-            _audit(
+            audit(
                 "space.member_added",
                 actor=reviewer,
                 subject=(SubjectType.SPACE, m["space"]),
@@ -172,14 +172,14 @@ def import_snapshot(
             )
         for g in details["grants_added"]:
             agent = Agent.objects.get(name=g["agent"])
-            _audit(
+            audit(
                 "agent.granted",
                 actor=reviewer,
                 subject=agent,
                 snippet=agent.name,
                 extra={"space": g["space"], "grants": list(agent.scopes), "import": True},
             )
-        _audit(
+        audit(
             "snapshot.imported",
             actor=reviewer,
             subject=reviewer,

@@ -6,7 +6,7 @@ The link is a door that answers without credentials, so: the token is 32
 random bytes and only its SHA-256 digest is stored; it works once, and only
 until it expires; an unknown, used or expired link all get the same answer
 (``INVALID``), which names no space; the page rate-limits failed tries like
-the sign-in (reviews/inbox/invitation_views.py). Both steps are audited.
+the sign-in (inbox/invitation_views.py). Both steps are audited.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..invitation_models import Invitation
 from ..models import SubjectType
 from ..space_models import ROLES, Membership, SpaceKind
-from ._common import Actor, _audit
-from .spaces import _locked_space, _require_manager
+from ._common import Actor, audit
+from .spaces import locked_space, require_manager
 
 # How long a link works: long enough to reach someone by mail over a weekend,
 # short enough that a forgotten link does not stay a way in.
@@ -44,8 +44,8 @@ def create_invitation(space: Any, *, role: str, actor: Actor) -> tuple[Invitatio
     as ``role``. Returns the invitation and its token, which is not stored
     and cannot be shown again."""
     with transaction.atomic():
-        space = _locked_space(space)
-        _require_manager(actor, space)
+        space = locked_space(space)
+        require_manager(actor, space)
         person: Any = actor
         if not isinstance(person, get_user_model()):
             # Someone must answer for who was let in: the operator adds existing accounts instead.
@@ -62,7 +62,7 @@ def create_invitation(space: Any, *, role: str, actor: Actor) -> tuple[Invitatio
             created_by=person,
             expires_at=timezone.now() + timedelta(hours=EXPIRES_HOURS),
         )
-        _audit(
+        audit(
             "space.invited",
             actor=actor,
             subject=(SubjectType.SPACE, space.slug),
@@ -122,7 +122,7 @@ def accept_invitation(token: str, *, username: str, password: str, password2: st
         invitation.used_at = timezone.now()
         invitation.used_by = user
         invitation.save(update_fields=["used_at", "used_by"])
-        _audit(
+        audit(
             "space.member_added",
             actor=user,
             subject=(SubjectType.SPACE, invitation.space.slug),

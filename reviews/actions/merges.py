@@ -15,18 +15,18 @@ from ..models import Agent, Proposal, ProposalAction, ProposalState, Record
 from ..space_access import space_of
 from ._common import (
     Actor,
-    _apply_changes,
-    _audit,
-    _check_not_duplicate,
-    _locked_proposal,
-    _locked_record,
-    _require_live,
-    _require_pending,
-    _require_reviewer,
-    _require_role,
+    apply_changes,
+    audit,
+    check_not_duplicate,
+    locked_proposal,
+    locked_record,
+    require_live,
+    require_pending,
+    require_reviewer,
+    require_role,
 )
 from .content import approved_base, skeleton_of
-from .decisions import _reject
+from .decisions import reject_locked
 
 # What the merged revision takes from the create: everything it proposed
 # except the scope (a revision keeps its record's scope).
@@ -50,18 +50,18 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
     live record, is refused. Audited as ``proposal.merged`` with the
     checksums before and after and the scopes."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
-        proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "merge", verb="merge")
-        _require_pending(proposal, "merge")
+        reviewer = require_reviewer(actor)
+        proposal = locked_proposal(proposal)
+        require_role(reviewer, proposal, "merge", verb="merge")
+        require_pending(proposal, "merge")
         if proposal.action != ProposalAction.CREATE:
             raise InvalidTransition(
                 f"Cannot merge {proposal.public_id}: only a create can be merged into a revision "
                 f"(it is a {proposal.action})."
             )
-        record = _locked_record(target)
-        _require_role(reviewer, record, f"merge {proposal.public_id} into", verb="merge")
-        _require_live(record, f"merge {proposal.public_id} into", reviewer)
+        record = locked_record(target)
+        require_role(reviewer, record, f"merge {proposal.public_id} into", verb="merge")
+        require_live(record, f"merge {proposal.public_id} into", reviewer)
         base = approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
             _check_merge_scope(proposal.agent, record, str(base["scope"]), reviewer)
@@ -73,7 +73,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
                     f"may not receive it right now ({record.withhold_reason() or 'withheld'}); decide the record "
                     "first, or reject the proposal instead."
                 )
-        content, _changed = _apply_changes(
+        content, _changed = apply_changes(
             base, {name: getattr(proposal, name) for name in _MERGED_FIELDS}, lock_scope=str(base["scope"])
         )
         checksum = checksum_of(content)
@@ -81,7 +81,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
             raise ValidationFailed(
                 {"target": f"{proposal.public_id} says exactly what {record.public_id} says; reject it as a duplicate"}
             )
-        _check_not_duplicate(
+        check_not_duplicate(
             checksum, skeleton=skeleton_of(content), ignore_proposal=proposal, ignore_record=record, records_only=True
         )
         before, was_scope = proposal.content_checksum, proposal.scope
@@ -92,7 +92,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         proposal.content_checksum = checksum
         proposal.skeleton_checksum = skeleton_of(content)
         proposal.save()
-        _audit(
+        audit(
             "proposal.merged",
             actor=reviewer,
             subject=proposal,
@@ -145,10 +145,10 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
     ``proposal.rejected`` with ``duplicate_of`` in its extra (reviewers'
     eyes only)."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
-        proposal = _locked_proposal(proposal)
-        _require_role(reviewer, proposal, "reject", verb="reject_duplicate")
-        _require_pending(proposal, "reject")
+        reviewer = require_reviewer(actor)
+        proposal = locked_proposal(proposal)
+        require_role(reviewer, proposal, "reject", verb="reject_duplicate")
+        require_pending(proposal, "reject")
         if proposal.action not in (ProposalAction.CREATE, ProposalAction.REVISE):
             raise InvalidTransition(
                 f"Cannot reject {proposal.public_id} as a duplicate: only a create or a revise has text to "
@@ -157,7 +157,7 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
         note = v.clean_note(note)
         duplicate_of = str(duplicate_of or "").strip()[:40]
         said = _duplicate_note(proposal, duplicate_of, reviewer)
-        return _reject(
+        return reject_locked(
             proposal, reviewer, v.clean_note(f"{said} Reviewer's note: {note}" if note else said), duplicate_of
         )
 
@@ -174,7 +174,7 @@ def _duplicate_note(proposal: Proposal, duplicate_of: str, reviewer: User) -> st
     if record is not None:
         if not _reviewer_sees(reviewer, record):
             raise unknown
-        _require_live(record, f"reject {proposal.public_id} as a duplicate of", reviewer)
+        require_live(record, f"reject {proposal.public_id} as a duplicate of", reviewer)
         if record.pk == (proposal.target_id or 0):
             raise ValidationFailed({"duplicate_of": f"{record.public_id} is the record this proposal revises"})
         if agent is None or _agent_may_receive(agent, record):

@@ -13,9 +13,9 @@ from django.utils import timezone
 from notify.models import FeedKey, new_feed_secret
 
 from ..models import Record
-from ._audit import SystemActor, _audit, log
-from ._common import Actor, _require_reviewer
-from ._notify import _tell_changed_outside, _tell_due
+from ._audit import SystemActor, audit, log
+from ._common import Actor, require_reviewer
+from ._notify import tell_changed_outside, tell_due
 
 SCANNER = SystemActor("notify-scan")
 
@@ -38,11 +38,11 @@ def scan_for_notices(today: date | None = None) -> ScanResult:
     line with the ids once committed."""
     today = today or timezone.localdate()
     with transaction.atomic():
-        due = [r.public_id for r in Record.objects.overdue(today).order_by("pk") if _tell_due(r)]
+        due = [r.public_id for r in Record.objects.overdue(today).order_by("pk") if tell_due(r)]
         changed = [
             r.public_id
             for r in Record.objects.live().order_by("pk").iterator()
-            if r.edited_since_approval and _tell_changed_outside(r)
+            if r.edited_since_approval and tell_changed_outside(r)
         ]
         if due or changed:
             _log_found("notify.scanned", SCANNER, due=due, changed_outside=changed)
@@ -60,7 +60,7 @@ def note_changed_outside(record_ids: list[int]) -> list[str]:
         told = [
             r.public_id
             for r in Record.objects.filter(pk__in=record_ids).live().order_by("pk")
-            if r.edited_since_approval and _tell_changed_outside(r)
+            if r.edited_since_approval and tell_changed_outside(r)
         ]
         if told:
             _log_found("notify.changed_outside", SystemActor("index-sync"), changed_outside=told)
@@ -76,13 +76,13 @@ def rotate_feed_key(*, actor: Actor) -> FeedKey:
     """A reviewer gets a new secret for their feed URL; the old URL stops
     working at once. One ``feed_key.rotated`` AuditEvent (never the key)."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         key, created = FeedKey.objects.select_for_update().get_or_create(user=reviewer)
         if not created:
             key.secret = new_feed_secret()
             key.created_at = timezone.now()
             key.save(update_fields=["secret", "created_at"])
-        _audit("feed_key.rotated", actor=reviewer, subject=reviewer, extra={"created": created})
+        audit("feed_key.rotated", actor=reviewer, subject=reviewer, extra={"created": created})
         return key
 
 

@@ -34,8 +34,8 @@ from ..oauth_models import (
     OAuthToken,
     TokenKind,
 )
-from ._common import Actor, SystemActor, _audit, _require_reviewer
-from .agents import IMPORT_AGENT_NAME, OAUTH_ACCESS_PREFIX, TOKEN_PREFIX, _token_digest, create_agent
+from ._common import Actor, SystemActor, audit, require_reviewer
+from .agents import IMPORT_AGENT_NAME, OAUTH_ACCESS_PREFIX, TOKEN_PREFIX, create_agent, token_digest
 from .oauth_limits import client_fields_problem, registration_refusal
 from .spaces import check_grants
 
@@ -173,7 +173,7 @@ def save_oauth_client(
                 client_id=client_id, registration=registration, fetched_at=now, **fields
             )
             event = "oauth.client_registered"
-        _audit(
+        audit(
             event,
             actor=AUTHORIZATION_SERVER,
             subject=("oauth_client", client_id[:150]),
@@ -187,7 +187,7 @@ def save_oauth_client(
 
 
 def _clean_scopes(scopes: Iterable[str], reviewer: Any) -> list[str]:
-    """The spaces of a grant: among the reviewer's own (issue 16: a grant,
+    """The spaces of a grant: among the reviewer's own (a grant,
     like an agent's, is only of spaces its person is a member of)."""
     chosen = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
     why = check_grants(reviewer, chosen)
@@ -213,7 +213,7 @@ def grant_oauth_consent(
     scopes and no static token. Returns the grant and a single-use
     authorization code (raw; only its digest is stored), valid CODE_SECONDS."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         client = OAuthClient.objects.filter(client_id=client_id).first()
         if client is None:
             raise ValidationFailed({"client_id": "this client is not known here; start the sign-in again"})
@@ -232,7 +232,7 @@ def grant_oauth_consent(
         else:
             name = agent if isinstance(agent, str) else agent.name
             found = Agent.objects.filter(name=name).first()
-            # Only one's own agent: another person's does not exist here (issue 16).
+            # Only one's own agent: another person's does not exist here.
             if found is None or found.name == IMPORT_AGENT_NAME or found.owner_id != reviewer.pk:
                 raise ValidationFailed({"agent": f"no agent named {name!r} can sign in"})
             if not found.is_active:
@@ -248,14 +248,14 @@ def grant_oauth_consent(
         )
         code = CODE_PREFIX + secrets.token_urlsafe(32)
         OAuthCode.objects.create(
-            digest=_token_digest(code),
+            digest=token_digest(code),
             grant=grant,
             code_challenge=code_challenge,
             redirect_uri=redirect_uri,
             redirect_uri_explicit=redirect_uri_explicit,
             expires_at=timezone.now() + timedelta(seconds=CODE_SECONDS),
         )
-        _audit(
+        audit(
             "oauth.granted",
             actor=reviewer,
             subject=agent,
@@ -278,7 +278,7 @@ def oauth_code(client_id: str, code: str) -> OAuthCode | None:
     was used revokes its grant (RFC 6749 §4.1.2: the code leaked), then None."""
     row = (
         OAuthCode.objects.select_related("grant", "grant__client", "grant__agent")
-        .filter(digest=_token_digest(code or ""))
+        .filter(digest=token_digest(code or ""))
         .first()
     )
     if row is None or row.grant.client.client_id != client_id:
@@ -297,10 +297,10 @@ def _issue(grant: OAuthGrant) -> IssuedTokens:
     refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
     lifetime = settings.VETTED_OAUTH_ACCESS_TOKEN_SECONDS
     OAuthToken.objects.create(
-        digest=_token_digest(access), grant=grant, kind=TokenKind.ACCESS, expires_at=now + timedelta(seconds=lifetime)
+        digest=token_digest(access), grant=grant, kind=TokenKind.ACCESS, expires_at=now + timedelta(seconds=lifetime)
     )
     OAuthToken.objects.create(
-        digest=_token_digest(refresh),
+        digest=token_digest(refresh),
         grant=grant,
         kind=TokenKind.REFRESH,
         expires_at=now + timedelta(days=settings.VETTED_OAUTH_REFRESH_TOKEN_DAYS),
@@ -318,7 +318,7 @@ def _spend_for_tokens(row: OAuthCode | OAuthToken, spent: str, event: str) -> Is
     setattr(row, spent, timezone.now())
     row.save(update_fields=[spent])
     tokens = _issue(row.grant)
-    _audit(event, actor=AUTHORIZATION_SERVER, subject=row.grant.agent, extra={"grant": row.grant.public_id})
+    audit(event, actor=AUTHORIZATION_SERVER, subject=row.grant.agent, extra={"grant": row.grant.public_id})
     return tokens
 
 
@@ -341,7 +341,7 @@ def oauth_token(raw: str, kind: str) -> OAuthToken | None:
     it leaked: RFC 9700 §4.14.2), then None."""
     row = (
         OAuthToken.objects.select_related("grant", "grant__client", "grant__agent")
-        .filter(digest=_token_digest(raw or ""), kind=kind)
+        .filter(digest=token_digest(raw or ""), kind=kind)
         .first()
     )
     if row is None or row.revoked_at is not None or row.grant.revoked_at is not None:
@@ -371,9 +371,9 @@ def revoke_oauth_grant(grant: OAuthGrant | str, *, actor: Actor, reason: str = "
     Revoking a revoked grant changes nothing (and writes nothing). A person
     may revoke only a grant of an agent they may manage (its owner, an owner
     of a space it is granted: space_access.sees_agent) or as a superuser;
-    any other grant answers exactly as an unknown id (issue 16)."""
+    any other grant answers exactly as an unknown id."""
     with transaction.atomic():
-        reviewer = None if isinstance(actor, SystemActor) else _require_reviewer(actor)
+        reviewer = None if isinstance(actor, SystemActor) else require_reviewer(actor)
         public_id = grant if isinstance(grant, str) else grant.public_id
         row = (
             OAuthGrant.objects.select_for_update().select_related("agent", "client").filter(public_id=public_id).first()
@@ -389,7 +389,7 @@ def revoke_oauth_grant(grant: OAuthGrant | str, *, actor: Actor, reason: str = "
         row.revoked_at = now
         row.save(update_fields=["revoked_at"])
         OAuthToken.objects.filter(grant=row, revoked_at=None).update(revoked_at=now)
-        _audit(
+        audit(
             "oauth.revoked",
             actor=actor,
             subject=row.agent,

@@ -17,13 +17,13 @@ from ..errors import DuplicateContent, InvalidTransition, NotFound, ValidationFa
 from ..models import Proposal, ProposalAction, ProposalState, Record
 from ..space_access import readable_spaces
 from ._common import (
-    _apply_changes,
-    _audit,
-    _check_not_duplicate,
-    _locked_record,
-    _require_live,
+    apply_changes,
+    audit,
+    check_not_duplicate,
+    locked_record,
+    require_live,
 )
-from ._notify import _tell_proposal
+from ._notify import tell_proposal
 from .content import approved_base, skeleton_of
 
 
@@ -34,7 +34,7 @@ def _person(user: object) -> User:
 
 
 def _readable_target(user: User, target: Record | str) -> Record:
-    record = _locked_record(target)
+    record = locked_record(target)
     approved = record.approved_text() if record.edited_since_approval else None
     scopes = {record.scope, approved["scope"]} if approved else {record.scope}
     if not scopes <= set(readable_spaces(user)):
@@ -65,7 +65,7 @@ def _store(
         skeleton_checksum=skeleton,
         **fields,
     )
-    _audit(
+    audit(
         "proposal.created",
         actor=user,
         subject=proposal,
@@ -76,7 +76,7 @@ def _store(
         snippet=proposal.title or (target.title if target else ""),
         extra={"action": action, "edited_file": True, **({"scope": fields["scope"]} if "scope" in fields else {})},
     )
-    _tell_proposal(proposal)
+    tell_proposal(proposal)
     return proposal
 
 
@@ -87,14 +87,14 @@ def propose_file_revision(
     with transaction.atomic():
         person = _person(user)
         record = _readable_target(person, target)
-        _require_live(record, "revise")
+        require_live(record, "revise")
         base = approved_base(record, "revise")
-        content, _changed = _apply_changes(base, changes, lock_scope=base["scope"])
+        content, _changed = apply_changes(base, changes, lock_scope=base["scope"])
         checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the edit is identical to {record.public_id}"})
         skeleton = skeleton_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
+        check_not_duplicate(checksum, skeleton=skeleton, ignore_record=record)
         return _store(
             ProposalAction.REVISE,
             user=person,
@@ -114,7 +114,7 @@ def propose_file_create(*, user: object, reason: str, source_tool: str = "file",
         if content["scope"] not in readable_spaces(person):
             raise ValidationFailed({"scope": f"{person.get_username()} may not propose into {content['scope']!r}"})
         checksum, skeleton = checksum_of(content), skeleton_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton)
+        check_not_duplicate(checksum, skeleton=skeleton)
         return _store(
             ProposalAction.CREATE,
             user=person,
@@ -131,7 +131,7 @@ def propose_file_retirement(target: Record | str, *, user: object, reason: str, 
     with transaction.atomic():
         person = _person(user)
         record = _readable_target(person, target)
-        _require_live(record, "retire")
+        require_live(record, "retire")
         pending = Proposal.objects.filter(
             target=record,
             action=ProposalAction.RETIRE,

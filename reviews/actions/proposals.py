@@ -14,20 +14,20 @@ from ..checksum import checksum_of
 from ..errors import AlreadyRejected, DuplicateContent, InvalidTransition, LimitReached, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
-    _apply_changes,
-    _audit,
-    _check_agent_scope,
-    _check_not_duplicate,
-    _close_extra,
-    _locked_agent,
-    _locked_proposal,
-    _provenance,
-    _require_active_agent,
-    _require_live,
-    _require_pending,
-    _visible_target,
+    apply_changes,
+    audit,
+    check_agent_scope,
+    check_not_duplicate,
+    close_extra,
+    locked_agent,
+    locked_proposal,
+    provenance_of,
+    require_active_agent,
+    require_live,
+    require_pending,
+    visible_target,
 )
-from ._notify import _tell_proposal
+from ._notify import tell_proposal
 from .content import approved_base, skeleton_of
 
 
@@ -47,7 +47,7 @@ def propose_create(
     ``fields``: kind, scope, title, body, tags, review_by, valid_from,
     valid_until, confidence, metadata. Refuses exact duplicates of a record the
     agent can receive or of its own pending proposal (DuplicateContent with
-    the existing id); see _check_not_duplicate. ``full_duplicate_check``:
+    the existing id); see check_not_duplicate. ``full_duplicate_check``:
     of any live record or pending proposal, for imports, whose answer goes to
     the person running them rather than to an agent. Content this agent
     already had rejected is refused (AlreadyRejected, with the earlier
@@ -55,12 +55,12 @@ def propose_create(
     _resubmission.
     """
     with transaction.atomic():
-        agent = _require_active_agent(_locked_agent(agent))
+        agent = require_active_agent(locked_agent(agent))
         content = v.clean_content(fields)
         reason = v.clean_reason(reason)
-        _check_agent_scope(agent, content["scope"])
+        check_agent_scope(agent, content["scope"])
         checksum, skeleton = checksum_of(content), skeleton_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
+        check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
         earlier, resubmit_reason = _resubmission(
             agent, ProposalAction.CREATE, checksum, None, resubmit, resubmit_reason
         )
@@ -70,7 +70,7 @@ def propose_create(
             reason=reason,
             content={**content, "resubmits": earlier, "resubmit_reason": resubmit_reason},
             checksums=(checksum, skeleton),
-            provenance=_provenance(agent, source_tool, session),
+            provenance=provenance_of(agent, source_tool, session),
             extra={"scope": content["scope"], **_resubmits(earlier)},
         )
 
@@ -99,7 +99,7 @@ def _store_content_proposal(
         **content,
         **provenance,
     )
-    _audit(
+    audit(
         "proposal.created",
         actor=agent,
         subject=proposal,
@@ -110,7 +110,7 @@ def _store_content_proposal(
         snippet=proposal.title,
         extra={"action": proposal.action, **extra},
     )
-    _tell_proposal(proposal)
+    tell_proposal(proposal)
     return proposal
 
 
@@ -135,19 +135,19 @@ def propose_revision(
     this agent already had rejected, unless resubmitted (see _resubmission).
     """
     with transaction.atomic():
-        agent = _require_active_agent(_locked_agent(agent))
-        record = _visible_target(agent, target)
-        _require_live(record, "revise", agent)
+        agent = require_active_agent(locked_agent(agent))
+        record = visible_target(agent, target)
+        require_live(record, "revise", agent)
         reason = v.clean_reason(reason)
         base = approved_base(record, "revise")
-        content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
+        content, changed = apply_changes(base, changes, lock_scope=base["scope"])
         checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed(
                 {"body": f"the revision is identical to {record.public_id}; change the title, body, kind or tags"}
             )
         skeleton = skeleton_of(content)
-        _check_not_duplicate(
+        check_not_duplicate(
             checksum, skeleton=skeleton, ignore_record=record, proposer=None if full_duplicate_check else agent
         )
         earlier, resubmit_reason = _resubmission(
@@ -159,7 +159,7 @@ def propose_revision(
             reason=reason,
             content={**content, "resubmits": earlier, "resubmit_reason": resubmit_reason},
             checksums=(checksum, skeleton),
-            provenance=_provenance(agent, source_tool, session),
+            provenance=provenance_of(agent, source_tool, session),
             extra={"changed": sorted(changed), **_resubmits(earlier)},
             target=record,
         )
@@ -168,7 +168,7 @@ def propose_revision(
 def _resubmission(
     agent: Agent, action: str, checksum: str, target: Record | None, resubmit: bool, resubmit_reason: str
 ) -> tuple[Proposal | None, str]:
-    """Resubmission (issue 15): this agent's latest rejected proposal of the
+    """Resubmission: this agent's latest rejected proposal of the
     same action, target and content (checksum), if any.
 
     Without ``resubmit`` such a proposal is refused with AlreadyRejected
@@ -220,9 +220,9 @@ def propose_retirement(
 ) -> Proposal:
     """An agent asks for ``target`` to be retired (it no longer holds)."""
     with transaction.atomic():
-        agent = _require_active_agent(_locked_agent(agent))
-        record = _visible_target(agent, target)
-        _require_live(record, "retire", agent)
+        agent = require_active_agent(locked_agent(agent))
+        record = visible_target(agent, target)
+        require_live(record, "retire", agent)
         reason = v.clean_reason(reason)
         # Only the agent's own pending retirement: another agent's is not this
         # agent's to know of (the reviewer sees both; accepting one closes the other).
@@ -239,9 +239,9 @@ def propose_retirement(
             target=record,
             agent=agent,
             reason=reason,
-            **_provenance(agent, source_tool, session),
+            **provenance_of(agent, source_tool, session),
         )
-        _audit(
+        audit(
             "proposal.created",
             actor=agent,
             subject=proposal,
@@ -251,7 +251,7 @@ def propose_retirement(
             snippet=record.title,
             extra={"action": proposal.action},
         )
-        _tell_proposal(proposal)
+        tell_proposal(proposal)
         return proposal
 
 
@@ -261,9 +261,9 @@ def dispute_record(
     """An agent says ``target`` is wrong. The record is disputed at once (so it
     is withheld from search) and the dispute waits in the inbox."""
     with transaction.atomic():
-        agent = _require_active_agent(_locked_agent(agent))
-        record = _visible_target(agent, target)
-        _require_live(record, "dispute", agent)
+        agent = require_active_agent(locked_agent(agent))
+        record = visible_target(agent, target)
+        require_live(record, "dispute", agent)
         reason = v.clean_reason(reason)
         pending = Proposal.objects.filter(
             target=record, action=ProposalAction.DISPUTE, state=ProposalState.PENDING, agent=agent
@@ -279,12 +279,12 @@ def dispute_record(
             target=record,
             agent=agent,
             reason=reason,
-            **_provenance(agent, source_tool, session),
+            **provenance_of(agent, source_tool, session),
         )
         was = record.status
         record.status = RecordStatus.DISPUTED
         record.save(update_fields=["status", "updated_at"])
-        _audit(
+        audit(
             "record.disputed",
             actor=agent,
             subject=record,
@@ -294,7 +294,7 @@ def dispute_record(
             snippet=reason,
             extra={"previous_status": was},
         )
-        _tell_proposal(proposal)
+        tell_proposal(proposal)
         return proposal
 
 
@@ -330,17 +330,17 @@ def withdraw_proposal(proposal: Proposal | str, *, agent: Agent, note: str = "")
     """The proposing agent takes back its own pending proposal. Withdrawing the
     last pending dispute of a record makes it approved again."""
     with transaction.atomic():
-        proposal = _locked_proposal(proposal)
+        proposal = locked_proposal(proposal)
         if not isinstance(agent, Agent) or proposal.agent_id != agent.pk:
             raise InvalidTransition(f"Only the agent that made {proposal.public_id} can withdraw it.")
-        _require_pending(proposal, "withdraw")
+        require_pending(proposal, "withdraw")
         note = v.clean_note(note)
         proposal.state = ProposalState.WITHDRAWN
         proposal.decided_at = timezone.now()
         proposal.decision_note = note
         proposal.save()
-        extra = _close_extra(proposal)
-        _audit(
+        extra = close_extra(proposal)
+        audit(
             "proposal.withdrawn",
             actor=agent,
             subject=proposal,

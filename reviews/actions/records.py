@@ -17,15 +17,15 @@ from ..errors import ChecksumMismatch, InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from ._common import (
     Actor,
-    _apply_changes,
-    _audit,
-    _check_not_duplicate,
-    _close_fulfilled,
-    _locked_record,
-    _new_record,
-    _require_live,
-    _require_reviewer,
-    _require_role,
+    apply_changes,
+    audit,
+    check_not_duplicate,
+    close_fulfilled,
+    locked_record,
+    new_record,
+    require_live,
+    require_reviewer,
+    require_role,
 )
 from .content import approved_base, content_of, skeleton_of
 
@@ -34,19 +34,19 @@ def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
     """A reviewer retires a record directly (it stays readable, never delivered).
     Pending disputes and retirements of it are closed as fulfilled."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         note = v.clean_note(note, required=True)
-        record = _locked_record(record)
-        _require_role(reviewer, record, "retire", verb="retire")
-        _require_live(record, "retire", reviewer)
+        record = locked_record(record)
+        require_role(reviewer, record, "retire", verb="retire")
+        require_live(record, "retire", reviewer)
         was = record.status
         record.status = RecordStatus.RETIRED
         record.save(update_fields=["status", "updated_at"])
-        closed = _close_fulfilled(record, actor=reviewer, note=f"Resolved: retired by {reviewer.get_username()}.")
+        closed = close_fulfilled(record, actor=reviewer, note=f"Resolved: retired by {reviewer.get_username()}.")
         extra: dict[str, Any] = {"previous_status": was, "closed_proposals": closed}
         if record.edited_since_approval:
             extra["edited_outside"] = True
-        _audit(
+        audit(
             "record.retired",
             actor=reviewer,
             subject=record,
@@ -65,11 +65,11 @@ def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any]
     Vetted, the approved text (refused with ChecksumMismatch if no approved
     copy is kept; approve_current_text or retire it then)."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         note = v.clean_note(note)
-        record = _locked_record(record)
-        _require_role(reviewer, record, "revise", verb="revise")
-        _require_live(record, "revise", reviewer)
+        record = locked_record(record)
+        require_role(reviewer, record, "revise", verb="revise")
+        require_live(record, "revise", reviewer)
         return _supersede(
             record,
             reviewer=reviewer,
@@ -94,11 +94,11 @@ def _supersede(
     locked): ``base`` with ``changes`` becomes a new approved record that
     supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
     was = record.status  # what undo_decision restores it to
-    content, changed = _apply_changes(base, changes, lock_scope=base["scope"])
+    content, changed = apply_changes(base, changes, lock_scope=base["scope"])
     checksum = checksum_of(content)
     if checksum == record.approved_checksum:
         raise ValidationFailed({"changes": identical})
-    _check_not_duplicate(checksum, skeleton=skeleton_of(content), ignore_record=record)
+    check_not_duplicate(checksum, skeleton=skeleton_of(content), ignore_record=record)
     return _replace_by_reviewer(
         record,
         content,
@@ -128,11 +128,11 @@ def _replace_by_reviewer(
     inside the caller's transaction, ``record`` locked): stored, the
     proposals it fulfils closed ("Resolved: REC {resolved}", where ``{new}``
     is the new record's id), and one ``event`` audited."""
-    new = _new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=reason)
-    closed = _close_fulfilled(
+    new = new_record(content, reviewer=reviewer, proposal=None, supersedes=record, reason=reason)
+    closed = close_fulfilled(
         record, actor=reviewer, note=f"Resolved: {record.public_id} {resolved.format(new=new.public_id)}."
     )
-    _audit(
+    audit(
         event,
         actor=reviewer,
         subject=new,
@@ -153,18 +153,18 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
     it went. Refused for a record edited since approval (its text was never
     reviewed) and for a disputed one (decide the dispute first)."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         note = v.clean_note(note, required=True)
-        record = _locked_record(record)
+        record = locked_record(record)
         # Content crosses spaces only here: the mover decides in both, and the
         # roles come first, so a person outside either space learns neither
         # the record's status nor its successor nor whether the space exists.
         new_scope = str(scope or "").strip().lower()
         if not new_scope:
             raise ValidationFailed({"scope": "the space to move the record to (its slug)"})
-        _require_role(reviewer, record, "move", verb="move", also=new_scope)
+        require_role(reviewer, record, "move", verb="move", also=new_scope)
         new_scope = v.clean_scope(new_scope)
-        _require_live(record, "move", reviewer)
+        require_live(record, "move", reviewer)
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(
                 f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
@@ -179,7 +179,7 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         content = content_of(record)
         content["scope"] = new_scope
         checksum = checksum_of(content)
-        _check_not_duplicate(checksum, skeleton=skeleton_of(content))
+        check_not_duplicate(checksum, skeleton=skeleton_of(content))
         return _replace_by_reviewer(
             record,
             content,
@@ -204,10 +204,10 @@ def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Reco
     """A reviewer decides a disputed record is right after all: every pending
     dispute of it is rejected (with the note) and it is approved again."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         note = v.clean_note(note)
-        record = _locked_record(record)
-        _require_role(reviewer, record, "clear the dispute of", verb="keep")
+        record = locked_record(record)
+        require_role(reviewer, record, "clear the dispute of", verb="keep")
         if record.status != RecordStatus.DISPUTED:
             raise InvalidTransition(f"{record.public_id} is {record.status}, not disputed; nothing to clear.")
         now = timezone.now()
@@ -229,7 +229,7 @@ def clear_dispute(record: Record | str, *, actor: Actor, note: str = "") -> Reco
         )
         record.status = RecordStatus.APPROVED
         record.save(update_fields=["status", "updated_at"])
-        _audit(
+        audit(
             "record.dispute_cleared",
             actor=reviewer,
             subject=record,
@@ -247,10 +247,10 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
     new review date (default: today + the kind's review period). Refused if the
     text changed since approval (revise or retire it instead) or if disputed."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
-        record = _locked_record(record)
-        _require_role(reviewer, record, "verify", verb="verify")
-        _require_live(record, "verify", reviewer)
+        reviewer = require_reviewer(actor)
+        record = locked_record(record)
+        require_role(reviewer, record, "verify", verb="verify")
+        require_live(record, "verify", reviewer)
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(
                 f"{record.public_id} is disputed; decide the dispute first (keep, correct or retire the record)."
@@ -270,7 +270,7 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
         record.verified_at = timezone.now()
         record.review_by = new_review_by
         record.save(update_fields=["verified_at", "review_by", "updated_at"])
-        _audit(
+        audit(
             "record.verified",
             actor=reviewer,
             subject=record,
@@ -299,10 +299,10 @@ def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "")
     event with the checksums before and after. Refused if the text already
     matches, or if no approved copy is kept (approve_current_text or retire)."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         note = v.clean_note(note)
-        record = _locked_record(record)
-        _require_role(reviewer, record, "restore", verb="restore")
+        record = locked_record(record)
+        require_role(reviewer, record, "restore", verb="restore")
         if not record.edited_since_approval:
             raise InvalidTransition(f"{record.public_id}'s text matches its approval; there is nothing to restore.")
         approved = record.approved_text()
@@ -317,7 +317,7 @@ def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "")
         for name in CHECKSUM_FIELDS:
             setattr(record, name, approved[name])
         record.save(update_fields=[*CHECKSUM_FIELDS, "updated_at"])
-        _audit(
+        audit(
             "record.restored",
             actor=reviewer,
             subject=record,
@@ -339,11 +339,11 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
     instead), if its scope was changed outside Vetted (restore it, then move
     it), or if the current text breaks the write rules (revise or retire it)."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         note = v.clean_note(note, required=True)
-        record = _locked_record(record)
-        _require_role(reviewer, record, "approve the current text of", verb="approve_current")
-        _require_live(record, "approve the current text of", reviewer)
+        record = locked_record(record)
+        require_role(reviewer, record, "approve the current text of", verb="approve_current")
+        require_live(record, "approve the current text of", reviewer)
         if not record.edited_since_approval:
             raise InvalidTransition(
                 f"{record.public_id}'s text matches its approval; there is nothing to approve (verify it instead)."

@@ -1,4 +1,4 @@
-"""Spaces, their members and agents' grants (issue 16), one action each.
+"""Spaces, their members and agents' grants, one action each.
 
 Who may manage a space: its owners, and the machine's operator through
 ``manage.py space`` (a SystemActor). A personal space has exactly one
@@ -31,14 +31,14 @@ from ..space_models import (
     SpaceKind,
     personal_slug,
 )
-from ._common import Actor, SystemActor, _audit, _locked_agent
+from ._common import Actor, SystemActor, audit, locked_agent
 
 
 def _subject(space: Space) -> tuple[str, str]:
     return (SubjectType.SPACE, space.slug)
 
 
-def _locked_space(slug: Space | str) -> Space:
+def locked_space(slug: Space | str) -> Space:
     slug = slug if isinstance(slug, str) else slug.slug
     try:
         return Space.objects.select_for_update().get(slug=slug)
@@ -55,7 +55,7 @@ def _user(username: AbstractBaseUser | str) -> Any:
         raise NotFound(f"No account named {username!r}.") from None
 
 
-def _require_manager(actor: Actor, space: Space) -> None:
+def require_manager(actor: Actor, space: Space) -> None:
     """The operator (SystemActor) or an owner of ``space`` (the policy's
     ``manage`` rule). Anyone else gets NotFound for a space they are not a
     member of: it does not exist for them."""
@@ -134,7 +134,7 @@ def create_space(
         space = Space.objects.create(slug=slug, kind=kind, name=name, required_approvals=required_approvals)
         assert person is not None
         Membership.objects.create(space=space, user=person, role=Role.OWNER)
-        _audit(
+        audit(
             "space.created",
             actor=actor,
             subject=_subject(space),
@@ -152,8 +152,8 @@ def add_member(space: Space | str, username: AbstractBaseUser | str, *, role: st
     """Make ``username`` a member of ``space`` with ``role`` (owner, reviewer,
     reader), or change the role of a member. A personal space has only its owner."""
     with transaction.atomic():
-        space = _locked_space(space)
-        _require_manager(actor, space)
+        space = locked_space(space)
+        require_manager(actor, space)
         if role not in ROLES:
             raise ValidationFailed({"role": f"got {role!r}; one of {', '.join(ROLES)}"})
         user = _user(username)
@@ -174,7 +174,7 @@ def add_member(space: Space | str, username: AbstractBaseUser | str, *, role: st
         else:
             membership.role = role
             membership.save(update_fields=["role"])
-        _audit(
+        audit(
             "space.member_added" if not before else "space.role_changed",
             actor=actor,
             subject=_subject(space),
@@ -192,8 +192,8 @@ def remove_member(space: Space | str, username: AbstractBaseUser | str, *, actor
     """Remove a member; their agents lose their grants of this space in the
     same transaction (returned: the agents' names). The last owner stays."""
     with transaction.atomic():
-        space = _locked_space(space)
-        _require_manager(actor, space)
+        space = locked_space(space)
+        require_manager(actor, space)
         user = _user(username)
         membership = Membership.objects.filter(space=space, user=user).first()
         if membership is None:
@@ -210,7 +210,7 @@ def remove_member(space: Space | str, username: AbstractBaseUser | str, *, actor
                 agent.scopes = [s for s in agent.scopes if s != space.slug]
                 agent.save(update_fields=["scopes"])
                 narrowed.append(agent.name)
-        _audit(
+        audit(
             "space.member_removed",
             actor=actor,
             subject=_subject(space),
@@ -223,8 +223,8 @@ def remove_member(space: Space | str, username: AbstractBaseUser | str, *, actor
 def set_required_approvals(space: Space | str, count: int, *, actor: Actor) -> Space:
     """How many different reviewers must accept a proposal in a team or the system space (1 or 2)."""
     with transaction.atomic():
-        space = _locked_space(space)
-        _require_manager(actor, space)
+        space = locked_space(space)
+        require_manager(actor, space)
         if space.kind == SpaceKind.PERSONAL:
             raise InvalidTransition(f"{space.slug} is a personal space: one approval, its owner's.")
         if count not in range(1, MAX_APPROVALS + 1):
@@ -233,7 +233,7 @@ def set_required_approvals(space: Space | str, count: int, *, actor: Actor) -> S
         before = space.required_approvals
         space.required_approvals = count
         space.save(update_fields=["required_approvals"])
-        _audit(
+        audit(
             "space.approvals_set",
             actor=actor,
             subject=_subject(space),
@@ -274,7 +274,7 @@ def revoke_space(agent: Agent | str, slug: str, *, actor: Actor) -> Agent:
 
 def _change_grant(agent: Agent | str, slug: str, *, actor: Actor, grant: bool) -> Agent:
     with transaction.atomic():
-        agent = _locked_agent(agent)
+        agent = locked_agent(agent)
         if not isinstance(actor, SystemActor):
             person = actor if isinstance(actor, get_user_model()) else None
             if person is None or agent.owner_id != person.pk:
@@ -295,7 +295,7 @@ def _change_grant(agent: Agent | str, slug: str, *, actor: Actor, grant: bool) -
                 raise InvalidTransition(f"{slug} is agent {agent.name!r}'s only space; revoke the agent instead.")
             agent.scopes = [s for s in agent.scopes if s != slug]
         agent.save(update_fields=["scopes"])
-        _audit(
+        audit(
             "agent.granted" if grant else "agent.grant_revoked",
             actor=actor,
             subject=agent,
@@ -317,7 +317,7 @@ def claim_unowned_spaces(user: Any, *, actor: Actor) -> list[str]:
         if space.kind == SpaceKind.PERSONAL and space.name == "Personal":
             space.name = f"Personal ({user.get_username()})"
             space.save(update_fields=["name"])
-        _audit(
+        audit(
             "space.member_added",
             actor=actor,
             subject=_subject(space),

@@ -12,7 +12,7 @@ and only while nothing was built on the decision: any later AuditEvent on a
 row the undo would change (a newer proposal on the produced record, a
 dispute, a verify, another decision) makes it refuse and change nothing.
 The reviewer must still decide in every space the undo touches
-(``_require_role``). One reviewer's undo takes back that reviewer's own
+(``require_role``). One reviewer's undo takes back that reviewer's own
 decision only.
 """
 
@@ -32,7 +32,7 @@ from django.utils import timezone
 from .. import ids
 from ..errors import InvalidTransition, NotFound
 from ..models import AuditEvent, Proposal, ProposalState, Record, RecordStatus
-from ._common import Actor, _audit, _locked_proposal, _locked_record, _require_reviewer, _require_role
+from ._common import Actor, audit, locked_proposal, locked_record, require_reviewer, require_role
 
 UNDONE_EVENT = "decision.undone"
 UNDONE_REASON = "undone"
@@ -64,8 +64,8 @@ class _Rows:
     that only asks whether Undo is still allowed."""
 
     def __init__(self, lock: bool):
-        self.record: Callable[[str], Record] = _locked_record if lock else _plain_record
-        self.proposal: Callable[[str], Proposal] = _locked_proposal if lock else _plain_proposal
+        self.record: Callable[[str], Record] = locked_record if lock else _plain_record
+        self.proposal: Callable[[str], Proposal] = locked_proposal if lock else _plain_proposal
         self.lock = lock
 
 
@@ -108,7 +108,7 @@ def undo_refusal(decision: Proposal | AuditEvent | str | int, *, actor: Actor) -
     """Why ``actor`` may not undo this decision now, or None if they may.
     Reads only (for the Recent decisions page); undo_decision re-checks under its locks."""
     try:
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         _plan(decision_event(decision), reviewer, _Rows(lock=False), timezone.now())
     except (InvalidTransition, NotFound) as exc:
         return exc.message
@@ -123,7 +123,7 @@ def undo_decision(decision: Proposal | AuditEvent | str | int, *, actor: Actor) 
     changed) when it is not this reviewer's, too old, already undone, or
     something was built on it since."""
     with transaction.atomic():
-        reviewer = _require_reviewer(actor)
+        reviewer = require_reviewer(actor)
         event = decision_event(decision)
         now = timezone.now()
         plan = _plan(event, reviewer, _Rows(lock=True), now)
@@ -173,7 +173,7 @@ def undo_decision(decision: Proposal | AuditEvent | str | int, *, actor: Actor) 
             subject_record = plan.verified[0]
         subject: Proposal | Record | None = plan.proposal or _restored_first(plan) or subject_record
         assert subject is not None  # every plan changes a proposal or a record
-        return _audit(
+        return audit(
             UNDONE_EVENT,
             actor=reviewer,
             subject=subject,
@@ -216,9 +216,9 @@ def _plan(event: AuditEvent, reviewer: User, rows: _Rows, now: datetime) -> _Pla
     # The role first, on the decision's own row: whoever no longer decides there
     # learns nothing of what became of it since (its status, its successor).
     if event.event_type in PROPOSAL_DECISIONS:
-        _require_role(reviewer, rows.proposal(event.proposal_ref), "undo the decision on", verb="undo")
+        require_role(reviewer, rows.proposal(event.proposal_ref), "undo the decision on", verb="undo")
     else:
-        _require_role(reviewer, rows.record(event.subject_id), "undo the decision on", verb="undo")
+        require_role(reviewer, rows.record(event.subject_id), "undo the decision on", verb="undo")
     plan = _PLANNERS[event.event_type](event, rows)
     _require_roles(reviewer, plan)
     _refuse_if_built_on(event, plan)
@@ -228,14 +228,14 @@ def _plan(event: AuditEvent, reviewer: User, rows: _Rows, now: datetime) -> _Pla
 def _require_roles(reviewer: User, plan: _Plan) -> None:
     """An undo is a decision too: the reviewer must still decide in the space
     of every row it changes (both spaces of a move). Whoever lost the role,
-    or left the space, since deciding cannot take the decision back (issue 16)."""
+    or left the space, since deciding cannot take the decision back."""
     if plan.proposal is not None:
-        _require_role(reviewer, plan.proposal, "undo the decision on", verb="undo")
+        require_role(reviewer, plan.proposal, "undo the decision on", verb="undo")
     rows = [record for record, _ in plan.restore.values()]
     rows += [plan.produced] if plan.produced is not None else []
     rows += [plan.verified[0]] if plan.verified is not None else []
     for record in rows:
-        _require_role(reviewer, record, "undo the decision on", verb="undo")
+        require_role(reviewer, record, "undo the decision on", verb="undo")
 
 
 def _ago(age: timedelta) -> str:

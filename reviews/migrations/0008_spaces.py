@@ -1,4 +1,4 @@
-"""Spaces (issue 16): the fixed scopes become spaces with members.
+"""Spaces: the fixed scopes become spaces with members.
 
 - ``personal`` becomes the first reviewer's personal space, ``team`` a team
   space called ``team``, ``system`` the system space. Each keeps its old

@@ -22,7 +22,7 @@ Supersession links to records outside the exported scopes are cut (null).
 
 Modules: ``format`` (the fields), ``check`` (validate_snapshot: every
 problem at once), ``load`` (write_snapshot). The export is
-reviews/portability/json_export.py; the import itself (the state change) is
+portability/json_export.py; the import itself (the state change) is
 ``reviews.actions.import_snapshot``, which checks and loads through here.
 """
 

@@ -4,10 +4,7 @@ every problem is found and listed at once (SnapshotInvalid)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime
 from typing import Any
-
-from django.utils import timezone
 
 from reviews import ids
 from reviews.checksum import is_approved_copy
@@ -15,41 +12,30 @@ from reviews.models import ProposalAction, ProposalState, RecordStatus
 from reviews.space_access import space_slugs
 
 from .format import (
-    _AGENT_TIMES,
-    _PROPOSAL_DATES,
-    _PROPOSAL_TIMES,
-    _RECORD_DATES,
-    _RECORD_TIMES,
     AGENT_FIELDS,
     AGENT_RE,
+    AGENT_TIMES,
     AUDIT_FIELDS,
     FORMAT,
     HEX64_RE,
+    PROPOSAL_DATES,
     PROPOSAL_FIELDS,
     PROPOSAL_RE,
+    PROPOSAL_TIMES,
     READABLE_VERSIONS,
+    RECORD_DATES,
     RECORD_FIELDS,
     RECORD_FIELDS_V1,
     RECORD_RE,
+    RECORD_TIMES,
     TOP_LEVEL,
     SnapshotInvalid,
+    parse_date,
+    parse_dt,
 )
 from .spaces import check_spaces
 
 Names = Sequence[str] | set[str]
-
-
-def _parse_dt(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    parsed = datetime.fromisoformat(value)
-    if timezone.is_naive(parsed):
-        raise ValueError("has no UTC offset")
-    return parsed
-
-
-def _parse_date(value: str | None) -> date | None:
-    return None if value is None else date.fromisoformat(value)
 
 
 class _Checker:
@@ -102,7 +88,7 @@ class _Checker:
             try:
                 if row[name] is not None and not isinstance(row[name], str):
                     raise ValueError
-                _parse_date(row[name])
+                parse_date(row[name])
             except ValueError:
                 self.add(where, f"{name} must be a date YYYY-MM-DD or null, got {row[name]!r}")
         for name in times:
@@ -111,7 +97,7 @@ class _Checker:
                     raise ValueError
                 if row[name] is not None and not isinstance(row[name], str):
                     raise ValueError
-                _parse_dt(row[name])
+                parse_dt(row[name])
             except ValueError:
                 self.add(
                     where,
@@ -143,10 +129,10 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         if not isinstance(data[key], list):
             raise SnapshotInvalid([f"{key} must be a list"])
     try:
-        _parse_dt(str(data["exported_at"]) if data["exported_at"] is not None else "")
+        parse_dt(str(data["exported_at"]) if data["exported_at"] is not None else "")
     except ValueError:
         c.add("exported_at", f"must be an ISO 8601 date-time with offset, got {data['exported_at']!r}")
-    # Spaces (issue 16): a file's spaces must exist here or be in the file (snapshot/spaces.py).
+    # Spaces: a file's spaces must exist here or be in the file (snapshot/spaces.py).
     known = space_slugs() + sorted(check_spaces(data, c.add) - set(space_slugs()))
     bad_scopes = [s for s in data["scopes"] if s not in known]
     if bad_scopes:
@@ -159,7 +145,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
     agent_ids, agent_names = set(), set()
     for i, row in enumerate(data["agents"]):
         where = f"agents[{i}]"
-        # "owner" (the agent's person, issue 16) is optional: files written before spaces have none.
+        # "owner" (the agent's person) is optional: files written before spaces have none.
         if not c.fields(where, row, AGENT_FIELDS + (["owner"] if isinstance(row, dict) and "owner" in row else [])):
             continue
         where = f"agent {row.get('public_id')!r}"
@@ -170,7 +156,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             strings=("name", "token_prefix", "source_tool", "created_by"),
             optional_strings=("token_digest", "owner") if "owner" in row else ("token_digest",),
             lists=("scopes",),
-            times=_AGENT_TIMES,
+            times=AGENT_TIMES,
             required_times=("created_at",),
         )
         if len(c.problems) > before:
@@ -213,8 +199,8 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             optional_strings=("supersedes", "superseded_by", "proposed_by"),
             lists=("tags",),
             dicts=("metadata",),
-            dates=_RECORD_DATES,
-            times=_RECORD_TIMES,
+            dates=RECORD_DATES,
+            times=RECORD_TIMES,
             required_times=("approved_at", "created_at", "updated_at"),
         )
         if len(c.problems) > before:
@@ -301,8 +287,8 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             optional_strings=("decided_by", "target", "result_record", "agent"),
             lists=("tags",),
             dicts=("metadata", "reviewer_changes"),
-            dates=_PROPOSAL_DATES,
-            times=_PROPOSAL_TIMES,
+            dates=PROPOSAL_DATES,
+            times=PROPOSAL_TIMES,
             required_times=("created_at", "updated_at"),
         )
         if len(c.problems) > before:

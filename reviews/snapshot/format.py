@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
+
+from django.utils import timezone
 
 from reviews import ids
 
@@ -106,11 +109,11 @@ AUDIT_FIELDS = [
 ]
 TOP_LEVEL = ["format", "version", "exported_at", "scopes", "records", "proposals", "agents", "audit"]
 
-_RECORD_DATES = ("review_by", "valid_from", "valid_until")
-_RECORD_TIMES = ("approved_at", "verified_at", "created_at", "updated_at")
-_PROPOSAL_DATES = ("review_by", "valid_from", "valid_until")
-_PROPOSAL_TIMES = ("decided_at", "created_at", "updated_at")
-_AGENT_TIMES = ("last_seen_at", "created_at", "revoked_at")
+RECORD_DATES = ("review_by", "valid_from", "valid_until")
+RECORD_TIMES = ("approved_at", "verified_at", "created_at", "updated_at")
+PROPOSAL_DATES = ("review_by", "valid_from", "valid_until")
+PROPOSAL_TIMES = ("decided_at", "created_at", "updated_at")
+AGENT_TIMES = ("last_seen_at", "created_at", "revoked_at")
 
 
 class SnapshotInvalid(Exception):
@@ -121,3 +124,16 @@ class SnapshotInvalid(Exception):
         shown = problems[:20]
         more = f" (and {len(problems) - 20} more)" if len(problems) > 20 else ""
         super().__init__("; ".join(shown) + more)
+
+
+def parse_dt(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value)
+    if timezone.is_naive(parsed):
+        raise ValueError("has no UTC offset")
+    return parsed
+
+
+def parse_date(value: str | None) -> date | None:
+    return None if value is None else date.fromisoformat(value)

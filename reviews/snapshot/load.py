@@ -13,25 +13,26 @@ from reviews import confusables
 from reviews.checksum import approved_copy
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
-from .check import _parse_date, _parse_dt
 from .format import (
-    _AGENT_TIMES,
-    _PROPOSAL_DATES,
-    _PROPOSAL_TIMES,
-    _RECORD_DATES,
-    _RECORD_TIMES,
     AGENT_FIELDS,
+    AGENT_TIMES,
     AUDIT_FIELDS,
+    PROPOSAL_DATES,
     PROPOSAL_FIELDS,
+    PROPOSAL_TIMES,
+    RECORD_DATES,
     RECORD_FIELDS_V1,
+    RECORD_TIMES,
     SnapshotInvalid,
+    parse_date,
+    parse_dt,
 )
 from .spaces import grant_problems, member_names, write_spaces
 
 
 def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, Any]:
     """The derived look-alike keys (not exported: computed from the text; for
-    a record, from its approved copy when one is kept, as _new_record does)."""
+    a record, from its approved copy when one is kept, as new_record does)."""
     keys = {
         "skeleton_checksum": confusables.content_key(
             kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"], tags=row["tags"]
@@ -94,8 +95,8 @@ def write_snapshot(
             raise SnapshotInvalid([f"agent {row['name']!r}: its token digest is already used by an agent here"])
         fields = {name: row[name] for name in AGENT_FIELDS}
         fields["owner_id"] = user_pk[row["owner"]] if row.get("owner") else None
-        for name in _AGENT_TIMES:
-            fields[name] = _parse_dt(fields[name])
+        for name in AGENT_TIMES:
+            fields[name] = parse_dt(fields[name])
         agent = Agent.objects.create(**fields)
         agent_pk[row["public_id"]] = agent.pk
         created_agents.append(row["name"])
@@ -119,10 +120,10 @@ def write_snapshot(
         fields["approved_content"] = (
             row["approved_content"] if data["version"] >= 2 else approved_copy(row, row["approved_checksum"])
         )
-        for name in _RECORD_DATES:
-            fields[name] = _parse_date(fields[name])
-        for name in _RECORD_TIMES:
-            fields[name] = _parse_dt(fields[name])
+        for name in RECORD_DATES:
+            fields[name] = parse_date(fields[name])
+        for name in RECORD_TIMES:
+            fields[name] = parse_dt(fields[name])
         record = Record.objects.create(
             **fields,
             **_look_alike_keys(fields["approved_content"] or row, title=True),
@@ -138,7 +139,7 @@ def write_snapshot(
         Record.objects.filter(pk=record_pk[row["public_id"]]).update(
             supersedes_id=record_pk.get(row["supersedes"]),
             superseded_by_id=record_pk.get(row["superseded_by"]),
-            updated_at=_parse_dt(row["updated_at"]),
+            updated_at=parse_dt(row["updated_at"]),
         )
 
     for row in data["proposals"]:
@@ -147,10 +148,10 @@ def write_snapshot(
             for name in PROPOSAL_FIELDS
             if name not in ("target", "result_record", "agent", "decided_by")
         }
-        for name in _PROPOSAL_DATES:
-            fields[name] = _parse_date(fields[name])
-        for name in _PROPOSAL_TIMES:
-            fields[name] = _parse_dt(fields[name])
+        for name in PROPOSAL_DATES:
+            fields[name] = parse_date(fields[name])
+        for name in PROPOSAL_TIMES:
+            fields[name] = parse_dt(fields[name])
         proposal = Proposal.objects.create(
             **fields,
             **(_look_alike_keys(row) if row["content_checksum"] else {}),
@@ -180,7 +181,7 @@ def write_snapshot(
     for row in data["audit"]:
         fields = {name: row[name] for name in AUDIT_FIELDS}
         fields["id"] = row["id"] + offset
-        fields["at"] = _parse_dt(row["at"])
+        fields["at"] = parse_dt(row["at"])
         batch.append(AuditEvent(**fields))
         if len(batch) >= 500:
             AuditEvent.objects.bulk_create(batch)

@@ -1,4 +1,4 @@
-"""Spaces in a ``vetted-export`` document (issue 16): each exported space
+"""Spaces in a ``vetted-export`` document: each exported space
 with its kind, name, approval rule and members (username and role).
 
 A full export carries every space; a one-space export (``--space acme``)
@@ -22,6 +22,8 @@ from django.utils import timezone
 
 from reviews.models import Agent
 from reviews.space_models import MAX_APPROVALS, ROLES, Membership, Role, Space, SpaceKind
+
+from .format import SnapshotInvalid, parse_dt
 
 SPACE_FIELDS = ["slug", "kind", "name", "required_approvals", "created_at", "members"]
 MEMBER_FIELDS = ["user", "role"]
@@ -50,8 +52,6 @@ def export_spaces(slugs: Iterable[str]) -> list[dict[str, Any]]:
 def check_spaces(data: dict[str, Any], add: Any) -> set[str]:
     """Check ``data["spaces"]`` (absent: none) with ``add(where, message)``;
     returns the slugs the file brings."""
-    from .check import _parse_dt
-
     spaces = data.get("spaces", [])
     if not isinstance(spaces, list):
         add("spaces", "must be a list")
@@ -78,7 +78,7 @@ def check_spaces(data: dict[str, Any], add: Any) -> set[str]:
         elif row["kind"] == SpaceKind.PERSONAL and [m["role"] for m in members] != ["owner"]:
             add(where, "a personal space has exactly one member, its owner")
         try:
-            _parse_dt(row["created_at"]) if isinstance(row["created_at"], str) else int("x")
+            parse_dt(row["created_at"]) if isinstance(row["created_at"], str) else int("x")
         except ValueError:
             add(where, f"created_at must be an ISO 8601 date-time, got {row['created_at']!r}")
         brought.add(row["slug"])
@@ -103,9 +103,6 @@ def write_spaces(
     and the members added (``{space, user, role}``); raises SnapshotInvalid
     with every conflict before writing a space. (The index partitions follow
     Space's post_save.)"""
-    from .check import _parse_dt
-    from .format import SnapshotInvalid
-
     rows = data.get("spaces", [])
     here = {s.slug: s for s in Space.objects.select_for_update().filter(slug__in=[r["slug"] for r in rows])}
     problems: list[str] = []
@@ -126,7 +123,7 @@ def write_spaces(
             kind=row["kind"],
             name=row["name"],
             required_approvals=row["required_approvals"],
-            created_at=_parse_dt(row["created_at"]) or timezone.now(),
+            created_at=parse_dt(row["created_at"]) or timezone.now(),
         )
         Membership.objects.bulk_create(
             Membership(space=space, user_id=user_pk[m["user"]], role=m["role"]) for m in row["members"]

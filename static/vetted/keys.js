@@ -34,7 +34,7 @@
     if (!current) return;
     var target = current.querySelector('[data-key="' + key + '"]');
     if (!target) {
-      // inbox-decide: a or r by habit on a dispute or retirement card does nothing; say which keys decide it.
+      // A or r by habit on a dispute or retirement card does nothing; say which keys decide it.
       if ((key === "a" || key === "r") && current.querySelector("[data-decision]")) {
         var here = Array.prototype.map.call(current.querySelectorAll("[data-key]"), function (el) {
           return el.getAttribute("data-key") + " " + el.textContent.trim();
@@ -53,7 +53,7 @@
     }
   }
 
-  // ---- Undo toast (inbox-decide) ----
+  // ---- Undo toast ----
   function undo() {
     var button = document.querySelector("#undo-toast:not(.expired) button[data-undo]");
     if (button) button.click();
@@ -116,7 +116,7 @@
     if (handled) event.preventDefault();
   });
 
-  // inbox-a11y: a card that takes the focus another way (the skip link, Tab)
+  // A card that takes the focus another way (the skip link, Tab)
   // becomes the current one, so the next key acts on it.
   document.addEventListener("focusin", function (event) {
     var card = event.target.matches && event.target.matches("[data-card]:not(.decided)") ? event.target : null;
@@ -148,7 +148,7 @@
       // htmx fires htmx:load only after its settle delay, so a reviewer who
       // is quick (or a slow phone) may already be typing in one of the
       // form's fields: moving the focus now would send the rest of the typing
-      // elsewhere (issue 13 §5, a correction lost). Only an untouched form
+      // elsewhere (a correction lost). Only an untouched form
       // gets the focus on its first field.
       var active = document.activeElement;
       if (active && active !== swapped && swapped.contains(active)) {
@@ -173,7 +173,7 @@
     }
   });
 
-  // inbox-close: an edit form is replaced only by its own requests (its
+  // An edit form is replaced only by its own requests (its
   // submit, its Cancel). A late answer to an earlier request that targets the
   // same card (an "open" or a second "e" still in flight) would otherwise
   // swap a fresh, empty form over the one the reviewer is typing in.
@@ -203,7 +203,7 @@
   });
 })();
 
-// ---- Triage (issue 13 §2, inbox-triage): `j` on the last loaded card loads
+// ---- Triage: `j` on the last loaded card loads
 // the next page ("Load more") and then moves on to its first card; `o` opens
 // a line of the compact list into its full card (the line's own link).
 (function () {
@@ -272,7 +272,7 @@
   document.addEventListener("htmx:sendError", function () { waiting = false; });
 })();
 
-// ---- inbox-a11y: Ctrl+Enter (Cmd+Enter) sends an edit form from any of its
+// ---- Ctrl+Enter (Cmd+Enter) sends an edit form from any of its
 // fields, a textarea included (where Enter is a new line); and the bulk bar's
 // height, measured into --bulkbar-height, so the page keeps that much room
 // below its last card and focus never lands under the bar (site.css).
@@ -299,7 +299,7 @@
   else watchBulkBar();
 })();
 
-// ---- inbox-fast (issue 13 §2): the desktop detail pane. At 75rem and wider
+// ---- The desktop detail pane. At 75rem and wider
 // the compact list shows the open card beside it (site.css). One card is open
 // at a time: opening a line puts the card that was open back as its line.
 // The current line opens by itself (j/k, Tab, a click on it), so the pane

@@ -4,9 +4,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from common import listening
+from common.cli import resolve_reviewer
 from mcp_bridge import connect
-from memory_site import listening
-from memory_site.cli import resolve_reviewer
 from reviews import actions
 from reviews.errors import Unauthorized, VettedError
 from reviews.models import Agent

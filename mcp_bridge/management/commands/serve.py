@@ -5,10 +5,11 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
+from django.utils.module_loading import import_string
 
-from memory_site import listening
-from memory_site.defaults import DEFAULT_PORT
-from memory_site.files import serve_lock_path
+from common import listening
+from common.defaults import DEFAULT_PORT
+from common.files import serve_lock_path
 
 
 class Command(BaseCommand):
@@ -87,7 +88,7 @@ class Command(BaseCommand):
         self._hold_serve_lock()
         # Hashed, compressed static files: collected when missing or older
         # than the sources (a few seconds, once per change).
-        from memory_site.static_files import StaticFilesStale, ensure_collected
+        from common.static_files import StaticFilesStale, ensure_collected
 
         try:
             if ensure_collected():
@@ -101,23 +102,25 @@ class Command(BaseCommand):
 
         sender.start_thread()
         if settings.VETTED_VAULT:  # off unless set: this daemon keeps the vault in step (or waits its turn)
-            from reviews.portability.vault import daemon as vault_daemon
+            from portability.vault import daemon as vault_daemon
 
             vault_daemon.start_thread(Path(settings.VETTED_VAULT), settings.VETTED_VAULT_PERSON)
             self.stderr.write(f"Vault: keeping {settings.VETTED_VAULT} in step for {settings.VETTED_VAULT_PERSON}.")
-        from reviews.portability.publish import daemon as publish_daemon
+        from portability.publish import daemon as publish_daemon
 
         if publish_daemon.start_threads():  # publications remembered with `publish --remember`
             self.stderr.write("Publish: keeping the remembered publications in step.")
         if workers > 1:
             return _serve_workers(host, port, workers)
-        from memory_site.asgi import application
+        # The project's ASGI app by its setting's name: the gateway sits below the
+        # wiring (memory_site) and does not import it.
+        application = import_string(settings.ASGI_APPLICATION)
 
         _recording_server(_uvicorn_config(application, host, port)).run()
 
     def _refuse_if_running(self, host: str, port: int) -> listening.Listening | None:
         """Fail (exit 1) saying where Vetted already runs and how to stop it
-        (memory_site/listening.py; `vetted serve` asks the same before Django loads)."""
+        (common/listening.py; `vetted serve` asks the same before Django loads)."""
         try:
             return listening.refuse_if_running(settings.VETTED_HOME, host, port, note=self.stderr.write)
         except listening.AlreadyServing as exc:

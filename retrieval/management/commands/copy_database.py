@@ -2,8 +2,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
 
-from memory_site.cli import progress_bar
-from memory_site.env import database_entry
+from common.cli import progress_bar
+from common.env import database_entry
 from retrieval import copy
 
 

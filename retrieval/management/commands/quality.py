@@ -4,9 +4,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_site.space_args import spaces_from
 from retrieval import quality, quality_eval
 from retrieval.embeddings import get_embedder
+from reviews.space_args import spaces_from
 
 PAIRS = Path(settings.BASE_DIR) / "tests" / "data" / "quality_pairs.jsonl"
 

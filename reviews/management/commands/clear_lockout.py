@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_site.cli import resolve_reviewer
+from common.cli import resolve_reviewer
 from reviews import actions, lockouts
 from reviews.errors import VettedError
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memory_site.cli import dumps, resolve_reviewer
+from common.cli import dumps, resolve_reviewer
 from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import Agent

@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory_site.cli import dumps
+from common.cli import dumps
 from reviews.models import Agent
 
 

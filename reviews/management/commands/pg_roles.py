@@ -3,7 +3,7 @@ import re
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_site.env import database_entry
+from common.env import database_entry
 from reviews.audit_sql import ROLE_NAME, log_role_grants
 
 

@@ -3,8 +3,9 @@ import argparse
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from memory_site.cli import dumps, iso_date, resolve_reviewer
-from reviews import actions, textsafety, vocabulary
+from common import textsafety
+from common.cli import dumps, iso_date, resolve_reviewer
+from reviews import actions, vocabulary
 from reviews.errors import VettedError
 from reviews.models import AuditEvent, Proposal, ProposalState
 

@@ -1,4 +1,4 @@
-"""manage.py space: spaces, their members and agents' grants (issue 16).
+"""manage.py space: spaces, their members and agents' grants.
 
 Run on the server by its operator, so it acts as the SystemActor
 "manage.py space" (or as --as USERNAME, checked as that person: an owner
@@ -8,7 +8,7 @@ action, audited.
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_site.cli import dumps, resolve_reviewer
+from common.cli import dumps, resolve_reviewer
 from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import Agent

