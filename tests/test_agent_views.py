@@ -50,7 +50,7 @@ def test_the_token_panel_shows_a_copyable_config_block_for_every_client(signed_i
         assert f'id="snippet-{client}"' in html
     cursor = next(s for s in response.context["snippets"] if s["client"] == "cursor")
     entry = json.loads(cursor["text"])["mcpServers"]["vetted"]
-    from memory_site.clients import stdio_command
+    from common.clients import stdio_command
 
     assert [entry["command"], *entry["args"]] == stdio_command()
     assert entry["env"]["VETTED_TOKEN"] == token

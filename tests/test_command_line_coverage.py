@@ -16,7 +16,7 @@ from django.apps import apps
 from django.core.management import get_commands
 
 from memory_site.command_line import app, daemon, helptext, run, service, table
-from memory_site.defaults import PROJECT_DIR
+from common.defaults import PROJECT_DIR
 
 
 def vetted(*args: str):
@@ -203,7 +203,7 @@ class FakeDist:
 
 @pytest.fixture
 def fake_python(tmp_path, monkeypatch):
-    from memory_site import clients
+    from common import clients
 
     (tmp_path / "bin").mkdir()
     monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from mcp_bridge.connect import CLIENTS
-from memory_site.clients import stdio_command
+from common.clients import stdio_command
 from reviews import actions
 from reviews.errors import Unauthorized
 from reviews.models import Agent, AuditEvent

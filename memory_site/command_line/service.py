@@ -18,8 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_site.defaults import PROJECT_DIR
-from memory_site.files import write_atomic
+from common.defaults import PROJECT_DIR
+from common.files import write_atomic
 
 from .daemon import ALREADY_RUNNING
 

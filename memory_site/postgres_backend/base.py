@@ -1,6 +1,6 @@
 """Django's PostgreSQL backend, checked for what Vetted needs (issue 17).
 
-Selected by ``VETTED_DATABASE_URL=postgresql://…`` (memory_site/env.py). On
+Selected by ``VETTED_DATABASE_URL=postgresql://…`` (common/env.py). On
 the first connection of a process it fails loudly, naming the one missing
 piece, instead of letting a migration or a search fail later with an
 obscure error:
