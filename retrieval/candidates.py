@@ -67,7 +67,7 @@ def _pg_nearest(
 ) -> tuple[dict[int, tuple[float, int]], int]:
     """pgvector's HNSW index of one space: ``scope`` as a literal, so the
     planner can use that space's partial index; ``held`` is filtered during
-    the scan (hnsw.iterative_scan, memory_site/postgres_backend), so withheld
+    the scan (hnsw.iterative_scan, dbengine/postgres), so withheld
     chunks never take a place among the k nearest. The KNN runs in a
     subquery of its own so the join cannot keep the index out."""
     vector = vector_value(cursor, query_vector)

@@ -93,7 +93,7 @@ def use_engine(engine: str) -> Iterator[None]:
         os.environ["VETTED_BENCH_DATABASE_URL"] = server.get_uri()
         entry: dict[str, object] = dict(env_database_url("VETTED_BENCH_DATABASE_URL") or {})
     else:
-        entry = {"ENGINE": "memory_site.sqlite_backend", "NAME": str(Path(tempfile.mkdtemp()) / "x.sqlite3")}
+        entry = {"ENGINE": "dbengine.sqlite", "NAME": str(Path(tempfile.mkdtemp()) / "x.sqlite3")}
     try:
         with default_connection_on(entry):
             yield

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from memory_site.env import database_entry
 from retrieval import copy
 from retrieval.scratch import throwaway_pgserver
-from reviews.audit_sql import AUDIT_TABLE
+from dbengine.audit_log import AUDIT_TABLE
 
 pytestmark = pytest.mark.slow
 

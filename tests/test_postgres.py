@@ -17,8 +17,8 @@ from django.db import DatabaseError, connection
 from django.db.utils import ConnectionHandler
 
 from memory_site import env
-from memory_site.postgres_backend import base as pg_backend
-from reviews.audit_sql import AUDIT_TABLE
+from dbengine.postgres import base as pg_backend
+from dbengine.audit_log import AUDIT_TABLE
 
 on_postgres = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs the suite on PostgreSQL (VETTED_TEST_ENGINE=postgres)"
@@ -37,7 +37,7 @@ def test_a_postgres_url_becomes_a_database_entry(monkeypatch):
     monkeypatch.setenv("VETTED_DATABASE_URL", "postgresql://vetted:s%40cret@db.example.com:6543/memory?sslmode=require")
     entry = env.env_database_url("VETTED_DATABASE_URL")
     assert entry == {
-        "ENGINE": "memory_site.postgres_backend",
+        "ENGINE": "dbengine.postgres",
         "NAME": "memory",
         "USER": "vetted",
         "PASSWORD": "s@cret",
@@ -76,7 +76,7 @@ def test_a_bad_url_stops_the_process_saying_what_is_wrong(monkeypatch, value, me
 def test_an_unreachable_server_is_named_with_where_it_was_looked_for(django_db_blocker):
     folder = tempfile.mkdtemp(prefix="vetted-no-server-")
     handler = ConnectionHandler(
-        {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "memory", "HOST": folder, "USER": "u"}}
+        {"default": {"ENGINE": "dbengine.postgres", "NAME": "memory", "HOST": folder, "USER": "u"}}
     )
     with django_db_blocker.unblock(), pytest.raises(DatabaseError) as caught:
         handler["default"].ensure_connection()
@@ -246,7 +246,7 @@ def test_the_serve_lock_of_a_postgres_instance_lives_in_vetted_home(settings, tm
     from memory_site.files import serve_lock_path
 
     settings.VETTED_HOME = tmp_path
-    settings.DATABASES = {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "vetted"}}
+    settings.DATABASES = {"default": {"ENGINE": "dbengine.postgres", "NAME": "vetted"}}
     assert serve_lock_path() == tmp_path / "postgres-vetted.serve-lock"
 
 

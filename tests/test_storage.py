@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 import memory_site.settings as base_settings
 from memory_site import env
-from memory_site.sqlite_backend import base as backend
+from dbengine.sqlite import base as backend
 from reviews.apps import _ensure_audit_triggers
 from reviews.audit_sql import AUDIT_TABLE, TRIGGER_NAMES, for_vendor
 from reviews.models import AuditEvent
@@ -631,7 +631,7 @@ def test_the_live_connection_comes_from_the_chosen_driver():
 def test_a_fresh_interpreter_picks_the_same_driver_and_loads_sqlite_vec(tmp_path):
     code = (
         "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_site.settings'; django.setup(); "
-        "from memory_site.sqlite_backend import base; from django.db import connection; "
+        "from dbengine.sqlite import base; from django.db import connection; "
         "c = connection.cursor(); c.execute('select vec_version()'); "
         "print(base.DRIVER_NAME + '|' + c.fetchone()[0])"
     )

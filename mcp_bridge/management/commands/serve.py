@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from dbengine import database_engine
 from memory_site import listening
 from memory_site.defaults import DEFAULT_PORT
 from memory_site.files import serve_lock_path
@@ -34,7 +35,7 @@ class Command(BaseCommand):
         workers = opts["workers"]
         if not 1 <= workers <= 64:
             raise CommandError(f"--workers {workers}: use 1-64.")
-        if workers > 1 and connection.vendor != "postgresql":
+        if workers > 1 and not database_engine(connection).shared_by_processes:
             # Several processes on one SQLite file would each keep their own
             # rate-limit windows (mcp_bridge/agent_api/limits.py), so an agent
             # would get N times its limit: refuse rather than weaken it.

@@ -62,7 +62,7 @@ class Command(BaseCommand):
             "--ef-search",
             default="",
             help="comma-separated hnsw.ef_search values for the PostgreSQL HNSW rows and recall, each in the same "
-            "run, e.g. 120,160,200 (default: the configured one, memory_site/postgres_backend EF_SEARCH)",
+            "run, e.g. 120,160,200 (default: the configured one, dbengine/postgres EF_SEARCH)",
         )
         # as-of (issue 18 §2): the same queries through the as-of gate, as rows "MODE@as_of".
         parser.add_argument("--as-of", action="store_true", help="also time each mode with as_of (a moment ago)")
@@ -174,7 +174,7 @@ class Command(BaseCommand):
             rows = []
             moments = [None, Moment(timezone.now())] if opts["as_of"] else [None]
             # On PostgreSQL also through the HNSW index instead of the in-memory copy.
-            from memory_site.postgres_backend.base import EF_SEARCH
+            from dbengine.postgres.base import EF_SEARCH
 
             # (label, mode, through the in-memory copy, hnsw.ef_search)
             runs: list[tuple[str, str, bool, int | None]] = [(m, m, True, None) for m in modes]
@@ -267,7 +267,7 @@ class Command(BaseCommand):
                 f"{row['mode']:<23} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
             )
         if self.recall:
-            from memory_site.postgres_backend.base import EF_SEARCH
+            from dbengine.postgres.base import EF_SEARCH
 
             out("")
             if self.ef_values:

@@ -3,8 +3,8 @@ import re
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
+from dbengine.audit_log import ROLE_NAME, log_role_grants
 from memory_site.env import database_entry
-from reviews.audit_sql import ROLE_NAME, log_role_grants
 
 
 class Command(BaseCommand):
