@@ -29,11 +29,11 @@ def database_engine(connection: Any = None) -> DatabaseEngine:
     default: the default connection). Chosen once per connection and kept
     on it; the engines themselves hold no state."""
     db = getattr(connection, "db", connection) if connection is not None else connections["default"]
-    chosen = getattr(db, "vetted_engine", None)
+    chosen: DatabaseEngine | None = getattr(db, "vetted_engine", None)
     if chosen is None:
         chosen = _for_vendor(db.vendor)
         try:
-            db.vetted_engine = chosen
+            setattr(db, "vetted_engine", chosen)  # noqa: B010 - not an attribute of Django's wrapper type
         except AttributeError:  # a stand-in without attributes: ask again next time
             pass
     return chosen

@@ -20,7 +20,7 @@ from reviews.errors import NotFound
 from reviews.models import WITHHOLD_REASONS, Agent, Record, RecordStatus
 from reviews.space_access import space_slugs
 
-from . import docs
+from . import approved_content
 
 REASONS = WITHHOLD_REASONS
 
@@ -50,7 +50,7 @@ class Reader:
     def may_know_of(self, record: Record) -> bool:
         """Whether this record exists for the reader at all: it was approved
         in one of the reader's scopes."""
-        return docs.approved_scope(record) in self.scopes
+        return approved_content.approved_scope(record) in self.scopes
 
 
 def withhold_reason(record: Record, today: date | None = None) -> str | None:

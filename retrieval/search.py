@@ -36,7 +36,7 @@ from django.db import connection
 from reviews.history import Moment
 from reviews.space_access import space_slugs
 
-from . import asof, docs, index, schema, scoring, stages
+from . import approved_content, asof, index, scoring, stages, tables
 from .access import AccessCounter as _AccessCounter
 from .access import access_counter
 from .candidates import KNN_MAX, gather, nearest_chunks
@@ -140,7 +140,7 @@ def search(
     clock = stages.clock()  # None unless a benchmark is timing the stages
     readable = [s for s in space_slugs() if s in reader.scopes]
     scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
-    docs.reconcile(sweep_scopes=readable)
+    approved_content.reconcile(sweep_scopes=readable)
     terms = query_terms(query)
     identifiers = query_identifiers(query)
     if clock is not None:
@@ -158,9 +158,9 @@ def search(
     while True:
         with connection.cursor() as cursor:
             live, more = gather(
-                cursor, mode, terms, identifiers, query_vector, k, scopes, schema.LIVE, _docfreq, readable
+                cursor, mode, terms, identifiers, query_vector, k, scopes, tables.LIVE, _docfreq, readable
             )
-            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq, readable)
+            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, tables.HELD, _docfreq, readable)
         candidates = {**held, **live}
         if moment is not None:
             ranked = scoring.rank(mode, candidates, scoring.shape(live))

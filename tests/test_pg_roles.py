@@ -10,10 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from memory_site.env import database_entry
-from retrieval import copy
-from retrieval.scratch import throwaway_pgserver
 from dbengine.audit_log import AUDIT_TABLE
+from memory_site.env import database_entry
+from retrieval.engines import sqlite_to_postgres as copy
+from retrieval.scratch import throwaway_pgserver
 
 pytestmark = pytest.mark.slow
 

@@ -18,17 +18,18 @@ from django.db import DatabaseError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 import memory_site.settings as base_settings
-from memory_site import env
+from dbengine import database_engine
+from dbengine.audit_log import AUDIT_TABLE
 from dbengine.sqlite import base as backend
+from memory_site import env
 from reviews.apps import _ensure_audit_triggers
-from reviews.audit_sql import AUDIT_TABLE, TRIGGER_NAMES, for_vendor
 from reviews.models import AuditEvent
 
 MAIN = Path(__file__).resolve().parent.parent
 # The write-log tests run on both engines (VETTED_TEST_ENGINE); the rest of
 # this file tests SQLite itself and is marked sqlite_only.
-TRIGGERS = TRIGGER_NAMES[connection.vendor]
-DROP_TRIGGERS = for_vendor(connection.vendor)[1]
+TRIGGERS = database_engine(connection).audit_trigger_names
+DROP_TRIGGERS = database_engine(connection).audit_triggers()[1]
 sqlite_only = pytest.mark.sqlite_only
 
 

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 from tqdm import tqdm
 
+from dbengine import database_engine
 from retrieval import index
 from retrieval import search as engine
 from retrieval.embeddings import get_embedder
@@ -222,7 +223,7 @@ def _turns(sample):
 
 
 def _keep_folder(path: str) -> Path:
-    if connection.vendor != "sqlite":
+    if not database_engine(connection).is_file:
         raise CommandError("--keep caches SQLite files; on PostgreSQL run without it.")
     folder = Path(path)
     try:

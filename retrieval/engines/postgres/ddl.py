@@ -40,9 +40,7 @@ from collections.abc import Iterable
 
 from django.db.backends.utils import CursorWrapper
 
-from . import pg_terms
-from .schema import (
-    _WATCHED,
+from ...tables import (
     CHUNKS,
     DIRTY,
     DOCS,
@@ -50,11 +48,13 @@ from .schema import (
     QUEUE,
     RECORD_TABLE,
     VEC,
+    WATCHED,
     literal,
     partition_key,
     partitions,
     wanted_scopes,
 )
+from . import terms as pg_terms
 
 CONFIG = "vetted_english"
 
@@ -255,7 +255,7 @@ FUNCTIONS = [
     pg_terms.FUNCTION,
 ]
 
-_RECORD_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _WATCHED)
+_RECORD_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in WATCHED)
 
 TRIGGERS = {
     "retrieval_record_ai": f"""CREATE OR REPLACE TRIGGER retrieval_record_ai AFTER INSERT ON {RECORD_TABLE}
@@ -264,7 +264,7 @@ TRIGGERS = {
         FOR EACH ROW EXECUTE FUNCTION retrieval_enqueue_record()""",
     # Counter bumps and provenance edits leave the index alone.
     "retrieval_record_au": f"""CREATE OR REPLACE TRIGGER retrieval_record_au
-        AFTER UPDATE OF {", ".join(_WATCHED)} ON {RECORD_TABLE}
+        AFTER UPDATE OF {", ".join(WATCHED)} ON {RECORD_TABLE}
         FOR EACH ROW WHEN ({_RECORD_CHANGED}) EXECUTE FUNCTION retrieval_enqueue_record()""",
     "retrieval_doc_ai": f"""CREATE OR REPLACE TRIGGER retrieval_doc_ai AFTER INSERT ON {DOCS}
         FOR EACH ROW EXECUTE FUNCTION retrieval_doc_changed()""",

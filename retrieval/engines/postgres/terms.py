@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from django.db.backends.utils import CursorWrapper
 
-from .schema import DOCS
+from ...tables import DOCS
 
 TERMS = "retrieval_doc_term"
 # FTS5's column weights (fts.py _WEIGHTS) by tsvector weight label: title A, tags B, body D.
