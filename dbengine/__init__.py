@@ -28,7 +28,10 @@ def database_engine(connection: Any = None) -> DatabaseEngine:
     """The engine of ``connection`` (a Django connection or a cursor of one;
     default: the default connection). Chosen once per connection and kept
     on it; the engines themselves hold no state."""
-    db = getattr(connection, "db", connection) if connection is not None else connections["default"]
+    db = getattr(connection, "db", connection)
+    if not hasattr(db, "vendor"):
+        # None, or a wrapped or test cursor without .db: the default connection's engine is the engine.
+        db = connections["default"]
     chosen: DatabaseEngine | None = getattr(db, "vetted_engine", None)
     if chosen is None:
         chosen = _for_vendor(db.vendor)

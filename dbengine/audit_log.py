@@ -18,7 +18,7 @@ DROP_TRIGGERS = [
     "DROP TRIGGER IF EXISTS auditevent_no_delete",
 ]
 
-# PostgreSQL (issue 17). Row triggers refuse UPDATE and DELETE; TRUNCATE skips
+# PostgreSQL. Row triggers refuse UPDATE and DELETE; TRUNCATE skips
 # row triggers, so a statement trigger refuses it too. restrict_violation is an
 # integrity error class (23001), so Django raises IntegrityError as on SQLite.
 # CREATE OR REPLACE (PostgreSQL 14+) keeps the post_migrate re-run idempotent.

@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
     """Re-create the index triggers after every migrate: a Django table
-    rebuild of reviews_record drops them (see retrieval/schema.py)."""
+    rebuild of reviews_record drops them (see retrieval/engines/sqlite/ddl.py)."""
     from django.db import connections
 
     from .engines import retrieval_engine

@@ -6,7 +6,7 @@ the record table at query time (never trusted from an index). What
 RecordQuerySet.current, reviews/models.py); this module applies it for a
 reader. Records outside the reader's scopes do not exist for it: they are
 never counted or named. A record counts as in a scope by the scope it was
-*approved* in (retrieval/docs.py), so editing a record's scope out of band
+*approved* in (retrieval/approved_content.py), so editing a record's scope out of band
 neither hides it from its readers nor shows it to others.
 """
 

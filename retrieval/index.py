@@ -1,8 +1,8 @@
 """Keeping the vector index in step with the approved content.
 
 The keyword indexes follow retrieval_doc through SQL triggers, and
-retrieval_doc follows the records through ``approved_content.reconcile()`` (schema.py,
-docs.py). Vectors need the model, so the retrieval_doc triggers only enqueue
+retrieval_doc follows the records through ``approved_content.reconcile()`` (tables.py,
+approved_content.py). Vectors need the model, so the retrieval_doc triggers only enqueue
 record ids in retrieval_dirty and ``sync()`` drains that queue: it splits each
 document's *approved* text into chunks, embeds only chunks whose text hash
 changed, and writes chunk rows and vectors in one short transaction per batch.

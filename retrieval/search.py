@@ -1,13 +1,13 @@
 """Hybrid search: keyword (BM25 + exact identifiers) and vectors, fused, then gated.
 
 The pieces, one module each: reading the query (query.py), the keyword
-engine (fts.py), each ranker's candidate pool (candidates.py), statistics
+engine (retrieval_engine(): engines/), each ranker's candidate pool (candidates.py), statistics
 and the fused score (scoring.py, which explains the fusion), delivery
 through the gate (delivery.py) and access counts (access.py). This module
 puts them together; its names are what callers import.
 
 What a reader may not see changes nothing it receives. Each search:
-1. reconciles the index with the records (docs.py: only approved text is
+1. reconciles the index with the records (approved_content.py: only approved text is
    indexed) and sweeps the reader's spaces for date changes;
 2. draws every candidate pool from the reader's spaces only, with
    deliverable and withheld documents in separate pools, so neither

@@ -37,7 +37,7 @@ LIVE, HELD = "live", "held"
 STATES = (LIVE, HELD)
 
 
-# Spaces (issue 16): every space has its own partitions, named by
+# Spaces: every space has its own partitions, named by
 # ``partition_key``: the slug itself when it is a plain word (the three spaces
 # every database has keep the table names they always had), else a digest of
 # it (slugs such as ``personal:alice`` or ``north-rail`` are not SQL names).

@@ -16,7 +16,7 @@ ranked apart: withheld ones never push deliverable ones out of the k nearest.
 A snapshot follows changes through random tokens in retrieval_meta, renewed
 in the transaction that made the change: ``vectors_token:<scope>`` on any
 chunk change, ``vectors_base:<scope>`` when chunks were deleted or the table
-rebuilt, ``docs:<scope>`` when a document's state changed (schema.py's
+rebuilt, ``docs:<scope>`` when a document's state changed (the engines' DDL's
 triggers). Same base, new token: only chunks with a higher id are appended
 (ids only grow). New base: full reload. New docs token: the withheld mask is
 recomputed. Random tokens, not counters, so a rolled-back write can never make

@@ -146,7 +146,7 @@ def test_copy_database_moves_every_row_and_the_copy_searches_alike(history, pg_s
         assert report.ok and report.vectors == len(source_raw[tables.CHUNKS]), report.problems
         on_postgres = [_results(q, mode) for q, mode in queries]
         # The same vectors give the same semantic ranking; keyword scores are
-        # ts_rank-based on PostgreSQL (pg_fts.py), so the same records come back.
+        # ts_rank-based on PostgreSQL (engines/postgres/keyword.py), so the same records come back.
         assert [hit for hit, _ in on_postgres[1]] == [hit for hit, _ in on_sqlite[1]]
         for pg, lite in zip(on_postgres, on_sqlite, strict=True):
             assert {hit for hit, _ in pg} == {hit for hit, _ in lite}

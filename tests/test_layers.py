@@ -25,7 +25,7 @@ def test_every_import_contract_is_kept():
 def test_no_app_module_is_above_400_lines():
     """Small modules: retrieval/ is measured by its own owner, migrations are generated."""
     too_long = []
-    for package in ("reviews", "mcp_bridge", "memory_site", "notify"):
+    for package in ("dbengine", "reviews", "mcp_bridge", "memory_site", "notify"):
         for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
                 continue

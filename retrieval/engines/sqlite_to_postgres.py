@@ -1,5 +1,5 @@
 """Copy a whole instance from the configured SQLite database into an empty
-PostgreSQL database (issue 17): ``manage.py copy_database --to postgresql://…``.
+PostgreSQL database: ``manage.py copy_database --to postgresql://…``.
 
 What is copied, with the ids it had:
 - every row of every Django model (records, proposals and approvals,

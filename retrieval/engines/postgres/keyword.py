@@ -1,5 +1,5 @@
-"""The keyword engine on PostgreSQL (issue 17): fts.py's functions over the
-weighted tsvector and trigram indexes of pg_schema.py. fts.py dispatches
+"""The keyword engine on PostgreSQL: sqlite/keyword.py's functions over the
+weighted tsvector and trigram indexes of ddl.py. PostgresRetrieval dispatches
 here for a PostgreSQL connection; the callers and the scoring are shared.
 
 Scores: BM25 as FTS5 computes it (fts5_aux.c), in SQL over the tsvector,
@@ -7,7 +7,7 @@ so keyword ranking matches SQLite's: for each query term, idf (fts.bm25_idf
 over the partition: its documents and those containing the term) times
 f (k1 + 1) / (f + k1 (1 - b + b |D| / avgdl)), k1 = 1.2, b = 0.75, where f
 is the term's occurrences weighted by column (title 10, tags 5, body 1:
-tsvector weights A, B, D, kept per document and lexeme in pg_schema.TERMS,
+tsvector weights A, B, D, kept per document and lexeme in terms.TERMS,
 so a query reads its own lexemes' rows only), |D| the document's tokens
 (the generated column ``tokens``) and avgdl the partition's mean of it.
 Statistics are per partition (a space and a state), as FTS5's are per
@@ -52,7 +52,7 @@ def partition(scope: str, state: str, table: str = "") -> str:
 
 
 def _query(term: str) -> tuple[str, list[str]]:
-    # Folded as the documents are (pg_schema.FOLD), so "cafe" and "café" meet.
+    # Folded as the documents are (ddl.FOLD), so "cafe" and "café" meet.
     return f"plainto_tsquery('{CONFIG}', {FOLD}(%s))", [term]
 
 
@@ -129,7 +129,7 @@ def _per_document(
     ``tsv @@ plainto_tsquery(term)`` would (every lexeme of it: FTS5 matches
     a term's every token), and, given the partition's ``mean`` length,
     ``norm``, BM25's k1 (1 - b + b |D| / avgdl); its parameters; the SQL of
-    each m<n>). Read from the term rows' index alone (pg_terms.py).
+    each m<n>). Read from the term rows' index alone (terms.py).
 
     Engine quirks: constants are float8 parameters, since a bare 0.75 is
     numeric, whose arithmetic over tens of thousands of rows cost more than

@@ -2,10 +2,9 @@
 
 Each function reads one partition (a space and a state, see tables.py), so
 a reader's queries never touch a space it may not read, and deliverable
-documents are ranked apart from withheld ones. A Postgres backend would
-provide these same functions over its own tables; nothing outside this
-module writes FTS5 syntax. On PostgreSQL each function hands over to
-pg_fts.py's of the same name (issue 17).
+documents are ranked apart from withheld ones. PostgreSQL's keyword.py
+provides these same functions over its own tables; nothing outside this
+module writes FTS5 syntax (SQLiteRetrieval calls them).
 
 FTS5 quirks relied on here, each where it matters:
 - bm25() is lower-is-better (negated below) and takes one weight per column;

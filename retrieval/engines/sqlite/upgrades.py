@@ -19,7 +19,7 @@ def chunk_embedding_copy(cursor: CursorWrapper) -> None:
     # rowid read whole 1024-vector blocks (8 ms for 64 rows at 10k
     # records), a plain table row is read in microseconds. Search needs
     # such lookups for keyword hits the nearest-neighbour query missed.
-    # (0001 builds from retrieval/schema.py, which already has the column
+    # (0001 builds from sqlite/ddl.py, which already has the column
     # on databases created after this change.)
     cursor.execute("PRAGMA table_info(retrieval_chunk)")
     if "embedding" not in {row[1] for row in cursor.fetchall()}:
