@@ -183,7 +183,7 @@ def database_entry(value: str, name: str) -> dict[str, object]:
             f"{name} names no host; add one (@db.example.com) or a socket folder (?host=/run/postgresql)."
         )
     return {
-        "ENGINE": "memory_site.postgres_backend",
+        "ENGINE": "dbengine.postgres",
         "NAME": dbname,
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

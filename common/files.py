@@ -70,9 +70,9 @@ def serve_lock_path() -> Path:
     """<database>.serve-lock: `serve` holds a shared lock on it for its whole
     life, so `restore` can tell for certain that a server has the database open."""
     from django.conf import settings
+    from django.db import connections
 
-    database = settings.DATABASES["default"]
-    if "postgres" in str(database["ENGINE"]):
-        # A database name, not a file: the lock lives in VETTED_HOME.
-        return Path(settings.VETTED_HOME) / f"postgres-{database['NAME']}.serve-lock"
-    return Path(f"{database['NAME']}.serve-lock")
+    from dbengine import database_engine
+
+    database = connections["default"]
+    return database_engine(database).serve_lock_path(database.settings_dict, Path(settings.VETTED_HOME))

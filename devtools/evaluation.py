@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from django.db import connection
 
-from retrieval import schema
+from retrieval import tables
 from retrieval.candidates import gather
 from retrieval.embeddings import Embedder
 from retrieval.query import query_identifiers, query_terms
@@ -71,7 +71,7 @@ def dump_candidates(
     scopes = ["personal", "team", "system"]
     docfreq = DocFreq()
     with connection.cursor() as cursor:
-        found, _more = gather(cursor, "hybrid", terms, identifiers, vector, k, scopes, schema.LIVE, docfreq, scopes)
+        found, _more = gather(cursor, "hybrid", terms, identifiers, vector, k, scopes, tables.LIVE, docfreq, scopes)
         total, containing = reader_statistics(cursor, terms, docfreq, scopes)
     line = {
         "id": query_id,

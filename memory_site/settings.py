@@ -140,8 +140,8 @@ DB_PATH = env_path("VETTED_DB_PATH", VETTED_HOME / "vetted.sqlite3")
 DATABASES = {
     "default": {
         # Django's SQLite backend plus sqlite-vec on every connection; see
-        # memory_site/sqlite_backend/base.py for why it is a separate backend.
-        "ENGINE": "memory_site.sqlite_backend",
+        # dbengine/sqlite/base.py for why it is a separate backend.
+        "ENGINE": "dbengine.sqlite",
         "NAME": DB_PATH,
         "OPTIONS": {
             # WAL lets readers run beside the one writer; busy_timeout makes a
@@ -158,7 +158,7 @@ DATABASES = {
     }
 }
 # ---- PostgreSQL: VETTED_DATABASE_URL=postgresql://... replaces the
-# SQLite file (memory_site/postgres_backend checks the server, its version and
+# SQLite file (dbengine/postgres checks the server, its version and
 # pgvector on the first connection). Connections are kept for a minute and
 # checked before reuse, as every request would otherwise pay a new login.
 _postgres = env_database_url("VETTED_DATABASE_URL")

@@ -44,7 +44,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from memory_site.db_turns import take_turn
+from dbengine import database_engine
 from reviews.models import Proposal, ProposalState
 
 from . import channels, recipients, refusals, wake
@@ -136,7 +136,7 @@ def batch(now: datetime | None = None) -> list[Delivery]:
     """Make the messages that are due now (see the module docstring)."""
     now = now or timezone.now()
     with transaction.atomic():
-        if not take_turn("notify-batch"):
+        if not database_engine().take_turn(connection, "notify-batch"):
             return []  # another daemon's sender is batching these very events: one message, not two
         events = list(OutboxEvent.objects.filter(batched_at=None).order_by("id")[:BATCH_LIMIT])
         keep, drop = _wanted(events)
@@ -321,7 +321,7 @@ def scan_if_new_day() -> None:
         from reviews import actions
 
         with transaction.atomic():
-            if not take_turn("notify-scan"):
+            if not database_engine().take_turn(connection, "notify-scan"):
                 return  # another daemon is scanning now; this one looks again next pass (each fact is told once)
             actions.scan_for_notices(today)
             prune()

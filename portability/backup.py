@@ -1,7 +1,7 @@
 """Backups of the live database and restoring one.
 
 A backup is made with SQLite's online backup API on the same driver Django
-uses (``memory_site.sqlite_backend.base.DRIVER``), from a read transaction:
+uses (``dbengine.sqlite.base.DRIVER``), from a read transaction:
 it is one consistent snapshot even while the server writes (WAL lets the
 writers go on), which a file copy of a WAL database is not (the newest
 transactions sit in the -wal file, and a copy can catch a page half-written).
@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from common.files import replaced_atomically, serve_lock_path
-from memory_site.sqlite_backend.base import DRIVER, load_vec
+from dbengine.sqlite.base import DRIVER, load_vec
 
 BACKUP_RE = re.compile(r"^vetted-(\d{8}-\d{6})(?:-(\d+))?\.sqlite3$")
 SQLITE_MAGIC = b"SQLite format 3\x00"

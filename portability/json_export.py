@@ -16,9 +16,10 @@ from datetime import date
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
+from dbengine import database_engine
 from reviews.formats import iso
 from reviews.models import Agent, AuditEvent, Proposal, Record
 from reviews.snapshot.format import (
@@ -52,20 +53,8 @@ def read_snapshot():
     if connection.in_atomic_block:
         yield  # already inside a transaction (tests): that is the snapshot
         return
-    if connection.vendor == "postgresql":
-        # MVCC: a repeatable-read transaction reads one snapshot and blocks no
-        # writer (SET TRANSACTION must be its first statement).
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("BEGIN DEFERRED")
-    try:
+    with database_engine(connection).read_snapshot(connection):
         yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("COMMIT")
 
 
 def export_snapshot(

@@ -10,7 +10,9 @@ from collections import Counter
 
 from django.db import DatabaseError, connection, transaction
 
-from . import schema
+from dbengine import database_engine
+
+from . import tables
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +41,10 @@ class AccessCounter:
             return
         try:
             with transaction.atomic(), connection.cursor() as cursor:
-                if connection.vendor == "postgresql":
-                    # Several daemons flush overlapping batches: rows locked in
-                    # id order, as the actions and the reconcile take them, wait
-                    # for each other instead of deadlocking.
-                    every = sorted(pending)
-                    marks = ",".join(["%s"] * len(every))
-                    cursor.execute(
-                        f"SELECT id FROM {schema.RECORD_TABLE} WHERE id IN ({marks}) ORDER BY id FOR UPDATE", every
-                    )
+                # Several daemons flush overlapping batches: rows locked in
+                # id order, as the actions and the reconcile take them, wait
+                # for each other instead of deadlocking.
+                database_engine(connection).lock_rows(cursor, tables.RECORD_TABLE, list(pending))
                 # Raw SQL on purpose: a counter bump is not a change of what is
                 # true, so it has no audit event, leaves updated_at alone and (as
                 # access_count is not a watched column) fires no index trigger.
@@ -56,7 +53,7 @@ class AccessCounter:
                     ids = [rid for rid, c in pending.items() if c == count]
                     marks = ",".join(["%s"] * len(ids))
                     cursor.execute(
-                        f"UPDATE {schema.RECORD_TABLE} SET access_count = access_count + %s WHERE id IN ({marks})",
+                        f"UPDATE {tables.RECORD_TABLE} SET access_count = access_count + %s WHERE id IN ({marks})",
                         [count, *ids],
                     )
         except DatabaseError as exc:

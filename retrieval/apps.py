@@ -14,18 +14,18 @@ log = logging.getLogger(__name__)
 
 def _ensure_triggers(sender: object, using: str, **kwargs: object) -> None:
     """Re-create the index triggers after every migrate: a Django table
-    rebuild of reviews_record drops them (see retrieval/schema.py)."""
+    rebuild of reviews_record drops them (see retrieval/engines/sqlite/ddl.py)."""
     from django.db import connections
 
-    from .engine import ensure_partitions
-    from .schema import DOCS, RECORD_TABLE
+    from .engines import retrieval_engine
+    from .tables import DOCS, RECORD_TABLE
 
     connection = connections[using]
     tables = connection.introspection.table_names()
     if RECORD_TABLE not in tables or DOCS not in tables:
         return
     with connection.cursor() as cursor:
-        ensure_partitions(cursor)  # the triggers, and the partitions of every space
+        retrieval_engine(cursor).ensure_partitions(cursor)  # the triggers, and the partitions of every space
 
 
 def _space_saved(sender: object, instance: object, created: bool, using: str, **kwargs: object) -> None:
@@ -36,14 +36,14 @@ def _space_saved(sender: object, instance: object, created: bool, using: str, **
         return
     from django.db import connections
 
-    from .engine import ensure_partitions
-    from .schema import DOCS
+    from .engines import retrieval_engine
+    from .tables import DOCS
 
     connection = connections[using]
     if DOCS not in connection.introspection.table_names():
         return  # a database still migrating: post_migrate makes them
     with connection.cursor() as cursor:
-        ensure_partitions(cursor, [instance.slug])  # type: ignore[attr-defined]
+        retrieval_engine(cursor).ensure_partitions(cursor, [instance.slug])  # type: ignore[attr-defined]
 
 
 def _embed_after_commit() -> None:
@@ -67,9 +67,9 @@ def _record_changed(sender: object, instance: Record, **kwargs: object) -> None:
     signal; their queued records are reconciled by the next search."""
     from django.db import transaction
 
-    from . import docs
+    from . import approved_content
 
-    docs.reconcile_now([instance.pk])
+    approved_content.reconcile_now([instance.pk])
     transaction.on_commit(_embed_after_commit)
 
 

@@ -34,7 +34,7 @@ from reviews.errors import NotFound
 from reviews.history import Moment, Past, at_moment, successor_at
 from reviews.models import Record
 
-from . import fts
+from . import approved_content
 from .delivery import Filters, Hit
 from .gate import Reader, ReadResult
 from .scoring import Candidate
@@ -61,7 +61,7 @@ def deliver_at(
         ids = [rowid for rowid, _score in window]
         rows = Record.objects.select_related("proposed_by").in_bulk(ids)
         with connection.cursor() as cursor:
-            indexed = fts.approved_texts(cursor, ids)
+            indexed = approved_content.approved_texts(cursor, ids)
         then = at_moment(rows.values(), moment)
         for rowid, score in window:
             if len(results) >= limit:

@@ -15,10 +15,10 @@ import numpy as np
 from django.conf import settings
 from django.db.backends.utils import CursorWrapper
 
-from . import fts, schema, stages, vectors
+from . import approved_content, stages, tables, vectors
 from .chunks import similarity_offset
-from .engine import is_postgres, vector_value
-from .index import KNN_MAX as KNN_MAX
+from .engines import retrieval_engine
+from .index_meta import KNN_MAX as KNN_MAX
 from .query import contains_identifier
 from .scoring import Candidate, DocFreq, keyword_evidence
 
@@ -28,57 +28,11 @@ def nearest_chunks(
     query_vector: np.ndarray,
     k: int,
     scope: str,
-    state: str = schema.LIVE,
+    state: str = tables.LIVE,
 ) -> tuple[dict[int, tuple[float, int]], int]:
     """Best chunk per record among the ``k`` nearest chunks of one partition
     {record_id: (similarity, chunk_id)}, and how many chunks were considered."""
-    if settings.VETTED_VECTOR_CACHE:
-        snap = vectors.cache.current(cursor, scope, len(query_vector))
-        return vectors.nearest([snap], query_vector, k, state)
-    if is_postgres(cursor):
-        return _pg_nearest(cursor, query_vector, k, scope, state)
-    # vec0: the partition key and the metadata column filter inside the KNN.
-    # (vec0 quirk: SQLite flattens the subquery, and vec0 refuses any ORDER
-    # BY besides its own distance order, so ties are ordered in Python.)
-    cursor.execute(
-        f"SELECT v.rowid, v.distance, c.record_id, c.seq FROM "
-        f"(SELECT rowid, distance FROM {schema.VEC} WHERE embedding MATCH %s AND k = %s AND scope = %s "
-        f"AND held = %s) v JOIN {schema.CHUNKS} c ON c.id = v.rowid",
-        [query_vector.astype(np.float32).tobytes(), min(k, KNN_MAX), scope, int(state == schema.HELD)],
-    )
-    return _best_per_record(cursor.fetchall())
-
-
-def _best_per_record(rows: list[tuple[int, float, int, int]]) -> tuple[dict[int, tuple[float, int]], int]:
-    """{record_id: (similarity, chunk_id)} of its best chunk from KNN rows
-    (chunk id, cosine distance, record id, seq): each chunk's similarity with
-    its offset (a body-only vector counts BODY_MARGIN less, chunks.py)."""
-    rows = sorted(rows, key=lambda row: (row[1], row[0]))
-    best: dict[int, tuple[float, int]] = {}
-    for chunk_id, distance, record_id, seq in rows:
-        similarity = 1.0 - float(distance) + similarity_offset(seq)  # cosine distance -> similarity
-        if record_id not in best or similarity > best[record_id][0]:
-            best[record_id] = (similarity, chunk_id)
-    return best, len(rows)
-
-
-def _pg_nearest(
-    cursor: CursorWrapper, query_vector: np.ndarray, k: int, scope: str, state: str
-) -> tuple[dict[int, tuple[float, int]], int]:
-    """pgvector's HNSW index of one space: ``scope`` as a literal, so the
-    planner can use that space's partial index; ``held`` is filtered during
-    the scan (hnsw.iterative_scan, memory_site/postgres_backend), so withheld
-    chunks never take a place among the k nearest. The KNN runs in a
-    subquery of its own so the join cannot keep the index out."""
-    vector = vector_value(cursor, query_vector)
-    cursor.execute(
-        f"SELECT v.rowid, v.distance, c.record_id, c.seq FROM (SELECT rowid, embedding <=> %s::vector AS distance "
-        f"FROM {schema.VEC} WHERE scope = '{schema.literal(scope)}' AND held = %s "
-        "ORDER BY embedding <=> %s::vector LIMIT %s) v "
-        f"JOIN {schema.CHUNKS} c ON c.id = v.rowid",
-        [vector, int(state == schema.HELD), vector, k],
-    )
-    return _best_per_record(cursor.fetchall())
+    return retrieval_engine(cursor).nearest_chunks(cursor, query_vector, k, scope, state)
 
 
 def vectors_for(
@@ -91,7 +45,7 @@ def vectors_for(
         return vectors.best_for([vectors.cache.current(cursor, scope, len(query_vector))], record_ids, query_vector)
     marks = ",".join(["%s"] * len(record_ids))
     cursor.execute(
-        f"SELECT record_id, id, embedding, seq FROM {schema.CHUNKS} WHERE record_id IN ({marks})", record_ids
+        f"SELECT record_id, id, embedding, seq FROM {tables.CHUNKS} WHERE record_id IN ({marks})", record_ids
     )
     best: dict[int, tuple[float, int]] = {}
     for record_id, chunk_id, blob, seq in cursor.fetchall():
@@ -109,7 +63,7 @@ def _verified_identifiers(
     """Trigram MATCH finds substrings; keep identifiers that stand as whole
     tokens in the approved text."""
     shares = {}
-    for rowid, (title, body, tags, _kind, _scope) in fts.approved_texts(cursor, list(found)).items():
+    for rowid, (title, body, tags, _kind, _scope) in approved_content.approved_texts(cursor, list(found)).items():
         text = f"{title}\n{body}\n{tags}"
         matched = sum(1 for ident in found[rowid] if contains_identifier(text, ident))
         if matched:
@@ -137,7 +91,7 @@ def gather(
     clock = stages.clock()  # None unless a benchmark is timing the stages
     for scope in scopes:
         if mode in ("keyword", "hybrid"):
-            keyword = fts.keyword_candidates(cursor, scope, state, terms, k)
+            keyword = retrieval_engine(cursor).keyword_candidates(cursor, scope, state, terms, k)
             more |= len(keyword) >= k
             for rowid, bm25 in keyword.items():
                 c = candidates.setdefault(rowid, Candidate(scope))
@@ -146,7 +100,7 @@ def gather(
                 clock.lap("keyword pool (BM25)")
             found: dict[int, set[str]] = {}
             for ident in identifiers:
-                rows = fts.identifier_candidates(cursor, scope, state, ident, k)
+                rows = retrieval_engine(cursor).identifier_candidates(cursor, scope, state, ident, k)
                 more |= len(rows) >= k
                 for rowid in rows:
                     found.setdefault(rowid, set()).add(ident)

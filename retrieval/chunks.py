@@ -1,6 +1,6 @@
 """What the vector index embeds for a record: its chunks (title + tags +
 a piece of the body) and one body-only text. index.py stores one vector per
-text, by seq; checks.py compares the stored hashes with these."""
+text, by seq; index_check.py compares the stored hashes with these."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verified-after", type=iso_date)
     parser.add_argument("--verified-before", type=iso_date)
     parser.add_argument("--min-confidence", type=float)
-    # as-of (issue 18 §2)
+    # as_of: a reader may ask what was deliverable at a past moment
     parser.add_argument("--as-of", help="what the reader would have received at this past moment (date or date-time)")
     parser.add_argument("--valid-at", help="records whose validity window holds this day (YYYY-MM-DD)")
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from reviews.models import Record
 
-from . import fts, schema
+from . import approved_content, tables
 from .gate import Reader, current_successor, withhold_reason
 from .scoring import Candidate
 
@@ -129,7 +129,7 @@ def deliver(
         ids = [rowid for _score, rowid, _live in window]
         rows = Record.objects.select_related("proposed_by").in_bulk(ids)
         with connection.cursor() as cursor:
-            approved = fts.approved_texts(cursor, ids)
+            approved = approved_content.approved_texts(cursor, ids)
         for score, rowid, is_live in window:
             if len(results) >= limit:
                 return results, withheld
@@ -163,6 +163,6 @@ def attach_chunks(results: list[Hit]) -> None:
         return
     marks = ",".join(["%s"] * len(wanted))
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, text FROM {schema.CHUNKS} WHERE id IN ({marks})", list(wanted))
+        cursor.execute(f"SELECT id, text FROM {tables.CHUNKS} WHERE id IN ({marks})", list(wanted))
         for chunk_id, text in cursor.fetchall():
             wanted[chunk_id].chunk = text

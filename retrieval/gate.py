@@ -6,7 +6,7 @@ the record table at query time (never trusted from an index). What
 RecordQuerySet.current, reviews/models.py); this module applies it for a
 reader. Records outside the reader's scopes do not exist for it: they are
 never counted or named. A record counts as in a scope by the scope it was
-*approved* in (retrieval/docs.py), so editing a record's scope out of band
+*approved* in (retrieval/approved_content.py), so editing a record's scope out of band
 neither hides it from its readers nor shows it to others.
 """
 
@@ -20,7 +20,7 @@ from reviews.errors import NotFound
 from reviews.models import WITHHOLD_REASONS, Agent, Record, RecordStatus
 from reviews.space_access import space_slugs
 
-from . import docs
+from . import approved_content
 
 REASONS = WITHHOLD_REASONS
 
@@ -50,7 +50,7 @@ class Reader:
     def may_know_of(self, record: Record) -> bool:
         """Whether this record exists for the reader at all: it was approved
         in one of the reader's scopes."""
-        return docs.approved_scope(record) in self.scopes
+        return approved_content.approved_scope(record) in self.scopes
 
 
 def withhold_reason(record: Record, today: date | None = None) -> str | None:

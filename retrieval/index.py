@@ -1,8 +1,8 @@
 """Keeping the vector index in step with the approved content.
 
 The keyword indexes follow retrieval_doc through SQL triggers, and
-retrieval_doc follows the records through ``docs.reconcile()`` (schema.py,
-docs.py). Vectors need the model, so the retrieval_doc triggers only enqueue
+retrieval_doc follows the records through ``approved_content.reconcile()`` (tables.py,
+approved_content.py). Vectors need the model, so the retrieval_doc triggers only enqueue
 record ids in retrieval_dirty and ``sync()`` drains that queue: it splits each
 document's *approved* text into chunks, embeds only chunks whose text hash
 changed, and writes chunk rows and vectors in one short transaction per batch.
@@ -35,7 +35,9 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
-from . import docs, pg_schema, schema, vectors
+from dbengine import database_engine
+
+from . import approved_content, tables, vectors
 from .chunks import BODY_SEQ as BODY_SEQ
 from .chunks import CHUNK_CHARS as CHUNK_CHARS
 from .chunks import chunk_texts as chunk_texts
@@ -43,41 +45,24 @@ from .chunks import split_body as split_body
 from .chunks import text_hash as text_hash
 from .chunks import vector_texts as vector_texts
 from .embeddings import Embedder
-from .engine import is_postgres, vector_placeholder, vector_value
+from .engines import retrieval_engine
+from .index_check import IndexReport as IndexReport
+from .index_check import check as check
+from .index_meta import KNN_MAX as KNN_MAX
+from .index_meta import SCHEMA_VERSION as SCHEMA_VERSION
+from .index_meta import read_meta as read_meta
+from .index_meta import vec_table_exists as vec_table_exists
+from .index_meta import write_meta as _write_meta
 
 log = logging.getLogger(__name__)
 
 # 3: each record also has one body-only vector (BODY_SEQ); an index of an
 # older version is re-queued whole by ensure_ready(), which embeds only the
 # new vectors (the title+body chunks keep theirs: their text hashes match).
-SCHEMA_VERSION = "3"
-KNN_MAX = 4096  # sqlite-vec's cap on k
 
 
 class IndexModelMismatch(Exception):
     """The vectors on disk were made by another model than the configured one."""
-
-
-# --------------------------------------------------------------------------- meta
-
-
-def read_meta() -> dict[str, str]:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT key, value FROM {schema.META}")
-        return dict(cursor.fetchall())
-
-
-def _write_meta(cursor: CursorWrapper, **values: object) -> None:
-    for key, value in values.items():
-        cursor.execute(
-            f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [key, str(value)],
-        )
-
-
-def vec_table_exists(cursor: CursorWrapper) -> bool:
-    return docs.vec_exists(cursor)
 
 
 def ensure_ready(embedder: Embedder) -> None:
@@ -103,37 +88,26 @@ def ensure_ready(embedder: Embedder) -> None:
                 _write_meta(cursor, schema_version=SCHEMA_VERSION)
         return
     with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # Two daemons starting on a new database: one creates the table,
-            # the other waits here and then finds it made.
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('vetted-vector-table'))")
-            if read_meta().get("model_name") is not None:
-                return ensure_ready(embedder)
+        # Two daemons starting on a new database: one creates the table, the
+        # other waits here and then finds it made (one daemon per SQLite file).
+        database_engine(cursor).wait_turn(cursor, "vetted-vector-table")
+        if read_meta().get("model_name") is not None:
+            return ensure_ready(embedder)
         _create_vec_table(cursor, embedder)
 
 
-VEC_COLUMNS = "scope text partition key, held integer, embedding float[{dimension}] distance_metric=cosine"
-
-
 def _create_vec_table(cursor: CursorWrapper, embedder: Embedder) -> None:
-    if is_postgres(cursor):
-        for sql in pg_schema.vec_table(int(embedder.dimension), schema.current_scopes(cursor)):
-            cursor.execute(sql)
-    else:
-        cursor.execute(f"DROP TABLE IF EXISTS {schema.VEC}")
-        cursor.execute(
-            f"CREATE VIRTUAL TABLE {schema.VEC} USING vec0({VEC_COLUMNS.format(dimension=int(embedder.dimension))})"
-        )
+    retrieval_engine(cursor).create_vector_table(cursor, int(embedder.dimension), tables.current_scopes(cursor))
     # Every chunk must be re-embedded: the queue gets every document.
-    cursor.execute(f"DELETE FROM {schema.CHUNKS}")
+    cursor.execute(f"DELETE FROM {tables.CHUNKS}")
     _queue_everything(cursor)
     _write_meta(cursor, schema_version=SCHEMA_VERSION, model_name=embedder.name, dimension=embedder.dimension)
-    vectors.renew_tokens(cursor, schema.current_scopes(cursor), base=True)
+    vectors.renew_tokens(cursor, tables.current_scopes(cursor), base=True)
 
 
 def _queue_everything(cursor: CursorWrapper) -> None:
     cursor.execute(
-        f"INSERT INTO {schema.DIRTY} (record_id) SELECT id FROM {schema.DOCS} WHERE true "
+        f"INSERT INTO {tables.DIRTY} (record_id) SELECT id FROM {tables.DOCS} WHERE true "
         "ON CONFLICT (record_id) DO UPDATE SET gen = retrieval_dirty.gen + 1"
     )
 
@@ -157,22 +131,22 @@ class SyncStats:
 
 def pending_count() -> int:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {schema.DIRTY}")
+        cursor.execute(f"SELECT count(*) FROM {tables.DIRTY}")
         return int(cursor.fetchone()[0])
 
 
 def sync(embedder: Embedder, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> SyncStats:
     """Reconcile the approved content, then drain the vector queue until it is empty.
 
-    One drain at a time per process (docs.writer_lock): the daemon's request
+    One drain at a time per process (approved_content.writer_lock): the daemon's request
     threads all call sync() before searching, and without the lock concurrent
     requests embedded the same queued records side by side (measured under
     `manage.py stress`). A waiting thread then finds the queue empty. Other
     processes are handled by the generation check below.
     """
-    with docs.writer_lock:
+    with approved_content.writer_lock:
         started = time.monotonic()
-        docs.reconcile()
+        approved_content.reconcile()
         stats = _sync(embedder, batch=batch, progress=progress)
     if stats.records or stats.skipped:
         log.info(
@@ -193,8 +167,8 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
     while True:
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT d.record_id, d.gen, r.title, r.body, r.tags, r.scope FROM {schema.DIRTY} d "
-                f"LEFT JOIN {schema.DOCS} r ON r.id = d.record_id ORDER BY d.record_id LIMIT %s",
+                f"SELECT d.record_id, d.gen, r.title, r.body, r.tags, r.scope FROM {tables.DIRTY} d "
+                f"LEFT JOIN {tables.DOCS} r ON r.id = d.record_id ORDER BY d.record_id LIMIT %s",
                 [batch],
             )
             rows = cursor.fetchall()
@@ -203,7 +177,7 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             ids = [row[0] for row in rows]
             marks = ",".join(["%s"] * len(ids))
             cursor.execute(
-                f"SELECT record_id, seq, id, text_hash, scope FROM {schema.CHUNKS} WHERE record_id IN ({marks})", ids
+                f"SELECT record_id, seq, id, text_hash, scope FROM {tables.CHUNKS} WHERE record_id IN ({marks})", ids
             )
             existing: dict[int, dict[int, tuple[int, str, str]]] = {}
             for record_id, seq, chunk_id, digest, scope in cursor.fetchall():
@@ -234,12 +208,13 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
         # PostgreSQL (several daemons): FOR UPDATE holds the queue row, so a
         # daemon syncing the same record waits here, then finds it gone and
         # skips it (SQLite's BEGIN IMMEDIATE already lets one writer in).
-        hold = " FOR UPDATE" if connection.vendor == "postgresql" else ""
+        hold = database_engine(connection).row_lock
         with transaction.atomic(), connection.cursor() as cursor:
+            engine = retrieval_engine(cursor)
             touched: set[str] = set()
             reload: set[str] = set()
             for record_id, gen, scope, plan in plans:
-                cursor.execute(f"SELECT gen FROM {schema.DIRTY} WHERE record_id = %s{hold}", [record_id])
+                cursor.execute(f"SELECT gen FROM {tables.DIRTY} WHERE record_id = %s{hold}", [record_id])
                 current = cursor.fetchone()
                 if current is None or current[0] != gen:
                     # Another process synced it, or it changed again meanwhile
@@ -248,15 +223,15 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                     continue
                 # The state is read here, under the write lock, so a state
                 # change by reconcile() meanwhile cannot be missed.
-                cursor.execute(f"SELECT state FROM {schema.DOCS} WHERE id = %s", [record_id])
+                cursor.execute(f"SELECT state FROM {tables.DOCS} WHERE id = %s", [record_id])
                 state = cursor.fetchone()
-                held = int(state is None or state[0] == schema.HELD)
+                held = int(state is None or state[0] == tables.HELD)
                 old_chunks = existing.get(record_id, {})
                 keep = {seq for seq, *_rest in plan or []}
                 for seq, (chunk_id, _digest, old_scope) in old_chunks.items():
                     if seq not in keep:
-                        cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [chunk_id])
-                        cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [chunk_id])
+                        cursor.execute(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [chunk_id])
+                        cursor.execute(f"DELETE FROM {tables.CHUNKS} WHERE id = %s", [chunk_id])
                         stats.removed += 1
                         reload.add(old_scope)
                 for seq, text, digest, vector_index in plan or []:
@@ -268,26 +243,26 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                     assert scope is not None and new_vectors is not None
                     previous = old_chunks.get(seq)
                     if previous:
-                        cursor.execute(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [previous[0]])
-                        cursor.execute(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [previous[0]])
+                        cursor.execute(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [previous[0]])
+                        cursor.execute(f"DELETE FROM {tables.CHUNKS} WHERE id = %s", [previous[0]])
                         stats.removed += 1
                         reload.add(previous[2])
                     blob = np.ascontiguousarray(new_vectors[vector_index], dtype=np.float32).tobytes()
                     # RETURNING, not lastrowid: psycopg has no lastrowid (SQLite 3.35+ has RETURNING).
                     cursor.execute(
-                        f"INSERT INTO {schema.CHUNKS} (record_id, seq, text_hash, text, embedding, scope) "
+                        f"INSERT INTO {tables.CHUNKS} (record_id, seq, text_hash, text, embedding, scope) "
                         "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
                         [record_id, seq, digest, text, blob, scope],
                     )
                     chunk_id = cursor.fetchone()[0]
                     cursor.execute(
-                        f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) "
-                        f"VALUES (%s, %s, %s, {vector_placeholder(cursor)})",
-                        [chunk_id, scope, held, vector_value(cursor, blob)],
+                        f"INSERT INTO {tables.VEC} (rowid, scope, held, embedding) "
+                        f"VALUES (%s, %s, %s, {engine.vector_placeholder()})",
+                        [chunk_id, scope, held, engine.vector_value(blob)],
                     )
                     stats.embedded += 1
                     touched.add(scope)
-                cursor.execute(f"DELETE FROM {schema.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])
+                cursor.execute(f"DELETE FROM {tables.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])
                 stats.records += 1
             # Any deleted chunk row (removed, or replaced by a re-embedded
             # one) means in-memory copies of that space must reload, not
@@ -307,21 +282,15 @@ def reindex(embedder: Embedder, *, progress: Callable[[int], None] | None = None
     keyword indexes from the approved content, the approved content from the
     records (every record is reconciled again; an edited record keeps the
     approved text on file, as nothing else holds it), and all vectors."""
-    with docs.writer_lock:
+    with approved_content.writer_lock:
         with transaction.atomic(), connection.cursor() as cursor:
-            scopes = schema.current_scopes(cursor)
-            for sql in pg_schema.drop_keyword(scopes) if is_postgres(cursor) else schema.drop_keyword(scopes):
+            scopes = tables.current_scopes(cursor)
+            engine = retrieval_engine(cursor)
+            for sql in engine.drop_keyword(scopes):
                 cursor.execute(sql)
-            schema.create_all(cursor)  # re-queues every record, re-makes every space's partitions
-            # (PostgreSQL's tsvector is a generated column: its GIN indexes are made anew above.)
-            for table in [] if is_postgres(cursor) else schema.keyword_tables(scopes):
-                cursor.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
-            cursor.execute(f"DELETE FROM {schema.META} WHERE key LIKE 'swept_on:%%'")
+            engine.create_all(cursor)  # re-queues every record, re-makes every space's partitions
+            engine.rebuild_keyword(cursor, scopes)
+            cursor.execute(f"DELETE FROM {tables.META} WHERE key LIKE 'swept_on:%%'")
         with transaction.atomic(), connection.cursor() as cursor:
             _create_vec_table(cursor, embedder)
         return sync(embedder, progress=progress)
-
-
-# Checking both indexes against the records lives in checks.py.
-from .checks import IndexReport as IndexReport  # noqa: E402 (checks imports this module)
-from .checks import check as check  # noqa: E402

@@ -40,7 +40,7 @@ from django.utils import timezone
 from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from reviews.space_access import space_slugs
 
-from . import index, schema
+from . import index, tables
 from .embeddings import Embedder, get_embedder
 from .quality_rules import Comparison, Text, compare, differences, parse
 
@@ -172,7 +172,7 @@ def _record_vectors(records: list[Record], embedder: Embedder) -> np.ndarray:
             marks = ",".join(["%s"] * len(batch))
             cursor.execute(
                 # The first title+body chunk (seq 0), never the body-only vector.
-                f"SELECT record_id, embedding FROM {schema.CHUNKS} WHERE record_id IN ({marks}) "
+                f"SELECT record_id, embedding FROM {tables.CHUNKS} WHERE record_id IN ({marks}) "
                 f"AND embedding IS NOT NULL AND seq >= 0 ORDER BY record_id, seq",
                 batch,
             )

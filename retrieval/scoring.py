@@ -72,7 +72,9 @@ from typing import Any
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
-from . import fts, schema
+from . import tables
+from .bm25 import bm25_idf
+from .engines import retrieval_engine
 
 # Set on tests/data with `manage.py eval_retrieval`: hybrid rank-1 stays at or
 # above the better single ranker for every query type for KEYWORD_WEIGHT in
@@ -126,13 +128,13 @@ class DocFreq:
 
     def counts(self, cursor: CursorWrapper, scope: str, state: str, words: list[str]) -> tuple[int, dict[str, int]]:
         """(documents in the partition, {word: documents containing it})."""
-        cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"docs:{scope}"])
+        cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"docs:{scope}"])
         row = cursor.fetchone()
         key = (str(connection.settings_dict["NAME"]), row[0] if row else None)
         with self._lock:
             entry = self._parts.get((scope, state))
         if entry is None or entry[0] != key:
-            entry = (key, fts.document_count(cursor, scope, state), {})
+            entry = (key, retrieval_engine(cursor).document_count(cursor, scope, state), {})
             with self._lock:
                 self._parts[(scope, state)] = entry
         _key, total, counts = entry
@@ -142,7 +144,7 @@ class DocFreq:
             known = {w: counts[w] for w in words if w in counts}
         for word in words:
             if word not in known:
-                known[word] = fts.document_frequency(cursor, scope, state, word)
+                known[word] = retrieval_engine(cursor).document_frequency(cursor, scope, state, word)
         with self._lock:
             if len(counts) > 50_000:
                 counts.clear()
@@ -151,7 +153,7 @@ class DocFreq:
 
     def idf(self, cursor: CursorWrapper, scope: str, words: list[str]) -> dict[str, float]:
         """The coverage idf of ``words`` among the deliverable documents of one space."""
-        return _coverage_idf(*self.counts(cursor, scope, schema.LIVE, words), words)
+        return _coverage_idf(*self.counts(cursor, scope, tables.LIVE, words), words)
 
 
 def _coverage_idf(total: int, known: dict[str, int], words: list[str]) -> dict[str, float]:
@@ -165,7 +167,7 @@ def reader_statistics(
     """(deliverable documents of the reader's spaces, {term: how many contain it})."""
     total, known = 0, dict.fromkeys(terms, 0)
     for scope in reader_scopes:
-        n, counts = docfreq.counts(cursor, scope, schema.LIVE, terms)
+        n, counts = docfreq.counts(cursor, scope, tables.LIVE, terms)
         total += n
         for term in terms:
             known[term] += counts[term]
@@ -190,12 +192,12 @@ def keyword_evidence(
     total, known = reader_statistics(cursor, terms, docfreq, reader_scopes)
     coverage_idf = _coverage_idf(total, known, terms)
     coverage_total = sum(coverage_idf.values()) or 1.0
-    reader_idf = {t: fts.bm25_idf(total, known[t]) for t in terms}
+    reader_idf = {t: bm25_idf(total, known[t]) for t in terms}
     for scope in sorted({c.scope for c in candidates.values()}):
         n, counts = docfreq.counts(cursor, scope, state, terms)
-        own_idf = {t: fts.bm25_idf(n, counts[t]) for t in terms}
+        own_idf = {t: bm25_idf(n, counts[t]) for t in terms}
         ids = [rowid for rowid, c in candidates.items() if c.scope == scope]
-        for rowid, found in fts.term_scores(cursor, scope, state, terms, ids).items():
+        for rowid, found in retrieval_engine(cursor).term_scores(cursor, scope, state, terms, ids).items():
             c = candidates[rowid]
             c.coverage = sum(coverage_idf[t] for t in found) / coverage_total
             c.terms = {t: score / own_idf[t] * reader_idf[t] for t, score in found.items()}

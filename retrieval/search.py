@@ -1,13 +1,13 @@
 """Hybrid search: keyword (BM25 + exact identifiers) and vectors, fused, then gated.
 
 The pieces, one module each: reading the query (query.py), the keyword
-engine (fts.py), each ranker's candidate pool (candidates.py), statistics
+engine (retrieval_engine(): engines/), each ranker's candidate pool (candidates.py), statistics
 and the fused score (scoring.py, which explains the fusion), delivery
 through the gate (delivery.py) and access counts (access.py). This module
 puts them together; its names are what callers import.
 
 What a reader may not see changes nothing it receives. Each search:
-1. reconciles the index with the records (docs.py: only approved text is
+1. reconciles the index with the records (approved_content.py: only approved text is
    indexed) and sweeps the reader's spaces for date changes;
 2. draws every candidate pool from the reader's spaces only, with
    deliverable and withheld documents in separate pools, so neither
@@ -36,7 +36,7 @@ from django.db import connection
 from reviews.history import Moment
 from reviews.space_access import space_slugs
 
-from . import asof, docs, index, schema, scoring, stages
+from . import approved_content, asof, index, scoring, stages, tables
 from .access import AccessCounter as _AccessCounter
 from .access import access_counter
 from .candidates import KNN_MAX, gather, nearest_chunks
@@ -140,7 +140,7 @@ def search(
     clock = stages.clock()  # None unless a benchmark is timing the stages
     readable = [s for s in space_slugs() if s in reader.scopes]
     scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
-    docs.reconcile(sweep_scopes=readable)
+    approved_content.reconcile(sweep_scopes=readable)
     terms = query_terms(query)
     identifiers = query_identifiers(query)
     if clock is not None:
@@ -158,9 +158,9 @@ def search(
     while True:
         with connection.cursor() as cursor:
             live, more = gather(
-                cursor, mode, terms, identifiers, query_vector, k, scopes, schema.LIVE, _docfreq, readable
+                cursor, mode, terms, identifiers, query_vector, k, scopes, tables.LIVE, _docfreq, readable
             )
-            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, schema.HELD, _docfreq, readable)
+            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, tables.HELD, _docfreq, readable)
         candidates = {**held, **live}
         if moment is not None:
             ranked = scoring.rank(mode, candidates, scoring.shape(live))

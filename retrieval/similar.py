@@ -24,7 +24,7 @@ from django.db import connection
 from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Record
 from reviews.space_access import space_slugs
 
-from . import docs, index, schema
+from . import approved_content, index, tables
 from .candidates import nearest_chunks
 from .embeddings import Embedder, get_embedder
 from .gate import withhold_reason
@@ -69,12 +69,12 @@ def similar_records(
     agent's near-duplicate check never does (the default)."""
     embedder = embedder or get_embedder()
     scopes = [s for s in space_slugs() if s in set(scopes)]
-    docs.reconcile(sweep_scopes=scopes)
+    approved_content.reconcile(sweep_scopes=scopes)
     index.sync(embedder)  # a record approved a moment ago must count
     if vectors is None:
         vectors = embedder.embed(index.chunk_texts(title, body, tags))
     allowed = set(withheld)
-    states = (schema.LIVE, schema.HELD) if allowed else (schema.LIVE,)
+    states = (tables.LIVE, tables.HELD) if allowed else (tables.LIVE,)
     best: dict[int, float] = {}
     with connection.cursor() as cursor:
         for vector in vectors:

@@ -16,7 +16,7 @@ ranked apart: withheld ones never push deliverable ones out of the k nearest.
 A snapshot follows changes through random tokens in retrieval_meta, renewed
 in the transaction that made the change: ``vectors_token:<scope>`` on any
 chunk change, ``vectors_base:<scope>`` when chunks were deleted or the table
-rebuilt, ``docs:<scope>`` when a document's state changed (schema.py's
+rebuilt, ``docs:<scope>`` when a document's state changed (the engines' DDL's
 triggers). Same base, new token: only chunks with a higher id are appended
 (ids only grow). New base: full reload. New docs token: the withheld mask is
 recomputed. Random tokens, not counters, so a rolled-back write can never make
@@ -34,7 +34,7 @@ import numpy as np
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
-from . import schema
+from . import tables
 from .chunks import similarity_offset
 
 
@@ -44,7 +44,7 @@ def renew_tokens(cursor: CursorWrapper, scopes: Iterable[str], *, base: bool) ->
     for scope in scopes:
         for name in names:
             cursor.execute(
-                f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
+                f"INSERT INTO {tables.META} (key, value) VALUES (%s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [f"{name}:{scope}", secrets.token_hex(8)],
             )
@@ -100,7 +100,7 @@ class _Snapshot:
 
     def rows(self, state: str) -> np.ndarray | None:
         """Row indices of documents in ``state`` (None: every row)."""
-        if state == schema.HELD:
+        if state == tables.HELD:
             return self.held_rows
         return np.nonzero(~self.held)[0] if len(self.held_rows) else None
 
@@ -112,7 +112,7 @@ class VectorCache:
 
     def current(self, cursor: CursorWrapper, scope: str, dimension: int) -> _Snapshot:
         keys = [f"vectors_base:{scope}", f"vectors_token:{scope}", f"docs:{scope}"]
-        cursor.execute(f"SELECT key, value FROM {schema.META} WHERE key IN (%s, %s, %s)", keys)
+        cursor.execute(f"SELECT key, value FROM {tables.META} WHERE key IN (%s, %s, %s)", keys)
         tokens = dict(cursor.fetchall())
         base, token, docs = (tokens.get(key) for key in keys)
         database = str(connection.settings_dict["NAME"])
@@ -135,7 +135,7 @@ class VectorCache:
         self, cursor: CursorWrapper, scope: str, after_id: int, dimension: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         cursor.execute(
-            f"SELECT id, record_id, embedding, seq FROM {schema.CHUNKS} WHERE scope = %s AND id > %s "
+            f"SELECT id, record_id, embedding, seq FROM {tables.CHUNKS} WHERE scope = %s AND id > %s "
             "AND embedding IS NOT NULL ORDER BY id",
             [scope, after_id],
         )
@@ -151,7 +151,7 @@ class VectorCache:
         return chunk_ids, record_ids, matrix, offsets
 
     def _held(self, cursor: CursorWrapper, scope: str, record_ids: np.ndarray) -> np.ndarray:
-        cursor.execute(f"SELECT id FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, schema.HELD])
+        cursor.execute(f"SELECT id FROM {tables.DOCS} WHERE scope = %s AND state = %s", [scope, tables.HELD])
         held = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
         return np.isin(record_ids, held)
 
@@ -210,7 +210,7 @@ def nearest(
             continue
         else:
             similarities = (
-                snap.matrix[rows] @ query if state == schema.HELD else (snap.matrix @ query)[rows]
+                snap.matrix[rows] @ query if state == tables.HELD else (snap.matrix @ query)[rows]
             ) + snap.offsets[rows]
             ids, records = snap.chunk_ids[rows], snap.record_ids[rows]
         if not len(similarities):

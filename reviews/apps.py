@@ -13,24 +13,13 @@ def _ensure_audit_triggers(sender, using, **kwargs):
     """
     from django.db import connections
 
-    from .audit_sql import AUDIT_TABLE, for_vendor
+    from dbengine import database_engine
+    from dbengine.audit_log import AUDIT_TABLE
 
     connection = connections[using]
     if AUDIT_TABLE not in connection.introspection.table_names():
         return
-    create, _drop = for_vendor(connection.vendor)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # Once made, PostgreSQL keeps them (no table rebuilds); and after
-            # `pg_roles` the log belongs to another role, so the application's
-            # role could not replace them (only its owner may).
-            from .audit_sql import TRIGGER_NAMES
-
-            cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass", [AUDIT_TABLE])
-            if TRIGGER_NAMES["postgresql"] <= {row[0] for row in cursor.fetchall()}:
-                return
-        for sql in create:
-            cursor.execute(sql)
+    database_engine(connection).ensure_audit_triggers(connection)
 
 
 def _first_superuser_claims_spaces(sender, instance, created, **kwargs):

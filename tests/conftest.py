@@ -15,9 +15,9 @@ import pytest
 from django.db import connections
 from django.test import TransactionTestCase
 
-from retrieval import schema
+from dbengine import database_engine
+from retrieval import tables
 from reviews import actions
-from reviews.audit_sql import for_vendor
 
 # Hypothesis profiles: "fast" (`make test-fast`, via VETTED_HYPOTHESIS=fast)
 # runs a few examples of each property test; otherwise each test runs the
@@ -136,13 +136,13 @@ def _processes_only_in_slow_tests(request, monkeypatch):
 GOOD_BODY = "The billing API lives in the acme/billing-api repository and deploys from main every weekday."
 
 RESET_RETRIEVAL = [
-    f"DROP TABLE IF EXISTS {schema.VEC}",
-    f"DELETE FROM {schema.CHUNKS}",
-    f"DELETE FROM {schema.DIRTY}",
-    f"DELETE FROM {schema.META}",
+    f"DROP TABLE IF EXISTS {tables.VEC}",
+    f"DELETE FROM {tables.CHUNKS}",
+    f"DELETE FROM {tables.DIRTY}",
+    f"DELETE FROM {tables.META}",
 ]
 
-RESET_POSTGRES = [f"DELETE FROM {schema.DOCS}", f"DELETE FROM {schema.QUEUE}"]
+RESET_POSTGRES = [f"DELETE FROM {tables.DOCS}", f"DELETE FROM {tables.QUEUE}"]
 
 # A private Django hook, not in the stubs.
 _original_teardown = TransactionTestCase._fixture_teardown  # type: ignore[attr-defined]
@@ -154,7 +154,7 @@ def _teardown_with_audit_flush(self):
     only, then put them back. Production code has no such path."""
     for alias in connections:
         with connections[alias].cursor() as cursor:
-            for sql in for_vendor(connections[alias].vendor)[1]:
+            for sql in database_engine(connections[alias]).audit_triggers()[1]:
                 cursor.execute(sql)
     try:
         _original_teardown(self)
@@ -162,7 +162,7 @@ def _teardown_with_audit_flush(self):
         for alias in connections:
             postgres = connections[alias].vendor == "postgresql"
             with connections[alias].cursor() as cursor:
-                for sql in for_vendor(connections[alias].vendor)[0]:
+                for sql in database_engine(connections[alias]).audit_triggers()[0]:
                     cursor.execute(sql)
                 # The retrieval tables are not Django models, so the flush
                 # leaves them: reset them too (the FTS tables follow the

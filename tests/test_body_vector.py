@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from retrieval import index, schema
+from retrieval import index, tables
 from retrieval.chunks import BODY_MARGIN, BODY_SEQ, chunk_texts, split_body, vector_texts
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
@@ -37,7 +37,7 @@ def sql(query: str, params=()):
 
 
 def stored(record) -> dict[int, str]:
-    return dict(sql(f"SELECT seq, text FROM {schema.CHUNKS} WHERE record_id = %s", [record.pk]))
+    return dict(sql(f"SELECT seq, text FROM {tables.CHUNKS} WHERE record_id = %s", [record.pk]))
 
 
 def check_index() -> str:
@@ -84,11 +84,11 @@ def test_an_index_of_the_previous_version_gets_its_body_vectors_at_the_next_sync
     records = [make_record(title=f"Harbour note {i}", body=f"{BODY} Berth {i}.") for i in range(3)]
     index.sync(get_embedder())
     # What a version-2 index looked like: no body-only vectors.
-    body_rows = [row[0] for row in sql(f"SELECT id FROM {schema.CHUNKS} WHERE seq = %s", [BODY_SEQ])]
+    body_rows = [row[0] for row in sql(f"SELECT id FROM {tables.CHUNKS} WHERE seq = %s", [BODY_SEQ])]
     for chunk_id in body_rows:
-        sql(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [chunk_id])
-        sql(f"DELETE FROM {schema.CHUNKS} WHERE id = %s", [chunk_id])
-    sql(f"UPDATE {schema.META} SET value = '2' WHERE key = 'schema_version'")
+        sql(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [chunk_id])
+        sql(f"DELETE FROM {tables.CHUNKS} WHERE id = %s", [chunk_id])
+    sql(f"UPDATE {tables.META} SET value = '2' WHERE key = 'schema_version'")
     out = io.StringIO()
     with pytest.raises(CommandError):
         call_command("check_index", stdout=out)

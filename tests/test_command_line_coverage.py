@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from django.apps import apps
 from django.core.management import get_commands
 
-from memory_site.command_line import app, daemon, helptext, run, service, table
 from common.defaults import PROJECT_DIR
+from memory_site.command_line import app, daemon, helptext, run, service, table
 
 
 def vetted(*args: str):

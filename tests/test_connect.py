@@ -12,8 +12,8 @@ import tomlkit
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from mcp_bridge.connect import CLIENTS
 from common.clients import stdio_command
+from mcp_bridge.connect import CLIENTS
 from reviews import actions
 from reviews.errors import Unauthorized
 from reviews.models import Agent, AuditEvent

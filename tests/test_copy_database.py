@@ -15,10 +15,11 @@ from django.db import connection
 
 from common.env import database_entry
 from devtools.scratch import default_connection_on, throwaway_pgserver
-from retrieval import copy, index, schema
-from retrieval.checks import check
+from retrieval import index, tables
 from retrieval.embeddings import get_embedder
+from retrieval.engines import sqlite_to_postgres as copy
 from retrieval.gate import Reader
+from retrieval.index_check import check
 from retrieval.search import search
 from reviews import actions
 from reviews.models import Record
@@ -29,11 +30,11 @@ pytestmark = [
 ]
 
 RAW = {
-    schema.META: "key",
-    schema.DOCS: "id",
-    schema.CHUNKS: "id",
-    schema.QUEUE: "record_id",
-    schema.DIRTY: "record_id",
+    tables.META: "key",
+    tables.DOCS: "id",
+    tables.CHUNKS: "id",
+    tables.QUEUE: "record_id",
+    tables.DIRTY: "record_id",
 }
 
 
@@ -108,14 +109,14 @@ def _raw_rows(conn) -> dict[str, list[tuple]]:
             columns = copy.RAW_TABLES.get(table) or copy.QUEUES[table]
             cursor.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}")
             rows[table] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in cursor]
-        cursor.execute(f"SELECT count(*) FROM {schema.VEC}")
+        cursor.execute(f"SELECT count(*) FROM {tables.VEC}")
         rows["vectors"] = [cursor.fetchone()]
     return rows
 
 
 def _without_tokens(rows: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
     # The per-space change tokens are random and renewed by the target's triggers while copying.
-    return {**rows, schema.META: [r for r in rows[schema.META] if not r[0].startswith(("docs:", "vec"))]}
+    return {**rows, tables.META: [r for r in rows[tables.META] if not r[0].startswith(("docs:", "vec"))]}
 
 
 def _results(query: str, mode: str) -> list[tuple[str, float]]:
@@ -142,10 +143,10 @@ def test_copy_database_moves_every_row_and_the_copy_searches_alike(history, pg_s
     assert all(on_sqlite)
     with _default_on(url):
         report = check()
-        assert report.ok and report.vectors == len(source_raw[schema.CHUNKS]), report.problems
+        assert report.ok and report.vectors == len(source_raw[tables.CHUNKS]), report.problems
         on_postgres = [_results(q, mode) for q, mode in queries]
         # The same vectors give the same semantic ranking; keyword scores are
-        # ts_rank-based on PostgreSQL (pg_fts.py), so the same records come back.
+        # ts_rank-based on PostgreSQL (engines/postgres/keyword.py), so the same records come back.
         assert [hit for hit, _ in on_postgres[1]] == [hit for hit, _ in on_sqlite[1]]
         for pg, lite in zip(on_postgres, on_sqlite, strict=True):
             assert {hit for hit, _ in pg} == {hit for hit, _ in lite}

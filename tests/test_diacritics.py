@@ -1,5 +1,5 @@
 """Keyword search folds diacritics on both engines (issue 17): FTS5's
-remove_diacritics 2 on SQLite, pg_schema.FOLD on PostgreSQL, both sides of
+remove_diacritics 2 on SQLite, engines/postgres/ddl.FOLD on PostgreSQL, both sides of
 the match. Runs on whichever engine the suite runs on (VETTED_TEST_ENGINE)."""
 
 from __future__ import annotations

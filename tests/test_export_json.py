@@ -222,10 +222,14 @@ def test_round_trip_into_an_empty_database_is_exact(
 
 
 def _fts_count(word: str) -> int:
-    from retrieval import fts, schema
+    from retrieval import tables
+    from retrieval.engines import retrieval_engine
 
     with connection.cursor() as cursor:  # the keyword index of either engine
-        return sum(fts.document_frequency(cursor, scope, state, word) for scope, state in schema.PARTITIONS)
+        return sum(
+            retrieval_engine(cursor).document_frequency(cursor, scope, state, word)
+            for scope, state in tables.PARTITIONS
+        )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -26,7 +26,17 @@ def test_every_import_contract_is_kept():
 def test_no_app_module_is_above_400_lines():
     """Small modules: retrieval/ is measured by its own owner, migrations are generated."""
     too_long = []
-    for package in ("common", "reviews", "inbox", "portability", "mcp_bridge", "memory_site", "notify", "devtools"):
+    for package in (
+        "common",
+        "dbengine",
+        "reviews",
+        "inbox",
+        "portability",
+        "mcp_bridge",
+        "memory_site",
+        "notify",
+        "devtools",
+    ):
         for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
                 continue

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from retrieval import copy
+from retrieval.engines import sqlite_to_postgres as copy
 from reviews.models import AuditEvent, Proposal, Record
 from reviews.space_models import Space
 

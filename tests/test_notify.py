@@ -21,7 +21,7 @@ from common import logscrub
 from mcp_bridge.agent_api.limits import SlidingWindowLimiter
 from notify import channels, live, refusals, sender
 from notify.models import Channel, Delivery, DeliveryState, Event, FeedKey, OutboxEvent
-from retrieval import docs
+from retrieval import approved_content
 from reviews import actions
 from reviews.errors import DuplicateContent, RateLimited
 from reviews.models import AuditEvent, Record
@@ -136,17 +136,17 @@ def test_the_daily_scan_tells_each_due_and_changed_record_once(make_record):
 
 def test_the_index_sync_tells_a_record_changed_outside(make_record):
     record = make_record()
-    docs.reconcile()
+    approved_content.reconcile()
     OutboxEvent.objects.all().delete()
     Record.objects.filter(pk=record.pk).update(title="Edited behind Vetted's back")
-    docs.reconcile()
+    approved_content.reconcile()
     row = OutboxEvent.objects.get()
     assert (row.event, row.subject_id, row.title) == (
         Event.RECORD_CHANGED_OUTSIDE,
         record.public_id,
         "Billing API repository",
     )
-    docs.reconcile()
+    approved_content.reconcile()
     actions.scan_for_notices()  # the scan finds the same fact: told once
     assert OutboxEvent.objects.count() == 1
 

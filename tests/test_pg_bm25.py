@@ -1,6 +1,6 @@
 """PostgreSQL keyword scores are FTS5's BM25 (issue 17): the same documents
-ranked by pg_fts.keyword_candidates and by SQLite FTS5's bm25() (the weights
-of fts.py) give the same scores. Needs the suite on PostgreSQL
+ranked by engines/postgres/keyword.keyword_candidates and by SQLite FTS5's bm25() (the weights
+of engines/sqlite/keyword.py) give the same scores. Needs the suite on PostgreSQL
 (VETTED_TEST_ENGINE=postgres); FTS5 runs in an in-memory SQLite beside it."""
 
 from __future__ import annotations
@@ -12,8 +12,12 @@ from types import SimpleNamespace
 import pytest
 from django.db import connection
 
-from retrieval import fts, index, pg_fts, pg_terms, schema
+from retrieval import index, tables
 from retrieval.embeddings import get_embedder
+from retrieval.engines import retrieval_engine
+from retrieval.engines.postgres import keyword as pg_fts
+from retrieval.engines.postgres import terms as pg_terms
+from retrieval.engines.sqlite import keyword as fts
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs the suite on PostgreSQL (VETTED_TEST_ENGINE=postgres)"
@@ -44,8 +48,8 @@ def test_postgres_keyword_scores_are_fts5_bm25(make_record):
     index.sync(get_embedder())
     terms = ["deploys", "tuesdays", "runner"]
     with connection.cursor() as cursor:
-        found = fts.keyword_candidates(cursor, "team", schema.LIVE, terms, 10)
-        cursor.execute(f"SELECT id, title FROM {schema.DOCS}")
+        found = retrieval_engine(cursor).keyword_candidates(cursor, "team", tables.LIVE, terms, 10)
+        cursor.execute(f"SELECT id, title FROM {tables.DOCS}")
         titles = dict(cursor.fetchall())
     ours = {titles[rowid]: score for rowid, score in found.items()}
     expected = _fts5_scores(terms)
@@ -66,14 +70,14 @@ def test_the_term_rows_follow_every_change_of_a_document(make_record):
     with connection.cursor() as cursor:
         # title 10 + tags 5 for "deploy", body 1 for "deploys" (the same stem): 16.
         assert _terms_of(cursor, record.pk)["deploy"] == 16
-        cursor.execute(f"UPDATE {schema.DOCS} SET body = 'Freezes happen on Fridays.' WHERE id = %s", [record.pk])
+        cursor.execute(f"UPDATE {tables.DOCS} SET body = 'Freezes happen on Fridays.' WHERE id = %s", [record.pk])
         terms = _terms_of(cursor, record.pk)
         assert terms["deploy"] == 15 and "freez" in terms and "tuesday" not in terms
-        cursor.execute(f"UPDATE {schema.DOCS} SET state = %s WHERE id = %s", [schema.HELD, record.pk])
+        cursor.execute(f"UPDATE {tables.DOCS} SET state = %s WHERE id = %s", [tables.HELD, record.pk])
         cursor.execute(f"SELECT DISTINCT state FROM {pg_terms.TERMS} WHERE doc_id = %s", [record.pk])
-        assert [row[0] for row in cursor.fetchall()] == [schema.HELD]
+        assert [row[0] for row in cursor.fetchall()] == [tables.HELD]
         assert pg_terms.drift(cursor) == 0
-        cursor.execute(f"DELETE FROM {schema.DOCS} WHERE id = %s", [record.pk])
+        cursor.execute(f"DELETE FROM {tables.DOCS} WHERE id = %s", [record.pk])
         assert _terms_of(cursor, record.pk) == {}
 
 
@@ -103,7 +107,7 @@ def test_a_database_made_before_the_term_table_gets_its_rows_from_the_migration(
     migration.forwards(None, SimpleNamespace(connection=connection))
     with connection.cursor() as cursor:
         assert pg_terms.drift(cursor) == 0
-        found = fts.keyword_candidates(cursor, "team", schema.LIVE, ["runner"], 10)
+        found = retrieval_engine(cursor).keyword_candidates(cursor, "team", tables.LIVE, ["runner"], 10)
     assert len(found) == 2
     assert index.check().ok
 
@@ -115,9 +119,9 @@ def test_the_one_lexeme_shortcut_ranks_as_the_general_form(make_record):
     index.sync(get_embedder())
     terms = ["deploys", "tuesdays", "runner", "train", "deploy"]  # "deploy" and "deploys": one lexeme twice
     with connection.cursor() as cursor:
-        idf, mean, _found = pg_fts._statistics(cursor, "team", schema.LIVE, terms)
-        shortcut = fts.keyword_candidates(cursor, "team", schema.LIVE, terms, 10)
-        general = pg_fts._any_candidates(cursor, ("team", schema.LIVE), terms, idf, mean, 10)
+        idf, mean, _found = pg_fts._statistics(cursor, "team", tables.LIVE, terms)
+        shortcut = retrieval_engine(cursor).keyword_candidates(cursor, "team", tables.LIVE, terms, 10)
+        general = pg_fts._any_candidates(cursor, ("team", tables.LIVE), terms, idf, mean, 10)
     assert shortcut.keys() == general.keys() and len(shortcut) == 4
     for rowid, score in general.items():
         assert shortcut[rowid] == pytest.approx(score, rel=1e-9)
@@ -129,5 +133,5 @@ def test_a_term_of_two_lexemes_matches_only_documents_with_both(make_record):
     make_record(title="Another note", body="Don is on call this week.", tags=[])
     index.sync(get_embedder())
     with connection.cursor() as cursor:
-        found = fts.keyword_candidates(cursor, "team", schema.LIVE, ["don't"], 10)
+        found = retrieval_engine(cursor).keyword_candidates(cursor, "team", tables.LIVE, ["don't"], 10)
     assert list(found) == [both.pk]

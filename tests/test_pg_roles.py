@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from common.env import database_entry
+from dbengine.audit_log import AUDIT_TABLE
 from devtools.scratch import throwaway_pgserver
-from retrieval import copy
-from reviews.audit_sql import AUDIT_TABLE
+from retrieval.engines import sqlite_to_postgres as copy
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,9 @@ from django.db import DatabaseError, connection
 from django.db.utils import ConnectionHandler
 
 from common import env
-from memory_site.postgres_backend import base as pg_backend
-from reviews.audit_sql import AUDIT_TABLE
+from dbengine.audit_log import AUDIT_TABLE
+from dbengine.postgres import base as pg_backend
+from dbengine.postgres import where as pg_where
 
 on_postgres = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs the suite on PostgreSQL (VETTED_TEST_ENGINE=postgres)"
@@ -37,7 +38,7 @@ def test_a_postgres_url_becomes_a_database_entry(monkeypatch):
     monkeypatch.setenv("VETTED_DATABASE_URL", "postgresql://vetted:s%40cret@db.example.com:6543/memory?sslmode=require")
     entry = env.env_database_url("VETTED_DATABASE_URL")
     assert entry == {
-        "ENGINE": "memory_site.postgres_backend",
+        "ENGINE": "dbengine.postgres",
         "NAME": "memory",
         "USER": "vetted",
         "PASSWORD": "s@cret",
@@ -76,7 +77,7 @@ def test_a_bad_url_stops_the_process_saying_what_is_wrong(monkeypatch, value, me
 def test_an_unreachable_server_is_named_with_where_it_was_looked_for(django_db_blocker):
     folder = tempfile.mkdtemp(prefix="vetted-no-server-")
     handler = ConnectionHandler(
-        {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "memory", "HOST": folder, "USER": "u"}}
+        {"default": {"ENGINE": "dbengine.postgres", "NAME": "memory", "HOST": folder, "USER": "u"}}
     )
     with django_db_blocker.unblock(), pytest.raises(DatabaseError) as caught:
         handler["default"].ensure_connection()
@@ -217,13 +218,13 @@ def test_a_knn_of_one_space_can_use_that_spaces_hnsw_index(make_record):
 
 def test_the_pg_dump_and_pg_restore_commands_name_the_database_but_never_the_password():
     entry = {"NAME": "memory", "USER": "vetted", "PASSWORD": "hunter2-secret", "HOST": "db.example.com", "PORT": "6543"}
-    dump = pg_backend.dump_command(entry, "vetted.dump")
-    restore = pg_backend.restore_command(entry, "vetted.dump")
+    dump = pg_where.dump_command(entry, "vetted.dump")
+    restore = pg_where.restore_command(entry, "vetted.dump")
     assert dump == "pg_dump --format=custom --file=vetted.dump 'postgresql://vetted@db.example.com:6543/memory'"
     assert restore.startswith("pg_restore --clean --if-exists --no-owner --single-transaction ")
     assert "--dbname='postgresql://vetted@db.example.com:6543/memory' vetted.dump" in restore
     assert "hunter2" not in dump + restore
-    socket = pg_backend.dump_command({"NAME": "postgres", "USER": "postgres", "HOST": "/run/pg"}, "x.dump")
+    socket = pg_where.dump_command({"NAME": "postgres", "USER": "postgres", "HOST": "/run/pg"}, "x.dump")
     assert "'postgresql://postgres@/postgres?host=/run/pg'" in socket
 
 
@@ -246,7 +247,7 @@ def test_the_serve_lock_of_a_postgres_instance_lives_in_vetted_home(settings, tm
     from common.files import serve_lock_path
 
     settings.VETTED_HOME = tmp_path
-    settings.DATABASES = {"default": {"ENGINE": "memory_site.postgres_backend", "NAME": "vetted"}}
+    settings.DATABASES = {"default": {"ENGINE": "dbengine.postgres", "NAME": "vetted"}}
     assert serve_lock_path() == tmp_path / "postgres-vetted.serve-lock"
 
 
@@ -287,10 +288,10 @@ def _pg_indexes() -> set[str]:
 
 
 def _space_indexes(slug: str) -> set[str]:
-    from retrieval import schema
+    from retrieval import tables
 
-    key = schema.partition_key(slug)
-    keyword = {f"retrieval_doc_{what}_{key}_{state}" for what in ("tsv", "ident") for state in schema.STATES}
+    key = tables.partition_key(slug)
+    keyword = {f"retrieval_doc_{what}_{key}_{state}" for what in ("tsv", "ident") for state in tables.STATES}
     return keyword | {f"retrieval_vec_hnsw_{key}"}
 
 
@@ -325,8 +326,9 @@ def test_a_new_space_gets_its_partial_indexes_in_the_transaction_that_made_it(ma
 @on_postgres
 @pytest.mark.django_db
 def test_a_record_of_a_new_space_is_found_through_that_spaces_indexes(reviewer, settings):
-    from retrieval import index, pg_fts, schema
+    from retrieval import index, tables
     from retrieval.embeddings import get_embedder
+    from retrieval.engines.postgres import keyword as pg_fts
     from retrieval.gate import Reader
     from retrieval.search import search
     from reviews import actions
@@ -344,14 +346,14 @@ def test_a_record_of_a_new_space_is_found_through_that_spaces_indexes(reviewer, 
     for mode, query in (("keyword", "wombat deploy"), ("keyword", "acme/billing-api"), ("semantic", "wombat")):
         assert [h.record.pk for h in search(query, mode=mode, reader=reader).results] == [made.pk], (mode, query)
     assert search("wombat deploy", mode="keyword", reader=Reader.for_scopes(["team"])).results == []
-    key = schema.partition_key("north-rail")
+    key = tables.partition_key("north-rail")
     with connection.cursor() as cursor:
         # With one row the planner prefers any index; leave it only the partial ones
         # (the test's transaction rolls the drop back).
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("DROP INDEX retrieval_doc_partition")
         cursor.execute(
-            f"EXPLAIN SELECT id FROM retrieval_doc WHERE {pg_fts.partition('north-rail', schema.LIVE)} "
+            f"EXPLAIN SELECT id FROM retrieval_doc WHERE {pg_fts.partition('north-rail', tables.LIVE)} "
             "AND tsv @@ plainto_tsquery('vetted_english', 'wombat')"
         )
         plan = " ".join(row[0] for row in cursor.fetchall())

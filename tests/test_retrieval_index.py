@@ -21,9 +21,10 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
-from retrieval import docs, index, schema
+from retrieval import approved_content, index, tables
 from retrieval import search as search_module
 from retrieval.embeddings import Embedder, FakeEmbedder, get_embedder, set_embedder
+from retrieval.engines.sqlite.ddl import KEYWORD_TABLES
 from retrieval.gate import Reader
 from retrieval.index import CHUNK_CHARS, IndexModelMismatch, split_body
 from retrieval.search import search
@@ -57,51 +58,52 @@ POSTGRES = connection.vendor == "postgresql"
 
 
 def fts_rowids(table: str, text: str) -> set[int]:
-    """Documents whose keyword index ``table`` (schema.fts / schema.ident
+    """Documents whose keyword index ``table`` (tables.fts / tables.ident
     names, which stand for the same partitions on PostgreSQL) holds ``text``."""
     if POSTGRES:
-        from retrieval import pg_fts, pg_schema
+        from retrieval.engines.postgres import ddl as pg_schema
+        from retrieval.engines.postgres import keyword as pg_fts
 
         what, scope, state = table.removeprefix("retrieval_").split("_")
         where = pg_fts.partition(scope, state)
         if what == "fts":
             query = f"tsv @@ phraseto_tsquery('{pg_schema.CONFIG}', %s)"
-            return {row[0] for row in sql(f"SELECT id FROM {schema.DOCS} WHERE {where} AND {query}", [text])}
+            return {row[0] for row in sql(f"SELECT id FROM {tables.DOCS} WHERE {where} AND {query}", [text])}
         pattern = f"%{text.lower()}%"
         query = f"{pg_schema.IDENT_TEXT} LIKE %s"
-        return {row[0] for row in sql(f"SELECT id FROM {schema.DOCS} WHERE {where} AND {query}", [pattern])}
+        return {row[0] for row in sql(f"SELECT id FROM {tables.DOCS} WHERE {where} AND {query}", [pattern])}
     phrase = '"' + text.replace('"', '""') + '"'
     return {row[0] for row in sql(f"SELECT rowid FROM {table} WHERE {table} MATCH %s", [phrase])}
 
 
 def drop_trigger(name: str) -> None:
-    table = schema.DOCS if name.startswith("retrieval_doc") else schema.RECORD_TABLE
+    table = tables.DOCS if name.startswith("retrieval_doc") else tables.RECORD_TABLE
     sql(f"DROP TRIGGER {name} ON {table}" if POSTGRES else f"DROP TRIGGER {name}")
 
 
 def create_trigger(name: str) -> None:
-    from retrieval.engine import index_triggers
+    from retrieval.engines import retrieval_engine
 
     with connection.cursor() as cursor:
-        cursor.execute(index_triggers(cursor)[name])
+        cursor.execute(retrieval_engine(cursor).index_triggers()[name])
 
 
 def trigger_exists(name: str) -> bool:
-    from retrieval.engine import trigger_names
+    from dbengine import database_engine
 
     with connection.cursor() as cursor:
-        return name in trigger_names(cursor)
+        return name in database_engine(cursor).trigger_names(cursor)
 
 
-def in_both_keyword_indexes(text: str, scope: str = "team", state: str = schema.LIVE) -> tuple[set[int], set[int]]:
-    docs.reconcile()
-    return fts_rowids(schema.fts(scope, state), text), fts_rowids(schema.ident(scope, state), text)
+def in_both_keyword_indexes(text: str, scope: str = "team", state: str = tables.LIVE) -> tuple[set[int], set[int]]:
+    approved_content.reconcile()
+    return fts_rowids(tables.fts(scope, state), text), fts_rowids(tables.ident(scope, state), text)
 
 
 def anywhere(text: str) -> set[int]:
     """Every document of every partition whose keyword indexes hold ``text``."""
-    docs.reconcile()
-    return {rowid for table in schema.KEYWORD_TABLES for rowid in fts_rowids(table, text)}
+    approved_content.reconcile()
+    return {rowid for table in KEYWORD_TABLES for rowid in fts_rowids(table, text)}
 
 
 def approve_in_place(record: Record, **fields) -> None:
@@ -141,13 +143,13 @@ def keyword(query: str):
 
 
 def chunk_rows(record: Record) -> list[tuple[int, int, str]]:
-    return sql(f"SELECT seq, id, text_hash FROM {schema.CHUNKS} WHERE record_id = %s ORDER BY seq", [record.pk])
+    return sql(f"SELECT seq, id, text_hash FROM {tables.CHUNKS} WHERE record_id = %s ORDER BY seq", [record.pk])
 
 
 def queue(record: Record) -> None:
     """Put a record in the vector queue without changing it."""
     sql(
-        f"INSERT INTO {schema.DIRTY} (record_id) VALUES (%s) "
+        f"INSERT INTO {tables.DIRTY} (record_id) VALUES (%s) "
         "ON CONFLICT (record_id) DO UPDATE SET gen = retrieval_dirty.gen + 1",
         [record.pk],
     )
@@ -190,7 +192,7 @@ def test_an_accepted_record_enters_both_keyword_indexes_of_its_space(make_record
     )
 
     assert in_both_keyword_indexes("zeppelin") == ({record.pk}, {record.pk})
-    assert fts_rowids(schema.ident("team", schema.LIVE), "ZX-9000") == {record.pk}
+    assert fts_rowids(tables.ident("team", tables.LIVE), "ZX-9000") == {record.pk}
     assert anywhere("zeppelin") == {record.pk}  # in no other space's tables
     assert [hit.record for hit in keyword("zeppelin hangar").results] == [record]
     assert [hit.record for hit in keyword("ZX-9000").results] == [record]
@@ -220,13 +222,13 @@ def test_an_out_of_band_update_is_never_indexed_and_keeps_the_approved_text_with
         body="Each quarter the security team reviews the zeppelin hangar.",
     )
     run("check_index", "--sync")
-    assert record.pk in fts_rowids(schema.fts("team", schema.LIVE), old_word)
+    assert record.pk in fts_rowids(tables.fts("team", tables.LIVE), old_word)
 
     sql(f"UPDATE reviews_record SET {column} = %s WHERE id = %s", [new_value, record.pk])
 
     # The approved text moves to the withheld partition; the new text is nowhere.
     assert record.pk not in in_both_keyword_indexes(old_word)[0]
-    assert record.pk in in_both_keyword_indexes(old_word, state=schema.HELD)[0]
+    assert record.pk in in_both_keyword_indexes(old_word, state=tables.HELD)[0]
     assert record.pk not in anywhere(new_word)
     assert in_both_keyword_indexes("quarterly") == ({other.pk}, {other.pk})
     # Searching the text nobody approved finds nothing and counts nothing ...
@@ -251,7 +253,7 @@ def test_an_out_of_band_identifier_update_is_not_searchable_by_the_new_identifie
     )
 
     assert anywhere("QW-4242") == set()
-    assert fts_rowids(schema.ident("team", schema.HELD), "ZX-9000") == {record.pk}
+    assert fts_rowids(tables.ident("team", tables.HELD), "ZX-9000") == {record.pk}
     assert keyword("QW-4242").withheld == {}
     assert keyword("ZX-9000").withheld == {"edited": 1}
 
@@ -303,7 +305,7 @@ def test_a_record_edited_before_it_was_indexed_is_indexed_by_its_kept_approved_c
         ]
     )
 
-    assert in_both_keyword_indexes("lifeboat", state=schema.HELD)[0] != set()
+    assert in_both_keyword_indexes("lifeboat", state=tables.HELD)[0] != set()
     assert anywhere("twelve") == set()
     assert keyword("lifeboat station").withheld == {"edited": 1} and keyword("twelve").withheld == {}
 
@@ -313,19 +315,19 @@ def test_state_changes_move_a_document_between_partitions(record, agent, reviewe
     assert in_both_keyword_indexes("billing")[0] == {record.pk}
 
     actions.dispute_record(record, agent=agent, reason="The repository moved")
-    assert in_both_keyword_indexes("billing", state=schema.HELD)[0] == {record.pk}
+    assert in_both_keyword_indexes("billing", state=tables.HELD)[0] == {record.pk}
     actions.clear_dispute(record, actor=reviewer)
     assert in_both_keyword_indexes("billing")[0] == {record.pk}
     Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
-    assert in_both_keyword_indexes("billing", state=schema.HELD)[0] == {record.pk}
+    assert in_both_keyword_indexes("billing", state=tables.HELD)[0] == {record.pk}
 
 
 @pytest.mark.django_db
 def test_a_space_is_swept_for_date_changes_once_a_day(record):
-    docs.reconcile()
-    sql(f"UPDATE {schema.META} SET value = '2000-01-01' WHERE key LIKE 'swept_on:%%'")
+    approved_content.reconcile()
+    sql(f"UPDATE {tables.META} SET value = '2000-01-01' WHERE key LIKE 'swept_on:%%'")
     # A date change without any write: the record became overdue "at midnight".
-    sql(f"DELETE FROM {schema.QUEUE}")
+    sql(f"DELETE FROM {tables.QUEUE}")
     drop_trigger("retrieval_record_au")
     with connection.cursor() as cursor:
         cursor.execute(
@@ -337,7 +339,7 @@ def test_a_space_is_swept_for_date_changes_once_a_day(record):
     response = keyword("billing")
 
     assert response.results == [] and response.withheld == {"overdue": 1}
-    assert sql(f"SELECT state FROM {schema.DOCS} WHERE id = %s", [record.pk]) == [(schema.HELD,)]
+    assert sql(f"SELECT state FROM {tables.DOCS} WHERE id = %s", [record.pk]) == [(tables.HELD,)]
 
 
 def _bare_record(reviewer, **fields) -> Record:
@@ -377,7 +379,7 @@ def test_a_deleted_record_leaves_both_keyword_indexes_and_the_vectors(reviewer, 
     stats = index.sync(get_embedder())
     assert stats.removed == 2  # its chunk and its body-only vector
     assert chunk_rows(gone) == []
-    assert sql(f"SELECT count(*) FROM {schema.VEC}") == [(2,)]
+    assert sql(f"SELECT count(*) FROM {tables.VEC}") == [(2,)]
     assert "Index OK." in run("check_index", "--sync")
     assert [hit.record for hit in keyword("lifeboat").results] == [keep]
 
@@ -392,7 +394,7 @@ def test_status_and_counter_changes_queue_no_vector_work(record, agent, reviewer
     actions.verify_record(record, actor=reviewer)
     Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
     sql("UPDATE reviews_record SET title = title, body = body WHERE id = %s", [record.pk])
-    docs.reconcile()
+    approved_content.reconcile()
 
     assert index.pending_count() == 0
 
@@ -403,7 +405,7 @@ def test_an_out_of_band_text_change_embeds_nothing(record):
 
     sql("UPDATE reviews_record SET body = body || ' Also on Saturdays.' WHERE id = %s", [record.pk])
 
-    assert sql(f"SELECT count(*) FROM {schema.QUEUE}") == [(1,)]  # to be reconciled ...
+    assert sql(f"SELECT count(*) FROM {tables.QUEUE}") == [(1,)]  # to be reconciled ...
     stats = index.sync(get_embedder())
     assert stats.records == 0 and index.pending_count() == 0  # ... but its approved text did not change
 
@@ -413,7 +415,7 @@ def test_a_change_of_the_approved_text_queues_the_record_again(record):
     index.sync(get_embedder())
 
     approve_in_place(record, body=record.body + " Also on Saturdays.")
-    docs.reconcile()
+    approved_content.reconcile()
 
     assert index.pending_count() == 1
 
@@ -466,7 +468,7 @@ def test_changing_one_section_reembeds_only_that_chunk(make_record):
     rollback = [
         n
         for n, (_seq, _id, _hash) in enumerate(before)
-        if "rollback" in sql(f"SELECT text FROM {schema.CHUNKS} WHERE id = %s", [_id])[0][0].lower()
+        if "rollback" in sql(f"SELECT text FROM {tables.CHUNKS} WHERE id = %s", [_id])[0][0].lower()
     ]
     assert len(rollback) == 1
 
@@ -803,11 +805,11 @@ def test_check_index_finds_an_edit_the_index_missed(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_keyword_index_that_drifted(record):
     run("check_index", "--sync")
-    table = schema.fts("team", schema.LIVE)
+    table = tables.fts("team", tables.LIVE)
     # Take the record's tokens out of the index behind the triggers' back.
     sql(
         f"INSERT INTO {table} ({table}, rowid, title, body, tags) SELECT 'delete', id, title, body, tags "
-        f"FROM {schema.DOCS} WHERE id = %s",
+        f"FROM {tables.DOCS} WHERE id = %s",
         [record.pk],
     )
 
@@ -822,14 +824,15 @@ def test_check_index_finds_a_keyword_index_that_drifted(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_stray_vector(record):
     run("check_index", "--sync")
-    from retrieval.engine import vector_placeholder, vector_value
+    from retrieval.engines import retrieval_engine
 
     vector = get_embedder().embed_one("stray")
     with connection.cursor() as cursor:
+        engine = retrieval_engine(cursor)
         cursor.execute(
-            f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, "
-            f"{vector_placeholder(cursor)})",
-            [987654, vector_value(cursor, vector)],
+            f"INSERT INTO {tables.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, "
+            f"{engine.vector_placeholder()})",
+            [987654, engine.vector_value(vector)],
         )
 
     assert "1 vector(s) without a chunk" in check_fails()
@@ -841,8 +844,8 @@ def test_check_index_finds_a_stray_vector(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_chunk_without_its_vector(record):
     run("check_index", "--sync")
-    (chunk_id,) = sql(f"SELECT id FROM {schema.CHUNKS}")[0]
-    sql(f"DELETE FROM {schema.VEC} WHERE rowid = %s", [chunk_id])
+    (chunk_id,) = sql(f"SELECT id FROM {tables.CHUNKS}")[0]
+    sql(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [chunk_id])
 
     assert "1 chunk(s) without a vector" in check_fails()
     run("reindex")
@@ -852,7 +855,7 @@ def test_check_index_finds_a_chunk_without_its_vector(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_chunk_without_its_vector_copy(record):
     run("check_index", "--sync")
-    sql(f"UPDATE {schema.CHUNKS} SET embedding = NULL")
+    sql(f"UPDATE {tables.CHUNKS} SET embedding = NULL")
 
     assert "2 chunk(s) without a usable vector copy" in check_fails()  # the chunk and the body-only vector
     run("reindex")
@@ -862,7 +865,7 @@ def test_check_index_finds_a_chunk_without_its_vector_copy(record):
 @pytest.mark.django_db
 def test_check_index_finds_a_stale_chunk(record):
     run("check_index", "--sync")
-    sql(f"UPDATE {schema.CHUNKS} SET text_hash = 'garbage'")
+    sql(f"UPDATE {tables.CHUNKS} SET text_hash = 'garbage'")
 
     assert f"stale vectors (text changed since embedding): {record.public_id}" in check_fails()
     run("reindex")
@@ -875,7 +878,7 @@ def test_check_index_finds_orphan_chunks_and_records_without_vectors(record, mak
         title="Lifeboat drills", tags=["harbour"], body="Lifeboat drills happen on the first Monday of the month."
     )
     run("check_index", "--sync")
-    sql(f"UPDATE {schema.CHUNKS} SET record_id = 999999 WHERE record_id = %s", [other.pk])
+    sql(f"UPDATE {tables.CHUNKS} SET record_id = 999999 WHERE record_id = %s", [other.pk])
 
     output = check_fails()
 

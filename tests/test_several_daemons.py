@@ -354,16 +354,16 @@ def test_two_daemons_on_one_database_see_each_others_writes_and_keep_sessions_th
 @postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_two_daemons_draining_the_vector_queue_at_once_embed_each_record_once(make_record):
-    """Past each process's own lock (docs.writer_lock), two daemons drain one
+    """Past each process's own lock (approved_content.writer_lock), two daemons drain one
     queue: no error (chunk rows are unique per record and place) and one set
     of chunks per record."""
-    from retrieval import docs, index, schema
+    from retrieval import approved_content, index, tables
     from retrieval.embeddings import get_embedder
 
     records = [
         make_record(title=f"Queue race {n}", body=f"Body {n}: the nightly deploy of service {n}.") for n in range(40)
     ]
-    docs.reconcile()
+    approved_content.reconcile()
     # An accept may have embedded the records already (when an earlier test in
     # this process warmed the model): start from every chunk to embed, as a new
     # model does, so the two drains really race.
@@ -396,10 +396,10 @@ def test_two_daemons_draining_the_vector_queue_at_once_embed_each_record_once(ma
     assert index.pending_count() == 0
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT record_id, seq, count(*) FROM {schema.CHUNKS} GROUP BY record_id, seq HAVING count(*) > 1"
+            f"SELECT record_id, seq, count(*) FROM {tables.CHUNKS} GROUP BY record_id, seq HAVING count(*) > 1"
         )
         assert cursor.fetchall() == []
-        cursor.execute(f"SELECT count(DISTINCT record_id) FROM {schema.CHUNKS}")
+        cursor.execute(f"SELECT count(DISTINCT record_id) FROM {tables.CHUNKS}")
         assert cursor.fetchone()[0] == len(records)
     assert index.check().ok
 
@@ -435,12 +435,12 @@ def test_two_daemons_flushing_access_counts_lose_none(make_record):
 
 @pytest.mark.django_db
 def test_an_access_count_flush_that_fails_keeps_its_counts(record, monkeypatch):
-    from retrieval import schema
+    from retrieval import tables
     from retrieval.access import AccessCounter
 
     counter = AccessCounter(flush_every=3600)
     counter.add([record.pk, record.pk])
-    monkeypatch.setattr(schema, "RECORD_TABLE", "no_such_table")
+    monkeypatch.setattr(tables, "RECORD_TABLE", "no_such_table")
     counter.flush()  # no error for the search that flushed
     monkeypatch.undo()
     counter.flush()

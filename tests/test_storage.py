@@ -19,16 +19,17 @@ from django.test.utils import CaptureQueriesContext
 
 import memory_site.settings as base_settings
 from common import env
-from memory_site.sqlite_backend import base as backend
+from dbengine import database_engine
+from dbengine.audit_log import AUDIT_TABLE
+from dbengine.sqlite import base as backend
 from reviews.apps import _ensure_audit_triggers
-from reviews.audit_sql import AUDIT_TABLE, TRIGGER_NAMES, for_vendor
 from reviews.models import AuditEvent
 
 MAIN = Path(__file__).resolve().parent.parent
 # The write-log tests run on both engines (VETTED_TEST_ENGINE); the rest of
 # this file tests SQLite itself and is marked sqlite_only.
-TRIGGERS = TRIGGER_NAMES[connection.vendor]
-DROP_TRIGGERS = for_vendor(connection.vendor)[1]
+TRIGGERS = database_engine(connection).audit_trigger_names
+DROP_TRIGGERS = database_engine(connection).audit_triggers()[1]
 sqlite_only = pytest.mark.sqlite_only
 
 
@@ -631,7 +632,7 @@ def test_the_live_connection_comes_from_the_chosen_driver():
 def test_a_fresh_interpreter_picks_the_same_driver_and_loads_sqlite_vec(tmp_path):
     code = (
         "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_site.settings'; django.setup(); "
-        "from memory_site.sqlite_backend import base; from django.db import connection; "
+        "from dbengine.sqlite import base; from django.db import connection; "
         "c = connection.cursor(); c.execute('select vec_version()'); "
         "print(base.DRIVER_NAME + '|' + c.fetchone()[0])"
     )

@@ -22,6 +22,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
 
+from dbengine import database_engine
 from notify import refusals
 from reviews.errors import RateLimited
 from reviews.models import Agent
@@ -135,7 +136,7 @@ class SlidingWindowLimiter:
     @staticmethod
     def shared() -> bool:
         """Is the window in the database (PostgreSQL: several daemons may serve it)?"""
-        return connection.vendor == "postgresql"
+        return database_engine(connection).shared_by_processes
 
     def _hit_in_database(self, agent: Agent, limit: int, now: float, cost: int = 1) -> float:
         """The shared window: the seconds to wait, or 0 with this call counted.

@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
 
+from dbengine import database_engine
 from notify.models import OutboxEvent
 from retrieval.gate import Reader, read_record, withhold_reason
 from reviews import ids
@@ -166,7 +167,7 @@ def changed_uris(
     ``seen`` (the caller's, kept between calls) on PostgreSQL, rows that
     committed late below the cursor are found too, each once."""
     uris: dict[str, None] = {}
-    back = LATE_COMMITS if seen is not None and connection.vendor == "postgresql" else 0
+    back = LATE_COMMITS if seen is not None and database_engine(connection).late_commits else 0
     seen = set() if seen is None else seen
 
     def note(value) -> None:
@@ -209,7 +210,7 @@ def seen_below(after_audit: int, after_outbox: int) -> set[tuple[str, int]]:
     """The ``seen`` a feed starts with at this cursor: the rows already
     committed in its look-back window (PostgreSQL), which are old news; a row
     still in flight there is not among them, so it is told when it commits."""
-    if connection.vendor != "postgresql":
+    if not database_engine(connection).late_commits:
         return set()
     audit = AuditEvent.objects.filter(pk__gt=after_audit - LATE_COMMITS, pk__lte=after_audit)
     outbox = OutboxEvent.objects.filter(pk__gt=after_outbox - LATE_COMMITS, pk__lte=after_outbox)

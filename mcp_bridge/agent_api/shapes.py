@@ -7,7 +7,7 @@ from typing import Any
 from retrieval.gate import REASONS
 
 # The record shapes live below the gateway, where the `records` command uses them too.
-from retrieval.shapes import EXCERPT_CHARS, record_full, record_summary
+from retrieval.record_shapes import EXCERPT_CHARS, record_full, record_summary
 from reviews.formats import iso
 from reviews.models import Proposal, ProposalState
 

@@ -29,6 +29,7 @@ import time
 from django.conf import settings
 from django.db import connection, transaction
 
+from dbengine import database_engine
 from reviews.models import Agent
 
 PRUNE_AFTER = 24 * 3600.0
@@ -38,7 +39,7 @@ reservation: contextvars.ContextVar[str | None] = contextvars.ContextVar("vetted
 
 
 def shared() -> bool:
-    return connection.vendor == "postgresql"
+    return database_engine(connection).shared_by_processes
 
 
 def reserve(agent: Agent) -> str:

@@ -2,23 +2,19 @@ from django.db import migrations
 
 
 def forwards(apps, schema_editor):
-    from retrieval.schema import create_all
+    from retrieval.engines import retrieval_engine
 
+    engine = retrieval_engine(schema_editor.connection)
     with schema_editor.connection.cursor() as cursor:
-        if schema_editor.connection.vendor == "postgresql":
-            from retrieval import pg_schema
-
-            pg_schema.create_extensions(cursor)
-        create_all(cursor)
+        engine.prepare_database(cursor)
+        engine.create_all(cursor)
 
 
 def backwards(apps, schema_editor):
-    from retrieval import pg_schema
-    from retrieval.schema import DROP
+    from retrieval.engines import retrieval_engine
 
-    drop = pg_schema.DROP if schema_editor.connection.vendor == "postgresql" else DROP
     with schema_editor.connection.cursor() as cursor:
-        for sql in drop:
+        for sql in retrieval_engine(schema_editor.connection).drop_all():
             cursor.execute(sql)
 
 

@@ -1,23 +1,12 @@
 from django.db import migrations
 
-# PostgreSQL (issue 17): BM25's term frequencies get a table of their own,
-# kept by a trigger (retrieval/pg_terms.py says why), instead of being read
-# from every matching row's tsvector at query time. A database made before
-# this gets the table, its function and triggers, and its rows from the
-# documents already indexed. SQLite needs nothing (FTS5 keeps its own).
 
-
+# PostgreSQL: BM25's term frequencies in a table of their own (SQLite: FTS5 keeps its own).
 def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    from retrieval import pg_schema, pg_terms
+    from retrieval.engines import retrieval_engine
 
     with schema_editor.connection.cursor() as cursor:
-        for sql in pg_terms.TABLE:
-            cursor.execute(sql)
-        pg_schema.ensure_partitions(cursor)  # the function and the triggers
-        for sql in pg_terms.REBUILD:
-            cursor.execute(sql)
+        retrieval_engine(schema_editor.connection).upgrade("term_frequencies", cursor)
 
 
 class Migration(migrations.Migration):

@@ -1,10 +1,10 @@
 from django.db import migrations
 
-from reviews.audit_sql import for_vendor
+from dbengine import database_engine
 
 
 def forwards(apps, schema_editor):
-    create, _drop = for_vendor(schema_editor.connection.vendor)
+    create, _drop = database_engine(schema_editor.connection).audit_triggers()
     # A cursor without parameters: the PostgreSQL function's '%' is no placeholder.
     with schema_editor.connection.cursor() as cursor:
         for sql in create:
@@ -12,7 +12,7 @@ def forwards(apps, schema_editor):
 
 
 def backwards(apps, schema_editor):
-    _create, drop = for_vendor(schema_editor.connection.vendor)
+    _create, drop = database_engine(schema_editor.connection).audit_triggers()
     with schema_editor.connection.cursor() as cursor:
         for sql in drop:
             cursor.execute(sql)

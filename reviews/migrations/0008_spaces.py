@@ -96,8 +96,9 @@ def drop_index_trigger_on_postgres(apps, schema_editor):
     SQLite's table rebuild does by itself. post_migrate makes it again
     (retrieval/apps.py), on both engines. Run again, in reverse, before
     the column is changed back."""
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute("DROP TRIGGER IF EXISTS retrieval_record_au ON reviews_record")
+    from dbengine import database_engine
+
+    database_engine(schema_editor.connection).before_column_change(schema_editor, "reviews_record", "retrieval_record_au")
 
 
 class Migration(migrations.Migration):

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 from tqdm import tqdm
 
+from dbengine import database_engine
 from devtools.evaluation import SPLITS, dump_candidates, in_split, split_of
 from devtools.scratch import scratch_database, scratch_reviewer
 from retrieval import index
@@ -222,7 +223,7 @@ def _turns(sample):
 
 
 def _keep_folder(path: str) -> Path:
-    if connection.vendor != "sqlite":
+    if not database_engine(connection).is_file:
         raise CommandError("--keep caches SQLite files; on PostgreSQL run without it.")
     folder = Path(path)
     try:

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.utils import timezone
 
+from dbengine import database_engine
 from devtools.scratch import scratch_database, use_engine
 from devtools.synthetic import make_queries, make_record, populate_corpus
 from retrieval import index
@@ -62,7 +63,7 @@ class Command(BaseCommand):
             "--ef-search",
             default="",
             help="comma-separated hnsw.ef_search values for the PostgreSQL HNSW rows and recall, each in the same "
-            "run, e.g. 120,160,200 (default: the configured one, memory_site/postgres_backend EF_SEARCH)",
+            "run, e.g. 120,160,200 (default: the configured one, dbengine/postgres EF_SEARCH)",
         )
         # as-of: the same queries through the as-of gate, as rows "MODE@as_of".
         parser.add_argument("--as-of", action="store_true", help="also time each mode with as_of (a moment ago)")
@@ -84,9 +85,7 @@ class Command(BaseCommand):
             # The configured one is the process-wide instance (search() may fall back to it).
             embedders[kind] = get_embedder() if kind == settings.VETTED_EMBEDDER else make_embedder(kind)
             load_s[kind] = time.perf_counter() - started
-        engines = [e.strip() for e in opts["engine"].split(",") if e.strip()] or [
-            "postgres" if connection.vendor == "postgresql" else "sqlite"
-        ]
+        engines = [e.strip() for e in opts["engine"].split(",") if e.strip()] or [database_engine(connection).name]
         if any(e not in ("sqlite", "postgres") for e in engines) or len(set(engines)) != len(engines):
             raise CommandError("--engine: comma-separated, each once, from sqlite, postgres")
         embed = self._embedding_latency(embedders, opts)
@@ -157,7 +156,7 @@ class Command(BaseCommand):
             index.sync(embedder, batch=256)
             index_s, index_cpu = time.perf_counter() - wall, time.process_time() - cpu
             build_s = insert_s + index_s
-            postgres = connection.vendor == "postgresql"
+            postgres = not database_engine(connection).is_file
             with connection.cursor() as cursor:
                 if postgres:
                     # Planner statistics and the visibility map of the fresh tables, as
@@ -174,7 +173,7 @@ class Command(BaseCommand):
             rows = []
             moments = [None, Moment(timezone.now())] if opts["as_of"] else [None]
             # On PostgreSQL also through the HNSW index instead of the in-memory copy.
-            from memory_site.postgres_backend.base import EF_SEARCH
+            from dbengine.postgres.base import EF_SEARCH
 
             # (label, mode, through the in-memory copy, hnsw.ef_search)
             runs: list[tuple[str, str, bool, int | None]] = [(m, m, True, None) for m in modes]
@@ -226,7 +225,9 @@ class Command(BaseCommand):
     def _hnsw_recall(self, queries, embedder):
         """recall@8 of HNSW against exact search, per space and state as
         search draws them: the records among the 8 nearest chunks."""
-        from retrieval import candidates, schema, vectors
+        from retrieval import tables, vectors
+        from retrieval.engines import retrieval_engine
+        from retrieval.engines.base import best_per_record
 
         found = wanted = 0
         with connection.cursor() as cursor:
@@ -234,8 +235,9 @@ class Command(BaseCommand):
                 vector = embedder.embed_one(q)
                 for scope in ("team", "personal"):
                     snap = vectors.cache.current(cursor, scope, len(vector))
-                    exact, _ = vectors.nearest([snap], vector, 8, schema.LIVE)
-                    approx, _ = candidates._pg_nearest(cursor, vector, 8, scope, schema.LIVE)
+                    exact, _ = vectors.nearest([snap], vector, 8, tables.LIVE)
+                    knn = retrieval_engine(cursor).knn(cursor, vector, 8, scope, tables.LIVE)
+                    approx, _ = best_per_record(knn)
                     found += len(set(exact) & set(approx))
                     wanted += len(exact)
         return found / max(wanted, 1), wanted
@@ -267,7 +269,7 @@ class Command(BaseCommand):
                 f"{row['mode']:<23} {row['p50']:>8.1f} {row['p95']:>8.1f} {row['max']:>8.1f} {row['db_mb']:>7.1f}"
             )
         if self.recall:
-            from memory_site.postgres_backend.base import EF_SEARCH
+            from dbengine.postgres.base import EF_SEARCH
 
             out("")
             if self.ef_values:

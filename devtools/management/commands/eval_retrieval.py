@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from tqdm import tqdm
 
+from dbengine import database_engine
 from devtools.evaluation import SPLITS, dump_candidates, in_split, rank_table
 from devtools.scratch import scratch_database, scratch_reviewer, use_engine
 from retrieval import index
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         if bad:
             raise CommandError(f"Unknown mode {', '.join(bad)}; allowed: {', '.join(engine.MODES)}.")
         embedder = get_embedder()
-        configured = "postgres" if connection.vendor == "postgresql" else "sqlite"
+        configured = database_engine(connection).name
         with use_engine(opts["engine"] or configured), scratch_database():
             reviewer = scratch_reviewer()
             id_map = {}

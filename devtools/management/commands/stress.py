@@ -25,6 +25,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from dbengine import database_engine
 from devtools import stress_report
 from devtools.scratch import scratch_database
 from devtools.stress_report import FLOOD_NICE, database_integrity
@@ -95,7 +96,9 @@ class Command(BaseCommand):
             raise CommandError("--agents 1-64 and --seconds of at least 1.")
         if not 0 <= opts["flood"] <= 256:
             raise CommandError("--flood takes 0-256 threads.")
-        if not 1 <= opts["daemons"] <= 4 or (opts["daemons"] > 1 and connection.vendor != "postgresql"):
+        if not 1 <= opts["daemons"] <= 4 or (
+            opts["daemons"] > 1 and not database_engine(connection).shared_by_processes
+        ):
             raise CommandError("--daemons takes 1-4, and more than 1 needs PostgreSQL (VETTED_DATABASE_URL).")
         if opts["interval"] is None:
             opts["interval"] = 0.25 if opts["flood"] else 0.0
@@ -143,7 +146,7 @@ class Command(BaseCommand):
             "VETTED_READS_PER_MINUTE": str(opts["reads_per_minute"]),
             "VETTED_EMBEDDER": opts["embedder"],
         }
-        if connection.vendor == "postgresql":  # the scratch database on the same server
+        if not database_engine(connection).is_file:  # the scratch database on the same server
             url = urlsplit(os.environ["VETTED_DATABASE_URL"])
             env["VETTED_DATABASE_URL"] = urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
         flooder = tokens.pop() if opts["flood"] else None
@@ -263,7 +266,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{opts['agents']} agents + 1 reviewer for {results['elapsed']:.0f} s "
             f"(embedder {opts['embedder']}, MCP share {opts['mcp_share']}{paced}, reads per minute "
-            f"{opts['reads_per_minute'] or 'unlimited'}; {opts['daemons']} daemon(s) on {connection.vendor}); "
+            f"{opts['reads_per_minute'] or 'unlimited'}; {opts['daemons']} daemon(s) on "
+            f"{database_engine(connection).label}); "
             f"cpu count {os.cpu_count()}"
         )
         self.stdout.write(

@@ -10,6 +10,7 @@ from django.utils.module_loading import import_string
 from common import listening
 from common.defaults import DEFAULT_PORT
 from common.files import serve_lock_path
+from dbengine import database_engine
 
 
 class Command(BaseCommand):
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         workers = opts["workers"]
         if not 1 <= workers <= 64:
             raise CommandError(f"--workers {workers}: use 1-64.")
-        if workers > 1 and connection.vendor != "postgresql":
+        if workers > 1 and not database_engine(connection).shared_by_processes:
             # Several processes on one SQLite file would each keep their own
             # rate-limit windows (mcp_bridge/agent_api/limits.py), so an agent
             # would get N times its limit: refuse rather than weaken it.

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from common.cli import Stages, dumps
+from dbengine import database_engine
 from portability import backup
 
 
@@ -34,15 +35,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the result as one JSON line")
 
     def handle(self, *args, **opts):
-        if connection.vendor == "postgresql":  # The server's own tools make the copy
-            from memory_site.postgres_backend.base import dump_command
-
-            path = opts["path"] or "vetted-$(date +%Y%m%d-%H%M%S).dump"
-            raise CommandError(
-                "backup copies the SQLite file; this instance runs on PostgreSQL. Back it up with pg_dump "
-                f"(safe while the server runs; the password comes from PGPASSWORD or ~/.pgpass):\n"
-                f"  {dump_command(connection.settings_dict, path)}"
-            )
+        refusal = database_engine(connection).backup_refusal(connection.settings_dict, opts["path"])
+        if refusal:  # the server's own tools make the copy
+            raise CommandError(refusal)
         stages = Stages("backup", 3)
         try:
             result = backup.backup_database(

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from common.cli import Stages
+from dbengine import database_engine
 from portability import backup
 
 
@@ -23,15 +24,10 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     def handle(self, *args, **opts):
-        if connections["default"].vendor == "postgresql":  # the server's own tools restore it
-            from memory_site.postgres_backend.base import restore_command
-
-            raise CommandError(
-                "restore replaces the SQLite file; this instance runs on PostgreSQL. Stop every Vetted daemon, "
-                "then restore a pg_dump file with pg_restore (it drops and re-creates what the dump holds):\n"
-                f"  {restore_command(connections['default'].settings_dict, opts['path'])}\n"
-                "and run `vetted index check --sync` afterwards."
-            )
+        database = connections["default"]
+        refusal = database_engine(database).restore_refusal(database.settings_dict, opts["path"])
+        if refusal:
+            raise CommandError(refusal)
         db_path = Path(str(settings.DATABASES["default"]["NAME"]))
         home = settings.VETTED_HOME
         busy = backup.server_running(opts["port"], home)

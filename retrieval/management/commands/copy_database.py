@@ -4,7 +4,7 @@ from django.db import DatabaseError, connections
 
 from common.cli import progress_bar
 from common.env import database_entry
-from retrieval import copy
+from retrieval.engines import sqlite_to_postgres as copy
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from retrieval.asof import list_at, read_at
 from retrieval.cli import moment_from, reader_from
 from retrieval.gate import read_record
-from retrieval.shapes import record_full
+from retrieval.record_shapes import record_full
 from reviews.errors import VettedError
 from reviews.history import Moment
 

@@ -4,7 +4,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from common.env import database_entry
-from reviews.audit_sql import ROLE_NAME, log_role_grants
+from dbengine.audit_log import ROLE_NAME, log_role_grants
 
 
 class Command(BaseCommand):

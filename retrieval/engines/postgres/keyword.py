@@ -1,5 +1,5 @@
-"""The keyword engine on PostgreSQL (issue 17): fts.py's functions over the
-weighted tsvector and trigram indexes of pg_schema.py. fts.py dispatches
+"""The keyword engine on PostgreSQL: sqlite/keyword.py's functions over the
+weighted tsvector and trigram indexes of ddl.py. PostgresRetrieval dispatches
 here for a PostgreSQL connection; the callers and the scoring are shared.
 
 Scores: BM25 as FTS5 computes it (fts5_aux.c), in SQL over the tsvector,
@@ -7,7 +7,7 @@ so keyword ranking matches SQLite's: for each query term, idf (fts.bm25_idf
 over the partition: its documents and those containing the term) times
 f (k1 + 1) / (f + k1 (1 - b + b |D| / avgdl)), k1 = 1.2, b = 0.75, where f
 is the term's occurrences weighted by column (title 10, tags 5, body 1:
-tsvector weights A, B, D, kept per document and lexeme in pg_schema.TERMS,
+tsvector weights A, B, D, kept per document and lexeme in terms.TERMS,
 so a query reads its own lexemes' rows only), |D| the document's tokens
 (the generated column ``tokens``) and avgdl the partition's mean of it.
 Statistics are per partition (a space and a state), as FTS5's are per
@@ -21,7 +21,7 @@ Quirks, each where it matters:
 - Every term goes through plainto_tsquery, which parses plain text: user
   text can never be read as tsquery operators (& | ! <-> :*).
 - The partition (space, state) is written into the SQL as literals (the
-  state checked against the two names, the slug escaped by schema.literal),
+  state checked against the two names, the slug escaped by tables.literal),
   not bound as parameters: a partial index is used
   only when the planner can see that the query's WHERE implies the index's.
 - LIKE patterns escape \\ % and _ (the identifier is matched literally).
@@ -34,9 +34,10 @@ from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
-from . import schema
-from .pg_schema import CONFIG, FOLD, IDENT_TEXT
-from .pg_terms import TERMS
+from ... import tables
+from ...bm25 import bm25_idf
+from .ddl import CONFIG, FOLD, IDENT_TEXT
+from .terms import TERMS
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 
@@ -44,25 +45,25 @@ K1, B = 1.2, 0.75  # FTS5's bm25() constants
 def partition(scope: str, state: str, table: str = "") -> str:
     """The WHERE clause of one partition, as literals (see the module's
     quirks), on the columns of ``table`` (an alias) if given."""
-    if state not in schema.STATES:
+    if state not in tables.STATES:
         raise ValueError(f"unknown partition {scope!r}/{state!r}")
     on = f"{table}." if table else ""
-    return f"{on}scope = '{schema.literal(scope)}' AND {on}state = '{state}'"
+    return f"{on}scope = '{tables.literal(scope)}' AND {on}state = '{state}'"
 
 
 def _query(term: str) -> tuple[str, list[str]]:
-    # Folded as the documents are (pg_schema.FOLD), so "cafe" and "café" meet.
+    # Folded as the documents are (ddl.FOLD), so "cafe" and "café" meet.
     return f"plainto_tsquery('{CONFIG}', {FOLD}(%s))", [term]
 
 
 def document_count(cursor: CursorWrapper, scope: str, state: str) -> int:
-    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE {partition(scope, state)}")
+    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE {partition(scope, state)}")
     return int(cursor.fetchone()[0])
 
 
 def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
     query, params = _query(term)
-    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE {partition(scope, state)} AND tsv @@ {query}", params)
+    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE {partition(scope, state)} AND tsv @@ {query}", params)
     return int(cursor.fetchone()[0])
 
 
@@ -79,16 +80,14 @@ def _statistics(
 ) -> tuple[dict[str, float], float, bool]:
     """({term: BM25 idf}, mean document length, whether any document of the
     partition has any of the terms) of one partition."""
-    from .fts import bm25_idf
-
-    cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"docs:{scope}"])
+    cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"docs:{scope}"])
     row = cursor.fetchone()
     token = row[0] if row else None
     key = (str(cursor.db.settings_dict["NAME"]), scope, state)
     with _counts_lock:
         entry = _counts.get(key)
     if entry is None or entry[0] != token:
-        cursor.execute(f"SELECT count(*), coalesce(avg(tokens), 0) FROM {schema.DOCS} WHERE {partition(scope, state)}")
+        cursor.execute(f"SELECT count(*), coalesce(avg(tokens), 0) FROM {tables.DOCS} WHERE {partition(scope, state)}")
         total, mean = cursor.fetchone()
         entry = (token, int(total), float(mean), {})
     _token, total, mean, known = entry
@@ -130,7 +129,7 @@ def _per_document(
     ``tsv @@ plainto_tsquery(term)`` would (every lexeme of it: FTS5 matches
     a term's every token), and, given the partition's ``mean`` length,
     ``norm``, BM25's k1 (1 - b + b |D| / avgdl); its parameters; the SQL of
-    each m<n>). Read from the term rows' index alone (pg_terms.py).
+    each m<n>). Read from the term rows' index alone (terms.py).
 
     Engine quirks: constants are float8 parameters, since a bare 0.75 is
     numeric, whose arithmetic over tens of thousands of rows cost more than
@@ -242,7 +241,7 @@ def _single_lexeme_candidates(
 def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int) -> list[int]:
     pattern = identifier.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     cursor.execute(
-        f"SELECT id FROM {schema.DOCS} WHERE {partition(scope, state)} AND {IDENT_TEXT} LIKE %s ESCAPE '\\' "
+        f"SELECT id FROM {tables.DOCS} WHERE {partition(scope, state)} AND {IDENT_TEXT} LIKE %s ESCAPE '\\' "
         "ORDER BY id LIMIT %s",
         [f"%{pattern}%", k],
     )

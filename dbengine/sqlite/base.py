@@ -41,8 +41,8 @@ def _choose_driver():
         # Too late to swap: Django already bound the stdlib module.
         raise ImproperlyConfigured(
             "django.db.backends.sqlite3 was imported before "
-            "memory_site.sqlite_backend could install the sqlean driver. "
-            "Use ENGINE='memory_site.sqlite_backend' for every SQLite database."
+            "dbengine.sqlite could install the sqlean driver. "
+            "Use ENGINE='dbengine.sqlite' for every SQLite database."
         )
     sys.modules["sqlite3"] = sqlean
     sys.modules["sqlite3.dbapi2"] = sqlean.dbapi2

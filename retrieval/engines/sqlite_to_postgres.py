@@ -1,5 +1,5 @@
 """Copy a whole instance from the configured SQLite database into an empty
-PostgreSQL database (issue 17): ``manage.py copy_database --to postgresql://…``.
+PostgreSQL database: ``manage.py copy_database --to postgresql://…``.
 
 What is copied, with the ids it had:
 - every row of every Django model (records, proposals and approvals,
@@ -41,8 +41,9 @@ from django.db import connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
-from . import pg_schema, schema
-from .engine import vector_value
+from .. import tables as tbl
+from .postgres import PostgresRetrieval
+from .postgres import ddl as pg_schema
 
 TARGET = "copy_target"
 BATCH = 1000
@@ -51,12 +52,12 @@ BATCH = 1000
 MIGRATE_FILLS = {"django_content_type", "auth_permission", "reviews_space"}
 # The retrieval tables with their columns (the generated tsv is PostgreSQL's own).
 RAW_TABLES = {
-    schema.META: ("key", "value"),
-    schema.DOCS: ("id", "scope", "kind", "title", "body", "tags", "checksum", "edited", "state"),
-    schema.CHUNKS: ("id", "record_id", "seq", "text_hash", "text", "embedding", "scope"),
+    tbl.META: ("key", "value"),
+    tbl.DOCS: ("id", "scope", "kind", "title", "body", "tags", "checksum", "edited", "state"),
+    tbl.CHUNKS: ("id", "record_id", "seq", "text_hash", "text", "embedding", "scope"),
 }
 # Filled by the target's own triggers while copying: set to the source's afterwards.
-QUEUES = {schema.QUEUE: ("record_id",), schema.DIRTY: ("record_id", "gen")}
+QUEUES = {tbl.QUEUE: ("record_id",), tbl.DIRTY: ("record_id", "gen")}
 
 
 class CopyRefused(Exception):
@@ -150,7 +151,7 @@ def rows_to_copy() -> int:
     source = connections["default"]
     total = sum(model._base_manager.using(source.alias).count() for model in model_tables())
     with source.cursor() as src:
-        tables = [*RAW_TABLES, *QUEUES] + ([schema.VEC] if schema_has(src, schema.VEC) else [])
+        tables = [*RAW_TABLES, *QUEUES] + ([tbl.VEC] if schema_has(src, tbl.VEC) else [])
         for table in tables:
             src.execute(f"SELECT count(*) FROM {table}")
             total += int(src.fetchone()[0])
@@ -199,9 +200,9 @@ def _raw_rows(
     names = ", ".join(columns)
     src.execute(f"SELECT {names} FROM {table} ORDER BY 1")
     # An identity column refuses given values unless told (chunk ids are vector keys: kept).
-    overriding = " OVERRIDING SYSTEM VALUE" if table == schema.CHUNKS else ""
+    overriding = " OVERRIDING SYSTEM VALUE" if table == tbl.CHUNKS else ""
     sql = f"INSERT INTO {table} ({names}){overriding} VALUES ({', '.join(['%s'] * len(columns))})"
-    if table == schema.META:
+    if table == tbl.META:
         # The target's triggers wrote tokens of their own while copying.
         sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
     count = 0
@@ -216,19 +217,20 @@ def _vectors(
     src: CursorWrapper, out: CursorWrapper, summary: CopySummary, progress: Callable[[int], None] = _no_progress
 ) -> None:
     """vec0's rows into pgvector's table, then one HNSW index per space (built after the rows: faster)."""
-    if not schema_has(src, schema.VEC):
+    if not schema_has(src, tbl.VEC):
         return
-    src.execute(f"SELECT value FROM {schema.META} WHERE key = 'dimension'")
+    src.execute(f"SELECT value FROM {tbl.META} WHERE key = 'dimension'")
     row = src.fetchone()
     if row is None:
         return
-    create = pg_schema.vec_table(int(row[0]), schema.current_scopes(out))
+    create = pg_schema.vec_table(int(row[0]), tbl.current_scopes(out))
     out.execute(create[0])
     out.execute(create[1])
-    src.execute(f"SELECT rowid, scope, held, embedding FROM {schema.VEC} ORDER BY rowid")
-    sql = f"INSERT INTO {schema.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s::vector)"
+    src.execute(f"SELECT rowid, scope, held, embedding FROM {tbl.VEC} ORDER BY rowid")
+    sql = f"INSERT INTO {tbl.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s::vector)"
     while rows := src.fetchmany(BATCH):
-        out.executemany(sql, [[rowid, scope, held, vector_value(out, blob)] for rowid, scope, held, blob in rows])
+        engine = PostgresRetrieval()
+        out.executemany(sql, [[rowid, scope, held, engine.vector_value(blob)] for rowid, scope, held, blob in rows])
         progress(len(rows))
         summary.vectors += len(rows)
     for sql in create[2:]:
@@ -247,7 +249,7 @@ def _sequences(src: CursorWrapper, out: CursorWrapper) -> None:
         src.execute("SELECT name, seq FROM sqlite_sequence")
         given = dict(src.fetchall())
     tables = [(m._meta.db_table, m._meta.pk.column) for m in model_tables() if m._meta.pk.get_internal_type()]
-    tables.append((schema.CHUNKS, "id"))
+    tables.append((tbl.CHUNKS, "id"))
     for table, column in tables:
         out.execute("SELECT pg_get_serial_sequence(%s, %s)", [table, column])
         sequence = out.fetchone()[0]

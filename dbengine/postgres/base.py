@@ -1,4 +1,4 @@
-"""Django's PostgreSQL backend, checked for what Vetted needs (issue 17).
+"""Django's PostgreSQL backend, checked for what Vetted needs .
 
 Selected by ``VETTED_DATABASE_URL=postgresql://…`` (common/env.py). On
 the first connection of a process it fails loudly, naming the one missing
@@ -24,6 +24,8 @@ import psycopg as _psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base as _django_pg
 
+from .where import where
+
 MIN_SERVER = (14, 0)
 MIN_VECTOR = (0, 5, 0)
 # HNSW search breadth (pgvector's default is 40), the one place it is set (a
@@ -48,13 +50,6 @@ _checked_lock = threading.Lock()
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".") if part.isdigit())
-
-
-def where(settings_dict: dict) -> str:
-    host = settings_dict.get("HOST") or "localhost"
-    port = settings_dict.get("PORT") or "5432"
-    place = f"socket folder {host}" if str(host).startswith("/") else f"{host}:{port}"
-    return f"database {settings_dict.get('NAME')!r} on {place}"
 
 
 def server_problems(cursor) -> list[str]:
@@ -126,28 +121,3 @@ class DatabaseWrapper(_django_pg.DatabaseWrapper):
             raise ImproperlyConfigured(f"{where(self.settings_dict)}: " + " ".join(problems))
         with _checked_lock:
             _checked.add(key)
-
-
-# --------------------------------------------------------------------------- backup / restore
-
-
-def _uri(settings_dict: dict) -> str:
-    """The database as a libpq URI without the password (which is never printed:
-    pg_dump reads it from PGPASSWORD or ~/.pgpass)."""
-    from urllib.parse import quote
-
-    user = quote(str(settings_dict.get("USER") or ""), safe="")
-    host = str(settings_dict.get("HOST") or "localhost")
-    port = settings_dict.get("PORT") or ""
-    name = quote(str(settings_dict["NAME"]), safe="")
-    if host.startswith("/"):
-        return f"postgresql://{user + '@' if user else ''}/{name}?host={quote(host)}"
-    return f"postgresql://{user + '@' if user else ''}{host}{':' + str(port) if port else ''}/{name}"
-
-
-def dump_command(settings_dict: dict, path: str) -> str:
-    return f"pg_dump --format=custom --file={path} '{_uri(settings_dict)}'"
-
-
-def restore_command(settings_dict: dict, path: str) -> str:
-    return f"pg_restore --clean --if-exists --no-owner --single-transaction --dbname='{_uri(settings_dict)}' {path}"

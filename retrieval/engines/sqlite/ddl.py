@@ -1,5 +1,5 @@
-"""The SQL that retrieval owns: the approved-content table, keyword indexes per
-space, chunk table, queues, meta.
+"""SQLite's tables for retrieval: the approved-content table, FTS5 keyword
+indexes per space, chunk table, queues, meta, and the triggers that keep them.
 
 What is indexed is the *approved* content of each record, never the current
 row: ``retrieval_doc`` holds, per record, the text, kind and scope that its
@@ -34,75 +34,42 @@ retrieval_meta).
 Django rebuilds a table (create, copy, drop, rename) for many ALTERs on
 SQLite, which drops its triggers; post_migrate re-creates them (apps.py).
 
-On PostgreSQL the same tables are created by pg_schema.py (issue 17).
 """
 
-import hashlib
-import re
 from collections.abc import Iterable
 
 from django.db.backends.utils import CursorWrapper
 
-from reviews.models import SCOPES
+from ...tables import (
+    BASE_SCOPES,
+    CHUNKS,
+    DIRTY,
+    DOCS,
+    META,
+    QUEUE,
+    RECORD_TABLE,
+    VEC,
+    WATCHED,
+    fts,
+    ident,
+    literal,
+    partitions,
+    view,
+    wanted_scopes,
+)
+from ...tables import PARTITIONS as PARTITIONS
 
-RECORD_TABLE = "reviews_record"
-DOCS = "retrieval_doc"
-QUEUE = "retrieval_queue"
-CHUNKS = "retrieval_chunk"
-DIRTY = "retrieval_dirty"
-META = "retrieval_meta"
-VEC = "retrieval_vec"
-
-LIVE, HELD = "live", "held"
-STATES = (LIVE, HELD)
-
-
-# Spaces (issue 16): every space has its own partitions, named by
-# ``partition_key``: the slug itself when it is a plain word (the three spaces
-# every database has keep the table names they always had), else a digest of
-# it (slugs such as ``personal:alice`` or ``north-rail`` are not SQL names).
-# A space's tables are made when the space is (apps.py) and by create_all.
-BASE_SCOPES = tuple(SCOPES)
-_PLAIN = re.compile(r"[a-z0-9]+")
-
-
-def partition_key(scope: str) -> str:
-    if _PLAIN.fullmatch(scope):
-        return scope
-    return "x_" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
-
-
-def literal(scope: str) -> str:
-    """A space's slug inside a SQL string literal (partition SQL names its
-    space as a literal, so that triggers and partial indexes can use it)."""
-    return scope.replace("'", "''")
-
-
-def view(scope: str, state: str) -> str:
-    return f"retrieval_doc_{partition_key(scope)}_{state}"
-
-
-def fts(scope: str, state: str) -> str:
-    """The porter-stemmed keyword table of one partition."""
-    return f"retrieval_fts_{partition_key(scope)}_{state}"
-
-
-def ident(scope: str, state: str) -> str:
-    """The trigram (identifier) table of one partition."""
-    return f"retrieval_ident_{partition_key(scope)}_{state}"
-
-
-def partitions(scopes: Iterable[str]) -> list[tuple[str, str]]:
-    return [(scope, state) for scope in scopes for state in STATES]
+# sqlite-vec's table: one row per chunk; the space is its partition key and
+# ``held`` a metadata column, both filtered inside the KNN.
+VEC_COLUMNS = "scope text partition key, held integer, embedding float[{dimension}] distance_metric=cosine"
 
 
 def keyword_tables(scopes: Iterable[str]) -> list[str]:
     return [table for scope, state in partitions(scopes) for table in (fts(scope, state), ident(scope, state))]
 
 
-# The partitions every database has (the fixed scopes before spaces).
-PARTITIONS = partitions(BASE_SCOPES)
 KEYWORD_TABLES = keyword_tables(BASE_SCOPES)
+
 
 _TOKENIZERS = {fts: "porter unicode61 remove_diacritics 2", ident: "trigram case_sensitive 0"}
 
@@ -156,19 +123,6 @@ for _scope in BASE_SCOPES:
 # --------------------------------------------------------------------------- triggers
 
 _ENQUEUE = f"INSERT INTO {QUEUE} (record_id) VALUES ({{row}}.id) ON CONFLICT (record_id) DO NOTHING;"
-# What reconcile() reads: the approved text and everything "deliverable" depends on.
-_WATCHED = (
-    "title",
-    "body",
-    "tags",
-    "kind",
-    "scope",
-    "status",
-    "review_by",
-    "valid_from",
-    "valid_until",
-    "approved_checksum",
-)
 
 
 def _token(name: str, row: str) -> str:
@@ -221,8 +175,8 @@ def triggers(scopes: Iterable[str]) -> dict[str, str]:
         END""",
         # Counter bumps and provenance edits leave the index alone.
         "retrieval_record_au": f"""CREATE TRIGGER IF NOT EXISTS retrieval_record_au
-            AFTER UPDATE OF {", ".join(_WATCHED)}
-            ON {RECORD_TABLE} WHEN {" OR ".join(f"old.{c} IS NOT new.{c}" for c in _WATCHED)} BEGIN
+            AFTER UPDATE OF {", ".join(WATCHED)}
+            ON {RECORD_TABLE} WHEN {" OR ".join(f"old.{c} IS NOT new.{c}" for c in WATCHED)} BEGIN
             {_ENQUEUE.format(row="new")}
         END""",
         "retrieval_doc_ai": f"""CREATE TRIGGER IF NOT EXISTS retrieval_doc_ai AFTER INSERT ON {DOCS} BEGIN
@@ -287,26 +241,6 @@ def drop_keyword(scopes: Iterable[str]) -> list[str]:
     )
 
 
-def current_scopes(cursor: CursorWrapper) -> list[str]:
-    """Every space that has or may get documents: the base three, every
-    space in reviews_space, and any scope already filed in retrieval_doc."""
-    found = set(BASE_SCOPES)
-    tables = set(cursor.db.introspection.table_names(cursor)) & {"reviews_space", DOCS}
-    if "reviews_space" in tables:
-        cursor.execute("SELECT slug FROM reviews_space")
-        found |= {row[0] for row in cursor.fetchall()}
-    if DOCS in tables:
-        cursor.execute(f"SELECT DISTINCT scope FROM {DOCS}")
-        found |= {row[0] for row in cursor.fetchall()}
-    return [*BASE_SCOPES, *sorted(found - set(BASE_SCOPES))]
-
-
-def wanted_scopes(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
-    """Every current space, and ``scopes`` besides (a space being made)."""
-    wanted = current_scopes(cursor)
-    return wanted + [s for s in scopes or () if s not in wanted]
-
-
 def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
     """Make the partitions of every current space (or of ``scopes`` besides)
     and the triggers that feed them; idempotent. Returns the scopes."""
@@ -323,11 +257,6 @@ def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None
 
 
 def create_all(cursor: CursorWrapper) -> None:
-    if cursor.db.vendor == "postgresql":  # the same tables in PostgreSQL's terms (issue 17)
-        from . import pg_schema
-
-        pg_schema.create_all(cursor)
-        return
     for sql in TABLES:
         cursor.execute(sql)
     ensure_partitions(cursor)

@@ -1,11 +1,10 @@
 """The keyword engine on SQLite FTS5: every keyword query search makes.
 
-Each function reads one partition (a space and a state, see schema.py), so
+Each function reads one partition (a space and a state, see tables.py), so
 a reader's queries never touch a space it may not read, and deliverable
-documents are ranked apart from withheld ones. A Postgres backend would
-provide these same functions over its own tables; nothing outside this
-module writes FTS5 syntax. On PostgreSQL each function hands over to
-pg_fts.py's of the same name (issue 17).
+documents are ranked apart from withheld ones. PostgreSQL's keyword.py
+provides these same functions over its own tables; nothing outside this
+module writes FTS5 syntax (SQLiteRetrieval calls them).
 
 FTS5 quirks relied on here, each where it matters:
 - bm25() is lower-is-better (negated below) and takes one weight per column;
@@ -21,14 +20,10 @@ FTS5 quirks relied on here, each where it matters:
 
 from __future__ import annotations
 
-import json
-import math
-
 from django.db.backends.utils import CursorWrapper
 
-from . import pg_fts, schema
-from .engine import is_postgres
-from .query import fts_or_query, fts_string
+from ... import tables
+from ...query import fts_or_query, fts_string
 
 # Column weights for bm25: title 10, body 1, tags 5.
 _WEIGHTS = "10.0, 1.0, 5.0"
@@ -38,9 +33,7 @@ def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: lis
     """The ``k`` best BM25 matches of any of ``terms`` in one partition {rowid: bm25}."""
     if not terms:
         return {}
-    if is_postgres(cursor):
-        return pg_fts.keyword_candidates(cursor, scope, state, terms, k)
-    table = schema.fts(scope, state)
+    table = tables.fts(scope, state)
     cursor.execute(
         f"SELECT rowid, -bm25({table}, {_WEIGHTS}) AS s FROM {table} WHERE {table} MATCH %s ORDER BY s DESC LIMIT %s",
         [fts_or_query(terms), k],
@@ -51,35 +44,22 @@ def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: lis
 def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int) -> list[int]:
     """Up to ``k`` documents of one partition containing ``identifier`` as a
     substring (whole-token checking is the caller's, on the approved text)."""
-    if is_postgres(cursor):
-        return pg_fts.identifier_candidates(cursor, scope, state, identifier, k)
-    table = schema.ident(scope, state)
+    table = tables.ident(scope, state)
     cursor.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH %s LIMIT %s", [fts_string(identifier), k])
     return [rowid for (rowid,) in cursor.fetchall()]
 
 
-def document_count(cursor: CursorWrapper, scope: str, state: str = schema.LIVE) -> int:
+def document_count(cursor: CursorWrapper, scope: str, state: str = tables.LIVE) -> int:
     """Documents in one partition (the N of its idf)."""
-    if is_postgres(cursor):
-        return pg_fts.document_count(cursor, scope, state)
-    cursor.execute(f"SELECT count(*) FROM {schema.DOCS} WHERE scope = %s AND state = %s", [scope, state])
+    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE scope = %s AND state = %s", [scope, state])
     return int(cursor.fetchone()[0])
 
 
 def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
     """Documents of one partition that contain ``term`` (stemmed as indexed)."""
-    if is_postgres(cursor):
-        return pg_fts.document_frequency(cursor, scope, state, term)
-    table = schema.fts(scope, state)
+    table = tables.fts(scope, state)
     cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [fts_string(term)])
     return int(cursor.fetchone()[0])
-
-
-def bm25_idf(total: int, containing: int) -> float:
-    """FTS5's own idf (fts5_aux.c): log((N - n + 0.5) / (n + 0.5)), and 1e-6
-    where that is not positive (a word in more than half the documents)."""
-    idf = math.log((total - containing + 0.5) / (containing + 0.5)) if total else 0.0
-    return idf if idf > 0 else 1e-6
 
 
 def term_scores(
@@ -93,12 +73,10 @@ def term_scores(
     other statistics can weight; see scoring.keyword_evidence.)"""
     if not terms or not candidate_ids:
         return {}
-    if is_postgres(cursor):
-        return pg_fts.term_scores(cursor, scope, state, terms, candidate_ids)
     cursor.execute("CREATE TEMP TABLE IF NOT EXISTS retrieval_candidates (id INTEGER PRIMARY KEY)")
     cursor.execute("DELETE FROM temp.retrieval_candidates")
     cursor.executemany("INSERT INTO temp.retrieval_candidates (id) VALUES (%s)", [(rowid,) for rowid in candidate_ids])
-    table = schema.fts(scope, state)
+    table = tables.fts(scope, state)
     found: dict[int, dict[str, float]] = {}
     for term in terms:
         cursor.execute(
@@ -109,12 +87,3 @@ def term_scores(
         for rowid, score in cursor.fetchall():
             found.setdefault(rowid, {})[term] = score
     return found
-
-
-def approved_texts(cursor: CursorWrapper, ids: list[int]) -> dict[int, tuple[str, str, list[str], str, str]]:
-    """{id: (title, body, tags, kind, scope)} as approved (never the current row)."""
-    if not ids:
-        return {}
-    marks = ",".join(["%s"] * len(ids))
-    cursor.execute(f"SELECT id, title, body, tags, kind, scope FROM {schema.DOCS} WHERE id IN ({marks})", list(ids))
-    return {row[0]: (row[1], row[2], json.loads(row[3]), row[4], row[5]) for row in cursor.fetchall()}

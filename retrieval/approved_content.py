@@ -27,11 +27,12 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from dbengine import database_engine
 from reviews import actions
 from reviews.models import Record
 from reviews.space_access import space_slugs
 
-from . import schema
+from . import tables
 
 BATCH = 500
 
@@ -41,9 +42,7 @@ writer_lock = threading.RLock()
 
 
 def vec_exists(cursor: CursorWrapper) -> bool:
-    from .engine import table_exists
-
-    return table_exists(cursor, schema.VEC)
+    return database_engine(cursor).table_exists(cursor, tables.VEC)
 
 
 def set_vector_state(cursor: CursorWrapper, states: dict[int, str]) -> None:
@@ -52,22 +51,22 @@ def set_vector_state(cursor: CursorWrapper, states: dict[int, str]) -> None:
     if not states or not vec_exists(cursor):
         return
     marks = ",".join(["%s"] * len(states))
-    cursor.execute(f"SELECT id, record_id FROM {schema.CHUNKS} WHERE record_id IN ({marks})", list(states))
+    cursor.execute(f"SELECT id, record_id FROM {tables.CHUNKS} WHERE record_id IN ({marks})", list(states))
     for chunk_id, record_id in cursor.fetchall():
         cursor.execute(
-            f"UPDATE {schema.VEC} SET held = %s WHERE rowid = %s", [int(states[record_id] == schema.HELD), chunk_id]
+            f"UPDATE {tables.VEC} SET held = %s WHERE rowid = %s", [int(states[record_id] == tables.HELD), chunk_id]
         )
 
 
 def _needed(sweep_scopes: Iterable[str], today: date) -> bool:
     cursor = connection.cursor()
     with cursor:
-        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {schema.QUEUE})")
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {tables.QUEUE})")
         if cursor.fetchone()[0]:
             return True
         if not sweep_scopes:
             return False
-        cursor.execute(f"SELECT key, value FROM {schema.META} WHERE key LIKE 'swept_on:%%'")
+        cursor.execute(f"SELECT key, value FROM {tables.META} WHERE key LIKE 'swept_on:%%'")
         swept = dict(cursor.fetchall())
     return any(swept.get(f"swept_on:{scope}") != today.isoformat() for scope in sweep_scopes)
 
@@ -88,14 +87,14 @@ def reconcile(sweep_scopes: Iterable[str] = (), today: date | None = None) -> in
                 # change a record between reading it and writing its document.
                 # On PostgreSQL (several daemons) each batch is one daemon's:
                 # rows another daemon is reconciling are skipped, not redone.
-                skip = " FOR UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
-                cursor.execute(f"SELECT record_id FROM {schema.QUEUE} ORDER BY record_id LIMIT %s{skip}", [BATCH])
+                skip = database_engine(connection).skip_locked
+                cursor.execute(f"SELECT record_id FROM {tables.QUEUE} ORDER BY record_id LIMIT %s{skip}", [BATCH])
                 ids = [row[0] for row in cursor.fetchall()]
                 if not ids:
                     break
                 changed += _reconcile(cursor, ids, today)
                 marks = ",".join(["%s"] * len(ids))
-                cursor.execute(f"DELETE FROM {schema.QUEUE} WHERE record_id IN ({marks})", ids)
+                cursor.execute(f"DELETE FROM {tables.QUEUE} WHERE record_id IN ({marks})", ids)
         for scope in sweep_scopes:
             changed += _sweep(scope, today)
     return changed
@@ -110,7 +109,7 @@ def reconcile_now(record_ids: list[int], today: date | None = None) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         changed = _reconcile(cursor, list(record_ids), today)
         marks = ",".join(["%s"] * len(record_ids))
-        cursor.execute(f"DELETE FROM {schema.QUEUE} WHERE record_id IN ({marks})", list(record_ids))
+        cursor.execute(f"DELETE FROM {tables.QUEUE} WHERE record_id IN ({marks})", list(record_ids))
     return changed
 
 
@@ -123,7 +122,7 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
     current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
     marks = ",".join(["%s"] * len(ids))
     cursor.execute(
-        f"SELECT id, scope, kind, title, body, tags, checksum, edited, state FROM {schema.DOCS} WHERE id IN ({marks})",
+        f"SELECT id, scope, kind, title, body, tags, checksum, edited, state FROM {tables.DOCS} WHERE id IN ({marks})",
         ids,
     )
     docs = {row[0]: row[1:] for row in cursor.fetchall()}
@@ -156,21 +155,21 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
             wanted = (*doc[:6], 1)  # edited, no intact copy kept: the approved text last indexed
         if wanted is None:
             if doc is not None:
-                cursor.execute(f"DELETE FROM {schema.DOCS} WHERE id = %s", [pk])
+                cursor.execute(f"DELETE FROM {tables.DOCS} WHERE id = %s", [pk])
                 changed += 1
             continue
-        state = schema.LIVE if not wanted[6] and pk in current else schema.HELD
+        state = tables.LIVE if not wanted[6] and pk in current else tables.HELD
         if wanted[6] and (doc is None or not doc[6]):
             newly_edited.append(pk)
         if doc is None:
             cursor.execute(
-                f"INSERT INTO {schema.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
+                f"INSERT INTO {tables.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [pk, *wanted, state],
             )
         elif (*wanted, state) != tuple(doc):
             cursor.execute(
-                f"UPDATE {schema.DOCS} SET scope = %s, kind = %s, title = %s, body = %s, tags = %s, "
+                f"UPDATE {tables.DOCS} SET scope = %s, kind = %s, title = %s, body = %s, tags = %s, "
                 "checksum = %s, edited = %s, state = %s WHERE id = %s",
                 [*wanted, state, pk],
             )
@@ -188,28 +187,28 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
 def _sweep(scope: str, today: date) -> int:
     """Re-decide the state of every document in ``scope`` for ``today``."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT value FROM {schema.META} WHERE key = %s", [f"swept_on:{scope}"])
+        cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"swept_on:{scope}"])
         row = cursor.fetchone()
         if row and row[0] == today.isoformat():
             return 0  # another process swept it meanwhile
         # The domain rule, compiled by Django into a subquery SQLite runs once.
         current_sql, params = Record.objects.current(today).values("pk").query.sql_with_params()
-        decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{schema.LIVE}' ELSE '{schema.HELD}' END"
+        decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{tables.LIVE}' ELSE '{tables.HELD}' END"
         cursor.execute(
             # <>, not SQLite's IS NOT: neither side is NULL, and PostgreSQL's IS NOT takes only NULL/booleans.
-            f"SELECT id, {decided} FROM {schema.DOCS} WHERE scope = %s AND state <> {decided}",
+            f"SELECT id, {decided} FROM {tables.DOCS} WHERE scope = %s AND state <> {decided}",
             [*params, scope, *params],
         )
         states = dict(cursor.fetchall())
-        for state in schema.STATES:
+        for state in tables.STATES:
             ids = [pk for pk, s in states.items() if s == state]
             for start in range(0, len(ids), BATCH):
                 part = ids[start : start + BATCH]
                 marks = ",".join(["%s"] * len(part))
-                cursor.execute(f"UPDATE {schema.DOCS} SET state = %s WHERE id IN ({marks})", [state, *part])
+                cursor.execute(f"UPDATE {tables.DOCS} SET state = %s WHERE id IN ({marks})", [state, *part])
         set_vector_state(cursor, states)
         cursor.execute(
-            f"INSERT INTO {schema.META} (key, value) VALUES (%s, %s) "
+            f"INSERT INTO {tables.META} (key, value) VALUES (%s, %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [f"swept_on:{scope}", today.isoformat()],
         )
@@ -225,8 +224,17 @@ def approved_scope(record: Record) -> str | None:
     if approved is not None:
         return str(approved["scope"])
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT scope, checksum FROM {schema.DOCS} WHERE id = %s", [record.pk])
+        cursor.execute(f"SELECT scope, checksum FROM {tables.DOCS} WHERE id = %s", [record.pk])
         row = cursor.fetchone()
     if row is not None and row[1] == record.approved_checksum:
         return str(row[0])
     return None
+
+
+def approved_texts(cursor: CursorWrapper, ids: list[int]) -> dict[int, tuple[str, str, list[str], str, str]]:
+    """{id: (title, body, tags, kind, scope)} as approved (never the current row)."""
+    if not ids:
+        return {}
+    marks = ",".join(["%s"] * len(ids))
+    cursor.execute(f"SELECT id, title, body, tags, kind, scope FROM {tables.DOCS} WHERE id IN ({marks})", list(ids))
+    return {row[0]: (row[1], row[2], json.loads(row[3]), row[4], row[5]) for row in cursor.fetchall()}

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
+from dbengine import database_engine
 from reviews.checksum import content_checksum
 
-from . import schema
+from . import tables
+from .chunks import text_hash, vector_texts
 from .embeddings import Embedder
-from .engine import index_triggers, is_postgres, trigger_names
-from .index import SCHEMA_VERSION, read_meta, text_hash, vec_table_exists, vector_texts
+from .engines import retrieval_engine
+from .index_meta import SCHEMA_VERSION, read_meta, vec_table_exists
 
 
 @dataclass
@@ -47,39 +49,23 @@ def check(embedder: Embedder | None = None) -> IndexReport:
     report.model = meta.get("model_name")
     report.dimension = int(meta["dimension"]) if "dimension" in meta else None
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {schema.RECORD_TABLE}")
+        cursor.execute(f"SELECT count(*) FROM {tables.RECORD_TABLE}")
         report.records = cursor.fetchone()[0]
-        triggers = trigger_names(cursor)
-        for name in index_triggers(cursor):
+        triggers = database_engine(cursor).trigger_names(cursor)
+        engine = retrieval_engine(cursor)
+        for name in engine.index_triggers():
             if name not in triggers:
                 report.problems.append(
                     f"trigger {name} is missing: the indexes no longer follow the records "
                     "(`python manage.py reindex` restores it and rebuilds them)"
                 )
-        # (PostgreSQL's keyword index is a generated column: it cannot drift;
-        # the term rows BM25 reads from are kept by a trigger, and can.)
-        if is_postgres(cursor):
-            from .pg_terms import drift
-
-            wrong = drift(cursor)
-            if wrong:
-                report.problems.append(
-                    f"{wrong} keyword term row(s) do not match the indexed text "
-                    "(`python manage.py reindex` rebuilds them)"
-                )
-        for table in [] if is_postgres(cursor) else schema.keyword_tables(schema.current_scopes(cursor)):
-            try:
-                # With rank 1, FTS5 compares the index with its content (the
-                # partition's view of retrieval_doc).
-                cursor.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
-            except Exception as exc:  # noqa: BLE001 - reported, not raised
-                report.problems.append(f"keyword index {table} does not match the records: {exc}")
-        cursor.execute(f"SELECT count(*) FROM {schema.QUEUE}")
+        report.problems.extend(engine.index_problems(cursor))
+        cursor.execute(f"SELECT count(*) FROM {tables.QUEUE}")
         waiting = cursor.fetchone()[0]
         if waiting:
             report.problems.append(f"{waiting} record(s) changed but not yet reconciled into the index (queued)")
         _check_documents(cursor, report)
-        cursor.execute(f"SELECT count(*) FROM {schema.DIRTY}")
+        cursor.execute(f"SELECT count(*) FROM {tables.DIRTY}")
         report.queued = cursor.fetchone()[0] + waiting
         if report.queued - waiting:
             report.problems.append(f"{report.queued - waiting} record(s) changed but not yet embedded (queued)")
@@ -88,13 +74,13 @@ def check(embedder: Embedder | None = None) -> IndexReport:
                 f"vectors were made with {report.model!r}, the configured model is {embedder.name!r}"
             )
         if report.model is None:
-            cursor.execute(f"SELECT count(*) FROM {schema.DOCS}")
+            cursor.execute(f"SELECT count(*) FROM {tables.DOCS}")
             indexed = cursor.fetchone()[0]
             if indexed:
                 report.problems.append(f"no vector index yet: {indexed} record(s) without vectors")
             return report
         if not vec_table_exists(cursor):
-            report.problems.append(f"vector table {schema.VEC} is missing")
+            report.problems.append(f"vector table {tables.VEC} is missing")
             return report
         if meta.get("schema_version") != SCHEMA_VERSION:
             # Every chunk list would read as stale: say what it is instead.
@@ -112,8 +98,8 @@ def _check_documents(cursor: CursorWrapper, report: IndexReport) -> None:
     indexed; an edited one keeps at most its approved text; none other."""
     cursor.execute(
         f"SELECT r.id, r.public_id, r.kind, r.scope, r.title, r.body, r.tags, r.approved_checksum, "
-        f"d.scope, d.title, d.body, d.tags, d.checksum, d.edited FROM {schema.RECORD_TABLE} r "
-        f"LEFT JOIN {schema.DOCS} d ON d.id = r.id WHERE r.id NOT IN (SELECT record_id FROM {schema.QUEUE})"
+        f"d.scope, d.title, d.body, d.tags, d.checksum, d.edited FROM {tables.RECORD_TABLE} r "
+        f"LEFT JOIN {tables.DOCS} d ON d.id = r.id WHERE r.id NOT IN (SELECT record_id FROM {tables.QUEUE})"
     )
     missing, stale = [], []
     for (
@@ -144,9 +130,9 @@ def _check_documents(cursor: CursorWrapper, report: IndexReport) -> None:
     if stale:
         report.problems.append(f"records whose indexed text is not their approved text: {_listed(stale)}")
     cursor.execute(
-        f"SELECT count(*) FROM {schema.DOCS} d WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {schema.RECORD_TABLE} r WHERE r.id = d.id) "
-        f"AND d.id NOT IN (SELECT record_id FROM {schema.QUEUE})"
+        f"SELECT count(*) FROM {tables.DOCS} d WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {tables.RECORD_TABLE} r WHERE r.id = d.id) "
+        f"AND d.id NOT IN (SELECT record_id FROM {tables.QUEUE})"
     )
     orphans = cursor.fetchone()[0]
     if orphans:
@@ -154,57 +140,57 @@ def _check_documents(cursor: CursorWrapper, report: IndexReport) -> None:
 
 
 def _check_vectors(cursor: CursorWrapper, report: IndexReport, model_name: str) -> None:
-    cursor.execute(f"SELECT count(*) FROM {schema.CHUNKS}")
+    cursor.execute(f"SELECT count(*) FROM {tables.CHUNKS}")
     report.chunks = cursor.fetchone()[0]
-    cursor.execute(f"SELECT count(*) FROM {schema.VEC}")
+    cursor.execute(f"SELECT count(*) FROM {tables.VEC}")
     report.vectors = cursor.fetchone()[0]
     cursor.execute(
-        f"SELECT r.public_id FROM {schema.DOCS} d JOIN {schema.RECORD_TABLE} r ON r.id = d.id WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {schema.CHUNKS} c WHERE c.record_id = d.id) "
-        f"AND d.id NOT IN (SELECT record_id FROM {schema.DIRTY}) LIMIT 20"
+        f"SELECT r.public_id FROM {tables.DOCS} d JOIN {tables.RECORD_TABLE} r ON r.id = d.id WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {tables.CHUNKS} c WHERE c.record_id = d.id) "
+        f"AND d.id NOT IN (SELECT record_id FROM {tables.DIRTY}) LIMIT 20"
     )
     missing = [row[0] for row in cursor.fetchall()]
     if missing:
         report.problems.append(f"records without vectors: {', '.join(missing)}")
     cursor.execute(
-        f"SELECT count(*) FROM {schema.CHUNKS} c WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {schema.DOCS} d WHERE d.id = c.record_id) "
-        f"AND c.record_id NOT IN (SELECT record_id FROM {schema.DIRTY})"
+        f"SELECT count(*) FROM {tables.CHUNKS} c WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {tables.DOCS} d WHERE d.id = c.record_id) "
+        f"AND c.record_id NOT IN (SELECT record_id FROM {tables.DIRTY})"
     )
     orphans = cursor.fetchone()[0]
     if orphans:
         report.problems.append(f"{orphans} chunk(s) belong to no record")
-    cursor.execute(f"SELECT id FROM {schema.CHUNKS} EXCEPT SELECT rowid FROM {schema.VEC}")
+    cursor.execute(f"SELECT id FROM {tables.CHUNKS} EXCEPT SELECT rowid FROM {tables.VEC}")
     no_vector = [row[0] for row in cursor.fetchall()]
     if no_vector:
         report.problems.append(f"{len(no_vector)} chunk(s) without a vector")
     cursor.execute(
-        f"SELECT count(*) FROM {schema.CHUNKS} WHERE embedding IS NULL OR length(embedding) != %s",
+        f"SELECT count(*) FROM {tables.CHUNKS} WHERE embedding IS NULL OR length(embedding) != %s",
         [4 * (report.dimension or 0)],
     )
     bad_copy = cursor.fetchone()[0]
     if bad_copy:
         report.problems.append(f"{bad_copy} chunk(s) without a usable vector copy")
-    cursor.execute(f"SELECT rowid FROM {schema.VEC} EXCEPT SELECT id FROM {schema.CHUNKS}")
+    cursor.execute(f"SELECT rowid FROM {tables.VEC} EXCEPT SELECT id FROM {tables.CHUNKS}")
     stray = [row[0] for row in cursor.fetchall()]
     if stray:
         report.problems.append(f"{len(stray)} vector(s) without a chunk")
     # vec0's partition and state columns must match the documents.
     cursor.execute(
-        f"SELECT count(*) FROM {schema.VEC} v JOIN {schema.CHUNKS} c ON c.id = v.rowid "
-        f"JOIN {schema.DOCS} d ON d.id = c.record_id "
+        f"SELECT count(*) FROM {tables.VEC} v JOIN {tables.CHUNKS} c ON c.id = v.rowid "
+        f"JOIN {tables.DOCS} d ON d.id = c.record_id "
         "WHERE v.scope <> d.scope OR v.held <> CASE WHEN d.state = %s THEN 1 ELSE 0 END",
-        [schema.HELD],
+        [tables.HELD],
     )
     misfiled = cursor.fetchone()[0]
     if misfiled:
         report.problems.append(f"{misfiled} vector(s) filed under the wrong space or state")
     cursor.execute(
-        f"SELECT d.id, r.public_id, d.title, d.body, d.tags FROM {schema.DOCS} d "
-        f"JOIN {schema.RECORD_TABLE} r ON r.id = d.id WHERE d.id NOT IN (SELECT record_id FROM {schema.DIRTY})"
+        f"SELECT d.id, r.public_id, d.title, d.body, d.tags FROM {tables.DOCS} d "
+        f"JOIN {tables.RECORD_TABLE} r ON r.id = d.id WHERE d.id NOT IN (SELECT record_id FROM {tables.DIRTY})"
     )
     documents = cursor.fetchall()
-    cursor.execute(f"SELECT record_id, seq, text_hash FROM {schema.CHUNKS} ORDER BY record_id, seq")
+    cursor.execute(f"SELECT record_id, seq, text_hash FROM {tables.CHUNKS} ORDER BY record_id, seq")
     stored: dict[int, dict[int, str]] = {}
     for record_id, seq, digest in cursor.fetchall():
         stored.setdefault(record_id, {})[seq] = digest

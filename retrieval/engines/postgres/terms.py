@@ -1,6 +1,6 @@
-"""BM25's term frequencies on PostgreSQL (issue 17): one row per document and
+"""BM25's term frequencies on PostgreSQL: one row per document and
 lexeme with its occurrences weighted by column, kept from retrieval_doc.tsv
-by a trigger (pg_schema.TRIGGERS), read by pg_fts.py.
+by a trigger (ddl.TRIGGERS), read by keyword.py.
 
 Why a table: BM25 needs each matching document's frequency of each query
 term. Read from the tsv (unnest), that costs every lexeme and position of
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from django.db.backends.utils import CursorWrapper
 
-from .schema import DOCS
+from ...tables import DOCS
 
 TERMS = "retrieval_doc_term"
-# FTS5's column weights (fts.py _WEIGHTS) by tsvector weight label: title A, tags B, body D.
+# FTS5's column weights (sqlite/keyword.py _WEIGHTS) by tsvector weight label: title A, tags B, body D.
 COLUMN_WEIGHT = "CASE w WHEN 'A' THEN 10 WHEN 'B' THEN 5 ELSE 1 END"
 
 # wf: the lexeme's positions weighted by column (a whole number); tokens: the

@@ -1,8 +1,8 @@
 """SQL that makes the write log append-only at the database level.
 
 Used by migration 0002 and by the test harness (which must flush tables
-between transactional tests; see tests/conftest.py). One form per engine
-(``for_vendor``); CREATE_TRIGGERS / DROP_TRIGGERS are SQLite's."""
+between transactional tests; see tests/conftest.py), through each engine's
+``audit_triggers()``; CREATE_TRIGGERS / DROP_TRIGGERS are SQLite's."""
 
 AUDIT_TABLE = "reviews_auditevent"
 
@@ -41,18 +41,9 @@ POSTGRES_DROP_TRIGGERS = [
     f"DROP TRIGGER IF EXISTS auditevent_no_truncate ON {AUDIT_TABLE}",
 ]
 
-# Trigger names per engine, as the engine's catalogue lists them.
-TRIGGER_NAMES = {
-    "sqlite": {"auditevent_no_update", "auditevent_no_delete"},
-    "postgresql": {"auditevent_no_update", "auditevent_no_delete", "auditevent_no_truncate"},
-}
-
-
-def for_vendor(vendor: str) -> tuple[list[str], list[str]]:
-    """(create, drop) statements for ``connection.vendor``."""
-    if vendor == "postgresql":
-        return POSTGRES_CREATE_TRIGGERS, POSTGRES_DROP_TRIGGERS
-    return CREATE_TRIGGERS, DROP_TRIGGERS
+# Trigger names, as each engine's catalogue lists them.
+TRIGGER_NAMES = frozenset({"auditevent_no_update", "auditevent_no_delete"})
+POSTGRES_TRIGGER_NAMES = TRIGGER_NAMES | {"auditevent_no_truncate"}
 
 
 # --------------------------------------------------------------------------- a role that cannot rewrite the log

@@ -1,0 +1,115 @@
+"""The tables retrieval owns, by name, and its partitions: engine-neutral.
+
+What is indexed is the *approved* content of each record, never the current
+row: ``retrieval_doc`` holds, per record, the text, kind and scope that its
+approval checksum covers (copied by index.reconcile() only after checking
+that checksum). A record edited out of band keeps its last approved text here
+and is marked ``edited``; text nobody approved is never indexed anywhere, so
+no score, count or candidate can depend on it.
+
+Every document is in exactly one partition: its (approved) scope, and its
+state, ``live`` (deliverable as of the last reconcile) or ``held`` (withheld:
+retired, superseded, disputed, edited, overdue, outside its validity window).
+Each partition has its own keyword index, so a query reads only the spaces
+its reader may read, and the deliverable ones apart from the withheld ones.
+
+Each engine makes these tables in its own terms (retrieval/engines/:
+SQLite's FTS5 tables and vec0, PostgreSQL's tsvector, pg_trgm and pgvector).
+"""
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from django.db.backends.utils import CursorWrapper
+
+from reviews.models import SCOPES
+
+RECORD_TABLE = "reviews_record"
+DOCS = "retrieval_doc"
+QUEUE = "retrieval_queue"
+CHUNKS = "retrieval_chunk"
+DIRTY = "retrieval_dirty"
+META = "retrieval_meta"
+VEC = "retrieval_vec"
+
+LIVE, HELD = "live", "held"
+STATES = (LIVE, HELD)
+
+
+# Spaces: every space has its own partitions, named by
+# ``partition_key``: the slug itself when it is a plain word (the three spaces
+# every database has keep the table names they always had), else a digest of
+# it (slugs such as ``personal:alice`` or ``north-rail`` are not SQL names).
+# A space's tables are made when the space is (apps.py) and by create_all.
+BASE_SCOPES = tuple(SCOPES)
+_PLAIN = re.compile(r"[a-z0-9]+")
+
+
+def partition_key(scope: str) -> str:
+    if _PLAIN.fullmatch(scope):
+        return scope
+    return "x_" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
+
+
+def literal(scope: str) -> str:
+    """A space's slug inside a SQL string literal (partition SQL names its
+    space as a literal, so that triggers and partial indexes can use it)."""
+    return scope.replace("'", "''")
+
+
+def view(scope: str, state: str) -> str:
+    return f"retrieval_doc_{partition_key(scope)}_{state}"
+
+
+def fts(scope: str, state: str) -> str:
+    """The porter-stemmed keyword table of one partition."""
+    return f"retrieval_fts_{partition_key(scope)}_{state}"
+
+
+def ident(scope: str, state: str) -> str:
+    """The trigram (identifier) table of one partition."""
+    return f"retrieval_ident_{partition_key(scope)}_{state}"
+
+
+def partitions(scopes: Iterable[str]) -> list[tuple[str, str]]:
+    return [(scope, state) for scope in scopes for state in STATES]
+
+
+# The partitions every database has (the fixed scopes before spaces).
+PARTITIONS = partitions(BASE_SCOPES)
+
+
+# What reconcile() reads: the approved text and everything "deliverable" depends on.
+WATCHED = (
+    "title",
+    "body",
+    "tags",
+    "kind",
+    "scope",
+    "status",
+    "review_by",
+    "valid_from",
+    "valid_until",
+    "approved_checksum",
+)
+
+
+def current_scopes(cursor: CursorWrapper) -> list[str]:
+    """Every space that has or may get documents: the base three, every
+    space in reviews_space, and any scope already filed in retrieval_doc."""
+    found = set(BASE_SCOPES)
+    tables = set(cursor.db.introspection.table_names(cursor)) & {"reviews_space", DOCS}
+    if "reviews_space" in tables:
+        cursor.execute("SELECT slug FROM reviews_space")
+        found |= {row[0] for row in cursor.fetchall()}
+    if DOCS in tables:
+        cursor.execute(f"SELECT DISTINCT scope FROM {DOCS}")
+        found |= {row[0] for row in cursor.fetchall()}
+    return [*BASE_SCOPES, *sorted(found - set(BASE_SCOPES))]
+
+
+def wanted_scopes(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
+    """Every current space, and ``scopes`` besides (a space being made)."""
+    wanted = current_scopes(cursor)
+    return wanted + [s for s in scopes or () if s not in wanted]
