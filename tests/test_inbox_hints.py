@@ -488,6 +488,25 @@ def test_merge_and_duplicate_are_offered_only_for_a_match_close_enough_to_be_one
     assert not disputed.close
 
 
+def test_the_threshold_that_offers_merge_and_duplicate_is_the_documented_one(make_record):
+    import re
+    from pathlib import Path
+
+    from retrieval.quality import DUPLICATE_SIMILARITY
+    from reviews.inbox.hints import Match
+
+    page = (Path(__file__).parent.parent / "docs" / "reviewer-hints.md").read_text(encoding="utf-8")
+    documented = re.findall(
+        r"\| \*\*(?:Reject as duplicate of X|Merge into revision of X)\*\*[^|]*\| similarity ≥ \*\*([0-9.]+)\*\*", page
+    )
+    assert documented and {float(v) for v in documented} == {DUPLICATE_SIMILARITY}
+    record = make_record()
+    at = Match(DUPLICATE_SIMILARITY, record=record)
+    assert at.mergeable and at.duplicate  # "at or above" the threshold
+    below = Match(DUPLICATE_SIMILARITY - 0.001, record=record)
+    assert not below.mergeable and not below.duplicate
+
+
 def test_a_loosely_related_record_gets_no_merge_or_duplicate_button(signed_in, agent, make_record):
     make_record(
         title="Okapi release procedure",
