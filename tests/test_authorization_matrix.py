@@ -292,7 +292,7 @@ def forms(t: dict) -> dict:
     return {
         "reject": {"note": "Not true any more."},
         "revise proposal": {**revised, "scope": "team"},
-        "bulk accept": {"ids": [t["p_bulk"]], "op": "accept"},
+        "bulk accept": {"ids": [t["p_bulk"]], "op": "accept", "flagged_ok": [t["p_bulk"]]},
         "retire": {"note": "The service was shut down."},
         "revise record": {**revised, "title": "Revised record title"},
         "clear dispute": {"note": "Checked: it still holds."},

@@ -7,7 +7,7 @@
 // site's Content-Security-Policy.
 (function () {
   "use strict";
-  var DECISION_KEYS = { a: true, r: true, s: true, t: true };
+  var DECISION_KEYS = { a: true, r: true, s: true, t: true, m: true, d: true };
 
   function typing(event) {
     var tag = (event.target.tagName || "").toLowerCase();
@@ -21,7 +21,7 @@
   function say(slot, text) {
     var note = slot.querySelector("[data-hints-note]");
     if (!note) {
-      note = document.createElement("p");
+      note = document.createElement(slot.tagName === "SPAN" || slot.tagName === "FORM" ? "span" : "p");
       note.className = "notice small";
       note.setAttribute("role", "status");
       note.setAttribute("data-hints-note", "");
@@ -39,6 +39,41 @@
     event.preventDefault();
     event.stopImmediatePropagation();
     say(slot, "The hints for this proposal are still loading; press " + event.key + " again once they show.");
+  }, true);
+
+  function loadingIn(card) {
+    return card && card.querySelector('[data-hints="loading"]');
+  }
+
+  // A compact line's one-tap Accept (a form inside the line) waits for the
+  // line's flags as its key does: the submit is stopped before htmx or the
+  // browser sends it, and the line says why.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form || form.id === "bulk") return;
+    var card = form.closest && form.closest("[data-card].line");
+    var slot = loadingIn(card);
+    var accept = event.submitter ? event.submitter.getAttribute("data-key") === "a" : !!form.querySelector('[data-key="a"]');
+    if (!slot || !accept) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    say(slot, "Hints still loading; tap Accept again once they show.");
+  }, true);
+
+  // The checkbox bar waits while any selected proposal's hints load (the
+  // server still computes every flag of a bulk accept and asks again).
+  document.addEventListener("submit", function (event) {
+    var bar = event.target;
+    if (!bar || bar.id !== "bulk") return;
+    var boxes = document.querySelectorAll('input[name="ids"][form="bulk"]:checked');
+    for (var i = 0; i < boxes.length; i++) {
+      if (loadingIn(boxes[i].closest("[data-card]"))) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        say(bar, "The hints of a selected proposal are still loading; try again once they show.");
+        return;
+      }
+    }
   }, true);
 
   function failed(event) {
