@@ -76,6 +76,56 @@
     }
   }, true);
 
+  // ---- A card's hints folded after their first lines (the possible
+  // contradiction alert comes first, so it always shows), with "All hints";
+  // a card stays short enough that its top and its decision buttons fit one
+  // phone screen. The merge and duplicate keys (m, d) press their buttons
+  // folded or not. Without JavaScript every hint shows.
+  var HINTS_FOLD_PX = 120;
+  function foldHints(root) {
+    if (!root || !root.querySelectorAll) return;
+    var found = root.matches && root.matches(".hints[data-hints=ready]") ? [root] : root.querySelectorAll(".hints[data-hints=ready]");
+    Array.prototype.forEach.call(found, function (hints) {
+      if (hints.dataset.folding) return;
+      // Keep the first match whole (with its Merge / Reject-as-duplicate
+      // buttons, which a tap must reach): fold below it, or below the first lines.
+      var first = hints.querySelector("li.hint");
+      var top = hints.getBoundingClientRect().top;
+      var keep = Math.max(HINTS_FOLD_PX, first ? Math.ceil(first.getBoundingClientRect().bottom - top) + 24 : 0);
+      if (hints.scrollHeight <= keep + 40) return;
+      hints.dataset.folding = "1";
+      hints.style.setProperty("--hints-keep", keep + "px");
+      hints.classList.add("hints-folded");
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "link all-hints";
+      button.setAttribute("aria-expanded", "false");
+      button.setAttribute("aria-controls", hints.id);
+      button.textContent = "All hints";
+      hints.insertAdjacentElement("afterend", button);
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button.all-hints");
+    if (!button) return;
+    var hints = document.getElementById(button.getAttribute("aria-controls"));
+    if (!hints) return;
+    var folded = hints.classList.toggle("hints-folded");
+    button.setAttribute("aria-expanded", folded ? "false" : "true");
+    button.textContent = folded ? "All hints" : "Fewer hints";
+  });
+  // A control inside folded hints that takes the focus (Tab) opens them.
+  document.addEventListener("focusin", function (event) {
+    var hints = event.target.closest && event.target.closest(".hints.hints-folded");
+    // Keyboard focus only: a tap focuses too, and opening the hints under the
+    // finger moved the page between the press and the click (the merge was lost).
+    if (!hints || !event.target.matches(":focus-visible")) return;
+    hints.classList.remove("hints-folded");
+    var button = document.querySelector('button.all-hints[aria-controls="' + hints.id + '"]');
+    if (button) { button.setAttribute("aria-expanded", "true"); button.textContent = "Fewer hints"; }
+  });
+  document.addEventListener("htmx:load", function (event) { foldHints(event.target); });
+
   function failed(event) {
     var slot = event.detail && event.detail.elt;
     if (!slot || slot.getAttribute("data-hints") !== "loading") return;
