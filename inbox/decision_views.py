@@ -211,8 +211,28 @@ def recent(request):
     return render(
         request,
         "reviews/decisions.html",
-        {**nav_counts(), "nav": "decisions", "rows": rows, "window": settings.VETTED_UNDO_SECONDS},
+        {
+            **nav_counts(),
+            "nav": "decisions",
+            "rows": rows,
+            "window": settings.VETTED_UNDO_SECONDS,
+            **_first_approvals(request.user),
+        },
     )
+
+
+def _first_approvals(user) -> dict:
+    """Whether the viewer decides in a space that needs two approvals, and how
+    many of their first approvals still wait for a second person: those decide
+    nothing yet, so the page lists none of them and says where they are."""
+    readable = viewer.readable() or []
+    rules = space_access.approval_rules()
+    if not any(rules.get(slug, 1) >= 2 for slug in readable):
+        return {"two_person": False, "first_approvals": 0}
+    waiting = Proposal.objects.filter(
+        space_access.proposals_in(readable), state=ProposalState.PENDING, approvals__user=user
+    ).distinct()
+    return {"two_person": True, "first_approvals": waiting.count()}
 
 
 def _in_readable_spaces(events: list[AuditEvent]) -> list[AuditEvent]:

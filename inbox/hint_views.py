@@ -42,6 +42,8 @@ def similar(request, public_id):
         except IndexModelMismatch as exc:  # a hint must not break the card
             error = f"{exc} (run `python manage.py reindex`)"
     context = {"hints": found, "error": error, "p": proposal, "proposal_id": public_id, "next": reverse("home")}
+    if request.htmx and request.GET.get("flags") == "1":
+        return render(request, "reviews/_line_flags.html", context)  # a compact line's word for it
     if request.htmx:
         return render(request, "reviews/_hints.html", context)
     return render(request, "reviews/hints_page.html", {**nav_counts(), "nav": "inbox", **context})

@@ -251,6 +251,14 @@ def bulk(request):
     if op not in ("accept", "reject") or not ids:
         messages.error(request, "Select one or more proposals, then Accept or Reject.")
         return back(request, reverse("home"))
+    if op == "accept":
+        # Computed here, on every bulk accept, so no client (a checkbox bar whose
+        # hints had not loaded, a script, a stale confirm) can skip the flags: a
+        # flagged proposal is accepted only if the form names it in ``flagged_ok``,
+        # which only the confirm listing it offers.
+        held = triage_views.unconfirmed_flags(request, ids)
+        if held is not None:
+            return held
     do = actions.accept_proposal if op == "accept" else actions.reject_proposal
     done: list[Proposal] = []
     failed = []

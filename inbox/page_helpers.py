@@ -126,14 +126,20 @@ def _burst_warning(row: Mapping[str, Any], cap: int) -> tuple[str, str] | None:
     return text + " Each one withholds a record from every agent until you decide.", note
 
 
-def back(request, default: str, *, anchor: str = ""):
-    """Redirect a plain form POST to where it came from (``next``), if that is on this site;
-    at ``anchor`` (an element id, e.g. the next card) so the reviewer is not sent to the top."""
+def safe_next(request, default: str) -> str:
+    """Where a form came from (``next``), if that is on this site; else ``default``."""
     target = request.POST.get("next") or request.GET.get("next") or ""
     if not url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         target = default
+    return target
+
+
+def back(request, default: str, *, anchor: str = ""):
+    """Redirect a plain form POST to where it came from (``next``), if that is on this site;
+    at ``anchor`` (an element id, e.g. the next card) so the reviewer is not sent to the top."""
+    target = safe_next(request, default)
     return redirect(f"{target.split('#')[0]}#{anchor}" if anchor else target)
 
 

@@ -15,8 +15,8 @@ from django.views.decorators.http import require_GET, require_POST
 from reviews.models import InboxView, Proposal, ProposalAction
 
 from . import filters as inbox_filters
-from . import hints
-from .page_helpers import back, nav_counts, site_login_required
+from . import hints, viewer
+from .page_helpers import back, nav_counts, safe_next, site_login_required
 
 # The ordinary bulk decision takes at most this many ids (inbox_views.BULK_MAX
 # imports it from here, so the cap lives once).
@@ -101,6 +101,52 @@ def filter_context(f: inbox_filters.InboxFilter, errors: list[str], *, with_coun
     return context
 
 
+def flag_context(ids: list[str], flagged: dict[str, list[str]]) -> dict:
+    """What the accept confirm shows of ``flagged`` (hints.flags_of): each
+    flagged proposal with its flags, the ids without one, and a count per flag."""
+    titles = dict(Proposal.objects.filter(public_id__in=list(flagged)).values_list("public_id", "title"))
+    return {
+        "flagged": [{"id": i, "title": titles.get(i, ""), "flags": flagged[i]} for i in ids if i in flagged],
+        "clear_ids": [i for i in ids if i not in flagged],
+        "flag_counts": {
+            key: sum(1 for found in flagged.values() if name in found)
+            for key, name in (
+                ("contradiction", "contradiction"),
+                ("duplicate", "duplicate"),
+                ("same_record", "same record"),
+                ("unavailable", "hints unavailable"),
+            )
+        },
+    }
+
+
+def unconfirmed_flags(request, ids: list[str]):
+    """None if a bulk accept of ``ids`` may go ahead: none carries a flag, or
+    the form names each flagged one in ``flagged_ok`` (only a confirm that
+    listed it offers that). Otherwise nothing is decided and the answer is the
+    accept confirm for exactly these ids, with "Accept only the others"."""
+    # Only proposals the viewer decides in: another space's proposal is not
+    # looked at nor named here (its accept is refused as unknown, as ever).
+    visible = list(viewer.proposals(Proposal.objects.filter(public_id__in=ids)).values_list("public_id", flat=True))
+    flagged = hints.flags_of(visible)
+    confirmed = set(request.POST.getlist("flagged_ok"))
+    if all(i in confirmed for i in flagged):
+        return None
+    context: dict = {
+        **nav_counts(),
+        "nav": "inbox",
+        "op": "accept",
+        "errors": [],
+        "ids": ids,
+        "total": len(ids),
+        "held": True,
+        "back": safe_next(request, reverse("home")),
+        "cap": BULK_MAX,
+        **flag_context(ids, flagged),
+    }
+    return render(request, "reviews/bulk_all.html", context)
+
+
 @site_login_required
 @require_GET
 def bulk_all(request):
@@ -124,21 +170,7 @@ def bulk_all(request):
         ids = list(inbox_filters.ordered(f, queryset).values_list("public_id", flat=True)[:BULK_MAX])
         # Accepting is what a possible contradiction or duplicate makes wrong: say how many carry
         # one, name them, and offer to accept only the others.
-        flagged = hints.flags_of(ids) if op == "accept" else {}
-        titles = dict(Proposal.objects.filter(public_id__in=list(flagged)).values_list("public_id", "title"))
-        context.update(
-            flagged=[{"id": i, "title": titles.get(i, ""), "flags": flagged[i]} for i in ids if i in flagged],
-            clear_ids=[i for i in ids if i not in flagged],
-            flag_counts={
-                key: sum(1 for found in flagged.values() if name in found)
-                for key, name in (
-                    ("contradiction", "contradiction"),
-                    ("duplicate", "duplicate"),
-                    ("same_record", "same record"),
-                    ("unavailable", "hints unavailable"),
-                )
-            },
-        )
+        context.update(flag_context(ids, hints.flags_of(ids) if op == "accept" else {}))
         context.update(
             ids=ids,
             total=total,

@@ -70,7 +70,8 @@ urlpatterns = [
     path("spaces/<str:slug>/members/<str:username>/remove", space_views.member_remove, name="space_member_remove"),
     path("spaces/<str:slug>/approvals", space_views.approvals, name="space_approvals"),
     path("spaces/<str:slug>/grants", space_views.grant, name="space_grant"),
-    path("spaces/<str:slug>/invitations", invitation_views.create, name="space_invite"),
+    path("spaces/<str:slug>/invitations", invitation_views.invitations, name="space_invite"),
+    path("spaces/<str:slug>/invitations/<int:pk>/revoke", invitation_views.revoke, name="space_invitation_revoke"),
     # The one page that answers signed out besides the sign-in: a valid invitation token or nothing.
     path("invite/", invitation_views.invitation, name="invitation"),
     path("oauth/consent", oauth_views.consent, name="oauth_consent"),

@@ -1,7 +1,8 @@
 """An invitation for a new person to join a space: a one-time link an owner
 makes. Only the SHA-256 digest of its token is kept (like an agent's token):
 whoever reads the database cannot use an open invitation. It is used at
-most once (``used_at``) and only before ``expires_at``."""
+most once (``used_at``), only before ``expires_at``, and never after an
+owner revoked it (``revoked_at``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ class Invitation(models.Model):
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -32,4 +37,4 @@ class Invitation(models.Model):
 
     @property
     def open(self) -> bool:
-        return self.used_at is None and self.expires_at > timezone.now()
+        return self.used_at is None and self.revoked_at is None and self.expires_at > timezone.now()

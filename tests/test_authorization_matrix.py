@@ -108,7 +108,10 @@ SITE_ACTIONS = [
     # An owner sets team's approval rule to the one it has: the action runs, changes nothing that matters.
     ("space approvals", "/spaces/team/approvals",        (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     # An owner makes an invitation link (shown once, in the 200).
-    ("space invite", "/spaces/team/invitations",         (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 200, 200)),
+    # GET: the open links (owners).
+    ("space invite", "/spaces/team/invitations",         (302, 302, 302, 302, 403, 200, 200), (302, 302, 302, 302, 403, 200, 200)),
+    # Revoke a link that does not exist: a message and back to the list.
+    ("revoke invitation", "/spaces/team/invitations/999999/revoke", (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
     ("revoke agent", "/agents/{victim}/revoke",          (302, 302, 302, 302, 403, 405, 405), (302, 302, 302, 302, 403, 302, 302)),
 ]
 # The admin: staff only; a staff account without model permissions sees an
@@ -289,7 +292,7 @@ def forms(t: dict) -> dict:
     return {
         "reject": {"note": "Not true any more."},
         "revise proposal": {**revised, "scope": "team"},
-        "bulk accept": {"ids": [t["p_bulk"]], "op": "accept"},
+        "bulk accept": {"ids": [t["p_bulk"]], "op": "accept", "flagged_ok": [t["p_bulk"]]},
         "retire": {"note": "The service was shut down."},
         "revise record": {**revised, "title": "Revised record title"},
         "clear dispute": {"note": "Checked: it still holds."},

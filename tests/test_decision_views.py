@@ -127,7 +127,9 @@ def test_a_plain_post_decision_lands_at_the_next_card_with_an_undo_toast(signed_
 def test_bulk_undo_undoes_each_decision(signed_in, create_proposal):
     ps = [create_proposal(i) for i in range(3)]
     rest = create_proposal(9)
-    response = signed_in.post(reverse("proposal_bulk"), {"op": "accept", "ids": [p.public_id for p in ps]})
+    ids = [p.public_id for p in ps]
+    # Alike proposals carry flags: confirmed, as the bulk confirm's "flagged included" form does.
+    response = signed_in.post(reverse("proposal_bulk"), {"op": "accept", "ids": ids, "flagged_ok": ids})
     assert response["Location"].endswith(f"#proposal-{rest.pk}")
     page = signed_in.get("/").content.decode()
     assert "Accepted 3: Proposal number 0, Proposal number 1, Proposal number 2." in page

@@ -288,7 +288,9 @@ def test_accept_all_leaves_out_retirements_and_disputes(signed_in, mixed):
     assert "2 retirements or disputes left out" in html
     ids = confirmed_ids(confirm)
     assert mixed["retire"].public_id not in ids and mixed["dispute"].public_id not in ids
-    signed_in.post("/proposals/bulk", {"ids": ids, "op": "accept", "next": "/"})
+    # "Accept all, flagged included": the confirm's form names the flagged ones it listed.
+    seen = re.findall(r'name="flagged_ok" value="([^"]+)"', html)
+    signed_in.post("/proposals/bulk", {"ids": ids, "op": "accept", "next": "/", "flagged_ok": seen})
     assert Proposal.objects.filter(state=ProposalState.ACCEPTED, pk__in=pks(*mixed.values())).count() == 4
     assert mixed["retire"].target.status == RecordStatus.APPROVED
 

@@ -488,6 +488,25 @@ def test_merge_and_duplicate_are_offered_only_for_a_match_close_enough_to_be_one
     assert not disputed.close
 
 
+def test_the_threshold_that_offers_merge_and_duplicate_is_the_documented_one(make_record):
+    import re
+    from pathlib import Path
+
+    from retrieval.quality import DUPLICATE_SIMILARITY
+    from inbox.hints import Match
+
+    page = (Path(__file__).parent.parent / "docs" / "reviewer-hints.md").read_text(encoding="utf-8")
+    documented = re.findall(
+        r"\| \*\*(?:Reject as duplicate of X|Merge into revision of X)\*\*[^|]*\| similarity ≥ \*\*([0-9.]+)\*\*", page
+    )
+    assert documented and {float(v) for v in documented} == {DUPLICATE_SIMILARITY}
+    record = make_record()
+    at = Match(DUPLICATE_SIMILARITY, record=record)
+    assert at.mergeable and at.duplicate  # "at or above" the threshold
+    below = Match(DUPLICATE_SIMILARITY - 0.001, record=record)
+    assert not below.mergeable and not below.duplicate
+
+
 def test_a_loosely_related_record_gets_no_merge_or_duplicate_button(signed_in, agent, make_record):
     make_record(
         title="Okapi release procedure",
@@ -578,7 +597,7 @@ def test_accept_all_says_how_many_carry_flags_and_can_leave_them_out(signed_in, 
     assert "2 of 3 carry a flag" in html and "2 possible contradictions" in html
     assert f'id="bulk-flag-{tuesday.public_id}"' in html and f'id="bulk-flag-{thursday.public_id}"' in html
     clear_form = re.search(r'<form[^>]*id="bulk-clear-form".*?</form>', html, re.S)
-    assert clear_form and "Accept the 1 without flags" in clear_form.group(0)
+    assert clear_form and "Accept only the others (1 without flags)" in clear_form.group(0)
     assert re.findall(r'name="ids" value="([^"]+)"', clear_form.group(0)) == [clear.public_id]
     signed_in.post("/proposals/bulk", {"ids": [clear.public_id], "op": "accept", "next": "/"})
     assert Proposal.objects.get(pk=clear.pk).state == ProposalState.ACCEPTED
@@ -593,3 +612,50 @@ def test_accept_all_without_flags_asks_as_before(signed_in, agent):
     )
     html = signed_in.get("/proposals/bulk-all?op=accept").content.decode()
     assert "Accept 1 proposal?" in html and "carry a flag" not in html and "bulk-clear-form" not in html
+
+
+def test_every_bulk_accept_computes_the_flags_on_the_server_as_a_plain_form(signed_in, agent, team_agent):
+    tuesday = actions.propose_create(
+        agent=agent,
+        reason="From the runbook",
+        **content(title="Billing API deploy day", body="The billing API deploys to production every Tuesday morning."),
+    )
+    thursday = actions.propose_create(
+        agent=team_agent,
+        reason="From the chat",
+        **content(title="Billing API deploy day", body="The billing API deploys to production every Thursday morning."),
+    )
+    clear = actions.propose_create(
+        agent=agent,
+        reason="Told by the user",
+        **content(title="Office plants", body="The office plants are watered on Mondays by whoever arrives first."),
+    )
+    ids = [tuesday.public_id, thursday.public_id, clear.public_id]
+    # The checkbox bar's POST (or any script) that never showed the flags: nothing is decided.
+    held = signed_in.post("/proposals/bulk", {"ids": ids, "op": "accept", "next": "/?view=cards"})
+    html = held.content.decode()
+    assert held.status_code == 200 and 'id="bulk-held"' in html and "Nothing was decided yet" in html
+    assert "2 of 3 carry a flag" in html and "2 possible contradictions" in html
+    assert not Proposal.objects.filter(state=ProposalState.ACCEPTED).exists()
+    clear_form = re.search(r'<form[^>]*id="bulk-clear-form".*?</form>', html, re.S).group(0)
+    assert "Accept only the others (1 without flags)" in clear_form and "flagged_ok" not in clear_form
+    assert 'name="next" value="/?view=cards"' in clear_form
+    # Confirming only one of the two flagged is not enough.
+    partly = signed_in.post("/proposals/bulk", {"ids": ids, "op": "accept", "flagged_ok": [tuesday.public_id]})
+    assert 'id="bulk-held"' in partly.content.decode()
+    assert not Proposal.objects.filter(state=ProposalState.ACCEPTED).exists()
+    # The confirm's "Accept all, flagged included" form names each flagged one: then all are accepted.
+    everything = re.search(r'<form[^>]*>(?:(?!</form>).)*id="bulk-all-confirm".*?</form>', html, re.S).group(0)
+    assert sorted(re.findall(r'name="flagged_ok" value="([^"]+)"', everything)) == sorted(ids[:2])
+    signed_in.post("/proposals/bulk", {"ids": ids, "op": "accept", "flagged_ok": ids[:2]})
+    assert Proposal.objects.filter(state=ProposalState.ACCEPTED).count() == 3
+
+
+def test_a_bulk_accept_of_unflagged_proposals_and_a_bulk_reject_go_straight_through(signed_in, agent):
+    plants = actions.propose_create(
+        agent=agent,
+        reason="Told by the user",
+        **content(title="Office plants", body="The office plants are watered on Mondays by whoever arrives first."),
+    )
+    done = signed_in.post("/proposals/bulk", {"ids": [plants.public_id], "op": "accept", "next": "/"})
+    assert done.status_code == 302 and Proposal.objects.get(pk=plants.pk).state == ProposalState.ACCEPTED

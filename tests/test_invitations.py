@@ -70,7 +70,7 @@ def test_an_owner_makes_a_link_that_is_stored_only_as_a_digest_and_audited(acme)
 def test_the_invited_person_joins_with_the_role_and_can_sign_in(acme):
     token = _invite(acme["rita"], role="reader")
     page = Client().get(reverse("invitation"), {"token": token})
-    assert page.status_code == 200 and page["Referrer-Policy"] == "no-referrer"
+    assert page.status_code == 200 and page["Referrer-Policy"] == "strict-origin"
     assert "rita invites you to <code>acme</code> as a <strong>reader</strong>" in page.text
     joined = _join(token)
     assert joined.status_code == 302 and joined["Location"] == reverse("login")
@@ -154,3 +154,62 @@ def test_the_operator_cannot_make_an_invitation_nobody_answers_for(acme):
     with pytest.raises(InvalidTransition, match="made by an owner of the space"):
         actions.create_invitation("acme", role="reader", actor=actions.SystemActor("ops"))
     assert not Invitation.objects.exists()
+
+
+def test_an_owner_lists_the_open_links_and_a_revoked_one_reads_as_unknown(acme):
+    actions.add_member("acme", acme["nora"], role="owner", actor=acme["rita"])
+    kept = _invite(acme["rita"], role="reader")
+    revoked = _invite(acme["nora"], role="owner")
+    used = _invite(acme["rita"])
+    assert _join(used).status_code == 302
+    listing = _as(acme["rita"]).get(reverse("space_invite", args=["acme"]))
+    assert listing.status_code == 200
+    rows = dict(re.findall(r'<tr id="invitation-(\d+)">\s*<td data-label="Role">(\w+)</td>', listing.text))
+    assert sorted(rows.values()) == ["owner", "reader"]  # the used link is not listed
+    revoked_pk = Invitation.objects.get(role="owner").pk
+    assert '<td data-label="Made by">nora</td>' in listing.text
+    assert f'action="/spaces/acme/invitations/{revoked_pk}/revoke"' in listing.text
+
+    # A reviewer of the space may not revoke (nor list); an outsider does not see the space.
+    by_reviewer = _as(acme["sam"]).post(reverse("space_invitation_revoke", args=["acme", revoked_pk]), follow=True)
+    assert "Only an owner of 'acme'" in " ".join(str(m) for m in by_reviewer.context["messages"])
+    assert _as(acme["sam"]).get(reverse("space_invite", args=["acme"])).status_code == 403
+    outsider = _as(get_user_model().objects.create_user("ulf", password="x-long-password-4", is_staff=True))
+    assert outsider.post(reverse("space_invitation_revoke", args=["acme", revoked_pk])).status_code == 404
+    assert outsider.get(reverse("space_invite", args=["acme"])).status_code == 404
+    assert Invitation.objects.get(pk=revoked_pk).revoked_at is None
+
+    done = _as(acme["rita"]).post(reverse("space_invitation_revoke", args=["acme", revoked_pk]), follow=True)
+    assert "Revoked the owner link made by nora" in " ".join(str(m) for m in done.context["messages"])
+    invitation = Invitation.objects.get(pk=revoked_pk)
+    assert invitation.revoked_at is not None and invitation.revoked_by == acme["rita"]
+    event = AuditEvent.objects.get(event_type="space.invitation_revoked")
+    assert event.subject_id == "acme" and event.extra["invitation"] == revoked_pk
+    assert event.extra["invited_by"] == "nora" and event.actor == "rita"
+    assert f'id="invitation-{revoked_pk}"' not in done.text
+
+    # The revoked link answers exactly like an unknown one, to a GET and to a sign-up.
+    unknown = _open("y" * 43, 6)
+    gone = _open(revoked, 7)
+    assert gone.status_code == unknown.status_code == 404
+    strip = r'"X-CSRFToken": "[^"]+"'
+    assert re.sub(strip, "", gone.text) == re.sub(strip, "", unknown.text)
+    assert _join(revoked, username="mallory").status_code == 404
+    assert not get_user_model().objects.filter(username="mallory").exists()
+    # Revoking it again, or a used link, finds nothing to revoke; the kept link still works.
+    used_pk = Invitation.objects.get(used_at__isnull=False).pk
+    for pk in (revoked_pk, used_pk):
+        again = _as(acme["rita"]).post(reverse("space_invitation_revoke", args=["acme", pk]), follow=True)
+        assert "No open invitation" in " ".join(str(m) for m in again.context["messages"])
+    assert AuditEvent.objects.filter(event_type="space.invitation_revoked").count() == 1
+    assert _open(kept, 8).status_code == 200
+
+
+def test_the_invitation_pages_send_the_sites_origin_as_referrer_never_the_link(acme):
+    token = _invite(acme["rita"])
+    page = Client().get(reverse("invitation"), {"token": token})
+    # strict-origin: the sign-up form's POST carries a real Origin (no-referrer made it "null",
+    # which Django's CSRF check refuses), and no request from the page carries the token.
+    assert page["Referrer-Policy"] == "strict-origin"
+    made = _as(acme["rita"]).post(reverse("space_invite", args=["acme"]), {"role": "reader"})
+    assert made["Referrer-Policy"] == "strict-origin"

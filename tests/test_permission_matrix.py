@@ -470,7 +470,9 @@ def test_the_bulk_accept_gives_the_tables_answer(cell, world, client):
     proposal = world.spaces[varied_space(cell.kind, cell.column) or ""].pending
     before = proposal.approvals.count()
     client.force_login(world.people[ACTORS[cell.column][0]])
-    client.post(reverse("proposal_bulk"), {"op": "accept", "ids": [proposal.public_id]})
+    ids = [proposal.public_id]
+    # flagged_ok: the flags (alike proposals in the world) confirmed, so only the policy answers here.
+    client.post(reverse("proposal_bulk"), {"op": "accept", "ids": ids, "flagged_ok": ids})
     assert _effect(proposal, before) == _wanted(cell)
 
 

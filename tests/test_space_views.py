@@ -342,3 +342,17 @@ def test_waiting_for_me_lists_what_my_accept_would_make_true(people, two_person)
     assert f'id="waiting-{two_person.pk}"' not in text and "Acme deploys" not in text
     actions.accept_proposal(two_person, actor=people["nora"])
     assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text
+
+
+def test_the_decisions_page_says_why_a_first_approval_is_not_listed(people, two_person):
+    decisions = reverse("recent_decisions")
+    before = _as(people["sam"]).get(decisions).text
+    assert 'id="first-approvals-note"' in before and "you have given" not in before
+    assert f'href="{reverse("waiting_for_me")}"' in before
+    actions.accept_proposal(two_person, actor=people["sam"])
+    after = _as(people["sam"]).get(decisions).text
+    assert "(you have given 1 such approval)" in after
+    assert "Acme deploys on Tuesdays" not in after  # a first approval decides nothing: not a row
+    # Where every space needs one approval, the note would only confuse.
+    outsider = get_user_model().objects.create_user("otto", password="a-long-password-4", is_staff=True)
+    assert 'id="first-approvals-note"' not in _as(outsider).get(decisions).text

@@ -124,6 +124,11 @@ def test_every_kind_of_decision_is_undone_from_its_toast(browser, live_server, k
             card(page, proposal).locator("label.check").click()
         with page.expect_navigation():  # the bulk bar is a plain form
             page.locator("#bulk").get_by_role("button", name="Accept selected").click()
+        # The two are alike (flagged): the server asks first, then "flagged included" accepts both.
+        page.wait_for_selector("#bulk-held")
+        assert state(first) == state(second) == ProposalState.PENDING
+        with page.expect_navigation():
+            page.click("#bulk-all-confirm")
         assert state(first) == state(second) == ProposalState.ACCEPTED
         toast = page.locator("#undo-toast")
         assert toast.get_by_role("button", name="Undo all 2").is_visible()

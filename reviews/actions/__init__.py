@@ -57,7 +57,7 @@ from .agents import (
 )
 from .decisions import accept_proposal, accept_proposal_with_revision, reject_proposal
 from .imports import ImportFailed, ImportResult, ImportSummary, import_records, import_snapshot
-from .invitations import accept_invitation, create_invitation, open_invitation
+from .invitations import accept_invitation, create_invitation, open_invitation, open_invitations, revoke_invitation
 from .merges import UNNAMED_DUPLICATE, merge_into_revision, reject_as_duplicate
 from .notices import ScanResult, feed_key_of, note_changed_outside, rotate_feed_key, scan_for_notices
 from .person_edits import propose_file_create, propose_file_retirement, propose_file_revision
@@ -107,11 +107,13 @@ __all__ = [
     "add_member",
     "create_invitation",
     "open_invitation",
+    "open_invitations",
     "check_grants",
     "claim_unowned_spaces",
     "create_space",
     "grant_space",
     "remove_member",
+    "revoke_invitation",
     "revoke_space",
     "set_required_approvals",
     "agent_for_credential",

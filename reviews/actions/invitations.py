@@ -4,7 +4,8 @@ a member with the role the owner chose.
 
 The link is a door that answers without credentials, so: the token is 32
 random bytes and only its SHA-256 digest is stored; it works once, and only
-until it expires; an unknown, used or expired link all get the same answer
+until it expires or an owner revokes it; an unknown, used, revoked or
+expired link all get the same answer
 (``INVALID``), which names no space; the page rate-limits failed tries like
 the sign-in (inbox/invitation_views.py). Both steps are audited.
 """
@@ -25,7 +26,7 @@ from django.utils import timezone
 from ..errors import InvalidTransition, NotFound, ValidationFailed
 from ..invitation_models import Invitation
 from ..models import SubjectType
-from ..space_models import ROLES, Membership, SpaceKind
+from ..space_models import ROLES, Membership, Space, SpaceKind
 from ._common import Actor, audit
 from .spaces import locked_space, require_manager
 
@@ -136,3 +137,49 @@ def accept_invitation(token: str, *, username: str, password: str, password2: st
             },
         )
         return user
+
+
+def open_invitations(space: Any, *, actor: Actor) -> list[Invitation]:
+    """The links of ``space`` that still work (not used, revoked or expired),
+    newest first, for an owner (the policy's ``manage``) to review."""
+    slug = space if isinstance(space, str) else space.slug
+    found = Space.objects.filter(slug=slug).first()
+    if found is None:
+        raise NotFound(f"No space {slug!r}.")
+    require_manager(actor, found)
+    space = found
+    rows = Invitation.objects.filter(space=space, used_at=None, revoked_at=None, expires_at__gt=timezone.now())
+    return list(rows.select_related("created_by"))
+
+
+def revoke_invitation(space: Any, invitation_id: Any, *, actor: Actor) -> Invitation:
+    """An owner takes back an open link before anyone used it: from then on it
+    answers exactly like an unknown link. An invitation of another space, or
+    one already used, revoked or expired, is NotFound (nothing to revoke)."""
+    with transaction.atomic():
+        space = locked_space(space)
+        require_manager(actor, space)
+        try:
+            pk = int(str(invitation_id))
+        except ValueError:
+            raise NotFound(f"No open invitation {invitation_id!r} in {space.slug}.") from None
+        invitation = Invitation.objects.select_for_update().filter(space=space, pk=pk).first()
+        if invitation is None or not invitation.open:
+            raise NotFound(f"No open invitation {pk} in {space.slug}: it was used, revoked or has expired.")
+        person: Any = actor
+        invitation.revoked_at = timezone.now()
+        invitation.revoked_by = person if isinstance(person, get_user_model()) else None
+        invitation.save(update_fields=["revoked_at", "revoked_by"])
+        audit(
+            "space.invitation_revoked",
+            actor=actor,
+            subject=(SubjectType.SPACE, space.slug),
+            snippet=invitation.role,
+            extra={
+                "invitation": invitation.pk,
+                "role": invitation.role,
+                "invited_by": invitation.created_by.get_username(),
+                "expires_at": invitation.expires_at.isoformat(),
+            },
+        )
+        return invitation

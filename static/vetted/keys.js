@@ -168,6 +168,10 @@
         return c.compareDocumentPosition(swapped) & Node.DOCUMENT_POSITION_PRECEDING;
       })[0];
       focusCard(next || list[list.length - 1]);
+      // In cards view the decided card (with its Undo) goes to the top of the
+      // screen, so the next card starts right below it: on a phone that saved
+      // the scroll back up to the next card's top that most decisions needed.
+      if (next && !swapped.closest(".compact-list")) swapped.scrollIntoView({ block: "start", behavior: "auto" });
     } else if (current && current.id === swapped.id) {
       focusCard(swapped);
     }
