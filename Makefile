@@ -23,8 +23,12 @@ run: install
 # The tests run on WORKERS processes (pytest-xdist; `auto`: one per core),
 # each with its own VETTED_HOME and test database; then the few marked
 # `serial` (whole-machine stress) run alone. See docs/development-tests.md.
+# PYTHONDONTWRITEBYTECODE is set on the shared development machines; left
+# set, every worker re-compiled (and pytest re-rewrote the asserts of) every
+# module on every run, most of each worker's collection time. An empty value
+# turns it off for the test runs only.
 WORKERS ?= auto
-PYTEST  := $(BIN)/python -m pytest
+PYTEST  := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 test: install-dev
 	$(PYTEST) -n $(WORKERS) --serial=exclude $(PYTEST_ARGS)
 	$(PYTEST) --serial=only $(PYTEST_ARGS)

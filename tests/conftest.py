@@ -68,6 +68,25 @@ def _split_serial(config, items) -> None:
         items[:] = keep
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Leave unimported a test module none of whose tests the run would
+    select (every test `slow` under `-m "not slow ..."`; no `serial` test
+    under --serial=only): pytest would import it only to deselect it all.
+    Decided from the module's source (tests/collect_marks.py); None lets
+    pytest decide as before. VETTED_COLLECT_ALL=1 imports everything."""
+    if os.environ.get("VETTED_COLLECT_ALL") == "1" or collection_path.suffix != ".py":
+        return None
+    from tests.collect_marks import dropped_whole, leaves_out
+
+    only = "serial" if config.getoption("serial") == "only" else ""
+    if leaves_out(collection_path, expression=config.getoption("markexpr"), only_mark=only):
+        return True
+    # The PostgreSQL pass drops these marks (pytest_collection_modifyitems below).
+    if POSTGRES and dropped_whole(collection_path, drop=POSTGRES_DROPS, unless="postgres_slow"):
+        return True
+    return None
+
+
 def pytest_sessionfinish(session, exitstatus):
     # The serial pass of a selection with no serial test in it (say, one file)
     # has nothing to run: that is not a failure.
@@ -82,6 +101,8 @@ def pytest_sessionfinish(session, exitstatus):
 # processes (slow), a browser or the real model, and those marked sqlite_only,
 # stay on the SQLite pass.
 POSTGRES = os.environ.get("VETTED_TEST_ENGINE") == "postgres"
+# The real model's tests (model) measure the embedder, which no engine changes, and take minutes.
+POSTGRES_DROPS = frozenset({"slow", "browser", "model", "sqlite_only"})
 _DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
 
 
@@ -98,9 +119,7 @@ def pytest_collection_modifyitems(config, items):
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
-        # The real model's tests (model) measure the embedder, which no engine changes, and take minutes.
-        marks = ("slow", "browser", "model", "sqlite_only")
-        sqlite_only = any(item.get_closest_marker(mark) for mark in marks)
+        sqlite_only = any(item.get_closest_marker(mark) for mark in POSTGRES_DROPS)
         if item.get_closest_marker("postgres_slow"):  # several daemons: slow, and run on the PostgreSQL pass
             keep.append(item)
             continue
