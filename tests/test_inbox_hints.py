@@ -492,8 +492,8 @@ def test_the_threshold_that_offers_merge_and_duplicate_is_the_documented_one(mak
     import re
     from pathlib import Path
 
-    from retrieval.quality import DUPLICATE_SIMILARITY
     from inbox.hints import Match
+    from retrieval.quality import DUPLICATE_SIMILARITY
 
     page = (Path(__file__).parent.parent / "docs" / "reviewer-hints.md").read_text(encoding="utf-8")
     documented = re.findall(
