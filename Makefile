@@ -86,6 +86,8 @@ install-dev: $(DEV_STAMP)
 
 $(DEV_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@# The test PostgreSQL's pgvector dies on processors without AVX-512: swap in a portable build.
+	$(BIN)/python -m devtools.pgserver_vector
 	touch $(DEV_STAMP)
 
 migrate: install
