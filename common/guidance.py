@@ -11,7 +11,7 @@ PROMPT_NAME = "vetted-instructions"
 GUIDANCE = """\
 ## Shared memory (Vetted)
 You have a shared, human-reviewed memory through the `vetted` MCP server.
-- At the start of a session call `describe` once: it lists the kinds, scopes and tags in use and the write rules.
+- At the start of a session call `describe` once: it lists the kinds, spaces and tags in use and the write rules.
 - Before answering from memory, or before proposing anything, call `search` (and `read` for a whole record).
   Only what a person approved is returned; trust it over your own recollection, and say when you used it.
 - When you learn something durable that another session or tool would need (a decision, a fact about a

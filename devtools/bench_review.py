@@ -20,7 +20,7 @@ from devtools.synthetic import make_record
 from reviews import actions
 from reviews.models import Proposal, ProposalState
 
-FIELDS = ("kind", "scope", "title", "body", "tags")
+FIELDS = ("kind", "space", "title", "body", "tags")
 # Out of each ten proposals: 0, 2 plain creates; 1 a near duplicate; 3 a
 # contradiction; 4-6 revisions; 7 a retirement; 8, 9 disputes. In this order,
 # so that even a short run (the smoke test's 6) has every kind.
@@ -121,7 +121,7 @@ def plan_steps(how: str, view: str) -> list[Step]:
 
 def _agents(reviewer) -> list:
     return [
-        actions.create_agent(name, scopes=["personal", "team"], actor=reviewer)[0]
+        actions.create_agent(name, spaces=["personal", "team"], actor=reviewer)[0]
         for name in ("claude-code", "cursor", "team-bot")
     ]
 

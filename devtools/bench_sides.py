@@ -85,7 +85,7 @@ class Side:
         return done.stdout
 
     def build(self, corpus: Path) -> None:
-        """A fresh database holding ``corpus`` (JSON Lines) approved, and an agent reading every scope."""
+        """A fresh database holding ``corpus`` (JSON Lines) approved, and an agent reading every space."""
         self.home.mkdir(parents=True, exist_ok=True)
         if self.model_cache is not None and self.model_cache.is_dir():
             shutil.copytree(self.model_cache, self.home / self.model_cache.name, dirs_exist_ok=True)
@@ -96,7 +96,7 @@ class Side:
         t0 = time.perf_counter()
         self.manage("import_records", str(corpus), "--approve")
         self.timings["import s"] = time.perf_counter() - t0
-        lines = self.manage("create_agent", "bench", "--scopes", "personal,team,system").strip().splitlines()
+        lines = self.manage("create_agent", "bench", "--spaces", "personal,team,system").strip().splitlines()
         if not lines:
             raise SideFailed(f"{self.label}: create_agent printed no token")
         self.token = lines[-1].strip()

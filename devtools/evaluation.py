@@ -68,11 +68,11 @@ def dump_candidates(
     evidence the fusion reads, for studying fusions offline."""
     terms, identifiers = query_terms(query), query_identifiers(query)
     vector = embedder.embed_one(query)
-    scopes = ["personal", "team", "system"]
+    spaces = ["personal", "team", "system"]
     docfreq = DocFreq()
     with connection.cursor() as cursor:
-        found, _more = gather(cursor, "hybrid", terms, identifiers, vector, k, scopes, tables.LIVE, docfreq, scopes)
-        total, containing = reader_statistics(cursor, terms, docfreq, scopes)
+        found, _more = gather(cursor, "hybrid", terms, identifiers, vector, k, spaces, tables.LIVE, docfreq, spaces)
+        total, containing = reader_statistics(cursor, terms, docfreq, spaces)
     line = {
         "id": query_id,
         "type": qtype,

@@ -53,7 +53,7 @@ def _content(rng: random.Random, agent: str, n: int) -> dict:
         "title": title,
         "body": body,
         "kind": rng.choice(["fact", "procedure", "decision"]),
-        "scope": rng.choice(["team", "personal"]),
+        "space": rng.choice(["team", "personal"]),
         "tags": [words[0], words[1]],
         "reason": f"Stress test agent {agent} learned this in run step {n}.",
     }
@@ -170,7 +170,7 @@ async def _mcp_call(client, op: str, payload: dict):
                 "invalid_transition",
                 "rate_limited",
                 "limit_reached",
-                "scope_not_allowed",
+                "space_not_allowed",
             )
         )
         return (409 if refused else 500), {"message": text}

@@ -125,7 +125,7 @@ def make_record(rng: random.Random, n: int) -> dict[str, Any]:
     tags = sorted({service, tool.replace(" ", "-"), kind})
     return {
         "kind": kind,
-        "scope": "team" if rng.random() < 0.9 else "personal",
+        "space": "team" if rng.random() < 0.9 else "personal",
         "title": title,
         "body": body,
         "tags": tags,
@@ -178,7 +178,7 @@ def populate_corpus(
     for start in tqdm(range(0, size, 2000), desc=f"insert {size}", file=sys.stderr, disable=None):
         batch = []
         for spec in specs[start : start + 2000]:
-            content = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
+            content = {k: spec[k] for k in ("kind", "space", "title", "body", "tags")}
             batch.append(
                 Record(
                     **content,

@@ -36,10 +36,10 @@ def _context(**extra) -> dict:
     rows = rows.prefetch_related(Prefetch("oauth_grants", queryset=OAuthGrant.objects.select_related("client")))
     agents = viewer.agents(rows)
     for a in agents:
-        a.shown_scopes = viewer.shown_spaces(a.scopes)  # type: ignore[attr-defined]  # for the template
+        a.shown_spaces = viewer.shown_spaces(a.spaces)  # type: ignore[attr-defined]  # for the template
         for g in a.oauth_grants.all():
             g.shown_scopes = viewer.shown_spaces(g.scopes)  # type: ignore[attr-defined]  # for the template
-    return {**nav_counts(), "nav": "agents", "agents": agents, "scopes": readable, "errors": {}, "values": {}, **extra}
+    return {**nav_counts(), "nav": "agents", "agents": agents, "spaces": readable, "errors": {}, "values": {}, **extra}
 
 
 @site_login_required
@@ -53,12 +53,12 @@ def agents(request):
 def create(request):
     values = {
         "name": request.POST.get("name", ""),
-        "scopes": request.POST.getlist("scopes"),
+        "spaces": request.POST.getlist("spaces"),
         "source_tool": request.POST.get("source_tool", ""),
     }
     try:
         agent, token = actions.create_agent(
-            values["name"], scopes=values["scopes"], actor=request.user, source_tool=values["source_tool"]
+            values["name"], spaces=values["spaces"], actor=request.user, source_tool=values["source_tool"]
         )
     except ValidationFailed as exc:
         return render(request, "reviews/agents.html", _context(errors=exc.fields, values=values), status=400)

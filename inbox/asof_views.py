@@ -34,16 +34,16 @@ def as_seen(request):
     readable = viewer.readable() or []
     agents = list(viewer.agents(Agent.objects.order_by("name")))
     chosen = next((a for a in agents if a.name == params["agent"]), None)
-    picked = chosen.scopes if chosen else request.GET.getlist("scopes")
-    scopes = [s for s in picked if s in readable]
+    picked = chosen.spaces if chosen else request.GET.getlist("spaces")
+    spaces = [s for s in picked if s in readable]
     context = {
         **nav_counts(),
         "nav": "records",
         "p": params,
         "agents": agents,
         "chosen": chosen,
-        "scopes": readable,
-        "reader_scopes": scopes,
+        "spaces": readable,
+        "reader_spaces": spaces,
         "modes": MODES,
     }
     if not params["as_of"] and not params["valid_at"]:
@@ -56,12 +56,12 @@ def as_seen(request):
         errors.update(exc.fields)
     if params["agent"] and chosen is None:
         errors["agent"] = f"no agent named {params['agent'][:40]!r}; pick one from the list"
-    if not scopes:
-        errors["scopes"] = "pick an agent or at least one space"
+    if not spaces:
+        errors["spaces"] = "pick an agent or at least one space"
     if errors or moment is None:
         context["errors"] = errors
         return render(request, "reviews/records_as_of.html", context, status=400)
-    reader = Reader.for_scopes(scopes)
+    reader = Reader.for_spaces(spaces)
     context["moment"] = moment
     if params["q"]:
         try:
@@ -74,5 +74,5 @@ def as_seen(request):
         except IndexModelMismatch as exc:
             context["errors"] = {"q": f"{exc} (run `python manage.py reindex`)"}
     else:
-        context["listed"] = list_at(reader, moment, scopes=scopes, kinds=[], tags_all=[], limit=SHOWN)
+        context["listed"] = list_at(reader, moment, spaces=spaces, kinds=[], tags_all=[], limit=SHOWN)
     return render(request, "reviews/records_as_of.html", context)

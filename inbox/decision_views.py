@@ -247,7 +247,7 @@ def _in_readable_spaces(events: list[AuditEvent]) -> list[AuditEvent]:
         .filter(space_access.proposals_in(readable))
         .values_list("public_id", flat=True)
     )
-    seen |= set(Record.objects.filter(public_id__in=record_ids, scope__in=readable).values_list("public_id", flat=True))
+    seen |= set(Record.objects.filter(public_id__in=record_ids, space__in=readable).values_list("public_id", flat=True))
     return [e for e in events if (e.proposal_ref or e.record_ref or e.subject_id) in seen]
 
 

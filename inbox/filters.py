@@ -1,12 +1,12 @@
 """The inbox's filters, sort and cursor, read from query parameters once.
 
-``?action=&agent=&kind=&scope=&tag=&q=&file=&sort=&after=`` (``file``: the
+``?action=&agent=&kind=&space=&tag=&q=&file=&sort=&after=`` (``file``: the
 instruction file an import took a proposal from, see portability/instructions): the listing, the
 counts beside each filter value, "select all that match" and "Load more"
 all go through ``parse`` and ``matching`` here, so they can never disagree
 about which proposals a filter means. Retire and dispute proposals carry no
-content of their own: their kind, scope, tags and title are their target
-record's. ``scope`` keeps its name when spaces replace scopes.
+content of their own: their kind, space, tags and title are their target
+record's. ``space`` keeps its name when spaces replace spaces.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ Q_MAX = 200
 Q_WORDS_MAX = 8
 FILE_MAX = 500
 TARGETED = (ProposalAction.RETIRE, ProposalAction.DISPUTE)
-FACETS = ("action", "agent", "kind", "scope", "tag")
+FACETS = ("action", "agent", "kind", "space", "tag")
 USER_PREFIX = "user:"  # proposals from an import or a reviewer: agent=user:NAME
 
 
@@ -41,7 +41,7 @@ class InboxFilter:
     action: str = ""
     agent: str = ""
     kind: str = ""
-    scope: str = ""
+    space: str = ""
     tag: str = ""
     q: str = ""
     file: str = ""  # the instruction file an import took the proposal from
@@ -83,8 +83,8 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
     # The space filter: a slug of a space the viewer sees; another's is as unknown as a made-up one.
     shown_spaces = viewer.readable()
     spaces = space_slugs() if shown_spaces is None else shown_spaces
-    if raw["scope"] and raw["scope"] not in spaces:
-        errors.append(f"scope={raw['scope']!r} is not one of: {', '.join(spaces)}.")
+    if raw["space"] and raw["space"] not in spaces:
+        errors.append(f"space={raw['space']!r} is not one of: {', '.join(spaces)}.")
     if raw["tag"]:
         try:
             cleaned = validation.clean_tags([raw["tag"]])
@@ -106,12 +106,12 @@ def parse(params) -> tuple[InboxFilter, list[str]]:
 
 
 def _effective(queryset: QuerySet[Proposal]) -> QuerySet[Proposal]:
-    """Each proposal's kind and scope as the inbox shows them (a retire's or a dispute's are its target's)."""
+    """Each proposal's kind and space as the inbox shows them (a retire's or a dispute's are its target's)."""
 
     def of_target(name: str) -> Case:
         return Case(When(action__in=TARGETED, then=F(f"target__{name}")), default=F(name), output_field=CharField())
 
-    return queryset.annotate(eff_kind=of_target("kind"), eff_scope=of_target("scope"))
+    return queryset.annotate(eff_kind=of_target("kind"), eff_space=of_target("space"))
 
 
 def pending() -> QuerySet[Proposal]:
@@ -172,8 +172,8 @@ def matching(f: InboxFilter, queryset: QuerySet[Proposal] | None = None) -> Quer
         queryset = queryset.filter(_agent_q(f.agent))
     if f.kind:
         queryset = queryset.filter(Q(eff_kind=f.kind))  # annotated in _effective
-    if f.scope:
-        queryset = queryset.filter(Q(eff_scope=f.scope))
+    if f.space:
+        queryset = queryset.filter(Q(eff_space=f.space))
     if f.tag:
         queryset = queryset.filter(_tag_q(f.tag))
     if f.q:
@@ -213,7 +213,7 @@ def after(f: InboxFilter, queryset: QuerySet[Proposal], cursor: str) -> QuerySet
 
 
 # The columns of the facets other than tags; one grouped query counts them all.
-_COLUMNS = ("action", "agent__name", "proposed_by_user", "eff_kind", "eff_scope")
+_COLUMNS = ("action", "agent__name", "proposed_by_user", "eff_kind", "eff_space")
 
 
 def _tally_columns(rows: QuerySet[Proposal], facets: list[str], tallies: dict[str, Counter[str]]) -> None:

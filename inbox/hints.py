@@ -194,7 +194,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
     found = similar_records(
         proposal.title,
         proposal.body,
-        scopes=readable,
+        spaces=readable,
         tags=proposal.tags,
         threshold=FLOOR,
         limit=3 * RECORDS_SHOWN,
@@ -226,7 +226,7 @@ def for_proposal(proposal: Proposal, embedder: Embedder | None = None) -> Hints:
         for h in similar_pending(
             proposal.title,
             proposal.body,
-            scope=deciding,
+            space=deciding,
             tags=proposal.tags,
             threshold=settings.VETTED_CONTRADICTION_SIMILARITY,
             limit=PENDING_SHOWN,

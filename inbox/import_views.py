@@ -73,7 +73,7 @@ def upload(request):
             with tempfile.TemporaryDirectory(prefix="vetted-upload-") as folder:
                 saved, refused = _save(files, Path(folder))
                 try:
-                    outcome = instructions.import_instructions([folder], scope=space, any_name=True) if saved else None
+                    outcome = instructions.import_instructions([folder], space=space, any_name=True) if saved else None
                 except VettedError as exc:
                     context["error"] = exc.message
                     outcome = None

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from reviews import actions, validation, vocabulary
 from reviews.errors import NotFound, ValidationFailed, VettedError
-from reviews.models import SCOPES, Proposal, ProposalAction, ProposalState
+from reviews.models import SPACES, Proposal, ProposalAction, ProposalState
 
 from . import decision_views, lookalikes, triage_views, viewer
 from . import filters as inbox_filters
@@ -184,7 +184,7 @@ def _form_initial(proposal: Proposal) -> dict:
         "title": proposal.title,
         "body": proposal.body,
         "kind": proposal.kind,
-        "scope": proposal.scope,
+        "space": proposal.space,
         "tags": tags_text(proposal.tags),
         "review_by": proposal.review_by.isoformat() if proposal.review_by else "",
     }
@@ -227,8 +227,8 @@ def _revise_form(request, proposal, values: dict, errors: dict, status: int = 20
         "values": values,
         "errors": errors,
         "kinds": _kinds(),
-        "scopes": SCOPES,
-        "scope_locked": proposal.target_id is not None,
+        "spaces": SPACES,
+        "space_locked": proposal.target_id is not None,
         "action_url": reverse("proposal_revise", args=[proposal.public_id]),
     }
     if request.htmx:

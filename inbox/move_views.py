@@ -25,12 +25,12 @@ def targets(record: Record, person: object) -> list[str]:
     answers (none when they do not decide in its space, or where either space
     needs two approvals). Only what to offer: the action asks the policy again."""
     deciding = viewer.deciding() or []
-    if record.scope not in deciding or record.status != RecordStatus.APPROVED or record.edited_since_approval:
+    if record.space not in deciding or record.status != RecordStatus.APPROVED or record.edited_since_approval:
         return []
     return [
         slug
         for slug in deciding
-        if slug != record.scope and policy.ask(person, "move", [record.scope, slug]).outcome == policy.Outcome.ALLOWED
+        if slug != record.space and policy.ask(person, "move", [record.space, slug]).outcome == policy.Outcome.ALLOWED
     ]
 
 
@@ -47,10 +47,10 @@ def _go(request, url: str):
 def move(request, public_id):
     try:
         moved = actions.move_record(
-            public_id, actor=request.user, scope=request.POST.get("scope", ""), note=request.POST.get("note", "")
+            public_id, actor=request.user, space=request.POST.get("space", ""), note=request.POST.get("note", "")
         )
     except VettedError as exc:
         messages.error(request, exc.message)
         return _go(request, reverse("record_detail", args=[public_id]))
-    messages.success(request, f"Moved to {moved.scope} as {moved.public_id}; the old record is superseded.")
+    messages.success(request, f"Moved to {moved.space} as {moved.public_id}; the old record is superseded.")
     return _go(request, reverse("record_detail", args=[moved.public_id]))

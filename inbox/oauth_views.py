@@ -51,7 +51,7 @@ def _page(request, data: dict, client: OAuthClient, signed: str, errors: dict, v
     # Spaces: the person's own agents and spaces only (the action checks both again).
     agents = Agent.objects.filter(is_active=True, owner=request.user).exclude(name=IMPORT_AGENT_NAME).order_by("name")
     for a in agents:
-        a.shown_scopes = viewer.shown_spaces(a.scopes)  # type: ignore[attr-defined]  # for the template
+        a.shown_scopes = viewer.shown_spaces(a.spaces)  # type: ignore[attr-defined]  # for the template
     response = render(
         request,
         "reviews/oauth_consent.html",

@@ -34,7 +34,7 @@ _lock = threading.Lock()
 # pk -> (fingerprint of the row as last read, edited since approval?)
 _seen: dict[int, tuple[int, bool]] = {}
 _COLUMNS = ("id", *CHECKSUM_FIELDS, "approved_checksum")
-_SCOPE = _COLUMNS.index("scope")
+_SPACE = _COLUMNS.index("space")
 
 
 def edited_ids() -> list[int]:
@@ -49,7 +49,7 @@ def edited_ids() -> list[int]:
         known = dict(_seen)
     fingerprints = {row[0]: hash(row) for row in rows}
     readable = viewer.readable()
-    shown = {row[0] for row in rows if readable is None or row[_SCOPE] in readable}
+    shown = {row[0] for row in rows if readable is None or row[_SPACE] in readable}
     stale = [pk for pk, fp in fingerprints.items() if known.get(pk, (None, False))[0] != fp]
     answers = {pk: known[pk][1] for pk in fingerprints if pk not in stale}
     for start in range(0, len(stale), 500):

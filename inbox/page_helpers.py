@@ -28,7 +28,7 @@ from reviews.models import Agent, Proposal, ProposalAction, ProposalState, Recor
 from . import viewer
 from .outside_edits import edited_count
 
-EDITABLE = ("title", "body", "kind", "scope", "tags", "review_by")
+EDITABLE = ("title", "body", "kind", "space", "tags", "review_by")
 
 
 def nav_counts() -> dict:
@@ -199,7 +199,7 @@ def approved_form_values(record: Record) -> dict:
         "title": shown["title"],
         "body": shown["body"],
         "kind": shown["kind"],
-        "scope": shown["scope"],
+        "space": shown["space"],
         "tags": tags_text(shown["tags"]),
         "review_by": "",
     }

@@ -18,7 +18,7 @@ from retrieval.index import IndexModelMismatch
 from retrieval.search import MODES, Filters, search
 from reviews import actions, validation
 from reviews.errors import VettedError
-from reviews.models import SCOPES, AuditEvent, Proposal, Record, RecordStatus
+from reviews.models import SPACES, AuditEvent, Proposal, Record, RecordStatus
 
 from . import move_views, viewer
 from .page_helpers import (
@@ -32,7 +32,7 @@ BROWSE_PAGE = 50
 
 
 def _filters_from(params) -> dict:
-    return {name: params.get(name, "").strip() for name in ("q", "mode", "kind", "scope", "tag", "status", "agent")}
+    return {name: params.get(name, "").strip() for name in ("q", "mode", "kind", "space", "tag", "status", "agent")}
 
 
 def _undone_ids():
@@ -49,28 +49,28 @@ def _undone_ids():
 @require_GET
 def records(request):
     """Browse with filters; with a query, search through the same engine and
-    gate agents use. "As an agent sees it" reads with only the chosen scopes."""
+    gate agents use. "As an agent sees it" reads with only the chosen spaces."""
     f = _filters_from(request.GET)
     as_agent = request.GET.get("as_agent") == "1"
-    reader_scopes = [s for s in request.GET.getlist("reader_scopes") if s in SCOPES] or (
-        ["team"] if as_agent else list(SCOPES)
+    reader_spaces = [s for s in request.GET.getlist("reader_spaces") if s in SPACES] or (
+        ["team"] if as_agent else list(SPACES)
     )
     context = {
         **nav_counts(),
         "nav": "records",
         "f": f,
         "as_agent": as_agent,
-        "reader_scopes": reader_scopes,
+        "reader_spaces": reader_spaces,
         "kinds": sorted(validation.kinds()),
-        "scopes": SCOPES,
+        "spaces": SPACES,
         "statuses": RecordStatus.values,
         "modes": MODES,
     }
     if f["q"]:
-        reader = Reader.for_scopes(reader_scopes) if as_agent else Reader.everything()
+        reader = Reader.for_spaces(reader_spaces) if as_agent else Reader.everything()
         filters = Filters(
             kinds=[f["kind"]] if f["kind"] else [],
-            scopes=[f["scope"]] if f["scope"] else [],
+            spaces=[f["space"]] if f["space"] else [],
             tags_any=[f["tag"]] if f["tag"] else [],
             agent=f["agent"],
         )
@@ -95,8 +95,8 @@ def records(request):
         queryset = viewer.records(Record.objects.select_related("proposed_by")).order_by("-approved_at", "-id")
         if f["kind"]:
             queryset = queryset.filter(kind=f["kind"])
-        if f["scope"]:
-            queryset = queryset.filter(scope=f["scope"])
+        if f["space"]:
+            queryset = queryset.filter(space=f["space"])
         if f["status"]:
             queryset = queryset.filter(status=f["status"])
         else:
@@ -123,7 +123,7 @@ def _not_delivered(f: dict, reader: Reader, exclude: set[int]) -> list[tuple[Rec
     match = Q()
     for word in words:
         match &= Q(title__icontains=word) | Q(body__icontains=word)
-    queryset = Record.objects.filter(match, scope__in=reader.scopes).exclude(pk__in=exclude).order_by("-updated_at")
+    queryset = Record.objects.filter(match, space__in=reader.spaces).exclude(pk__in=exclude).order_by("-updated_at")
     if f["status"]:
         queryset = queryset.filter(status=f["status"])
     today = timezone.localdate()

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from reviews import actions, validation, vocabulary
 from reviews.errors import ValidationFailed, VettedError
-from reviews.models import SCOPES, Record, RecordStatus
+from reviews.models import SPACES, Record, RecordStatus
 
 from . import decision_views, viewer
 from .page_helpers import (
@@ -215,8 +215,8 @@ def _revise_form(request, record, values, errors, status=200):
         "values": values,
         "errors": errors,
         "kinds": sorted(validation.kinds()),
-        "scopes": SCOPES,
-        "scope_locked": True,
+        "spaces": SPACES,
+        "space_locked": True,
         "action_url": reverse("record_revise", args=[record.public_id]),
         "next": request.GET.get("next") or request.POST.get("next", ""),
     }

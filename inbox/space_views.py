@@ -100,13 +100,13 @@ def detail_response(request, slug: str, **extra):
         members = list(Membership.objects.filter(space=space).select_related("user").order_by("user__username"))
         granted = [
             a
-            for a in Agent.objects.filter(is_active=True, scopes__icontains=f'"{space.slug}"')
+            for a in Agent.objects.filter(is_active=True, spaces__icontains=f'"{space.slug}"')
             .select_related("owner")
             .order_by("name")
-            if space.slug in a.scopes
+            if space.slug in a.spaces
         ]
     my_agents = [
-        {"agent": a, "granted": space.slug in a.scopes}
+        {"agent": a, "granted": space.slug in a.spaces}
         for a in Agent.objects.filter(owner=request.user, is_active=True).order_by("name")
     ]
     required = space_access.required_approvals(space.slug)

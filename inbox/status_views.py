@@ -104,9 +104,9 @@ def quality_page(request):
     # Only the spaces the viewer may read; the index's own
     # problems name ids of every space, so only a superuser gets them in detail.
     readable = viewer.readable() or []
-    scope = request.GET.get("scope", "")
-    scopes = [scope] if scope in readable else readable
-    report = quality.run(scopes, full_index_report=request.user.is_superuser)
+    space = request.GET.get("space", "")
+    spaces = [space] if space in readable else readable
+    report = quality.run(spaces, full_index_report=request.user.is_superuser)
     groups = [
         (label, [f for f in report.findings if f.kind == kind], report.omitted.get(kind, 0))
         for kind, label in quality.LABELS.items()
@@ -119,7 +119,7 @@ def quality_page(request):
             "nav": "quality",
             "report": report,
             "groups": [g for g in groups if g[1]],
-            "scope": scope if scope in readable else "",
-            "scopes": readable,
+            "space": space if space in readable else "",
+            "spaces": readable,
         },
     )

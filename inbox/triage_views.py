@@ -92,7 +92,7 @@ def filter_context(f: inbox_filters.InboxFilter, errors: list[str], *, with_coun
     context["all_actions_query"] = f.without("action").query()
     context["active_chips"] = [
         {"label": f"{name}: {getattr(f, name)}", "query": f.query(**{name: ""})}
-        for name in ("agent", "kind", "scope", "tag", "q", "file")
+        for name in ("agent", "kind", "space", "tag", "q", "file")
         if getattr(f, name)
     ]
     by_action = dict(facets["action"])

@@ -62,7 +62,7 @@ def deciding() -> list[str] | None:
 def records(queryset: Q) -> Q:
     """``queryset`` of records narrowed to what the viewer may read."""
     slugs = readable()
-    return queryset if slugs is None else queryset.filter(scope__in=slugs)
+    return queryset if slugs is None else queryset.filter(space__in=slugs)
 
 
 def proposals(queryset: Q) -> Q:

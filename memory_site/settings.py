@@ -267,7 +267,7 @@ VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")
 # Batches (indexing) always use every core. 0 leaves torch's default.
 VETTED_EMBED_THREADS = env_int("VETTED_EMBED_THREADS", 1, minimum=0, maximum=64)
 
-# The quality check flags two current records in the same scope as a possible
+# The quality check flags two current records in the same space as a possible
 # contradiction when they are at least this similar (cosine) and differ in a
 # negation, a number, a version, a date or a name.
 VETTED_CONTRADICTION_SIMILARITY = env_float("VETTED_CONTRADICTION_SIMILARITY", 0.6, minimum=0.0, maximum=1.0)

@@ -35,7 +35,7 @@ VETTED_WITHDRAWN_DISPUTES_COUNT_MINUTES = env_int(
 VETTED_MCP_SESSIONS_PER_AGENT = env_int("VETTED_MCP_SESSIONS_PER_AGENT", 16, minimum=1, maximum=1000)
 VETTED_MCP_INITIALIZE_PER_MINUTE = env_int("VETTED_MCP_INITIALIZE_PER_MINUTE", 30, minimum=0, maximum=100_000)
 # A new proposal whose text is at least this close in meaning (cosine of the
-# best chunk pair, all-MiniLM-L6-v2) to a deliverable record in the same scope
+# best chunk pair, all-MiniLM-L6-v2) to a deliverable record in the same space
 # is not stored unless the agent confirms it; 1.0 turns the check off.
 VETTED_NEAR_DUPLICATE = env_float("VETTED_NEAR_DUPLICATE", 0.85, minimum=0.5, maximum=1.0)
 # Largest request body accepted on /mcp and /api/ (and by Django forms). The

@@ -25,13 +25,13 @@ VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS = env_int(
 # A batch waits until no event came for this long (so a burst is one message).
 VETTED_NOTIFY_QUIET_SECONDS = env_float("VETTED_NOTIFY_QUIET_SECONDS", 1.0, minimum=0.0, maximum=600.0)
 # Spaces: which spaces notifications and the feed may name, by
-# slug or by kind ("team" is every team space, as the fixed scope was). Each
+# slug or by kind ("team" is every team space, as the fixed space was). Each
 # person is told only of the spaces they decide in among these (notify/recipients.py).
-# VETTED_NOTIFY_SCOPES is the deprecated alias (read when this is unset).
-_NOTIFY_SPACES_NAME = "VETTED_NOTIFY_SPACES" if env_str("VETTED_NOTIFY_SPACES", "") else "VETTED_NOTIFY_SCOPES"
+# VETTED_NOTIFY_SPACES is the deprecated alias (read when this is unset).
+_NOTIFY_SPACES_NAME = "VETTED_NOTIFY_SPACES" if env_str("VETTED_NOTIFY_SPACES", "") else "VETTED_NOTIFY_SPACES"
 VETTED_NOTIFY_SPACES = env_list(_NOTIFY_SPACES_NAME, ["team", "system"])
-VETTED_NOTIFY_SPACES_DEPRECATED = _NOTIFY_SPACES_NAME == "VETTED_NOTIFY_SCOPES" and bool(
-    env_str("VETTED_NOTIFY_SCOPES", "")
+VETTED_NOTIFY_SPACES_DEPRECATED = _NOTIFY_SPACES_NAME == "VETTED_NOTIFY_SPACES" and bool(
+    env_str("VETTED_NOTIFY_SPACES", "")
 )
 for _space in VETTED_NOTIFY_SPACES:
     if not re.fullmatch(r"[a-z0-9][a-z0-9:._-]{0,63}", _space):

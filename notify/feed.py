@@ -31,7 +31,7 @@ def _title(p: Proposal) -> str:
     return clean_text(f"{word}: {text}")
 
 
-def feed_for_scopes(scopes: list[str]) -> Atom1Feed:
+def feed_for_spaces(spaces: list[str]) -> Atom1Feed:
     base = settings.VETTED_PUBLIC_URL
     feed = Atom1Feed(
         title="Vetted: waiting for review",
@@ -47,21 +47,21 @@ def feed_for_scopes(scopes: list[str]) -> Atom1Feed:
     )
     shown = 0
     for p in pending.iterator():
-        scope = (
-            p.scope if p.action in (ProposalAction.CREATE, ProposalAction.REVISE) else getattr(p.target, "scope", "")
+        space = (
+            p.space if p.action in (ProposalAction.CREATE, ProposalAction.REVISE) else getattr(p.target, "space", "")
         )
-        if scope not in scopes:
+        if space not in spaces:
             continue
         link = f"{base}/disputed/" if p.action == ProposalAction.DISPUTE else f"{base}/proposals/{p.public_id}/"
         feed.add_item(
             title=_title(p),
             link=link,
-            description=f"{p.get_action_display()} by {clean_text(p.proposer_label, 64)} ({scope})",
+            description=f"{p.get_action_display()} by {clean_text(p.proposer_label, 64)} ({space})",
             author_name=clean_text(p.proposer_label, 64),
             pubdate=p.created_at,
             updateddate=p.created_at,
             unique_id=f"urn:vetted:{p.public_id}",
-            categories=[p.action, scope],
+            categories=[p.action, space],
         )
         shown += 1
         if shown >= FEED_ITEMS:
@@ -77,7 +77,7 @@ def atom(request):
         raise Http404("No such feed.")
     response = HttpResponse(content_type="application/atom+xml; charset=utf-8")
     # Spaces: the key's person is told only of the spaces they decide in.
-    feed_for_scopes(sorted(recipients.spaces_of(key.user))).write(response, "utf-8")
+    feed_for_spaces(sorted(recipients.spaces_of(key.user))).write(response, "utf-8")
     response["Cache-Control"] = "private, no-store"
     response["Referrer-Policy"] = "no-referrer"
     return response

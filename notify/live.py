@@ -35,7 +35,7 @@ def counts(user: Any = None) -> dict[str, Any]:
     if found is None:
         readable, deciding = space_access.spaces_and_deciding(user) if user is not None else (None, None)
         pending = _pending(deciding)
-        records = Record.objects.all() if readable is None else Record.objects.filter(scope__in=readable)
+        records = Record.objects.all() if readable is None else Record.objects.filter(space__in=readable)
         found = {
             "pending_count": pending.count(),
             "newest_pending": pending.aggregate(newest=Max("pk"))["newest"] or 0,

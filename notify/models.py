@@ -45,7 +45,7 @@ class OutboxEvent(models.Model):
     title = models.CharField(max_length=TITLE_MAX, blank=True)
     agent = models.CharField(max_length=64, blank=True)
     action = models.CharField(max_length=32, blank=True)
-    scope = models.CharField(max_length=64, blank=True)  # a space slug, as Record.scope
+    space = models.CharField(max_length=64, blank=True)  # a space slug, as Record.space
     # Scans write the same fact once: e.g. "due:rec_…:2026-12-01".
     key = models.CharField(max_length=120, unique=True, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -103,9 +103,9 @@ def summary_of(items: list[dict[str, str]]) -> str:
 
 
 def _wanted(events: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[OutboxEvent]]:
-    """(to tell, to drop): outside the channels' scopes, or a proposal
+    """(to tell, to drop): outside the channels' spaces, or a proposal
     already decided or withdrawn, is dropped."""
-    scopes = recipients.notified_slugs(e.scope for e in events if e.scope)
+    spaces = recipients.notified_slugs(e.space for e in events if e.space)
     asked = [e.subject_id for e in events if e.event in (Event.PROPOSAL_CREATED, Event.DISPUTE_CREATED)]
     pending = set(
         Proposal.objects.filter(public_id__in=asked, state=ProposalState.PENDING).values_list("public_id", flat=True)
@@ -114,7 +114,7 @@ def _wanted(events: list[OutboxEvent]) -> tuple[list[OutboxEvent], list[OutboxEv
     drop: list[OutboxEvent] = []
     for e in events:
         decided = e.event in (Event.PROPOSAL_CREATED, Event.DISPUTE_CREATED) and e.subject_id not in pending
-        (drop if decided or (e.scope and e.scope not in scopes) else keep).append(e)
+        (drop if decided or (e.space and e.space not in spaces) else keep).append(e)
     return keep, drop
 
 
@@ -167,7 +167,7 @@ def batch(now: datetime | None = None) -> list[Delivery]:
             return []
         items = [
             {"id": e.subject_id, "title": e.title, "agent": e.agent, "action": e.action}
-            | {"space": e.scope, "event": e.event}  # for choosing recipients, not sent
+            | {"space": e.space, "event": e.event}  # for choosing recipients, not sent
             for e in take
         ]
         items += [

@@ -1,11 +1,11 @@
 """The JSON export (``export_json``): a whole instance, or some of its
-scopes, as one ``vetted-export`` document (see reviews/snapshot/).
+spaces, as one ``vetted-export`` document (see reviews/snapshot/).
 
-With a subset of scopes, a file holds only the records in those scopes,
+With a subset of spaces, a file holds only the records in those spaces,
 the proposals about them, and the audit events whose every record and
 proposal id belongs to the file: a personal record never appears in a team
 export, not even as a link, an id or a title in an audit snippet.
-Supersession links to records outside the exported scopes are cut (null).
+Supersession links to records outside the exported spaces are cut (null).
 """
 
 from __future__ import annotations
@@ -58,18 +58,18 @@ def read_snapshot():
 
 
 def export_snapshot(
-    scopes: Iterable[str] | None = None,
+    spaces: Iterable[str] | None = None,
     *,
     include_token_digests: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
     """The export document. Read it inside one transaction for a consistent view."""
     every = space_slugs()
-    scope_list = sorted(set(scopes)) if scopes else every
-    full = set(scope_list) == set(every)
+    space_list = sorted(set(spaces)) if spaces else every
+    full = set(space_list) == set(every)
     users = {u.pk: u.get_username() for u in get_user_model().objects.all()}
 
-    records_qs = Record.objects.filter(scope__in=scope_list).order_by("id")
+    records_qs = Record.objects.filter(space__in=space_list).order_by("id")
     by_pk = {r.pk: r.public_id for r in Record.objects.only("id", "public_id")}
     exported_records = set()
     records, cut_links = [], 0
@@ -103,10 +103,10 @@ def export_snapshot(
                 continue
             if p.result_record_id is not None and p.result_record_id not in exported_records:
                 continue
-            if p.scope and p.scope not in scope_list:
+            if p.space and p.space not in space_list:
                 continue
-            if not p.scope and p.target_id is None:
-                continue  # about nothing we can place in a scope
+            if not p.space and p.target_id is None:
+                continue  # about nothing we can place in a space
         row = {}
         for name in PROPOSAL_FIELDS:
             if name in ("target", "result_record"):
@@ -130,15 +130,15 @@ def export_snapshot(
 
     proposers = {row["proposed_by"] for row in records} | {row["agent"] for row in proposals}
     # Spaces: the exported spaces with their rules and members (only theirs).
-    spaces = export_spaces(scope_list)
+    spaces = export_spaces(space_list)
     members = {m["user"] for space in spaces for m in space["members"]}
     agents = []
     for a in Agent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(a, name)) for name in AGENT_FIELDS}
         if not full:
             # Spaces: a partial export names no other space, not even in an agent's grants.
-            row["scopes"] = [s for s in a.scopes if s in scope_list]
-            if not row["scopes"] and a.public_id not in proposers:
+            row["spaces"] = [s for s in a.spaces if s in space_list]
+            if not row["spaces"] and a.public_id not in proposers:
                 continue
         row["owner"] = users.get(a.owner_id) if a.owner_id else None
         if not full and row["owner"] not in members:
@@ -154,7 +154,7 @@ def export_snapshot(
     for event in AuditEvent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(event, name)) for name in AUDIT_FIELDS}
         if not full and not (
-            _event_belongs(row, record_ids, exported_proposals) and _names_only(row, scope_list, agent_ids)
+            _event_belongs(row, record_ids, exported_proposals) and _names_only(row, space_list, agent_ids)
         ):
             left_out += 1
             continue
@@ -166,7 +166,7 @@ def export_snapshot(
         "format": FORMAT,
         "version": VERSION,
         "exported_at": timezone.now().isoformat(),
-        "scopes": scope_list,
+        "spaces": space_list,
         "spaces": spaces,
         "include_token_digests": include_token_digests,
         "records": records,
@@ -189,19 +189,19 @@ def _event_belongs(row: dict, record_ids: set[str], proposal_ids: set[str]) -> b
     return not (row["subject_type"] == "proposal" and row["subject_id"] not in proposal_ids)
 
 
-def _names_only(row: dict, scope_list: list[str], agent_ids: set[str]) -> bool:
+def _names_only(row: dict, space_list: list[str], agent_ids: set[str]) -> bool:
     """Spaces: an event about a space or an agent stays in a
     scoped export only if its subject is in the file and every space it
     names (a grant list, a space) is one of the exported ones."""
     if row["subject_type"] == "space":
-        return row["subject_id"] in scope_list
+        return row["subject_id"] in space_list
     if row["subject_type"] != "agent":
         return True
     if row["subject_id"] not in agent_ids:
         return False
     extra = row["extra"] if isinstance(row["extra"], dict) else {}
-    named = [*(extra.get("scopes") or []), *(extra.get("grants") or []), extra.get("space") or ""]
-    return all(slug in scope_list for slug in named if slug)
+    named = [*(extra.get("spaces") or []), *(extra.get("grants") or []), extra.get("space") or ""]
+    return all(slug in space_list for slug in named if slug)
 
 
 def export_counts(document: dict) -> dict:

@@ -12,7 +12,7 @@ the checksum: nothing here restates what "deliverable" means.
 
 States depend on the date (a record becomes overdue at midnight without any
 write), so each space is swept once per day, the first time it is searched
-(``swept_on:<scope>`` in retrieval_meta). A reader's search sweeps only its
+(``swept_on:<space>`` in retrieval_meta). A reader's search sweeps only its
 own spaces, so other spaces' sweeps never cost it time.
 """
 
@@ -58,26 +58,26 @@ def set_vector_state(cursor: CursorWrapper, states: dict[int, str]) -> None:
         )
 
 
-def _needed(sweep_scopes: Iterable[str], today: date) -> bool:
+def _needed(sweep_spaces: Iterable[str], today: date) -> bool:
     cursor = connection.cursor()
     with cursor:
         cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {tables.QUEUE})")
         if cursor.fetchone()[0]:
             return True
-        if not sweep_scopes:
+        if not sweep_spaces:
             return False
         cursor.execute(f"SELECT key, value FROM {tables.META} WHERE key LIKE 'swept_on:%%'")
         swept = dict(cursor.fetchall())
-    return any(swept.get(f"swept_on:{scope}") != today.isoformat() for scope in sweep_scopes)
+    return any(swept.get(f"swept_on:{space}") != today.isoformat() for space in sweep_spaces)
 
 
-def reconcile(sweep_scopes: Iterable[str] = (), today: date | None = None) -> int:
-    """Bring retrieval_doc in line with the records; sweep ``sweep_scopes``
+def reconcile(sweep_spaces: Iterable[str] = (), today: date | None = None) -> int:
+    """Bring retrieval_doc in line with the records; sweep ``sweep_spaces``
     for date changes if not done today. Returns how many documents changed.
     Costs one SELECT when there is nothing to do."""
     today = today or timezone.localdate()
-    sweep_scopes = [s for s in space_slugs() if s in set(sweep_scopes)]
-    if not _needed(sweep_scopes, today):
+    sweep_spaces = [s for s in space_slugs() if s in set(sweep_spaces)]
+    if not _needed(sweep_spaces, today):
         return 0
     changed = 0
     with writer_lock:
@@ -95,8 +95,8 @@ def reconcile(sweep_scopes: Iterable[str] = (), today: date | None = None) -> in
                 changed += _reconcile(cursor, ids, today)
                 marks = ",".join(["%s"] * len(ids))
                 cursor.execute(f"DELETE FROM {tables.QUEUE} WHERE record_id IN ({marks})", ids)
-        for scope in sweep_scopes:
-            changed += _sweep(scope, today)
+        for space in sweep_spaces:
+            changed += _sweep(space, today)
     return changed
 
 
@@ -122,7 +122,7 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
     current = set(Record.objects.filter(pk__in=ids).current(today).values_list("pk", flat=True))
     marks = ",".join(["%s"] * len(ids))
     cursor.execute(
-        f"SELECT id, scope, kind, title, body, tags, checksum, edited, state FROM {tables.DOCS} WHERE id IN ({marks})",
+        f"SELECT id, space, kind, title, body, tags, checksum, edited, state FROM {tables.DOCS} WHERE id IN ({marks})",
         ids,
     )
     docs = {row[0]: row[1:] for row in cursor.fetchall()}
@@ -133,7 +133,7 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
         wanted = None
         if record is not None and record.current_checksum() == record.approved_checksum:
             wanted = (
-                record.scope,
+                record.space,
                 record.kind,
                 record.title,
                 record.body,
@@ -143,7 +143,7 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
             )
         elif record is not None and (approved := record.approved_text()) is not None:
             wanted = (
-                approved["scope"],
+                approved["space"],
                 approved["kind"],
                 approved["title"],
                 approved["body"],
@@ -163,13 +163,13 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
             newly_edited.append(pk)
         if doc is None:
             cursor.execute(
-                f"INSERT INTO {tables.DOCS} (id, scope, kind, title, body, tags, checksum, edited, state) "
+                f"INSERT INTO {tables.DOCS} (id, space, kind, title, body, tags, checksum, edited, state) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [pk, *wanted, state],
             )
         elif (*wanted, state) != tuple(doc):
             cursor.execute(
-                f"UPDATE {tables.DOCS} SET scope = %s, kind = %s, title = %s, body = %s, tags = %s, "
+                f"UPDATE {tables.DOCS} SET space = %s, kind = %s, title = %s, body = %s, tags = %s, "
                 "checksum = %s, edited = %s, state = %s WHERE id = %s",
                 [*wanted, state, pk],
             )
@@ -184,10 +184,10 @@ def _reconcile(cursor: CursorWrapper, ids: list[int], today: date) -> int:
     return changed
 
 
-def _sweep(scope: str, today: date) -> int:
-    """Re-decide the state of every document in ``scope`` for ``today``."""
+def _sweep(space: str, today: date) -> int:
+    """Re-decide the state of every document in ``space`` for ``today``."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"swept_on:{scope}"])
+        cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"swept_on:{space}"])
         row = cursor.fetchone()
         if row and row[0] == today.isoformat():
             return 0  # another process swept it meanwhile
@@ -196,8 +196,8 @@ def _sweep(scope: str, today: date) -> int:
         decided = f"CASE WHEN edited = 0 AND id IN ({current_sql}) THEN '{tables.LIVE}' ELSE '{tables.HELD}' END"
         cursor.execute(
             # <>, not SQLite's IS NOT: neither side is NULL, and PostgreSQL's IS NOT takes only NULL/booleans.
-            f"SELECT id, {decided} FROM {tables.DOCS} WHERE scope = %s AND state <> {decided}",
-            [*params, scope, *params],
+            f"SELECT id, {decided} FROM {tables.DOCS} WHERE space = %s AND state <> {decided}",
+            [*params, space, *params],
         )
         states = dict(cursor.fetchall())
         for state in tables.STATES:
@@ -210,21 +210,21 @@ def _sweep(scope: str, today: date) -> int:
         cursor.execute(
             f"INSERT INTO {tables.META} (key, value) VALUES (%s, %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [f"swept_on:{scope}", today.isoformat()],
+            [f"swept_on:{space}", today.isoformat()],
         )
         return len(states)
 
 
-def approved_scope(record: Record) -> str | None:
-    """The scope ``record`` was approved in: from its approved version (its
+def approved_space(record: Record) -> str | None:
+    """The space ``record`` was approved in: from its approved version (its
     own while its text matches the checksum, else the kept copy), else its
     document's; None when unknown, which callers treat as "no reader may see
     it"."""
     approved = record.approved_version()
     if approved is not None:
-        return str(approved["scope"])
+        return str(approved["space"])
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT scope, checksum FROM {tables.DOCS} WHERE id = %s", [record.pk])
+        cursor.execute(f"SELECT space, checksum FROM {tables.DOCS} WHERE id = %s", [record.pk])
         row = cursor.fetchone()
     if row is not None and row[1] == record.approved_checksum:
         return str(row[0])
@@ -232,9 +232,9 @@ def approved_scope(record: Record) -> str | None:
 
 
 def approved_texts(cursor: CursorWrapper, ids: list[int]) -> dict[int, tuple[str, str, list[str], str, str]]:
-    """{id: (title, body, tags, kind, scope)} as approved (never the current row)."""
+    """{id: (title, body, tags, kind, space)} as approved (never the current row)."""
     if not ids:
         return {}
     marks = ",".join(["%s"] * len(ids))
-    cursor.execute(f"SELECT id, title, body, tags, kind, scope FROM {tables.DOCS} WHERE id IN ({marks})", list(ids))
+    cursor.execute(f"SELECT id, title, body, tags, kind, space FROM {tables.DOCS} WHERE id IN ({marks})", list(ids))
     return {row[0]: (row[1], row[2], json.loads(row[3]), row[4], row[5]) for row in cursor.fetchall()}

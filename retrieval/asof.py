@@ -69,7 +69,7 @@ def deliver_at(
             past = then.get(rowid)
             # Not indexed, not approved yet then, no approved text left, or
             # another space: invisible to this reader, so not "withheld".
-            if past is None or rowid not in indexed or past.record is None or past.scope not in reader.scopes:
+            if past is None or rowid not in indexed or past.record is None or past.space not in reader.spaces:
                 continue
             if not filters.matches(past.record):
                 continue
@@ -81,7 +81,7 @@ def deliver_at(
                 continue
             withheld[past.reason] = withheld.get(past.reason, 0) + 1
             if past.reason == "superseded":
-                successor = successor_at(past, moment, reader.scopes)
+                successor = successor_at(past, moment, reader.spaces)
                 if successor is not None and successor.pk not in delivered and filters.matches(successor):
                     delivered.add(successor.pk)
                     hit = _hit(successor, score, c)
@@ -100,11 +100,11 @@ def read_at(public_id: str, reader: Reader, moment: Moment) -> ReadResult:
     unknown id."""
     record = Record.objects.filter(public_id=public_id).first() if len(public_id) <= 20 else None
     past = at_moment([record], moment)[record.pk] if record is not None else None
-    if record is None or past is None or past.record is None or past.scope not in reader.scopes:
+    if record is None or past is None or past.record is None or past.space not in reader.spaces:
         raise NotFound(f"No record with id {public_id[:40]!r}{_when(moment)}.")
     if past.reason is None:
         return ReadResult(record=past.record, public_id=record.public_id)
-    successor = successor_at(past, moment, reader.scopes) if past.reason == "superseded" else None
+    successor = successor_at(past, moment, reader.spaces) if past.reason == "superseded" else None
     return ReadResult(record=None, withheld=past.reason, successor=successor, public_id=record.public_id)
 
 
@@ -116,19 +116,19 @@ def list_at(
     reader: Reader,
     moment: Moment,
     *,
-    scopes: list[str],
+    spaces: list[str],
     kinds: list[str],
     tags_all: list[str],
     since: datetime | None = None,
     limit: int = 20,
 ) -> list[Record]:
-    """Records deliverable at ``moment`` to ``reader`` in ``scopes`` (approved
+    """Records deliverable at ``moment`` to ``reader`` in ``spaces`` (approved
     ones), as they stood then, newest approval first."""
     rows = Record.objects.select_related("proposed_by").order_by("-approved_at", "-pk")
     rows = rows.filter(approved_at__lte=moment.at or timezone.now())
     if since is not None:
         rows = rows.filter(approved_at__gte=since)
-    wanted = set(scopes) & set(reader.scopes)
+    wanted = set(spaces) & set(reader.spaces)
     found: list[Record] = []
     offset, page = 0, max(limit * 2, 50)
     while len(found) < limit:
@@ -140,7 +140,7 @@ def list_at(
         for record in batch:
             past: Past = then[record.pk]
             shown = past.record
-            if shown is None or past.reason is not None or shown.scope not in wanted:
+            if shown is None or past.reason is not None or shown.space not in wanted:
                 continue
             if kinds and shown.kind not in kinds:
                 continue

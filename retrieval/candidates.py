@@ -27,22 +27,22 @@ def nearest_chunks(
     cursor: CursorWrapper,
     query_vector: np.ndarray,
     k: int,
-    scope: str,
+    space: str,
     state: str = tables.LIVE,
 ) -> tuple[dict[int, tuple[float, int]], int]:
     """Best chunk per record among the ``k`` nearest chunks of one partition
     {record_id: (similarity, chunk_id)}, and how many chunks were considered."""
-    return retrieval_engine(cursor).nearest_chunks(cursor, query_vector, k, scope, state)
+    return retrieval_engine(cursor).nearest_chunks(cursor, query_vector, k, space, state)
 
 
 def vectors_for(
-    cursor: CursorWrapper, scope: str, record_ids: list[int], query_vector: np.ndarray
+    cursor: CursorWrapper, space: str, record_ids: list[int], query_vector: np.ndarray
 ) -> dict[int, tuple[float, int]]:
     """Best-chunk similarity for records of one space the KNN did not return (keyword-only hits)."""
     if not record_ids:
         return {}
     if settings.VETTED_VECTOR_CACHE:
-        return vectors.best_for([vectors.cache.current(cursor, scope, len(query_vector))], record_ids, query_vector)
+        return vectors.best_for([vectors.cache.current(cursor, space, len(query_vector))], record_ids, query_vector)
     marks = ",".join(["%s"] * len(record_ids))
     cursor.execute(
         f"SELECT record_id, id, embedding, seq FROM {tables.CHUNKS} WHERE record_id IN ({marks})", record_ids
@@ -63,7 +63,7 @@ def _verified_identifiers(
     """Trigram MATCH finds substrings; keep identifiers that stand as whole
     tokens in the approved text."""
     shares = {}
-    for rowid, (title, body, tags, _kind, _scope) in approved_content.approved_texts(cursor, list(found)).items():
+    for rowid, (title, body, tags, _kind, _space) in approved_content.approved_texts(cursor, list(found)).items():
         text = f"{title}\n{body}\n{tags}"
         matched = sum(1 for ident in found[rowid] if contains_identifier(text, ident))
         if matched:
@@ -78,57 +78,57 @@ def gather(
     identifiers: list[str],
     query_vector: np.ndarray | None,
     k: int,
-    scopes: Iterable[str],
+    spaces: Iterable[str],
     state: str,
     docfreq: DocFreq,
-    reader_scopes: Collection[str],
+    reader_spaces: Collection[str],
 ) -> tuple[dict[int, Candidate], bool]:
     """Candidates from each ranker (at most ``k`` each, per space) among the
-    documents of ``scopes`` in ``state``, scored with the statistics of
-    ``reader_scopes``, and whether any pool may have more."""
+    documents of ``spaces`` in ``state``, scored with the statistics of
+    ``reader_spaces``, and whether any pool may have more."""
     candidates: dict[int, Candidate] = {}
     more = False
     clock = stages.clock()  # None unless a benchmark is timing the stages
-    for scope in scopes:
+    for space in spaces:
         if mode in ("keyword", "hybrid"):
-            keyword = retrieval_engine(cursor).keyword_candidates(cursor, scope, state, terms, k)
+            keyword = retrieval_engine(cursor).keyword_candidates(cursor, space, state, terms, k)
             more |= len(keyword) >= k
             for rowid, bm25 in keyword.items():
-                c = candidates.setdefault(rowid, Candidate(scope))
+                c = candidates.setdefault(rowid, Candidate(space))
                 c.bm25, c.keyword_hit = bm25, True
             if clock is not None:
                 clock.lap("keyword pool (BM25)")
             found: dict[int, set[str]] = {}
             for ident in identifiers:
-                rows = retrieval_engine(cursor).identifier_candidates(cursor, scope, state, ident, k)
+                rows = retrieval_engine(cursor).identifier_candidates(cursor, space, state, ident, k)
                 more |= len(rows) >= k
                 for rowid in rows:
                     found.setdefault(rowid, set()).add(ident)
             for rowid, share in _verified_identifiers(cursor, found, identifiers).items():
-                c = candidates.setdefault(rowid, Candidate(scope))
+                c = candidates.setdefault(rowid, Candidate(space))
                 c.identifiers, c.keyword_hit = share, True
             if clock is not None:
                 clock.lap("keyword pool (identifiers)")
         if mode in ("semantic", "hybrid"):
             assert query_vector is not None  # search embeds the query for every mode but keyword
-            nearest, considered = nearest_chunks(cursor, query_vector, k, scope, state)
+            nearest, considered = nearest_chunks(cursor, query_vector, k, space, state)
             more |= considered >= min(k, KNN_MAX)
             for rowid, (similarity, chunk_id) in nearest.items():
-                c = candidates.setdefault(rowid, Candidate(scope))
+                c = candidates.setdefault(rowid, Candidate(space))
                 c.vector, c.chunk_id, c.knn = similarity, chunk_id, True
             if clock is not None:
                 clock.lap("vector pool (nearest)")
         if mode == "hybrid":
             assert query_vector is not None
-            missing = [rowid for rowid, c in candidates.items() if c.scope == scope and c.vector is None]
-            for rowid, (similarity, chunk_id) in vectors_for(cursor, scope, missing, query_vector).items():
+            missing = [rowid for rowid, c in candidates.items() if c.space == space and c.vector is None]
+            for rowid, (similarity, chunk_id) in vectors_for(cursor, space, missing, query_vector).items():
                 candidates[rowid].vector, candidates[rowid].chunk_id = similarity, chunk_id
             if clock is not None:
                 clock.lap("vector pool (keyword-only hits)")
     # Keyword mode needs the re-weighting only to compare several spaces' BM25
     # on one scale: with one space, FTS5's own statistics are the reader's.
-    if mode == "hybrid" or (mode == "keyword" and len(reader_scopes) > 1):
-        keyword_evidence(cursor, terms, candidates, state, docfreq, reader_scopes)
+    if mode == "hybrid" or (mode == "keyword" and len(reader_spaces) > 1):
+        keyword_evidence(cursor, terms, candidates, state, docfreq, reader_spaces)
     if clock is not None:
         clock.lap("statistics")
     return candidates, more

@@ -22,7 +22,7 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="hybrid", choices=MODES)
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument(
-        "--scope",
+        "--space",
         action="append",
         default=[],
         help="read as a reader of these spaces (slugs); repeatable; default all",
@@ -51,12 +51,12 @@ def moment_from(opts: dict[str, Any]) -> Moment | None:
 
 
 def reader_from(opts: dict[str, Any]) -> Reader:
-    scopes = [s.strip().lower() for part in opts["scope"] for s in part.split(",") if s.strip()]
+    spaces = [s.strip().lower() for part in opts["space"] for s in part.split(",") if s.strip()]
     known = space_slugs()
-    bad = [s for s in scopes if s not in known]
+    bad = [s for s in spaces if s not in known]
     if bad:
-        raise CommandError(f"Unknown scope {', '.join(bad)}; allowed: {', '.join(known)}.")
-    return Reader.for_scopes(scopes) if scopes else Reader.everything()
+        raise CommandError(f"Unknown space {', '.join(bad)}; allowed: {', '.join(known)}.")
+    return Reader.for_spaces(spaces) if spaces else Reader.everything()
 
 
 def filters_from(opts: dict[str, Any]) -> Filters:

@@ -22,7 +22,7 @@ BODY_CHUNK_OVER = 1500  # longer bodies are returned as their best chunk
 @dataclass
 class Filters:
     kinds: list[str] = field(default_factory=list)
-    scopes: list[str] = field(default_factory=list)
+    spaces: list[str] = field(default_factory=list)
     tags_any: list[str] = field(default_factory=list)
     tags_all: list[str] = field(default_factory=list)
     agent: str = ""
@@ -34,14 +34,14 @@ class Filters:
 
     def matches(self, record: Record, approved: tuple[Any, ...] | None = None) -> bool:
         """Whether ``record`` passes. ``approved`` (title, body, tags, kind,
-        scope as approved) decides kind, scope and tags: a withheld record
+        space as approved) decides kind, space and tags: a withheld record
         is counted by what was approved, never by text nobody reviewed."""
-        kind, scope, tags = (
-            (approved[3], approved[4], approved[2]) if approved else (record.kind, record.scope, record.tags)
+        kind, space, tags = (
+            (approved[3], approved[4], approved[2]) if approved else (record.kind, record.space, record.tags)
         )
         if self.kinds and kind not in self.kinds:
             return False
-        if self.scopes and scope not in self.scopes:
+        if self.spaces and space not in self.spaces:
             return False
         tags = set(tags or [])
         if self.tags_any and not tags.intersection(self.tags_any):
@@ -83,7 +83,7 @@ class Hit:
             "id": r.public_id,
             "title": r.title,
             "kind": r.kind,
-            "scope": r.scope,
+            "space": r.space,
             "tags": r.tags,
             "body": _strip_title(self.chunk, r.title) if long_body else r.body,
             "body_is_excerpt": bool(long_body),
@@ -134,7 +134,7 @@ def deliver(
             if len(results) >= limit:
                 return results, withheld
             record, text = rows.get(rowid), approved.get(rowid)
-            if record is None or text is None or text[4] not in reader.scopes or not filters.matches(record, text):
+            if record is None or text is None or text[4] not in reader.spaces or not filters.matches(record, text):
                 continue  # invisible to this reader, or not asked for: not "withheld"
             c = candidates[rowid]
             reason = withhold_reason(record, today)

@@ -4,9 +4,9 @@ Everything that leaves retrieval passes through here, with rows re-read from
 the record table at query time (never trusted from an index). What
 "deliverable" means is the domain's (Record.withhold_reason and
 RecordQuerySet.current, reviews/models.py); this module applies it for a
-reader. Records outside the reader's scopes do not exist for it: they are
-never counted or named. A record counts as in a scope by the scope it was
-*approved* in (retrieval/approved_content.py), so editing a record's scope out of band
+reader. Records outside the reader's spaces do not exist for it: they are
+never counted or named. A record counts as in a space by the space it was
+*approved* in (retrieval/approved_content.py), so editing a record's space out of band
 neither hides it from its readers nor shows it to others.
 """
 
@@ -27,9 +27,9 @@ REASONS = WITHHOLD_REASONS
 
 @dataclass(frozen=True)
 class Reader:
-    """Who is asking: the scopes they may read (and the agent, if one)."""
+    """Who is asking: the spaces they may read (and the agent, if one)."""
 
-    scopes: frozenset[str]
+    spaces: frozenset[str]
     agent: Agent | None = None
 
     @classmethod
@@ -38,19 +38,19 @@ class Reader:
 
     @classmethod
     def for_agent(cls, agent: Agent) -> Reader:
-        return cls(frozenset(agent.scopes), agent)
+        return cls(frozenset(agent.spaces), agent)
 
     @classmethod
-    def for_scopes(cls, scopes: Iterable[str]) -> Reader:
-        return cls(frozenset(scopes))
+    def for_spaces(cls, spaces: Iterable[str]) -> Reader:
+        return cls(frozenset(spaces))
 
     def can_read(self, record: Record) -> bool:
-        return record.scope in self.scopes
+        return record.space in self.spaces
 
     def may_know_of(self, record: Record) -> bool:
         """Whether this record exists for the reader at all: it was approved
-        in one of the reader's scopes."""
-        return approved_content.approved_scope(record) in self.scopes
+        in one of the reader's spaces."""
+        return approved_content.approved_space(record) in self.spaces
 
 
 def withhold_reason(record: Record, today: date | None = None) -> str | None:
@@ -83,8 +83,8 @@ class ReadResult:
 def read_record(public_id: str, reader: Reader) -> ReadResult:
     """One record by id, through the same gate as search.
 
-    Unknown ids and records outside the reader's scopes raise NotFound with
-    the same message, so scopes cannot be probed. A withheld record gives its
+    Unknown ids and records outside the reader's spaces raise NotFound with
+    the same message, so spaces cannot be probed. A withheld record gives its
     reason (and the current successor of a superseded one), never its text.
     """
     public_id = str(public_id or "").strip()

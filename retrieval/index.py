@@ -15,9 +15,9 @@ sqlite-vec notes (0.1.x):
 - DELETE on vec0 does not give disk space back; `reindex` drops the table.
 - vec0 KNN needs `k = ?` (or LIMIT) in the same query as `MATCH`, and k is
   capped at 4096 per query.
-- A `partition key` column (scope) makes a KNN with `scope = ?` scan only
+- A `partition key` column (space) makes a KNN with `space = ?` scan only
   that partition, and a metadata column (held) filters inside the KNN, so
-  withheld chunks never take a place among the k nearest; `scope IN (...)`
+  withheld chunks never take a place among the k nearest; `space IN (...)`
   returns k rows *per partition*. Partition keys cannot be UPDATEd (delete
   and insert instead); metadata columns can.
 - Vectors go in as raw little-endian float32 bytes (numpy ``tobytes()``).
@@ -97,12 +97,12 @@ def ensure_ready(embedder: Embedder) -> None:
 
 
 def _create_vec_table(cursor: CursorWrapper, embedder: Embedder) -> None:
-    retrieval_engine(cursor).create_vector_table(cursor, int(embedder.dimension), tables.current_scopes(cursor))
+    retrieval_engine(cursor).create_vector_table(cursor, int(embedder.dimension), tables.current_spaces(cursor))
     # Every chunk must be re-embedded: the queue gets every document.
     cursor.execute(f"DELETE FROM {tables.CHUNKS}")
     _queue_everything(cursor)
     _write_meta(cursor, schema_version=SCHEMA_VERSION, model_name=embedder.name, dimension=embedder.dimension)
-    vectors.renew_tokens(cursor, tables.current_scopes(cursor), base=True)
+    vectors.renew_tokens(cursor, tables.current_spaces(cursor), base=True)
 
 
 def _queue_everything(cursor: CursorWrapper) -> None:
@@ -167,7 +167,7 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
     while True:
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT d.record_id, d.gen, r.title, r.body, r.tags, r.scope FROM {tables.DIRTY} d "
+                f"SELECT d.record_id, d.gen, r.title, r.body, r.tags, r.space FROM {tables.DIRTY} d "
                 f"LEFT JOIN {tables.DOCS} r ON r.id = d.record_id ORDER BY d.record_id LIMIT %s",
                 [batch],
             )
@@ -177,18 +177,18 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             ids = [row[0] for row in rows]
             marks = ",".join(["%s"] * len(ids))
             cursor.execute(
-                f"SELECT record_id, seq, id, text_hash, scope FROM {tables.CHUNKS} WHERE record_id IN ({marks})", ids
+                f"SELECT record_id, seq, id, text_hash, space FROM {tables.CHUNKS} WHERE record_id IN ({marks})", ids
             )
             existing: dict[int, dict[int, tuple[int, str, str]]] = {}
-            for record_id, seq, chunk_id, digest, scope in cursor.fetchall():
-                existing.setdefault(record_id, {})[seq] = (chunk_id, digest, scope)
+            for record_id, seq, chunk_id, digest, space in cursor.fetchall():
+                existing.setdefault(record_id, {})[seq] = (chunk_id, digest, space)
 
         # Plan outside any transaction: which chunks need a new vector.
-        # (record id, queue generation, scope, [(seq, text, digest, index into to_embed or None)]);
-        # scope and the list are None for a record with no approved content.
+        # (record id, queue generation, space, [(seq, text, digest, index into to_embed or None)]);
+        # space and the list are None for a record with no approved content.
         plans: list[tuple[int, int, str | None, list[tuple[int, str, str, int | None]] | None]] = []
         to_embed: list[str] = []
-        for record_id, gen, title, body, tags, scope in rows:
+        for record_id, gen, title, body, tags, space in rows:
             if title is None:  # no approved content (any more)
                 plans.append((record_id, gen, None, None))
                 continue
@@ -197,12 +197,12 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             for seq, text in texts:
                 digest = text_hash(embedder.name, text)
                 stored = existing.get(record_id, {}).get(seq)
-                if stored and stored[1] == digest and stored[2] == scope:
+                if stored and stored[1] == digest and stored[2] == space:
                     planned.append((seq, text, digest, None))  # keep the stored vector
                 else:
                     planned.append((seq, text, digest, len(to_embed)))
                     to_embed.append(text)
-            plans.append((record_id, gen, scope, planned))
+            plans.append((record_id, gen, space, planned))
         new_vectors = embedder.embed(to_embed) if to_embed else None
 
         # PostgreSQL (several daemons): FOR UPDATE holds the queue row, so a
@@ -213,7 +213,7 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             engine = retrieval_engine(cursor)
             touched: set[str] = set()
             reload: set[str] = set()
-            for record_id, gen, scope, plan in plans:
+            for record_id, gen, space, plan in plans:
                 cursor.execute(f"SELECT gen FROM {tables.DIRTY} WHERE record_id = %s{hold}", [record_id])
                 current = cursor.fetchone()
                 if current is None or current[0] != gen:
@@ -228,19 +228,19 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                 held = int(state is None or state[0] == tables.HELD)
                 old_chunks = existing.get(record_id, {})
                 keep = {seq for seq, *_rest in plan or []}
-                for seq, (chunk_id, _digest, old_scope) in old_chunks.items():
+                for seq, (chunk_id, _digest, old_space) in old_chunks.items():
                     if seq not in keep:
                         cursor.execute(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [chunk_id])
                         cursor.execute(f"DELETE FROM {tables.CHUNKS} WHERE id = %s", [chunk_id])
                         stats.removed += 1
-                        reload.add(old_scope)
+                        reload.add(old_space)
                 for seq, text, digest, vector_index in plan or []:
                     if vector_index is None:
                         stats.reused += 1
                         continue
-                    # A planned chunk belongs to a record with approved content (so a scope),
+                    # A planned chunk belongs to a record with approved content (so a space),
                     # and a chunk to embed means the batch was embedded.
-                    assert scope is not None and new_vectors is not None
+                    assert space is not None and new_vectors is not None
                     previous = old_chunks.get(seq)
                     if previous:
                         cursor.execute(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [previous[0]])
@@ -250,18 +250,18 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                     blob = np.ascontiguousarray(new_vectors[vector_index], dtype=np.float32).tobytes()
                     # RETURNING, not lastrowid: psycopg has no lastrowid (SQLite 3.35+ has RETURNING).
                     cursor.execute(
-                        f"INSERT INTO {tables.CHUNKS} (record_id, seq, text_hash, text, embedding, scope) "
+                        f"INSERT INTO {tables.CHUNKS} (record_id, seq, text_hash, text, embedding, space) "
                         "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                        [record_id, seq, digest, text, blob, scope],
+                        [record_id, seq, digest, text, blob, space],
                     )
                     chunk_id = cursor.fetchone()[0]
                     cursor.execute(
-                        f"INSERT INTO {tables.VEC} (rowid, scope, held, embedding) "
+                        f"INSERT INTO {tables.VEC} (rowid, space, held, embedding) "
                         f"VALUES (%s, %s, %s, {engine.vector_placeholder()})",
-                        [chunk_id, scope, held, engine.vector_value(blob)],
+                        [chunk_id, space, held, engine.vector_value(blob)],
                     )
                     stats.embedded += 1
-                    touched.add(scope)
+                    touched.add(space)
                 cursor.execute(f"DELETE FROM {tables.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])
                 stats.records += 1
             # Any deleted chunk row (removed, or replaced by a re-embedded
@@ -284,12 +284,12 @@ def reindex(embedder: Embedder, *, progress: Callable[[int], None] | None = None
     approved text on file, as nothing else holds it), and all vectors."""
     with approved_content.writer_lock:
         with transaction.atomic(), connection.cursor() as cursor:
-            scopes = tables.current_scopes(cursor)
+            spaces = tables.current_spaces(cursor)
             engine = retrieval_engine(cursor)
-            for sql in engine.drop_keyword(scopes):
+            for sql in engine.drop_keyword(spaces):
                 cursor.execute(sql)
             engine.create_all(cursor)  # re-queues every record, re-makes every space's partitions
-            engine.rebuild_keyword(cursor, scopes)
+            engine.rebuild_keyword(cursor, spaces)
             cursor.execute(f"DELETE FROM {tables.META} WHERE key LIKE 'swept_on:%%'")
         with transaction.atomic(), connection.cursor() as cursor:
             _create_vec_table(cursor, embedder)

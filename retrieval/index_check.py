@@ -97,8 +97,8 @@ def _check_documents(cursor: CursorWrapper, report: IndexReport) -> None:
     """Every record whose text matches its checksum has exactly that text
     indexed; an edited one keeps at most its approved text; none other."""
     cursor.execute(
-        f"SELECT r.id, r.public_id, r.kind, r.scope, r.title, r.body, r.tags, r.approved_checksum, "
-        f"d.scope, d.title, d.body, d.tags, d.checksum, d.edited FROM {tables.RECORD_TABLE} r "
+        f"SELECT r.id, r.public_id, r.kind, r.space, r.title, r.body, r.tags, r.approved_checksum, "
+        f"d.space, d.title, d.body, d.tags, d.checksum, d.edited FROM {tables.RECORD_TABLE} r "
         f"LEFT JOIN {tables.DOCS} d ON d.id = r.id WHERE r.id NOT IN (SELECT record_id FROM {tables.QUEUE})"
     )
     missing, stale = [], []
@@ -106,22 +106,22 @@ def _check_documents(cursor: CursorWrapper, report: IndexReport) -> None:
         _id,
         public_id,
         kind,
-        scope,
+        space,
         title,
         body,
         tags,
         approved,
-        d_scope,
+        d_space,
         d_title,
         d_body,
         d_tags,
         d_checksum,
         d_edited,
     ) in cursor.fetchall():
-        verified = content_checksum(kind=kind, scope=scope, title=title, body=body, tags=json.loads(tags)) == approved
+        verified = content_checksum(kind=kind, space=space, title=title, body=body, tags=json.loads(tags)) == approved
         if verified and d_checksum is None:
             missing.append(public_id)
-        elif verified and (d_scope, d_title, d_body, json.loads(d_tags)) != (scope, title, body, json.loads(tags)):
+        elif verified and (d_space, d_title, d_body, json.loads(d_tags)) != (space, title, body, json.loads(tags)):
             stale.append(public_id)
         elif not verified and d_checksum is not None and (d_checksum != approved or not d_edited):
             stale.append(public_id)  # an edit the index missed (a trigger was missing)
@@ -179,7 +179,7 @@ def _check_vectors(cursor: CursorWrapper, report: IndexReport, model_name: str) 
     cursor.execute(
         f"SELECT count(*) FROM {tables.VEC} v JOIN {tables.CHUNKS} c ON c.id = v.rowid "
         f"JOIN {tables.DOCS} d ON d.id = c.record_id "
-        "WHERE v.scope <> d.scope OR v.held <> CASE WHEN d.state = %s THEN 1 ELSE 0 END",
+        "WHERE v.space <> d.space OR v.held <> CASE WHEN d.state = %s THEN 1 ELSE 0 END",
         [tables.HELD],
     )
     misfiled = cursor.fetchone()[0]

@@ -3,7 +3,7 @@
 Findings, each with the records involved, why it was flagged and the
 reviewer's suggested next step:
 
-- possible contradictions: two current records in the same scope that are
+- possible contradictions: two current records in the same space that are
   close in meaning (cosine of their embeddings) yet differ in a way that
   matters, one detail in the place of another (numbers, versions, dates,
   weekdays, names, opposite words) or a negation on one side only
@@ -16,7 +16,7 @@ reviewer's suggested next step:
 - overdue records, and records edited since approval (checksum mismatch);
 - index drift (retrieval.index.check).
 
-Everything is read-only. Records outside the requested scopes are never
+Everything is read-only. Records outside the requested spaces are never
 read into a finding, so a team report cannot mention personal content.
 
 An agent's report (``run(agent=...)``) holds only what the agent may know:
@@ -79,7 +79,7 @@ class Finding:
     suggestion: str
     records: list[str] = field(default_factory=list)
     proposals: list[str] = field(default_factory=list)
-    scope: str = ""
+    space: str = ""
     similarity: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -91,7 +91,7 @@ class Finding:
 
 @dataclass
 class Report:
-    scopes: list[str]
+    spaces: list[str]
     findings: list[Finding]
     checked_records: int
     # Findings of a kind beyond the report's limit: counted, not listed.
@@ -108,7 +108,7 @@ class Report:
         for kind, more in self.omitted.items():
             counts[kind] = counts.get(kind, 0) + more
         return {
-            "scopes": self.scopes,
+            "spaces": self.spaces,
             "checked_records": self.checked_records,
             "counts": counts,
             "omitted": self.omitted,
@@ -198,10 +198,10 @@ def contradictions(
     threshold: float = CONTRADICTION_SIMILARITY,
 ) -> list[Finding]:
     findings = []
-    by_scope: dict[str, list[Record]] = {}
+    by_space: dict[str, list[Record]] = {}
     for record in records:
-        by_scope.setdefault(record.scope, []).append(record)
-    for scope, group in sorted(by_scope.items()):
+        by_space.setdefault(record.space, []).append(record)
+    for space, group in sorted(by_space.items()):
         if len(group) < 2:
             continue
         matrix = _record_vectors(group, embedder)
@@ -229,7 +229,7 @@ def contradictions(
                         findings.append(
                             Finding(
                                 kind="possible_contradiction",
-                                scope=scope,
+                                space=space,
                                 similarity=round(similarity, 3),
                                 records=[a.public_id, b.public_id],
                                 why=f"'{_title(a)}' and '{_title(b)}' are about the same thing "
@@ -250,16 +250,16 @@ def _by_id(record: Record) -> str:
     return record.public_id
 
 
-def supersession_problems(scopes: list[str], name: Callable[[Record], str] = _titled) -> list[Finding]:
+def supersession_problems(spaces: list[str], name: Callable[[Record], str] = _titled) -> list[Finding]:
     findings = []
-    superseded = Record.objects.filter(status=RecordStatus.SUPERSEDED, scope__in=scopes).select_related("superseded_by")
+    superseded = Record.objects.filter(status=RecordStatus.SUPERSEDED, space__in=spaces).select_related("superseded_by")
     for record in superseded:
         successor = record.superseded_by
         if successor is None:
             findings.append(
                 Finding(
                     kind="broken_supersession",
-                    scope=record.scope,
+                    space=record.space,
                     records=[record.public_id],
                     why=f"{name(record)} is superseded but names no successor",
                     suggestion="Retire it, or revise it again so a current version exists.",
@@ -269,15 +269,15 @@ def supersession_problems(scopes: list[str], name: Callable[[Record], str] = _ti
             findings.append(
                 Finding(
                     kind="broken_supersession",
-                    scope=record.scope,
-                    records=[record.public_id] + ([successor.public_id] if successor.scope in scopes else []),
+                    space=record.space,
+                    records=[record.public_id] + ([successor.public_id] if successor.space in spaces else []),
                     why=f"{name(record)} names a successor that does not point back to it",
                     suggestion="Check the history of both records in the admin.",
                 )
             )
-    # Loops: follow superseded_by from every superseded record in scope.
+    # Loops: follow superseded_by from every superseded record in space.
     links = dict(Record.objects.filter(superseded_by__isnull=False).values_list("pk", "superseded_by_id"))
-    public = dict(Record.objects.filter(scope__in=scopes).values_list("pk", "public_id"))
+    public = dict(Record.objects.filter(space__in=spaces).values_list("pk", "public_id"))
     reported = set()
     for start in list(links):
         if start not in public:
@@ -302,7 +302,7 @@ def supersession_problems(scopes: list[str], name: Callable[[Record], str] = _ti
     return findings
 
 
-def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Agent | None = None) -> list[Finding]:
+def pending_too_long(spaces: list[str], stale_days: int = STALE_DAYS, agent: Agent | None = None) -> list[Finding]:
     """Proposals pending for long; with ``agent``, only its own."""
     cutoff = timezone.now() - timedelta(days=stale_days)
     findings = []
@@ -315,8 +315,8 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
         old = old.filter(agent=agent)
     for proposal in old:
         target = proposal.target
-        scope = target.scope if target is not None else proposal.scope
-        if scope not in scopes:
+        space = target.space if target is not None else proposal.space
+        if space not in spaces:
             continue
         days = (timezone.now() - proposal.created_at).days
         kind = "stale_retirement" if proposal.action == ProposalAction.RETIRE else "stale_proposal"
@@ -327,7 +327,7 @@ def pending_too_long(scopes: list[str], stale_days: int = STALE_DAYS, agent: Age
         findings.append(
             Finding(
                 kind=kind,
-                scope=scope,
+                space=space,
                 proposals=[proposal.public_id],
                 records=[proposal.target.public_id] if proposal.target is not None else [],
                 why=f"{proposal.action} proposal {title} from "
@@ -346,7 +346,7 @@ def record_state_problems(records: list[Record], name: Callable[[Record], str] =
             findings.append(
                 Finding(
                     kind="edited_since_approval",
-                    scope=record.scope,
+                    space=record.space,
                     records=[record.public_id],
                     why=f"{name(record)} changed after approval (checksum mismatch); agents do not get it",
                     suggestion="Restore the approved text or approve the current text (the record's "
@@ -357,7 +357,7 @@ def record_state_problems(records: list[Record], name: Callable[[Record], str] =
             findings.append(
                 Finding(
                     kind="overdue",
-                    scope=record.scope,
+                    space=record.space,
                     records=[record.public_id],
                     why=f"{name(record)} was due for review on {record.review_by}; agents do not get it",
                     suggestion="Verify it if it still holds, otherwise revise or retire it.",
@@ -370,7 +370,7 @@ def index_drift(*, detailed: bool) -> list[Finding]:
     report = index.check()
     if report.ok:
         return []
-    if not detailed:  # counts and ids span every scope: say only that it needs attention
+    if not detailed:  # counts and ids span every space: say only that it needs attention
         return [
             Finding(
                 kind="index_drift",
@@ -389,7 +389,7 @@ def index_drift(*, detailed: bool) -> list[Finding]:
 
 
 def run(
-    scopes: Iterable[str] | None = None,
+    spaces: Iterable[str] | None = None,
     *,
     embedder: Embedder | None = None,
     full_index_report: bool = True,
@@ -397,18 +397,18 @@ def run(
     limit: int = 100,
     agent: Agent | None = None,
 ) -> Report:
-    """The whole check over ``scopes`` (default: all). Read-only. At most
+    """The whole check over ``spaces`` (default: all). Read-only. At most
     ``limit`` possible contradictions are listed, the most similar first (a
     memory of many look-alike records can yield thousands); the rest are
     counted in ``omitted``. ``limit=0`` lists them all. With ``agent``, the
     agent's view (see the module docstring)."""
     every = space_slugs()
     # None is every space; an empty list is none (a person with no spaces sees nothing, not all).
-    wanted = set(every if scopes is None else scopes)
-    scopes = [s for s in every if s in wanted]
+    wanted = set(every if spaces is None else spaces)
+    spaces = [s for s in every if s in wanted]
     embedder = embedder or get_embedder()
     today = timezone.localdate()
-    live = list(Record.objects.live().in_scopes(scopes).order_by("pk"))
+    live = list(Record.objects.live().in_spaces(spaces).order_by("pk"))
     if agent is None:
         current = [r for r in live if r.status == RecordStatus.APPROVED and r.current_checksum() == r.approved_checksum]
     else:
@@ -420,11 +420,11 @@ def run(
         found = found[:limit]
     name = _titled if agent is None else _by_id
     findings = found
-    findings += supersession_problems(scopes, name)
+    findings += supersession_problems(spaces, name)
     findings += record_state_problems(live, name)
-    findings += pending_too_long(scopes, agent=agent)
+    findings += pending_too_long(spaces, agent=agent)
     if agent is None:
         findings += index_drift(detailed=full_index_report)
     return Report(
-        scopes=scopes, findings=findings, checked_records=len(live) if agent is None else len(current), omitted=omitted
+        spaces=spaces, findings=findings, checked_records=len(live) if agent is None else len(current), omitted=omitted
     )

@@ -8,7 +8,7 @@ from collections.abc import Collection
 from typing import Any
 
 from reviews.formats import iso
-from reviews.models import SCOPES, Record
+from reviews.models import SPACES, Record
 
 EXCERPT_CHARS = 280
 
@@ -19,7 +19,7 @@ def _heading(record: Record) -> dict[str, Any]:
         "id": record.public_id,
         "title": record.title,
         "kind": record.kind,
-        "scope": record.scope,
+        "space": record.space,
         "tags": record.tags,
     }
 
@@ -36,8 +36,8 @@ def record_summary(record: Record) -> dict[str, Any]:
     }
 
 
-def record_full(record: Record, scopes: Collection[str] = SCOPES) -> dict[str, Any]:
-    """Every field an agent may see. Links to versions in scopes the reader
+def record_full(record: Record, spaces: Collection[str] = SPACES) -> dict[str, Any]:
+    """Every field an agent may see. Links to versions in spaces the reader
     cannot read (a record moved from personal to team) are left out."""
     supersedes = record.supersedes if record.supersedes_id else None
     return {
@@ -50,7 +50,7 @@ def record_full(record: Record, scopes: Collection[str] = SCOPES) -> dict[str, A
         "review_by": iso(record.review_by),
         "valid_from": iso(record.valid_from),
         "valid_until": iso(record.valid_until),
-        "supersedes": supersedes.public_id if supersedes is not None and supersedes.scope in scopes else None,
+        "supersedes": supersedes.public_id if supersedes is not None and supersedes.space in spaces else None,
         "checksum": record.approved_checksum,
         "confidence": record.confidence,
         "source_tool": record.source_tool,

@@ -104,7 +104,7 @@ MIN_VECTOR_ONLY = 0.2
 class Candidate:
     """One document found by at least one ranker, in one partition."""
 
-    scope: str
+    space: str
     vector: float | None = None
     chunk_id: int | None = None
     bm25: float = 0.0
@@ -119,24 +119,24 @@ class Candidate:
 
 class DocFreq:
     """Per-partition document counts of words, cached per space until that
-    space changes (its ``docs:<scope>`` token)."""
+    space changes (its ``docs:<space>`` token)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # (scope, state) -> (cache key, documents, {word: documents with it})
+        # (space, state) -> (cache key, documents, {word: documents with it})
         self._parts: dict[tuple[str, str], tuple[tuple[str, str | None], int, dict[str, int]]] = {}
 
-    def counts(self, cursor: CursorWrapper, scope: str, state: str, words: list[str]) -> tuple[int, dict[str, int]]:
+    def counts(self, cursor: CursorWrapper, space: str, state: str, words: list[str]) -> tuple[int, dict[str, int]]:
         """(documents in the partition, {word: documents containing it})."""
-        cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"docs:{scope}"])
+        cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"docs:{space}"])
         row = cursor.fetchone()
         key = (str(connection.settings_dict["NAME"]), row[0] if row else None)
         with self._lock:
-            entry = self._parts.get((scope, state))
+            entry = self._parts.get((space, state))
         if entry is None or entry[0] != key:
-            entry = (key, retrieval_engine(cursor).document_count(cursor, scope, state), {})
+            entry = (key, retrieval_engine(cursor).document_count(cursor, space, state), {})
             with self._lock:
-                self._parts[(scope, state)] = entry
+                self._parts[(space, state)] = entry
         _key, total, counts = entry
         # Work on a local copy: another request thread may replace the shared
         # entry at any moment (a KeyError here was a 500 under `stress`).
@@ -144,16 +144,16 @@ class DocFreq:
             known = {w: counts[w] for w in words if w in counts}
         for word in words:
             if word not in known:
-                known[word] = retrieval_engine(cursor).document_frequency(cursor, scope, state, word)
+                known[word] = retrieval_engine(cursor).document_frequency(cursor, space, state, word)
         with self._lock:
             if len(counts) > 50_000:
                 counts.clear()
             counts.update(known)
         return total, known
 
-    def idf(self, cursor: CursorWrapper, scope: str, words: list[str]) -> dict[str, float]:
+    def idf(self, cursor: CursorWrapper, space: str, words: list[str]) -> dict[str, float]:
         """The coverage idf of ``words`` among the deliverable documents of one space."""
-        return _coverage_idf(*self.counts(cursor, scope, tables.LIVE, words), words)
+        return _coverage_idf(*self.counts(cursor, space, tables.LIVE, words), words)
 
 
 def _coverage_idf(total: int, known: dict[str, int], words: list[str]) -> dict[str, float]:
@@ -162,12 +162,12 @@ def _coverage_idf(total: int, known: dict[str, int], words: list[str]) -> dict[s
 
 
 def reader_statistics(
-    cursor: CursorWrapper, terms: list[str], docfreq: DocFreq, reader_scopes: Iterable[str]
+    cursor: CursorWrapper, terms: list[str], docfreq: DocFreq, reader_spaces: Iterable[str]
 ) -> tuple[int, dict[str, int]]:
     """(deliverable documents of the reader's spaces, {term: how many contain it})."""
     total, known = 0, dict.fromkeys(terms, 0)
-    for scope in reader_scopes:
-        n, counts = docfreq.counts(cursor, scope, tables.LIVE, terms)
+    for space in reader_spaces:
+        n, counts = docfreq.counts(cursor, space, tables.LIVE, terms)
         total += n
         for term in terms:
             known[term] += counts[term]
@@ -180,7 +180,7 @@ def keyword_evidence(
     candidates: dict[int, Candidate],
     state: str,
     docfreq: DocFreq,
-    reader_scopes: Iterable[str],
+    reader_spaces: Iterable[str],
 ) -> None:
     """Fill in each candidate's coverage and (for BM25-pool candidates) its
     BM25 score, both with the statistics of the deliverable documents of the
@@ -189,15 +189,15 @@ def keyword_evidence(
     spaces, and depend on nothing it cannot read."""
     if not terms or not candidates:
         return
-    total, known = reader_statistics(cursor, terms, docfreq, reader_scopes)
+    total, known = reader_statistics(cursor, terms, docfreq, reader_spaces)
     coverage_idf = _coverage_idf(total, known, terms)
     coverage_total = sum(coverage_idf.values()) or 1.0
     reader_idf = {t: bm25_idf(total, known[t]) for t in terms}
-    for scope in sorted({c.scope for c in candidates.values()}):
-        n, counts = docfreq.counts(cursor, scope, state, terms)
+    for space in sorted({c.space for c in candidates.values()}):
+        n, counts = docfreq.counts(cursor, space, state, terms)
         own_idf = {t: bm25_idf(n, counts[t]) for t in terms}
-        ids = [rowid for rowid, c in candidates.items() if c.scope == scope]
-        for rowid, found in retrieval_engine(cursor).term_scores(cursor, scope, state, terms, ids).items():
+        ids = [rowid for rowid, c in candidates.items() if c.space == space]
+        for rowid, found in retrieval_engine(cursor).term_scores(cursor, space, state, terms, ids).items():
             c = candidates[rowid]
             c.coverage = sum(coverage_idf[t] for t in found) / coverage_total
             c.terms = {t: score / own_idf[t] * reader_idf[t] for t, score in found.items()}

@@ -138,9 +138,9 @@ def search(
     embedder = None if mode == "keyword" else embedder or get_embedder()
     started = time.perf_counter()
     clock = stages.clock()  # None unless a benchmark is timing the stages
-    readable = [s for s in space_slugs() if s in reader.scopes]
-    scopes = [s for s in readable if not filters.scopes or s in filters.scopes]
-    approved_content.reconcile(sweep_scopes=readable)
+    readable = [s for s in space_slugs() if s in reader.spaces]
+    spaces = [s for s in readable if not filters.spaces or s in filters.spaces]
+    approved_content.reconcile(sweep_spaces=readable)
     terms = query_terms(query)
     identifiers = query_identifiers(query)
     if clock is not None:
@@ -158,9 +158,9 @@ def search(
     while True:
         with connection.cursor() as cursor:
             live, more = gather(
-                cursor, mode, terms, identifiers, query_vector, k, scopes, tables.LIVE, _docfreq, readable
+                cursor, mode, terms, identifiers, query_vector, k, spaces, tables.LIVE, _docfreq, readable
             )
-            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, scopes, tables.HELD, _docfreq, readable)
+            held, _ = gather(cursor, mode, terms, identifiers, query_vector, k, spaces, tables.HELD, _docfreq, readable)
         candidates = {**held, **live}
         if moment is not None:
             ranked = scoring.rank(mode, candidates, scoring.shape(live))

@@ -5,9 +5,9 @@ Similarity is the cosine between the embedded chunks of the new text and the
 indexed chunks of existing records, taking the best pair per record; a
 record is a near duplicate when that best pair is above the threshold.
 Only records a reader may receive right now (through the gate) and in the
-given scopes count: a retired or overdue record is not a reason to refuse
-new knowledge, and records in other scopes do not exist for the caller. The
-nearest chunks are drawn from the deliverable documents of those scopes only
+given spaces count: a retired or overdue record is not a reason to refuse
+new knowledge, and records in other spaces do not exist for the caller. The
+nearest chunks are drawn from the deliverable documents of those spaces only
 (candidates.nearest_chunks), so nothing else takes their places.
 """
 
@@ -43,7 +43,7 @@ class Similar:
             "id": self.record.public_id,
             "title": self.record.title,
             "kind": self.record.kind,
-            "scope": self.record.scope,
+            "space": self.record.space,
             "similarity": round(self.similarity, 3),
         }
 
@@ -52,7 +52,7 @@ def similar_records(
     title: str,
     body: str,
     *,
-    scopes: Iterable[str],
+    spaces: Iterable[str],
     tags: list[str] | None = None,
     threshold: float = 0.0,
     limit: int = 5,
@@ -61,15 +61,15 @@ def similar_records(
     vectors: np.ndarray | None = None,
     withheld: Iterable[str] = (),
 ) -> list[Similar]:
-    """Deliverable records in ``scopes`` whose best chunk pair with this text
+    """Deliverable records in ``spaces`` whose best chunk pair with this text
     has cosine similarity >= ``threshold``, most similar first. ``vectors``:
     the text's chunk vectors when the caller has them (embedded otherwise).
     ``withheld``: withhold reasons (e.g. "disputed", "edited") that still
     count: the reviewer's hint names a disputed or changed record too, an
     agent's near-duplicate check never does (the default)."""
     embedder = embedder or get_embedder()
-    scopes = [s for s in space_slugs() if s in set(scopes)]
-    approved_content.reconcile(sweep_scopes=scopes)
+    spaces = [s for s in space_slugs() if s in set(spaces)]
+    approved_content.reconcile(sweep_spaces=spaces)
     index.sync(embedder)  # a record approved a moment ago must count
     if vectors is None:
         vectors = embedder.embed(index.chunk_texts(title, body, tags))
@@ -78,16 +78,16 @@ def similar_records(
     best: dict[int, float] = {}
     with connection.cursor() as cursor:
         for vector in vectors:
-            for scope in scopes:
+            for space in spaces:
                 for state in states:
-                    found, _ = nearest_chunks(cursor, vector, _K, scope, state)
+                    found, _ = nearest_chunks(cursor, vector, _K, space, state)
                     for record_id, (similarity, _chunk) in found.items():
                         if similarity >= threshold and similarity > best.get(record_id, -1.0):
                             best[record_id] = similarity
     if not best:
         return []
     excluded = set(exclude_ids)
-    records = Record.objects.filter(pk__in=list(best), scope__in=scopes).exclude(public_id__in=excluded)
+    records = Record.objects.filter(pk__in=list(best), space__in=spaces).exclude(public_id__in=excluded)
     hits = [Similar(r, best[r.pk]) for r in records if withhold_reason(r) is None or withhold_reason(r) in allowed]
     hits.sort(key=lambda h: (-h.similarity, h.record.public_id))
     return hits[:limit]
@@ -103,7 +103,7 @@ class SimilarPending:
             "id": self.proposal.public_id,
             "title": self.proposal.title,
             "kind": self.proposal.kind,
-            "scope": self.proposal.scope,
+            "space": self.proposal.space,
             "similarity": round(self.similarity, 3),
             "pending": True,
         }
@@ -150,7 +150,7 @@ def similar_pending(
     title: str,
     body: str,
     *,
-    scope: str | Iterable[str],
+    space: str | Iterable[str],
     tags: list[str] | None = None,
     threshold: float = 0.0,
     limit: int = 5,
@@ -160,15 +160,15 @@ def similar_pending(
     embedder: Embedder | None = None,
     vectors: np.ndarray | None = None,
 ) -> list[SimilarPending]:
-    """Pending create/revise proposals in ``scope`` whose best chunk pair with
+    """Pending create/revise proposals in ``space`` whose best chunk pair with
     this text has cosine similarity >= ``threshold``, most similar first.
-    ``scope``: one scope, or several (the reviewer's hint looks in all).
+    ``space``: one space, or several (the reviewer's hint looks in all).
     With ``agent``, only that agent's own proposals: an agent may be told
     about its own pending proposals, never about another agent's."""
     embedder = embedder or get_embedder()
-    scopes = [scope] if isinstance(scope, str) else list(scope)
+    spaces = [space] if isinstance(space, str) else list(space)
     candidates = Proposal.objects.filter(
-        state=ProposalState.PENDING, scope__in=scopes, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
+        state=ProposalState.PENDING, space__in=spaces, action__in=[ProposalAction.CREATE, ProposalAction.REVISE]
     )
     if agent is not None:
         candidates = candidates.filter(agent=agent)

@@ -1,13 +1,13 @@
 """The tables retrieval owns, by name, and its partitions: engine-neutral.
 
 What is indexed is the *approved* content of each record, never the current
-row: ``retrieval_doc`` holds, per record, the text, kind and scope that its
+row: ``retrieval_doc`` holds, per record, the text, kind and space that its
 approval checksum covers (copied by index.reconcile() only after checking
 that checksum). A record edited out of band keeps its last approved text here
 and is marked ``edited``; text nobody approved is never indexed anywhere, so
 no score, count or candidate can depend on it.
 
-Every document is in exactly one partition: its (approved) scope, and its
+Every document is in exactly one partition: its (approved) space, and its
 state, ``live`` (deliverable as of the last reconcile) or ``held`` (withheld:
 retired, superseded, disputed, edited, overdue, outside its validity window).
 Each partition has its own keyword index, so a query reads only the spaces
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 from django.db.backends.utils import CursorWrapper
 
-from reviews.models import SCOPES
+from reviews.models import SPACES
 
 RECORD_TABLE = "reviews_record"
 DOCS = "retrieval_doc"
@@ -42,42 +42,42 @@ STATES = (LIVE, HELD)
 # every database has keep the table names they always had), else a digest of
 # it (slugs such as ``personal:alice`` or ``north-rail`` are not SQL names).
 # A space's tables are made when the space is (apps.py) and by create_all.
-BASE_SCOPES = tuple(SCOPES)
+BASE_SPACES = tuple(SPACES)
 _PLAIN = re.compile(r"[a-z0-9]+")
 
 
-def partition_key(scope: str) -> str:
-    if _PLAIN.fullmatch(scope):
-        return scope
-    return "x_" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
+def partition_key(space: str) -> str:
+    if _PLAIN.fullmatch(space):
+        return space
+    return "x_" + hashlib.sha256(space.encode("utf-8")).hexdigest()[:16]
 
 
-def literal(scope: str) -> str:
+def literal(space: str) -> str:
     """A space's slug inside a SQL string literal (partition SQL names its
     space as a literal, so that triggers and partial indexes can use it)."""
-    return scope.replace("'", "''")
+    return space.replace("'", "''")
 
 
-def view(scope: str, state: str) -> str:
-    return f"retrieval_doc_{partition_key(scope)}_{state}"
+def view(space: str, state: str) -> str:
+    return f"retrieval_doc_{partition_key(space)}_{state}"
 
 
-def fts(scope: str, state: str) -> str:
+def fts(space: str, state: str) -> str:
     """The porter-stemmed keyword table of one partition."""
-    return f"retrieval_fts_{partition_key(scope)}_{state}"
+    return f"retrieval_fts_{partition_key(space)}_{state}"
 
 
-def ident(scope: str, state: str) -> str:
+def ident(space: str, state: str) -> str:
     """The trigram (identifier) table of one partition."""
-    return f"retrieval_ident_{partition_key(scope)}_{state}"
+    return f"retrieval_ident_{partition_key(space)}_{state}"
 
 
-def partitions(scopes: Iterable[str]) -> list[tuple[str, str]]:
-    return [(scope, state) for scope in scopes for state in STATES]
+def partitions(spaces: Iterable[str]) -> list[tuple[str, str]]:
+    return [(space, state) for space in spaces for state in STATES]
 
 
-# The partitions every database has (the fixed scopes before spaces).
-PARTITIONS = partitions(BASE_SCOPES)
+# The partitions every database has (the fixed spaces before spaces).
+PARTITIONS = partitions(BASE_SPACES)
 
 
 # What reconcile() reads: the approved text and everything "deliverable" depends on.
@@ -86,7 +86,7 @@ WATCHED = (
     "body",
     "tags",
     "kind",
-    "scope",
+    "space",
     "status",
     "review_by",
     "valid_from",
@@ -95,21 +95,21 @@ WATCHED = (
 )
 
 
-def current_scopes(cursor: CursorWrapper) -> list[str]:
+def current_spaces(cursor: CursorWrapper) -> list[str]:
     """Every space that has or may get documents: the base three, every
-    space in reviews_space, and any scope already filed in retrieval_doc."""
-    found = set(BASE_SCOPES)
+    space in reviews_space, and any space already filed in retrieval_doc."""
+    found = set(BASE_SPACES)
     tables = set(cursor.db.introspection.table_names(cursor)) & {"reviews_space", DOCS}
     if "reviews_space" in tables:
         cursor.execute("SELECT slug FROM reviews_space")
         found |= {row[0] for row in cursor.fetchall()}
     if DOCS in tables:
-        cursor.execute(f"SELECT DISTINCT scope FROM {DOCS}")
+        cursor.execute(f"SELECT DISTINCT space FROM {DOCS}")
         found |= {row[0] for row in cursor.fetchall()}
-    return [*BASE_SCOPES, *sorted(found - set(BASE_SCOPES))]
+    return [*BASE_SPACES, *sorted(found - set(BASE_SPACES))]
 
 
-def wanted_scopes(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
-    """Every current space, and ``scopes`` besides (a space being made)."""
-    wanted = current_scopes(cursor)
-    return wanted + [s for s in scopes or () if s not in wanted]
+def wanted_spaces(cursor: CursorWrapper, spaces: Iterable[str] | None = None) -> list[str]:
+    """Every current space, and ``spaces`` besides (a space being made)."""
+    wanted = current_spaces(cursor)
+    return wanted + [s for s in spaces or () if s not in wanted]

@@ -7,16 +7,16 @@ about 1 ms at 10k. So searches use this cache, and vec0 stays the durable,
 SQL-queryable vector index (check_index compares both with the chunk table;
 VETTED_VECTOR_CACHE=0 searches through vec0 instead).
 
-One snapshot per space (scope), so a query multiplies only the vectors of
+One snapshot per space (space), so a query multiplies only the vectors of
 the spaces its reader may read, and a change in one space never reloads
 another's. Each snapshot knows which rows belong to withheld documents
 (state ``held`` in retrieval_doc), so deliverable and withheld chunks are
 ranked apart: withheld ones never push deliverable ones out of the k nearest.
 
 A snapshot follows changes through random tokens in retrieval_meta, renewed
-in the transaction that made the change: ``vectors_token:<scope>`` on any
-chunk change, ``vectors_base:<scope>`` when chunks were deleted or the table
-rebuilt, ``docs:<scope>`` when a document's state changed (the engines' DDL's
+in the transaction that made the change: ``vectors_token:<space>`` on any
+chunk change, ``vectors_base:<space>`` when chunks were deleted or the table
+rebuilt, ``docs:<space>`` when a document's state changed (the engines' DDL's
 triggers). Same base, new token: only chunks with a higher id are appended
 (ids only grow). New base: full reload. New docs token: the withheld mask is
 recomputed. Random tokens, not counters, so a rolled-back write can never make
@@ -38,22 +38,22 @@ from . import tables
 from .chunks import similarity_offset
 
 
-def renew_tokens(cursor: CursorWrapper, scopes: Iterable[str], *, base: bool) -> None:
-    """Mark the vectors of ``scopes`` changed (call inside the transaction that changed them)."""
+def renew_tokens(cursor: CursorWrapper, spaces: Iterable[str], *, base: bool) -> None:
+    """Mark the vectors of ``spaces`` changed (call inside the transaction that changed them)."""
     names = ["vectors_token", "vectors_base"] if base else ["vectors_token"]
-    for scope in scopes:
+    for space in spaces:
         for name in names:
             cursor.execute(
                 f"INSERT INTO {tables.META} (key, value) VALUES (%s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [f"{name}:{scope}", secrets.token_hex(8)],
+                [f"{name}:{space}", secrets.token_hex(8)],
             )
 
 
 @dataclass(frozen=True)
 class _Snapshot:
     database: str
-    scope: str
+    space: str
     base: str | None
     token: str | None
     docs: str | None
@@ -69,7 +69,7 @@ class _Snapshot:
     def build(
         cls,
         database: str,
-        scope: str,
+        space: str,
         base: str | None,
         token: str | None,
         docs: str | None,
@@ -85,7 +85,7 @@ class _Snapshot:
         max_id = int(chunk_ids[-1]) if len(chunk_ids) else 0
         return cls(
             database,
-            scope,
+            space,
             base,
             token,
             docs,
@@ -110,34 +110,34 @@ class VectorCache:
         self._lock = threading.Lock()
         self._snaps: dict[str, _Snapshot] = {}
 
-    def current(self, cursor: CursorWrapper, scope: str, dimension: int) -> _Snapshot:
-        keys = [f"vectors_base:{scope}", f"vectors_token:{scope}", f"docs:{scope}"]
+    def current(self, cursor: CursorWrapper, space: str, dimension: int) -> _Snapshot:
+        keys = [f"vectors_base:{space}", f"vectors_token:{space}", f"docs:{space}"]
         cursor.execute(f"SELECT key, value FROM {tables.META} WHERE key IN (%s, %s, %s)", keys)
         tokens = dict(cursor.fetchall())
         base, token, docs = (tokens.get(key) for key in keys)
         database = str(connection.settings_dict["NAME"])
         wanted = (database, base, token, docs)
-        snap = self._snaps.get(scope)
+        snap = self._snaps.get(space)
         if snap and (snap.database, snap.base, snap.token, snap.docs) == wanted:
             return snap
         with self._lock:
-            snap = self._snaps.get(scope)
+            snap = self._snaps.get(space)
             if snap and (snap.database, snap.base, snap.token, snap.docs) == wanted:
                 return snap
             if snap and (snap.database, snap.base) == (database, base) and snap.matrix.shape[1:] == (dimension,):
                 snap = self._append(cursor, snap, token, docs)
             else:
-                snap = self._load(cursor, database, scope, base, token, docs, dimension)
-            self._snaps[scope] = snap
+                snap = self._load(cursor, database, space, base, token, docs, dimension)
+            self._snaps[space] = snap
             return snap
 
     def _rows(
-        self, cursor: CursorWrapper, scope: str, after_id: int, dimension: int
+        self, cursor: CursorWrapper, space: str, after_id: int, dimension: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         cursor.execute(
-            f"SELECT id, record_id, embedding, seq FROM {tables.CHUNKS} WHERE scope = %s AND id > %s "
+            f"SELECT id, record_id, embedding, seq FROM {tables.CHUNKS} WHERE space = %s AND id > %s "
             "AND embedding IS NOT NULL ORDER BY id",
-            [scope, after_id],
+            [space, after_id],
         )
         rows = [row for row in cursor.fetchall() if len(row[2]) == 4 * dimension]
         chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -150,8 +150,8 @@ class VectorCache:
         )
         return chunk_ids, record_ids, matrix, offsets
 
-    def _held(self, cursor: CursorWrapper, scope: str, record_ids: np.ndarray) -> np.ndarray:
-        cursor.execute(f"SELECT id FROM {tables.DOCS} WHERE scope = %s AND state = %s", [scope, tables.HELD])
+    def _held(self, cursor: CursorWrapper, space: str, record_ids: np.ndarray) -> np.ndarray:
+        cursor.execute(f"SELECT id FROM {tables.DOCS} WHERE space = %s AND state = %s", [space, tables.HELD])
         held = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
         return np.isin(record_ids, held)
 
@@ -159,18 +159,18 @@ class VectorCache:
         self,
         cursor: CursorWrapper,
         database: str,
-        scope: str,
+        space: str,
         base: str | None,
         token: str | None,
         docs: str | None,
         dimension: int,
     ) -> _Snapshot:
-        chunk_ids, record_ids, matrix, offsets = self._rows(cursor, scope, 0, dimension)
-        held = self._held(cursor, scope, record_ids)
-        return _Snapshot.build(database, scope, base, token, docs, chunk_ids, record_ids, matrix, offsets, held)
+        chunk_ids, record_ids, matrix, offsets = self._rows(cursor, space, 0, dimension)
+        held = self._held(cursor, space, record_ids)
+        return _Snapshot.build(database, space, base, token, docs, chunk_ids, record_ids, matrix, offsets, held)
 
     def _append(self, cursor: CursorWrapper, snap: _Snapshot, token: str | None, docs: str | None) -> _Snapshot:
-        chunk_ids, record_ids, matrix, offsets = self._rows(cursor, snap.scope, snap.max_id, snap.matrix.shape[1])
+        chunk_ids, record_ids, matrix, offsets = self._rows(cursor, snap.space, snap.max_id, snap.matrix.shape[1])
         if len(chunk_ids):
             chunk_ids = np.concatenate([snap.chunk_ids, chunk_ids])
             record_ids = np.concatenate([snap.record_ids, record_ids])
@@ -179,12 +179,12 @@ class VectorCache:
         else:
             chunk_ids, record_ids, matrix, offsets = snap.chunk_ids, snap.record_ids, snap.matrix, snap.offsets
         held = (
-            self._held(cursor, snap.scope, record_ids)
+            self._held(cursor, snap.space, record_ids)
             if (docs != snap.docs or len(record_ids) != len(snap.held))
             else snap.held
         )
         return _Snapshot.build(
-            snap.database, snap.scope, snap.base, token, docs, chunk_ids, record_ids, matrix, offsets, held
+            snap.database, snap.space, snap.base, token, docs, chunk_ids, record_ids, matrix, offsets, held
         )
 
 

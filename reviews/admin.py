@@ -68,7 +68,7 @@ class RecordAdmin(ReadOnlyAdmin):
         "public_id",
         "title",
         "kind",
-        "scope",
+        "space",
         "status",
         "review_by",
         "checksum_state",
@@ -76,7 +76,7 @@ class RecordAdmin(ReadOnlyAdmin):
         "approved_at",
     )
     # RelatedOnly: the agents among the rows shown, not every agent.
-    list_filter = ("status", "kind", "scope", "review_by", ("proposed_by", admin.RelatedOnlyFieldListFilter))
+    list_filter = ("status", "kind", "space", "review_by", ("proposed_by", admin.RelatedOnlyFieldListFilter))
     search_fields = ("public_id", "title", "body", "approved_checksum")
     date_hierarchy = "approved_at"
     readonly_fields = ("checksum_state", "history")
@@ -138,7 +138,7 @@ class ProposalAdmin(ReadOnlyAdmin):
         "decided_by",
         "decided_at",
     )
-    list_filter = ("state", "action", ("agent", admin.RelatedOnlyFieldListFilter), "scope")
+    list_filter = ("state", "action", ("agent", admin.RelatedOnlyFieldListFilter), "space")
     search_fields = ("public_id", "title", "body", "reason", "target__public_id")
     date_hierarchy = "created_at"
     readonly_fields = ("history",)
@@ -176,7 +176,7 @@ class AgentAdmin(ReadOnlyAdmin):
     list_display = (
         "name",
         "public_id",
-        "scopes",
+        "spaces",
         "source_tool",
         "is_active",
         "last_seen_at",

@@ -29,7 +29,7 @@ def _operator(request: Any) -> bool:
 def records(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
     if _operator(request):
         return queryset
-    return queryset.filter(scope__in=space_access.readable_spaces(request.user))
+    return queryset.filter(space__in=space_access.readable_spaces(request.user))
 
 
 def proposals(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
@@ -52,7 +52,7 @@ def events(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
     if _operator(request):
         return queryset
     slugs = space_access.readable_spaces(request.user)
-    record_ids = Record.objects.filter(scope__in=slugs).values("public_id")
+    record_ids = Record.objects.filter(space__in=slugs).values("public_id")
     proposal_ids = Proposal.objects.filter(space_access.proposals_in(slugs)).values("public_id")
     agent_ids = list(Agent.objects.filter(pk__in=agent_pks(request.user)).values_list("public_id", flat=True))
     about_mine = (
@@ -67,7 +67,7 @@ def events(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
         ~Q(proposal_ref="") & ~Q(proposal_ref__in=proposal_ids)
     )
     # A move's event names both spaces (and the predecessor): only for who reads both.
-    moved_across = Q(event_type="record.moved") & (~Q(extra__from_scope__in=slugs) | ~Q(extra__to_scope__in=slugs))
+    moved_across = Q(event_type="record.moved") & (~Q(extra__from_space__in=slugs) | ~Q(extra__to_space__in=slugs))
     return queryset.filter(about_mine).exclude(foreign).exclude(moved_across)
 
 

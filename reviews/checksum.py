@@ -9,7 +9,7 @@ every stored checksum, so a new form must get a new version number):
     - every string is Unicode NFC and line endings are "\\n";
     - T is the list of tags sorted (tag order carries no meaning).
 
-Any change to kind, scope, title, body or tags changes the checksum; nothing
+Any change to kind, space, title, body or tags changes the checksum; nothing
 else (dates, provenance, counters) is part of it.
 """
 
@@ -24,18 +24,18 @@ from typing import Any
 CANONICAL_VERSION = 1
 # The fields the checksum covers: also exactly the keys of a record's kept
 # ``approved_content``.
-CHECKSUM_FIELDS = ("kind", "scope", "title", "body", "tags")
+CHECKSUM_FIELDS = ("kind", "space", "title", "body", "tags")
 
 
 def _text(value: str) -> str:
     return unicodedata.normalize("NFC", value.replace("\r\n", "\n").replace("\r", "\n"))
 
 
-def canonical_bytes(*, kind: str, scope: str, title: str, body: str, tags: Iterable[str]) -> bytes:
+def canonical_bytes(*, kind: str, space: str, title: str, body: str, tags: Iterable[str]) -> bytes:
     document = {
         "v": CANONICAL_VERSION,
         "kind": _text(kind),
-        "scope": _text(scope),
+        "scope": _text(space),
         "title": _text(title),
         "body": _text(body),
         "tags": sorted(_text(tag) for tag in tags),
@@ -43,9 +43,9 @@ def canonical_bytes(*, kind: str, scope: str, title: str, body: str, tags: Itera
     return json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def content_checksum(*, kind: str, scope: str, title: str, body: str, tags: Iterable[str]) -> str:
+def content_checksum(*, kind: str, space: str, title: str, body: str, tags: Iterable[str]) -> str:
     """Hex SHA-256 of the canonical form."""
-    return hashlib.sha256(canonical_bytes(kind=kind, scope=scope, title=title, body=body, tags=tags)).hexdigest()
+    return hashlib.sha256(canonical_bytes(kind=kind, space=space, title=title, body=body, tags=tags)).hexdigest()
 
 
 def checksum_of(content: Mapping[str, Any]) -> str:

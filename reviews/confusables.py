@@ -70,14 +70,14 @@ def _digest(document: dict) -> str:
     return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def content_key(*, kind: str, scope: str, title: str, body: str, tags) -> str:
+def content_key(*, kind: str, space: str, title: str, body: str, tags) -> str:
     """SHA-256 of the content the checksum covers, with title and body
     folded: two texts with the same key look the same to a reviewer."""
     return _digest(
         {
             "skeleton": 1,
             "kind": kind,
-            "scope": scope,
+            "scope": space,
             "title": fold(title),
             "body": fold(body),
             "tags": sorted(tags or []),

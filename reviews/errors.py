@@ -66,8 +66,8 @@ class NotFound(VettedError):
     code = "not_found"
 
 
-class ScopeNotAllowed(VettedError):
-    code = "scope_not_allowed"
+class SpaceNotAllowed(VettedError):
+    code = "space_not_allowed"
 
 
 class ChecksumMismatch(VettedError):

@@ -105,9 +105,9 @@ class Past:
     successor: str = ""
 
     @property
-    def scope(self) -> str | None:
-        """The scope it was approved in (None: no reader may know of it)."""
-        return self.record.scope if self.record is not None else None
+    def space(self) -> str | None:
+        """The space it was approved in (None: no reader may know of it)."""
+        return self.record.space if self.record is not None else None
 
 
 def instance_began() -> datetime | None:
@@ -352,10 +352,10 @@ def _moment(value: object) -> datetime | None:
     return parse_datetime(value) if isinstance(value, str) else None
 
 
-def successor_at(past: Past, moment: Moment, scopes: Iterable[str]) -> Record | None:
+def successor_at(past: Past, moment: Moment, spaces: Iterable[str]) -> Record | None:
     """The version that was current at ``moment`` in place of a superseded
-    one, if a reader of ``scopes`` could have received it then."""
-    readable, pid, hops = set(scopes), past.successor, 0
+    one, if a reader of ``spaces`` could have received it then."""
+    readable, pid, hops = set(spaces), past.successor, 0
     while pid and hops < CHAIN_MAX:
         hops += 1
         row = Record.objects.filter(public_id=pid).first()
@@ -365,7 +365,7 @@ def successor_at(past: Past, moment: Moment, scopes: Iterable[str]) -> Record | 
         if then.reason == "superseded":
             pid = then.successor
             continue
-        if then.record is None or then.reason is not None or then.scope not in readable:
+        if then.record is None or then.reason is not None or then.space not in readable:
             return None
         return then.record
     return None

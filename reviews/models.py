@@ -31,13 +31,13 @@ def new_agent_id() -> str:
     return ids.new_id(ids.AGENT)
 
 
-class Scope(models.TextChoices):
+class BaseSpace(models.TextChoices):
     PERSONAL = "personal", "Personal"
     TEAM = "team", "Team"
     SYSTEM = "system", "System"
 
 
-SCOPES = [choice.value for choice in Scope]
+SPACES = [choice.value for choice in BaseSpace]
 
 
 class Agent(models.Model):
@@ -56,7 +56,7 @@ class Agent(models.Model):
     token_prefix = models.CharField(max_length=16, blank=True, editable=False)
     # The agent's grants: slugs of the spaces it may read and propose into,
     # only among the spaces its owner is a member of (reviews.actions.spaces).
-    scopes = models.JSONField(default=list)
+    spaces = models.JSONField(default=list)
     # The person who created or consented to the agent; null only
     # for system agents such as "import" and for agents whose person is gone.
     owner = models.ForeignKey(
@@ -75,13 +75,13 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def can_use_scope(self, scope: str) -> bool:
-        return scope in self.scopes
+    def can_use_space(self, space: str) -> bool:
+        return space in self.spaces
 
     @property
     def grants(self) -> list[str]:
-        """Slugs of the spaces this agent is granted (stored in ``scopes``)."""
-        return list(self.scopes)
+        """Slugs of the spaces this agent is granted (stored in ``spaces``)."""
+        return list(self.spaces)
 
 
 class RecordStatus(models.TextChoices):
@@ -115,8 +115,8 @@ class RecordQuerySet(models.QuerySet["Record"]):
         """Still the current version of their content: approved or disputed."""
         return self.filter(status__in=LIVE_STATUSES)
 
-    def in_scopes(self, scopes: Iterable[str]) -> RecordQuerySet:
-        return self.filter(scope__in=list(scopes))
+    def in_spaces(self, spaces: Iterable[str]) -> RecordQuerySet:
+        return self.filter(space__in=list(spaces))
 
     def overdue(self, today: date | None = None) -> RecordQuerySet:
         """Approved but past their review date: waiting for a reviewer to verify them."""
@@ -133,10 +133,10 @@ class RecordQuerySet(models.QuerySet["Record"]):
             review_by__gte=today,
         )
 
-    def deliverable(self, scopes: Iterable[str], today: date | None = None) -> RecordQuerySet:
-        """Candidates an agent with ``scopes`` may receive today; each must
+    def deliverable(self, spaces: Iterable[str], today: date | None = None) -> RecordQuerySet:
+        """Candidates an agent with ``spaces`` may receive today; each must
         still pass ``withhold_reason() is None`` (the checksum)."""
-        return self.current(today).in_scopes(scopes)
+        return self.current(today).in_spaces(spaces)
 
 
 class Record(models.Model):
@@ -146,7 +146,7 @@ class Record(models.Model):
     public_id = models.CharField(max_length=20, unique=True, default=new_record_id, editable=False)
     kind = models.CharField(max_length=32, db_index=True)
     # The slug of the record's space (reviews/space_models.py says why a string).
-    scope = models.CharField(max_length=64, db_index=True)
+    space = models.CharField(max_length=64, db_index=True)
     title = models.CharField(max_length=200)
     body = models.TextField()
     tags = models.JSONField(default=list, blank=True)
@@ -154,7 +154,7 @@ class Record(models.Model):
 
     review_by = models.DateField(db_index=True)
     approved_checksum = models.CharField(max_length=64, db_index=True)
-    # The approved kind, scope, title, body and tags (exactly what the
+    # The approved kind, space, title, body and tags (exactly what the
     # checksum covers), so text changed outside Vetted can be shown against
     # what a person approved, and restored. Null only for records already
     # edited when this copy began to be kept (migration 0003): that text is lost.
@@ -189,7 +189,7 @@ class Record(models.Model):
 
     class Meta:
         ordering = ["-approved_at"]
-        indexes = [models.Index(fields=["scope", "status"])]
+        indexes = [models.Index(fields=["space", "status"])]
 
     def __str__(self) -> str:
         return f"{self.public_id} {self.title}"
@@ -295,7 +295,7 @@ class Proposal(models.Model):
 
     # The proposed content (create and revise; empty for retire and dispute).
     kind = models.CharField(max_length=32, blank=True)
-    scope = models.CharField(max_length=64, blank=True)
+    space = models.CharField(max_length=64, blank=True)
     title = models.CharField(max_length=200, blank=True)
     body = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)

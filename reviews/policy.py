@@ -363,8 +363,8 @@ def unlivable(
     else:
         granted = [
             (agent.name, agent.owner_id)
-            for agent in Agent.objects.filter(is_active=True, scopes__icontains=f'"{slug}"').order_by("name")
-            if slug in agent.scopes
+            for agent in Agent.objects.filter(is_active=True, spaces__icontains=f'"{slug}"').order_by("name")
+            if slug in agent.spaces
         ]
     for name, owner_id in granted:
         if owner_id in ids and len(ids - {owner_id}) < 2:

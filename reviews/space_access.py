@@ -23,7 +23,7 @@ _KIND_ORDER = {"personal": 0, "team": 1, "system": 2}
 
 def _ordered(rows: Iterable[tuple[str, str]]) -> list[str]:
     """Slugs in the order spaces are shown: personal, team, system (as the
-    fixed scopes were), then by slug."""
+    fixed spaces were), then by slug."""
     return [slug for kind, slug in sorted(rows, key=lambda r: (_KIND_ORDER.get(r[0], 9), r[1]))]
 
 
@@ -68,10 +68,10 @@ def owned_spaces(user: object) -> list[str]:
 
 def proposals_in(slugs: Iterable[str], *, prefix: str = "") -> Q:
     """Proposals whose space is one of ``slugs``: a create or revise carries
-    its space in ``scope``; a retire or dispute has none and is in its
+    its space in ``space``; a retire or dispute has none and is in its
     target's space. ``prefix`` reaches them through a relation ("proposals__")."""
     slugs = list(slugs)
-    return Q(**{f"{prefix}scope__in": slugs}) | Q(**{f"{prefix}scope": "", f"{prefix}target__scope__in": slugs})
+    return Q(**{f"{prefix}space__in": slugs}) | Q(**{f"{prefix}space": "", f"{prefix}target__space__in": slugs})
 
 
 def sees_agent(user: object, agent: object, owned: Iterable[str] | None = None) -> bool:
@@ -85,7 +85,7 @@ def sees_agent(user: object, agent: object, owned: Iterable[str] | None = None) 
     if getattr(agent, "owner_id", None) == user.pk:  # type: ignore[attr-defined]
         return True
     mine = set(owned_spaces(user) if owned is None else owned)
-    return bool(mine & set(getattr(agent, "scopes", None) or []))
+    return bool(mine & set(getattr(agent, "spaces", None) or []))
 
 
 def agents_seen_by(user: object, queryset: QuerySet[Any] | None = None) -> QuerySet[Any]:
@@ -101,16 +101,16 @@ def agents_seen_by(user: object, queryset: QuerySet[Any] | None = None) -> Query
         return rows.none()
     rule = Q(owner_id=user.pk)  # type: ignore[attr-defined]
     for slug in owned_spaces(user):
-        rule |= Q(scopes__icontains=f'"{slug}"')
+        rule |= Q(spaces__icontains=f'"{slug}"')
     return rows.filter(rule)
 
 
 def space_of(obj: object) -> str:
     """The space of a proposal or record (a retire or dispute proposal
     carries none: it is in its target's)."""
-    scope = getattr(obj, "scope", "")
-    target = getattr(obj, "target", None) if not scope else None
-    return target.scope if target is not None else scope
+    space = getattr(obj, "space", "")
+    target = getattr(obj, "target", None) if not space else None
+    return target.space if target is not None else space
 
 
 def space_slugs() -> list[str]:

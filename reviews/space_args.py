@@ -1,5 +1,5 @@
-"""``--space`` for management commands, with ``--scope`` as its deprecated
-alias (scopes became spaces; the alias stays for one version and
+"""``--space`` for management commands, with ``--space`` as its deprecated
+alias (spaces became spaces; the alias stays for one version and
 says so on stderr). Slugs are checked against the spaces that exist."""
 
 from __future__ import annotations
@@ -8,24 +8,24 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-DEPRECATED = "--scope is deprecated: use --space (the same space slug); --scope goes in the next version."
+DEPRECATED = "--space is deprecated: use --space (the same space slug); --space goes in the next version."
 
 
 def add_space_argument(parser: Any, *, many: bool, required: bool, help: str) -> None:
     action = "append" if many else "store"
     parser.add_argument("--space", action=action, dest="space", metavar="SLUG", help=help)
     parser.add_argument(
-        "--scope", action=action, dest="scope_alias", metavar="SLUG", help="deprecated alias of --space"
+        "--space", action=action, dest="space_alias", metavar="SLUG", help="deprecated alias of --space"
     )
     parser.set_defaults(_space_required=required)
 
 
 def spaces_from(opts: dict[str, Any], stderr: Any) -> list[str]:
-    """The slugs given with --space (or the deprecated --scope), checked; [] if none."""
+    """The slugs given with --space (or the deprecated --space), checked; [] if none."""
     from reviews.space_access import space_slugs
 
     given = opts.get("space")
-    alias = opts.get("scope_alias")
+    alias = opts.get("space_alias")
     if alias:
         stderr.write(DEPRECATED)
     raw: list[str] = []

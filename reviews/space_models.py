@@ -2,11 +2,11 @@
 
 A space is where a record lives: a person's personal memory, a team's
 shared memory, or the system space. Its ``slug`` is the value stored in
-``Record.scope`` / ``Proposal.scope`` and in ``Agent.scopes`` (an agent's
-grants), so a space is a plain string everywhere a scope was one:
+``Record.space`` / ``Proposal.space`` and in ``Agent.spaces`` (an agent's
+grants), so a space is a plain string everywhere a space was one:
 
 - the retrieval index partitions by that value, unchanged;
-- the checksum's ``scope`` field (reviews/checksum.py, canonical form v1)
+- the checksum's ``space`` field (reviews/checksum.py, canonical form v1)
   is the slug, so its meaning is "the space the text was approved into".
 
 Why a string and not a ForeignKey: the value is covered by the approval
@@ -15,7 +15,7 @@ renamed or reassigned would change what those say after the fact. A slug
 never changes once a space exists (nothing renames it), so a string column
 with the rule "it names an existing space" (reviews.validation) is both
 stable and checked. The three spaces made by migration 0008 from the fixed
-scopes of before keep those scopes as their slugs (``personal`` is the first
+spaces of before keep those spaces as their slugs (``personal`` is the first
 reviewer's personal space), which is why every checksum, id and audit row
 stays valid without a mapping rule or a new canonical form.
 """

@@ -73,17 +73,17 @@ def clean_kind(value: object) -> str:
     return kind
 
 
-def clean_scope(value: object, held: Iterable[str] | None = None) -> str:
-    """A space's slug (the ``scope`` field holds it). The refusal never lists
+def clean_space(value: object, held: Iterable[str] | None = None) -> str:
+    """A space's slug (the ``space`` field holds it). The refusal never lists
     every space there is (that would name other people's personal spaces and
     teams the caller is not in): only ``held``, the spaces the caller holds,
     when the caller passes them; and an unknown slug reads like one the
     caller does not hold."""
-    scope = str(value or "").strip().lower()
+    space = str(value or "").strip().lower()
     allowed = None if held is None else list(held)
-    if scope not in space_slugs() or (allowed is not None and scope not in allowed):
-        raise ValidationFailed({"scope": unknown_space_message(value, allowed)})
-    return scope
+    if space not in space_slugs() or (allowed is not None and space not in allowed):
+        raise ValidationFailed({"space": unknown_space_message(value, allowed)})
+    return space
 
 
 def unknown_space_message(value: object, held: Iterable[str] | None) -> str:
@@ -92,7 +92,7 @@ def unknown_space_message(value: object, held: Iterable[str] | None) -> str:
     if held is None:
         return f"got {shown}; not a space you may use (give the slug of a space you hold)"
     mine = list(held)
-    return f"got {shown}; your scopes: {', '.join(mine) if mine else 'none'}"
+    return f"got {shown}; your spaces: {', '.join(mine) if mine else 'none'}"
 
 
 def clean_title(value: object) -> str:
@@ -335,7 +335,7 @@ def clean_short(field: str, value: object, limit: int) -> str:
 
 CONTENT_FIELDS = (
     "kind",
-    "scope",
+    "space",
     "title",
     "body",
     "tags",
@@ -362,7 +362,7 @@ def clean_content(data: Mapping[str, Any]) -> dict[str, Any]:
             errors.update(exc.fields)
 
     run("kind", clean_kind, data.get("kind"))
-    run("scope", clean_scope, data.get("scope"))
+    run("space", clean_space, data.get("space"))
     run("title", clean_title, data.get("title"))
     run("body", clean_body, data.get("body"))
     run("tags", clean_tags, data.get("tags"))

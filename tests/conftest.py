@@ -225,21 +225,21 @@ def second_reviewer(django_user_model, reviewer):
 @pytest.fixture
 def agent(reviewer):
     created, _token = actions.create_agent(
-        "claude-code", scopes=["personal", "team"], actor=reviewer, source_tool="claude-code"
+        "claude-code", spaces=["personal", "team"], actor=reviewer, source_tool="claude-code"
     )
     return created
 
 
 @pytest.fixture
 def team_agent(reviewer):
-    created, _token = actions.create_agent("team-bot", scopes=["team"], actor=reviewer)
+    created, _token = actions.create_agent("team-bot", spaces=["team"], actor=reviewer)
     return created
 
 
 def content(**overrides) -> dict[str, Any]:
     data = {
         "kind": "fact",
-        "scope": "team",
+        "space": "team",
         "title": "Billing API repository",
         "body": GOOD_BODY,
         "tags": ["billing", "repos"],
@@ -301,7 +301,7 @@ def agent_tokens(transactional_db, reviewer, agent, team_agent):
     personal+team), team-bot (``team_agent``, team) and gone (revoked).
     Committed, so the daemon sees them."""
     tokens = {name: actions.rotate_agent_token(name, actor=reviewer)[1] for name in ("claude-code", "team-bot")}
-    _gone, tokens["gone"] = actions.create_agent("gone", scopes=["team"], actor=reviewer)
+    _gone, tokens["gone"] = actions.create_agent("gone", spaces=["team"], actor=reviewer)
     actions.revoke_agent("gone", actor=reviewer)
     return tokens
 

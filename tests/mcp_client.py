@@ -26,7 +26,7 @@ NEW_FACT: dict[str, Any] = {
     "title": "Payments service deploy window",
     "body": "The payments service deploys every Tuesday at 14:00 UTC after the change review meeting.",
     "kind": "procedure",
-    "scope": "team",
+    "space": "team",
     "tags": ["payments", "deploy"],
     "reason": "The user explained the deploy routine in this session.",
 }

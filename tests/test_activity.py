@@ -96,7 +96,7 @@ def test_the_page_needs_a_reviewer(client):
 
 def test_another_spaces_proposals_are_not_counted(client, second_reviewer, agent):
     """A reviewer of no space shared with the agent sees none of its work."""
-    _create(agent, 1, scope="personal")  # rita's personal space: sam does not review it
+    _create(agent, 1, space="personal")  # rita's personal space: sam does not review it
     client.force_login(second_reviewer)
     found_html = client.get("/activity/").content.decode()
     assert agent.name not in found_html

@@ -29,9 +29,9 @@ def other_person(django_user_model):
 @pytest.mark.parametrize("space", ["personal:bob", "skunkworks", "no-such-space"])
 def test_an_unknown_or_foreign_space_names_only_the_agents_own_spaces(team_agent, other_person, space):
     with pytest.raises(ValidationFailed) as refused:
-        agent_api.propose_context(team_agent, **{**FACT, "scope": space})
-    message = refused.value.fields["scope"]
-    assert message == f"got {space!r}; your scopes: team"
+        agent_api.propose_context(team_agent, **{**FACT, "space": space})
+    message = refused.value.fields["space"]
+    assert message == f"got {space!r}; your spaces: team"
     for hidden in ("personal:bob", "skunkworks", "system", "personal,"):
         assert hidden not in message.replace(repr(space), "")
 
@@ -41,14 +41,14 @@ def test_a_search_filter_on_a_foreign_space_reads_like_an_unknown_one(team_agent
     for space in ("skunkworks", "no-such-space"):
         with pytest.raises(ValidationFailed) as refused:
             agent_api.search(team_agent, "deploy", space=space)
-        answers.append(refused.value.fields["scope"].replace(repr(space), "X"))
-    assert answers[0] == answers[1] == "got X; your scopes: team"
+        answers.append(refused.value.fields["space"].replace(repr(space), "X"))
+    assert answers[0] == answers[1] == "got X; your spaces: team"
 
 
 def test_the_space_rule_lists_no_space_without_knowing_the_callers(other_person):
     with pytest.raises(ValidationFailed) as refused:
-        v.clean_scope("nope")
-    message = refused.value.fields["scope"]
+        v.clean_space("nope")
+    message = refused.value.fields["space"]
     assert "personal" not in message and "skunkworks" not in message and "team" not in message
 
 

@@ -85,8 +85,8 @@ def test_a_limit_of_zero_turns_the_limiter_off(agent):
 
 @pytest.mark.django_db
 def test_every_read_counts_and_past_the_limit_rest_answers_429_with_retry_after(client, reviewer, make_record):
-    agent, token = actions.create_agent("reader", scopes=["team"], actor=reviewer)
-    other, other_token = actions.create_agent("bystander", scopes=["team"], actor=reviewer)
+    agent, token = actions.create_agent("reader", spaces=["team"], actor=reviewer)
+    other, other_token = actions.create_agent("bystander", spaces=["team"], actor=reviewer)
     record = make_record()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     reads = [
@@ -209,7 +209,7 @@ def test_an_agent_cannot_hold_more_open_disputes_than_the_cap(agent, team_agent,
 
 @pytest.mark.django_db
 def test_dispute_past_the_cap_is_a_clear_409_over_rest(client, reviewer, make_record):
-    agent, token = actions.create_agent("disputer", scopes=["team"], actor=reviewer)
+    agent, token = actions.create_agent("disputer", spaces=["team"], actor=reviewer)
     first, second = records(make_record, 2)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     with override_settings(VETTED_OPEN_DISPUTES_PER_AGENT=1):

@@ -28,14 +28,14 @@ def test_agents_lists_last_seen_and_decision_counts(signed_in, reviewer, agent, 
 
 
 def test_create_agent_shows_the_token_once(signed_in):
-    response = signed_in.post(reverse("agent_create"), {"name": "codex", "scopes": ["team"], "source_tool": "codex"})
+    response = signed_in.post(reverse("agent_create"), {"name": "codex", "spaces": ["team"], "source_tool": "codex"})
     assert response.status_code == 200
     assert response["Cache-Control"] == "no-store"
     token = response.context["token"]
     assert token.startswith("vt_") and token in response.content.decode()
     assert 'id="token-panel"' in response.content.decode()
     agent = Agent.objects.get(name="codex")
-    assert agent.scopes == ["team"]
+    assert agent.spaces == ["team"]
     # Never again:
     assert token not in signed_in.get(reverse("agents")).content.decode()
 
@@ -43,7 +43,7 @@ def test_create_agent_shows_the_token_once(signed_in):
 def test_the_token_panel_shows_a_copyable_config_block_for_every_client(signed_in):
     import json
 
-    response = signed_in.post(reverse("agent_create"), {"name": "laptop", "scopes": ["personal", "team"]})
+    response = signed_in.post(reverse("agent_create"), {"name": "laptop", "spaces": ["personal", "team"]})
     token = response.context["token"]
     html = response.content.decode()
     for client in ("claude-code", "claude-desktop", "codex", "cursor"):
@@ -58,9 +58,9 @@ def test_the_token_panel_shows_a_copyable_config_block_for_every_client(signed_i
 
 
 def test_create_agent_with_bad_input_shows_field_errors(signed_in, agent):
-    response = signed_in.post(reverse("agent_create"), {"name": "claude-code", "scopes": []})
+    response = signed_in.post(reverse("agent_create"), {"name": "claude-code", "spaces": []})
     assert response.status_code == 400
-    assert set(response.context["errors"]) == {"name", "scopes"}
+    assert set(response.context["errors"]) == {"name", "spaces"}
 
 
 def test_revoke_agent(signed_in, agent):

@@ -107,16 +107,16 @@ def fuzz_gateway(django_db_setup, django_db_blocker, tmp_path_factory):
 @pytest.fixture
 def seeded(agent_tokens, reviewer):
     """Committed data the daemon can serve: approved records in the token's
-    scopes, a disputed one, a superseded one, one moved out of its sight,
+    spaces, a disputed one, a superseded one, one moved out of its sight,
     a pending proposal and a rejected one."""
     agent = Agent.objects.get(name="claude-code")
     records = []
-    for n, scope in enumerate(["team", "personal", "team", "team", "personal", "team"]):
+    for n, space in enumerate(["team", "personal", "team", "team", "personal", "team"]):
         proposal = actions.propose_create(
             agent=agent,
             reason="Seen in the handbook",
             **content(
-                scope=scope,
+                space=space,
                 title=f"Fuzz seed record {n}",
                 body=f"The fuzz seed number {n} says the billing API deploys from main at {n + 9} o'clock.",
             ),
@@ -131,9 +131,9 @@ def seeded(agent_tokens, reviewer):
     )
     actions.reject_proposal(rejected, actor=reviewer, note="Not true")
     # A superseded record (read answers "withheld" with the current version) and
-    # one moved to a scope the agent cannot see (it must answer 404, like an unknown id).
+    # one moved to a space the agent cannot see (it must answer 404, like an unknown id).
     records.append(actions.revise_record(records[3], actor=reviewer, changes={"title": "Fuzz seed record revised"}))
-    actions.move_record(records[5], actor=reviewer, scope="system", note="Belongs to the system scope")
+    actions.move_record(records[5], actor=reviewer, space="system", note="Belongs to the system space")
     KNOWN["record_id"] = [r.public_id for r in records]
     KNOWN["proposal_id"] = [pending.public_id, rejected.public_id]
     yield agent_tokens

@@ -78,11 +78,11 @@ def fetch_no_redirect(url, headers=None):
 # --------------------------------------------------------------------------- describe
 
 
-def test_describe_reports_the_agents_scopes_and_counts(gateway, agent_tokens, reviewer):
+def test_describe_reports_the_agents_spaces_and_counts(gateway, agent_tokens, reviewer):
     approved(reviewer, title="Team fact one", tags=["billing"])
     approved(
         reviewer,
-        scope="personal",
+        space="personal",
         title="Personal preference",
         kind="preference",
         body="I prefer short commit messages written in the imperative mood, always.",
@@ -90,8 +90,8 @@ def test_describe_reports_the_agents_scopes_and_counts(gateway, agent_tokens, re
     )
     status, _, data = api(gateway, "GET", "/describe", agent_tokens["claude-code"])
     assert status == 200
-    assert data["agent"]["name"] == "claude-code" and data["agent"]["scopes"] == ["personal", "team"]
-    assert {item["name"]: item["records"] for item in data["scopes"]} == {"personal": 1, "team": 1}
+    assert data["agent"]["name"] == "claude-code" and data["agent"]["spaces"] == ["personal", "team"]
+    assert {item["name"]: item["records"] for item in data["spaces"]} == {"personal": 1, "team": 1}
     assert data["records_current"] == 2
     kinds = {k["name"]: k["records"] for k in data["kinds"]}
     assert kinds["fact"] == 1 and kinds["preference"] == 1
@@ -102,18 +102,18 @@ def test_team_only_agent_sees_no_personal_counts_or_tags(gateway, agent_tokens, 
     approved(reviewer, title="Team fact one", tags=["billing"])
     approved(
         reviewer,
-        scope="personal",
+        space="personal",
         title="Personal preference",
         kind="preference",
         body="I prefer short commit messages written in the imperative mood, always.",
         tags=["zz-private-marker"],
     )
     personal = Agent.objects.get(name="claude-code")
-    actions.propose_create(agent=personal, reason=REASON, **content(scope="personal", title="Pending personal"))
+    actions.propose_create(agent=personal, reason=REASON, **content(space="personal", title="Pending personal"))
     status, _, data = api(gateway, "GET", "/describe", agent_tokens["team-bot"])
     assert status == 200
-    assert data["agent"]["scopes"] == ["team"]
-    assert data["scopes"] == [{"name": "team", "records": 1}]
+    assert data["agent"]["spaces"] == ["team"]
+    assert data["spaces"] == [{"name": "team", "records": 1}]
     assert data["records_current"] == 1
     assert sum(k["records"] for k in data["kinds"]) == 1
     assert {t["name"] for t in data["tags"]} == {"billing"}
@@ -365,8 +365,8 @@ def test_near_duplicate_is_not_stored_and_names_the_similar_record(gateway, agen
     assert record.public_id in data["message"] and "confirm_duplicate" in data["message"]
     assert Proposal.objects.count() == before
 
-    # The same text in another scope is not a near duplicate of a team record.
-    status, _, data = api(gateway, "POST", "/proposals", token, body={**near, "scope": "personal"})
+    # The same text in another space is not a near duplicate of a team record.
+    status, _, data = api(gateway, "POST", "/proposals", token, body={**near, "space": "personal"})
     assert status == 201, data
 
     status, _, data = api(gateway, "POST", "/proposals", token, body={**near, "confirm_duplicate": True})
@@ -379,11 +379,11 @@ def test_near_duplicate_is_not_stored_and_names_the_similar_record(gateway, agen
 
 
 def test_every_invalid_field_is_reported_at_once(gateway, agent_tokens):
-    bad = {"title": "", "body": "too short", "kind": "rumour", "scope": "everyone", "reason": "", "tags": ["Bad Tag!"]}
+    bad = {"title": "", "body": "too short", "kind": "rumour", "space": "everyone", "reason": "", "tags": ["Bad Tag!"]}
     status, _, data = api(gateway, "POST", "/proposals", agent_tokens["claude-code"], body=bad)
     assert status == 400
     assert data["error"] == "invalid"
-    assert set(data["fields"]) == {"title", "body", "kind", "scope", "reason", "tags"}
+    assert set(data["fields"]) == {"title", "body", "kind", "space", "reason", "tags"}
     for name in data["fields"]:
         assert name in data["message"]
     assert Proposal.objects.count() == 0
@@ -482,14 +482,14 @@ def test_a_non_json_content_type_is_refused_with_415(gateway, agent_tokens):
         ("/search?q=billing&limit=51", "limit"),
         ("/search?q=billing&limit=ten", "limit"),
         ("/search?q=billing&kind=rumour", "kind"),
-        ("/search?q=billing&scope=personal", "scope"),
+        ("/search?q=billing&space=personal", "space"),
         ("/search?q=billing&tags=Not%20A%20Tag!", "tags"),
         ("/search?q=%20%20", "query"),
         ("/search", "query"),
         ("/records?limit=101", "limit"),
         ("/records?limit=-1", "limit"),
         ("/records?kind=rumour", "kind"),
-        ("/records?scope=system", "scope"),
+        ("/records?space=system", "space"),
         ("/records?since=last+tuesday", "since"),
         ("/records?since=0001-01-01T00:00:00%2B14:00", "since"),  # past datetime's range once in UTC
         ("/records?since=9999-12-31T23:59:59-14:00", "since"),
@@ -505,8 +505,8 @@ def test_several_bad_query_parameters_are_reported_together(gateway, agent_token
     status, _, data = api(gateway, "GET", "/search?q=billing&mode=fuzzy&limit=0&kind=rumour", agent_tokens["team-bot"])
     assert status == 400 and set(data["fields"]) == {"mode", "limit", "kind"}
     assert (
-        "your scopes: team"
-        in api(gateway, "GET", "/search?q=x&scope=personal", agent_tokens["team-bot"])[2]["fields"]["scope"]
+        "your spaces: team"
+        in api(gateway, "GET", "/search?q=x&space=personal", agent_tokens["team-bot"])[2]["fields"]["space"]
     )
 
 
@@ -626,14 +626,14 @@ def test_an_agent_token_does_not_open_the_site(gateway, agent_tokens):
     assert status == 302
 
 
-# --------------------------------------------------------------------------- scope isolation
+# --------------------------------------------------------------------------- space isolation
 
 
 def test_team_agent_cannot_see_or_touch_personal_records(gateway, agent_tokens, reviewer):
     token = agent_tokens["team-bot"]
     personal = approved(
         reviewer,
-        scope="personal",
+        space="personal",
         title="Billing preference",
         body="For billing work I prefer the acme/billing-api repository checked out under ~/src.",
     )
@@ -643,7 +643,7 @@ def test_team_agent_cannot_see_or_touch_personal_records(gateway, agent_tokens, 
     status_missing, _, missing = api(gateway, "GET", "/records/rec_0123456789ab", token)
     assert status == status_missing == 404
     assert hidden["message"].replace(personal.public_id, "ID") == missing["message"].replace("rec_0123456789ab", "ID")
-    # The owner of the scope can read it (the 404 is about scope, not the id).
+    # The owner of the space can read it (the 404 is about space, not the id).
     assert api(gateway, "GET", f"/records/{personal.public_id}", agent_tokens["claude-code"])[0] == 200
 
     for path in (f"/records/{personal.public_id}/dispute", f"/records/{personal.public_id}/retirement"):
@@ -659,7 +659,7 @@ def test_team_agent_cannot_see_or_touch_personal_records(gateway, agent_tokens, 
     assert status == 404
 
     status, _, data = api(
-        gateway, "POST", "/proposals", token, body=proposal_body(scope="personal", title="A personal note")
+        gateway, "POST", "/proposals", token, body=proposal_body(space="personal", title="A personal note")
     )
     assert status in (400, 403)
     assert "team" in str(data) and "personal" in data["message"]
@@ -819,7 +819,7 @@ def test_responses_carry_the_documented_keys(gateway, agent_tokens, reviewer):
     status, _, data = api(gateway, "GET", "/describe", token)
     assert status == 200
     assert_documented(data, s.DescribeSerializer)
-    for group in ("scopes", "kinds", "tags"):
+    for group in ("spaces", "kinds", "tags"):
         for item in data[group]:
             assert_documented(item, s.NamedCountSerializer)
 

@@ -64,7 +64,7 @@ def build_history(reviewer, agent) -> History:
 
     def create(**fields):
         proposal = actions.propose_create(
-            agent=agent, reason="Seen in the runbook", kind="fact", scope="team", **fields
+            agent=agent, reason="Seen in the runbook", kind="fact", space="team", **fields
         )
         return actions.accept_proposal(proposal, actor=reviewer).result_record
 
@@ -109,7 +109,7 @@ def past(reviewer, agent) -> History:
 
 def found(moment: datetime | None, mode: str = "keyword", valid_on: date | None = None, query: str = QUERY):
     return search(
-        query, mode=mode, reader=Reader.for_scopes(["team"]), moment=history.Moment(moment, valid_on), limit=20
+        query, mode=mode, reader=Reader.for_spaces(["team"]), moment=history.Moment(moment, valid_on), limit=20
     )
 
 
@@ -185,7 +185,7 @@ def test_a_review_date_passing_withholds_the_record_from_that_day(past):
 
 
 def test_other_spaces_are_not_searched_or_counted_at_a_moment(past):
-    response = search(QUERY, mode="keyword", reader=Reader.for_scopes(["personal"]), moment=history.Moment(at(9)))
+    response = search(QUERY, mode="keyword", reader=Reader.for_spaces(["personal"]), moment=history.Moment(at(9)))
     assert response.results == [] and response.withheld == {}
 
 
@@ -280,7 +280,7 @@ def test_as_of_on_an_instance_with_no_history_says_so(db):
 
 
 def test_rest_takes_as_of_and_valid_at_on_search_list_and_read(past, reviewer, client):
-    agent, token = actions.create_agent("rest-reader", scopes=["team"], actor=reviewer)
+    agent, token = actions.create_agent("rest-reader", spaces=["team"], actor=reviewer)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     got = client.get("/api/v1/search", {"q": QUERY, "mode": "keyword", "as_of": "2026-03-03"}, **auth).json()
     assert got["as_of"].startswith("2026-03-03") and got["results"][0]["body"] == OLD_BODY
@@ -317,11 +317,11 @@ def test_the_as_seen_page_lists_what_the_agent_received_on_that_date(past, revie
 def test_the_as_seen_page_searches_for_a_set_of_spaces_and_counts_what_was_withheld(past, reviewer, client):
     client.force_login(reviewer)
     page = client.get(
-        "/records/as-seen/", {"as_of": "2026-03-09", "scopes": "team", "q": QUERY, "mode": "keyword"}
+        "/records/as-seen/", {"as_of": "2026-03-09", "spaces": "team", "q": QUERY, "mode": "keyword"}
     ).content.decode()
     assert 'id="as-of-withheld"' in page and "disputed 1" in page
     assert past.v2.public_id not in page.split('id="as-of-withheld"')[0].split('id="as-of-heading"')[1]
-    personal = client.get("/records/as-seen/", {"as_of": "2026-03-09", "scopes": "personal"}).content.decode()
+    personal = client.get("/records/as-seen/", {"as_of": "2026-03-09", "spaces": "personal"}).content.decode()
     assert "Nothing was deliverable then." in personal
 
 
@@ -345,7 +345,7 @@ def test_looking_from_now_agrees_with_the_live_gate_for_every_record(past):
 
 def test_undoing_a_revision_brings_the_first_version_back_from_that_moment(reviewer, agent):
     with time_machine.travel(at(2), tick=False) as clock:
-        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", scope="team",
+        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", space="team",
                                           title="Billing deploy window", body=OLD_BODY)  # fmt: skip
         v1 = actions.accept_proposal(proposal, actor=reviewer).result_record
         clock.move_to(at(2, 13))
@@ -360,7 +360,7 @@ def test_undoing_a_revision_brings_the_first_version_back_from_that_moment(revie
 
 def test_a_verify_moves_the_review_date_from_its_moment_only(reviewer, agent):
     with time_machine.travel(at(2), tick=False) as clock:
-        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", scope="team",
+        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", space="team",
                                           title="Billing deploy window", body=OLD_BODY,
                                           review_by=date(2026, 3, 10))  # fmt: skip
         record = actions.accept_proposal(proposal, actor=reviewer).result_record
@@ -372,7 +372,7 @@ def test_a_verify_moves_the_review_date_from_its_moment_only(reviewer, agent):
 
 def test_an_outside_edit_nobody_has_seen_counts_from_the_last_proof_the_text_was_intact(reviewer, agent):
     with time_machine.travel(at(2), tick=False) as clock:
-        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", scope="team",
+        proposal = actions.propose_create(agent=agent, reason="runbook", kind="fact", space="team",
                                           title="Billing deploy window", body=OLD_BODY)  # fmt: skip
         record = actions.accept_proposal(proposal, actor=reviewer).result_record
         clock.move_to(at(6))
@@ -396,7 +396,7 @@ def test_a_date_means_the_end_of_that_day_and_today_means_now(past):
 
 def test_the_records_command_lists_and_reads_as_of(past):
     out = StringIO()
-    call_command("records", "list", "--scope", "team", "--as-of", "2026-03-06", "--json", stdout=out)
+    call_command("records", "list", "--space", "team", "--as-of", "2026-03-06", "--json", stdout=out)
     assert {r["id"] for r in json.loads(out.getvalue())["records"]} == {
         past.v2.public_id,
         past.host.public_id,
@@ -423,10 +423,10 @@ def test_read_and_list_never_give_the_edited_text_at_any_moment(past, agent):
 def test_what_a_reader_got_then_does_not_depend_on_other_spaces_or_pending_proposals(past, reviewer, agent, mode):
     before = {day: found(at(day), mode).as_dict() for day in (3, 6, 9, 13)}
     with time_machine.travel(at(2, 13), tick=False):
-        other = actions.propose_create(agent=agent, reason="diary", kind="fact", scope="personal",
+        other = actions.propose_create(agent=agent, reason="diary", kind="fact", space="personal",
                                        title="Billing deploy window at home", body=OLD_BODY + " Personal.")  # fmt: skip
         actions.accept_proposal(other, actor=reviewer)
-        actions.propose_create(agent=agent, reason="guess", kind="fact", scope="team",
+        actions.propose_create(agent=agent, reason="guess", kind="fact", space="team",
                                title="Billing deploy window rumour", body=NEW_BODY + " Pending.")  # fmt: skip
     for day, response in before.items():
         assert found(at(day), mode).as_dict() == response, day

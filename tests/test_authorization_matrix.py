@@ -6,8 +6,8 @@ tests/test_permission_matrix.py.
 
 Callers:
   anon       no credentials
-  personal   agent token with scopes personal+team (claude-code)
-  team       agent token with scope team (team-bot)
+  personal   agent token with spaces personal+team (claude-code)
+  team       agent token with space team (team-bot)
   revoked    a revoked agent's token (gone)
   user       session cookie of a signed-in account that is not staff
   staff      session cookie of a staff account that is not a superuser (an owner of team)
@@ -256,7 +256,7 @@ def build_targets(reviewer, tag: str) -> dict:
     edited = {name: approved(name) for name in ("restore", "approve")}
     for name, record in edited.items():  # changed outside Vetted
         Record.objects.filter(pk=record.pk).update(body=f"{GOOD_BODY} Changed by hand ({tag} {name}).")
-    victim, _token = actions.create_agent(f"victim-{tag}", scopes=["team"], actor=reviewer)
+    victim, _token = actions.create_agent(f"victim-{tag}", spaces=["team"], actor=reviewer)
     return {
         "p_view": pending("view").public_id,
         "p_accept": pending("accept").public_id,
@@ -274,7 +274,7 @@ def build_targets(reviewer, tag: str) -> dict:
         "r_disputed": disputed.public_id,
         "r_restore": edited["restore"].public_id,
         "r_approve": edited["approve"].public_id,
-        "r_personal": approved("personal", scope="personal").public_id,
+        "r_personal": approved("personal", space="personal").public_id,
         "victim": victim.name,
         "new_agent": f"made-by-{tag}",
     }
@@ -291,7 +291,7 @@ def forms(t: dict) -> dict:
     }
     return {
         "reject": {"note": "Not true any more."},
-        "revise proposal": {**revised, "scope": "team"},
+        "revise proposal": {**revised, "space": "team"},
         "bulk accept": {"ids": [t["p_bulk"]], "op": "accept", "flagged_ok": [t["p_bulk"]]},
         "retire": {"note": "The service was shut down."},
         "revise record": {**revised, "title": "Revised record title"},
@@ -300,7 +300,7 @@ def forms(t: dict) -> dict:
         "approve current": {"note": "Checked: the new text is right."},
         "merge": {"target": t["r_merge"]},
         "reject duplicate": {"duplicate_of": t["r_view"]},
-        "create agent": {"name": t["new_agent"], "scopes": ["team"]},
+        "create agent": {"name": t["new_agent"], "spaces": ["team"]},
         "space approvals": {"required_approvals": "1"},
         "space invite": {"role": "reader"},
         "login page": {"username": "", "password": ""},
@@ -324,7 +324,7 @@ def snapshot() -> dict:
                 "superseded_by_id",
             )
         ),
-        "agents": sorted(Agent.objects.values_list("name", "is_active", "token_digest", "scopes")),
+        "agents": sorted(Agent.objects.values_list("name", "is_active", "token_digest", "spaces")),
         "audit": AuditEvent.objects.count(),
     }
 

@@ -52,7 +52,7 @@ def test_each_turn_becomes_one_event_record_as_documented():
     _dia, photo = turns[2]
     assert photo == {
         "kind": "event",
-        "scope": "personal",
+        "space": "personal",
         "title": "Ana, session 2, turn D2:1",
         "body": "On 9:30 am on 9 May, 2023, Ana said: Look at the hive we built together. "
         "[shares a photo: a photo of a wooden beehive]",

@@ -8,7 +8,7 @@ from reviews.checksum import canonical_bytes, content_checksum
 
 BASE = {
     "kind": "fact",
-    "scope": "team",
+    "space": "team",
     "title": "Billing API",
     "body": "Lives in acme/billing-api.",
     "tags": ["billing", "repos"],
@@ -34,7 +34,7 @@ def test_checksum_is_stable_across_runs():
     "field,value",
     [
         ("kind", "decision"),
-        ("scope", "personal"),
+        ("space", "personal"),
         ("title", "Billing API!"),
         ("body", "Lives in acme/billing-api"),
         ("tags", ["billing"]),

@@ -72,7 +72,7 @@ def test_a_command_s_help_names_it_as_typed(capsys):
     with pytest.raises(SystemExit):
         run.run_command("create_agent", "vetted agent create", ["--help"])
     out = capsys.readouterr().out
-    assert out.startswith("usage: vetted agent create ") and "--scopes" in out
+    assert out.startswith("usage: vetted agent create ") and "--spaces" in out
 
 
 @pytest.mark.parametrize("command", ["serve", "status", "stop", "completion"])
@@ -93,7 +93,7 @@ def test_agent_create_then_a_proposal_shows_in_review_list_and_accept_approves_i
     """A round trip through the command line, as a person runs it: the token
     printed works, the agent's proposal is listed, accepting it makes a record."""
     with pytest.raises(SystemExit) as exited:
-        app.cli.main(["agent", "create", "cli-bot", "--scopes", "team"], prog_name="vetted")
+        app.cli.main(["agent", "create", "cli-bot", "--spaces", "team"], prog_name="vetted")
     assert exited.value.code == 0
     token = capsys.readouterr().out.strip().splitlines()[-1]
     agent = actions.agent_for_token(token)
@@ -122,7 +122,7 @@ def test_agent_create_then_a_proposal_shows_in_review_list_and_accept_approves_i
 
 @pytest.mark.django_db(transaction=True)
 def test_agent_rotate_prints_a_new_token_and_the_old_one_stops_working(reviewer, capsys):
-    _agent, old = actions.create_agent("rotating", scopes=["team"], actor=reviewer)
+    _agent, old = actions.create_agent("rotating", spaces=["team"], actor=reviewer)
     with pytest.raises(SystemExit) as exited:
         app.cli.main(["agent", "rotate", "rotating"], prog_name="vetted")
     assert exited.value.code == 0

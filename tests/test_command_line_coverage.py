@@ -245,7 +245,7 @@ def test_a_command_prints_no_info_log_lines_but_the_person_can_ask_for_them(revi
     logging.getLogger("reviews").setLevel(logging.INFO)  # as the settings leave it outside the tests
     try:
         with pytest.raises(SystemExit):
-            app.cli.main(["agent", "create", "quiet-bot", "--scopes", "team"], prog_name="vetted")
+            app.cli.main(["agent", "create", "quiet-bot", "--spaces", "team"], prog_name="vetted")
         assert logging.getLogger("reviews").level == logging.WARNING
 
         logging.getLogger("reviews").setLevel(logging.INFO)

@@ -48,7 +48,7 @@ def test_each_client_gets_a_stdio_block_with_absolute_paths_and_a_working_token(
     assert actions.agent_for_token(token).name == f"laptop-{client}"
     assert os.path.isabs(entry["env"]["VETTED_HOME"])
     agent = Agent.objects.get(name=f"laptop-{client}")
-    assert agent.scopes == ["personal", "team"] and agent.source_tool == client
+    assert agent.spaces == ["personal", "team"] and agent.source_tool == client
     assert "call `describe` once" in out and "propose_context" in out  # the global instructions
     assert "Created agent" in err and token not in err
 
@@ -82,7 +82,7 @@ def test_an_existing_agent_needs_its_token_or_a_rotation(reviewer):
     out, _ = connect("cursor", "--agent", "again", "--token", first)
     assert block(out, "json")["mcpServers"]["vetted"]["env"]["VETTED_TOKEN"] == first
 
-    _other, other_token = actions.create_agent("someone-else", scopes=["team"], actor=reviewer)
+    _other, other_token = actions.create_agent("someone-else", spaces=["team"], actor=reviewer)
     with pytest.raises(CommandError, match="belongs to agent 'someone-else'"):
         connect("cursor", "--agent", "again", "--token", other_token)
 

@@ -39,6 +39,6 @@ def test_an_inbox_with_proposals_does_not_show_it(client, reviewer, agent):
     from tests.conftest import GOOD_BODY
 
     agent_api.propose_context(
-        agent, title="Billing deploys from main", body=GOOD_BODY, kind="fact", scope="team", reason="Said today."
+        agent, title="Billing deploys from main", body=GOOD_BODY, kind="fact", space="team", reason="Said today."
     )
     assert 'id="connect-help"' not in page(client, reviewer, "/")

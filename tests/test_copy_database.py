@@ -79,17 +79,17 @@ def history(transactional_db, reviewer, agent, make_record, second_reviewer):
     actions.create_space("acme", kind="team", name="Acme", actor=reviewer, owner=reviewer)
     actions.add_member("acme", second_reviewer, role="reviewer", actor=reviewer)
     actions.grant_space(agent, "acme", actor=reviewer)
-    make_record(scope="acme", title="Acme contract", body="The Acme contract renews every January with a notice.")
+    make_record(space="acme", title="Acme contract", body="The Acme contract renews every January with a notice.")
     actions.propose_create(
         agent=agent,
         reason="Heard in standup",
         kind="fact",
-        scope="team",
+        space="team",
         title="Pending idea",
         body="A proposal nobody has decided on yet, still waiting in the inbox.",
         tags=["idea"],
     )
-    _agent, token = actions.create_agent("copier", scopes=["team"], actor=reviewer)
+    _agent, token = actions.create_agent("copier", spaces=["team"], actor=reviewer)
     index.sync(get_embedder())
     return token
 
@@ -120,7 +120,7 @@ def _without_tokens(rows: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
 
 
 def _results(query: str, mode: str) -> list[tuple[str, float]]:
-    found = search(query, mode=mode, reader=Reader.for_scopes(["personal", "team", "acme"]), count_access=False)
+    found = search(query, mode=mode, reader=Reader.for_spaces(["personal", "team", "acme"]), count_access=False)
     return [(hit.record.public_id, round(hit.score, 4)) for hit in found.results]
 
 

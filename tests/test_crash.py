@@ -79,7 +79,7 @@ def home(migrated):
         "r@example.com",
         extra_env={"DJANGO_SUPERUSER_PASSWORD": PASSWORD},
     )
-    token = manage(env, "create_agent", "crasher", "--scopes", "personal,team").stdout.strip().splitlines()[-1]
+    token = manage(env, "create_agent", "crasher", "--spaces", "personal,team").stdout.strip().splitlines()[-1]
     return folder, env, token
 
 
@@ -229,7 +229,7 @@ def test_sigkill_mid_stream_loses_no_acknowledged_write_and_leaves_nothing_half_
             body={
                 "title": "After the crash",
                 "kind": "fact",
-                "scope": "team",
+                "space": "team",
                 "reason": "Checking the restart.",
                 "body": "The daemon came back after a SIGKILL and still accepts proposals from agents.",
             },

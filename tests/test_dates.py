@@ -101,7 +101,7 @@ def test_list_with_an_extreme_since_is_invalid_input_not_a_crash(agent, since):
 @pytest.mark.django_db
 @pytest.mark.parametrize("since", EXTREMES + ["2026-02-30"])
 def test_rest_answers_400_json_for_an_extreme_since(client, reviewer, since):
-    _agent, token = actions.create_agent("dates-bot", scopes=["team"], actor=reviewer)
+    _agent, token = actions.create_agent("dates-bot", spaces=["team"], actor=reviewer)
     response = client.get("/api/v1/records", {"since": since}, HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 400
     data = response.json()
@@ -116,7 +116,7 @@ def test_review_by_at_the_extremes_is_a_field_error(agent):
                 agent,
                 title="Billing API repository",
                 kind="fact",
-                scope="team",
+                space="team",
                 body="The billing API lives in the acme/billing-api repository and deploys daily.",
                 reason="Seen in the README",
                 review_by=value,

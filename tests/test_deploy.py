@@ -105,7 +105,7 @@ def test_local_defaults_serve_plain_http_with_ordinary_cookies(gateway, transact
         "POST",
         "/agents/create",
         headers={"Cookie": cookie, "X-CSRFToken": csrf, "Content-Type": "application/x-www-form-urlencoded"},
-        body=b"name=local-bot&scopes=team",
+        body=b"name=local-bot&spaces=team",
     )
     assert status == 200 and Agent.objects.filter(name="local-bot").exists()
 
@@ -127,7 +127,7 @@ def test_forwarded_headers_are_not_believed_without_a_proxy(gateway, transaction
             "X-Forwarded-For": "203.0.113.9",
             "Content-Type": "application/x-www-form-urlencoded",
         },
-        body=b"name=forwarded-bot&scopes=team",
+        body=b"name=forwarded-bot&spaces=team",
     )
     assert status == 200, page[-500:]
     port = gateway.base.rsplit(":", 1)[1]
@@ -193,7 +193,7 @@ def test_a_daemon_behind_a_proxy_answers_its_public_host_and_refuses_others(agen
             "POST",
             "/agents/create",
             headers={**form, "Origin": "https://evil.example.com"},
-            body=b"name=evil-bot&scopes=team",
+            body=b"name=evil-bot&spaces=team",
         )
         assert status == 403 and not Agent.objects.filter(name="evil-bot").exists()
         status, _, _ = fetch(
@@ -201,6 +201,6 @@ def test_a_daemon_behind_a_proxy_answers_its_public_host_and_refuses_others(agen
             "POST",
             "/agents/create",
             headers={**form, "Origin": "https://memory.example.com"},
-            body=b"name=proxied-bot&scopes=team",
+            body=b"name=proxied-bot&spaces=team",
         )
         assert status == 200 and Agent.objects.filter(name="proxied-bot").exists()

@@ -14,7 +14,7 @@ from retrieval.search import search
 
 def _found(query: str) -> list[str]:
     index.sync(get_embedder())
-    response = search(query, mode="keyword", reader=Reader.for_scopes(["team"]), count_access=False)
+    response = search(query, mode="keyword", reader=Reader.for_spaces(["team"]), count_access=False)
     return [hit.record.title for hit in response.results]
 
 

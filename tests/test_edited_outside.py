@@ -206,7 +206,7 @@ def test_verifying_or_moving_an_edited_record_is_refused(reviewer, record):
     with pytest.raises(ChecksumMismatch):
         actions.verify_record(record, actor=reviewer)
     with pytest.raises(ChecksumMismatch):
-        actions.move_record(record, actor=reviewer, scope="system", note="Belongs there")
+        actions.move_record(record, actor=reviewer, space="system", note="Belongs there")
     assert state() == before
 
 
@@ -284,10 +284,10 @@ def test_approve_current_text_needs_a_note_and_an_edited_record(reviewer, record
     assert state() == before
 
 
-def test_approve_current_text_refuses_a_scope_changed_by_hand(reviewer, record):
-    tamper(record, scope="personal")
+def test_approve_current_text_refuses_a_space_changed_by_hand(reviewer, record):
+    tamper(record, space="personal")
     before = state()
-    with pytest.raises(InvalidTransition, match=r"scope was changed outside Vetted \(team to personal\)"):
+    with pytest.raises(InvalidTransition, match=r"space was changed outside Vetted \(team to personal\)"):
         actions.approve_current_text(record, actor=reviewer, note="Looks right")
     assert state() == before
 
@@ -348,19 +348,19 @@ def test_the_record_page_says_when_no_approved_copy_is_kept(signed_in, record):
 # --------------------------------------------------------------------------- spaces
 
 
-def test_a_scope_changed_by_hand_moves_nothing_between_spaces(reviewer, agent, team_agent, make_record):
+def test_a_space_changed_by_hand_moves_nothing_between_spaces(reviewer, agent, team_agent, make_record):
     personal = make_record(
-        scope="personal",
+        space="personal",
         title="My dentist appointment",
         body="My dentist is on Thursdays at nine, in the old town clinic.",
     )
-    tamper(personal, scope="team")
+    tamper(personal, space="team")
     with pytest.raises(NotFound):
         actions.propose_revision(personal, agent=team_agent, reason="Tag it for the team", tags=["team"])
     with pytest.raises(NotFound):
         actions.dispute_record(personal, agent=team_agent, reason="This is not a team fact")
     restored = actions.restore_approved_text(personal, actor=reviewer)
-    assert restored.scope == "personal" and not restored.edited_since_approval
+    assert restored.space == "personal" and not restored.edited_since_approval
 
 
 # --------------------------------------------------------------------------- pages and buttons
@@ -438,7 +438,7 @@ def test_the_site_actions_are_for_staff_only(client, django_user_model, record):
 def test_every_new_record_keeps_exactly_the_checksummed_content(record):
     assert record.approved_content == {
         "kind": "fact",
-        "scope": "team",
+        "space": "team",
         "title": "Billing API repository",
         "body": GOOD_BODY,
         "tags": ["billing", "repos"],

@@ -87,7 +87,7 @@ def run_app(steps):
 def personal_proposal(agent):
     """The agent's own pending proposal in its personal space (made with its full grant)."""
     return actions.propose_create(
-        agent=agent, reason="The user said so.", **content(scope="personal", title="Rita reads mail at nine")
+        agent=agent, reason="The user said so.", **content(space="personal", title="Rita reads mail at nine")
     )
 
 
@@ -125,7 +125,7 @@ def test_the_same_agents_static_token_still_sees_its_personal_proposal(agent, ag
 
 
 def test_a_change_notice_uses_the_sign_ins_spaces_not_the_agents(reviewer, agent, make_record, personal_proposal):
-    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    personal = make_record(space="personal", title="Rita prefers short answers in the morning")
     tokens = sign_in(reviewer, agent, ["team"])
     credential = agent_api.Credential.of(agent, tokens.access_token)
     assert agent_api.change_notice(credential, f"vetted://records/{personal.public_id}") is None
@@ -234,5 +234,5 @@ def test_proposing_through_a_sign_in_names_only_its_spaces(reviewer, agent):
     )
     assert agent_api.spaces(signed_in) == ["team"]
     with pytest.raises(Exception) as refused:
-        agent_api.propose_context(signed_in, **{**FACT, "scope": "personal"})
+        agent_api.propose_context(signed_in, **{**FACT, "space": "personal"})
     assert "personal" in str(refused.value) and "team" in str(refused.value)

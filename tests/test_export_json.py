@@ -1,5 +1,5 @@
 """export_json / import_json: a lossless round trip into an empty instance,
-scope filtering that never leaks personal memory, and bad files refused
+space filtering that never leaks personal memory, and bad files refused
 with nothing written."""
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ def seed(reviewer, second_reviewer, agent, team_agent, make_record) -> dict:
     actions.dispute_record(disputed, agent=team_agent, reason="It rotates on Tuesdays now")
     overdue = make_record(title="Release checklist", body=body("Run the smoke tests before each release."))
     edited = make_record(title="Staging database host", body=body("Staging runs on db-staging-1."))
-    personal = make_record(scope="personal", title="Dentist on Thursdays", body=body("My dentist is on Thursdays."))
-    moved = make_record(scope="personal", title="Pager app choice", body=body("The pager app is Opsgenie."))
-    moved_to = actions.move_record(moved, actor=reviewer, scope="team", note="Everyone uses it now")
+    personal = make_record(space="personal", title="Dentist on Thursdays", body=body("My dentist is on Thursdays."))
+    moved = make_record(space="personal", title="Pager app choice", body=body("The pager app is Opsgenie."))
+    moved_to = actions.move_record(moved, actor=reviewer, space="team", note="Everyone uses it now")
 
     pending = actions.propose_create(
         agent=agent,
@@ -114,7 +114,7 @@ def seed(reviewer, second_reviewer, agent, team_agent, make_record) -> dict:
     )
     actions.withdraw_proposal(withdrawn, agent=agent, note="Wrong building")
     pending_retire = actions.propose_retirement(overdue, agent=agent, reason="The checklist moved to the wiki")
-    old_bot, _ = actions.create_agent("old-bot", scopes=["team"], actor=reviewer)
+    old_bot, _ = actions.create_agent("old-bot", spaces=["team"], actor=reviewer)
     actions.revoke_agent(old_bot, actor=reviewer)
 
     with connection.cursor() as cursor:
@@ -227,8 +227,8 @@ def _fts_count(word: str) -> int:
 
     with connection.cursor() as cursor:  # the keyword index of either engine
         return sum(
-            retrieval_engine(cursor).document_frequency(cursor, scope, state, word)
-            for scope, state in tables.PARTITIONS
+            retrieval_engine(cursor).document_frequency(cursor, space, state, word)
+            for space, state in tables.PARTITIONS
         )
 
 
@@ -291,7 +291,7 @@ def test_existing_audit_ids_shift_imported_ids_by_one_recorded_offset(tmp_path, 
     assert [{**r, "id": None} for r in imported] == [{**r, "id": None} for r in before]
 
 
-# --------------------------------------------------------------------------- scopes
+# --------------------------------------------------------------------------- spaces
 
 
 @pytest.mark.django_db(transaction=True)
@@ -300,7 +300,7 @@ def test_team_export_contains_nothing_personal(tmp_path, reviewer, second_review
     # Look-alikes in both spaces, and proposals and events about the personal ones.
     twin_team = make_record(title="Zebra roster team", body=body("The zebra roster is kept by the team lead."))
     twin_personal = make_record(
-        scope="personal",
+        space="personal",
         title="Zebra roster personal",
         body=body("My zebra roster secret is kept in a drawer at home."),
     )
@@ -309,14 +309,14 @@ def test_team_export_contains_nothing_personal(tmp_path, reviewer, second_review
         agent=agent,
         reason="Zebra roster personal note",
         **content(
-            scope="personal", title="Zebra roster personal draft", body=body("My private zebra draft stays mine.")
+            space="personal", title="Zebra roster personal draft", body=body("My private zebra draft stays mine.")
         ),
     )
     # A team record with a pending retirement, moved to the personal space:
     # the retirement is closed with a note naming the personal successor.
     outgoing = make_record(title="Zebra roster draft rules", body=body("Draft zebra rules are in the team doc."))
     actions.propose_retirement(outgoing, agent=team_agent, reason="These draft rules are outdated")
-    moved_out = actions.move_record(outgoing, actor=reviewer, scope="personal", note="Only I need these")
+    moved_out = actions.move_record(outgoing, actor=reviewer, space="personal", note="Only I need these")
     personal_titles = [
         "Zebra roster personal",
         "Zebra roster personal draft",
@@ -333,15 +333,15 @@ def test_team_export_contains_nothing_personal(tmp_path, reviewer, second_review
         seeded["moved"].public_id,
         moved_out.public_id,
     ]
-    personal_ids += list(Proposal.objects.filter(scope="personal").values_list("public_id", flat=True))
-    personal_ids += list(Proposal.objects.filter(target__scope="personal").values_list("public_id", flat=True))
+    personal_ids += list(Proposal.objects.filter(space="personal").values_list("public_id", flat=True))
+    personal_ids += list(Proposal.objects.filter(target__space="personal").values_list("public_id", flat=True))
 
-    summary, stderr = export(tmp_path / "team.json", "--scope", "team")
+    summary, stderr = export(tmp_path / "team.json", "--space", "team")
     text = (tmp_path / "team.json").read_text()
     for needle in personal_titles + personal_ids:
         assert needle not in text, needle
     document = json.loads(text)
-    assert {r["scope"] for r in document["records"]} == {"team"}
+    assert {r["space"] for r in document["records"]} == {"team"}
     assert twin_team.public_id in text and "Zebra roster team" in text
     moved_to = next(r for r in document["records"] if r["public_id"] == seeded["moved_to"].public_id)
     assert moved_to["supersedes"] is None  # the link into the personal space is cut
@@ -351,7 +351,7 @@ def test_team_export_contains_nothing_personal(tmp_path, reviewer, second_review
     with scratch_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         result, _ = import_file(tmp_path / "team.json", "--no-sync")
-        assert not Record.objects.filter(scope="personal").exists()
+        assert not Record.objects.filter(space="personal").exists()
     assert result["records"] == len(document["records"])
 
 
@@ -395,7 +395,7 @@ def minimal_document() -> dict:
         "format": "vetted-export",
         "version": 1,
         "exported_at": T,
-        "scopes": ["personal", "team", "system"],
+        "spaces": ["personal", "team", "system"],
         "records": [
             record(REC1, "superseded", superseded_by=REC2),
             record(REC2, "approved", supersedes=REC1, title="A fact worth keeping, revised"),
@@ -433,7 +433,7 @@ def minimal_document() -> dict:
                 "name": "ghost-bot",
                 "token_digest": None,
                 "token_prefix": "",
-                "scopes": ["team"],
+                "spaces": ["team"],
                 "source_tool": "",
                 "is_active": True,
                 "last_seen_at": None,
@@ -598,7 +598,7 @@ def _v2_document() -> dict:
     document = minimal_document()
     document["version"] = 2
     for row in document["records"]:
-        row["approved_content"] = {name: row[name] for name in ("kind", "scope", "title", "body", "tags")}
+        row["approved_content"] = {name: row[name] for name in ("kind", "space", "title", "body", "tags")}
     return document
 
 
@@ -614,7 +614,7 @@ def test_a_version_1_file_imports_with_the_approved_content_derived_like_the_mig
     kept = Record.objects.get(public_id=REC2)
     assert kept.approved_text() == {
         "kind": kept.kind,
-        "scope": kept.scope,
+        "space": kept.space,
         "title": kept.title,
         "body": kept.body,
         "tags": kept.tags,

@@ -36,7 +36,7 @@ def test_without_credentials_health_says_only_up_and_the_version(client, busy):
 
 
 def test_an_agent_token_does_not_open_the_counts(client, busy, reviewer):
-    _agent, token = actions.create_agent("probe", scopes=["team"], actor=reviewer)
+    _agent, token = actions.create_agent("probe", spaces=["team"], actor=reviewer)
     assert answer(client, HTTP_AUTHORIZATION=f"Bearer {token}") == PUBLIC
 
 

@@ -47,7 +47,7 @@ PROPOSAL = {
     "title": "Billing API repository",
     "body": GOOD_BODY,
     "kind": "fact",
-    "scope": "team",
+    "space": "team",
     "tags": ["billing"],
     "reason": REASON,
 }
@@ -337,7 +337,7 @@ def test_invalid_utf8_is_refused_on_both_transports(gateway, agent_tokens):
     before = trace()
     raw = (
         b'{"title": "Billing \xff\xfe API", "body": "' + GOOD_BODY.encode() + b'", "kind": "fact", '
-        b'"scope": "team", "reason": "' + REASON.encode() + b'"}'
+        b'"space": "team", "reason": "' + REASON.encode() + b'"}'
     )
     status, _, data = api(
         gateway,

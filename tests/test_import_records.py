@@ -234,7 +234,7 @@ def test_bad_line_imports_nothing(tmp_path, bad):
 @pytest.mark.django_db(transaction=True)
 def test_bad_line_with_approve_imports_nothing(tmp_path, reviewer):
     a, b = good_lines(2)
-    path = write_jsonl(tmp_path, [a, line(scope="galaxy"), b])
+    path = write_jsonl(tmp_path, [a, line(space="galaxy"), b])
     before = row_counts()
 
     stdout, _, exc = run_import(path, approve=True)
@@ -243,7 +243,7 @@ def test_bad_line_with_approve_imports_nothing(tmp_path, reviewer):
     assert row_counts() == before
     errors = summary_of(stdout)["errors"]
     assert [e["line"] for e in errors] == [2]
-    assert "scope" in errors[0]["error"] and "'galaxy'" in errors[0]["error"]
+    assert "space" in errors[0]["error"] and "'galaxy'" in errors[0]["error"]
     # It says what is allowed without listing every space of the instance.
     assert "not a space you may use" in errors[0]["error"] and "personal, team, system" not in errors[0]["error"]
 
@@ -278,14 +278,14 @@ def test_all_errors_are_reported_sorted_by_line(tmp_path):
 @pytest.mark.django_db
 def test_line_with_several_problems_names_each_field(tmp_path):
     path = write_jsonl(
-        tmp_path, [json.dumps({"kind": "rumour", "scope": "galaxy", "title": "Ok title", "body": "short"})]
+        tmp_path, [json.dumps({"kind": "rumour", "space": "galaxy", "title": "Ok title", "body": "short"})]
     )
 
     stdout, _, exc = run_import(path)
 
     assert exc is not None
     message = summary_of(stdout)["errors"][0]["error"]
-    assert "kind: " in message and "scope: " in message and "body: " in message
+    assert "kind: " in message and "space: " in message and "body: " in message
 
 
 @pytest.mark.django_db
@@ -445,9 +445,9 @@ def test_unknown_agent_name_is_refused(tmp_path, reviewer):
 
 
 @pytest.mark.django_db
-def test_agent_without_the_line_scope_gets_a_line_error(tmp_path, team_agent):
+def test_agent_without_the_line_space_gets_a_line_error(tmp_path, team_agent):
     path = write_jsonl(
-        tmp_path, [line(scope="team", title="Team record here"), line(scope="personal", title="Personal record here")]
+        tmp_path, [line(space="team", title="Team record here"), line(space="personal", title="Personal record here")]
     )
 
     stdout, _, exc = run_import(path, agent="team-bot", partial=True)
@@ -457,8 +457,8 @@ def test_agent_without_the_line_scope_gets_a_line_error(tmp_path, team_agent):
     assert summary["created"] == 1
     assert [e["line"] for e in summary["errors"]] == [2]
     message = summary["errors"][0]["error"]
-    assert "'team-bot' may not write to scope 'personal'" in message
-    assert "its scopes: team" in message
+    assert "'team-bot' may not write to space 'personal'" in message
+    assert "its spaces: team" in message
 
 
 # --------------------------------------------------------------------------- files and reviewers

@@ -365,7 +365,7 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
         for name, path in (
             ("due", "/due/"),
             ("disputed", "/disputed/"),
-            ("records", "/records/?q=payment+provider&mode=keyword&as_agent=1&reader_scopes=team"),
+            ("records", "/records/?q=payment+provider&mode=keyword&as_agent=1&reader_spaces=team"),
             ("agents", "/agents/"),
             ("settings", "/settings/"),
             ("wide-record", f"/records/{wide.public_id}/"),
@@ -381,7 +381,7 @@ def test_other_pages_fit_and_work_in_dark_mode(browser, live_server, seeded, age
         # Create an agent: the token is shown once.
         page.goto(live_server.url + "/agents/")
         page.fill("input[name=name]", "cursor")
-        page.check("input[name=scopes][value=team]")
+        page.check("input[name=spaces][value=team]")
         page.get_by_role("button", name="Create agent").click()
         page.wait_for_selector("#token-panel")
         assert page.input_value(".token-value").startswith("vt_")

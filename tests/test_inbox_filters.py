@@ -54,7 +54,7 @@ def mixed(agent, team_agent, make_record):
     p["percent"] = actions.propose_create(
         agent=agent,
         reason="From the dashboard",
-        **content(title="Uptime is 100%_ok", body=f"{GOOD_BODY} Uptime.", scope="personal", tags=["ops"]),
+        **content(title="Uptime is 100%_ok", body=f"{GOOD_BODY} Uptime.", space="personal", tags=["ops"]),
     )
     p["revise"] = actions.propose_revision(
         billing, agent=agent, reason="The repository moved", body=GOOD_BODY.replace("acme", "acme-corp")
@@ -88,7 +88,7 @@ def pks(*proposals) -> list[int]:
         ("action=dispute", ["dispute"]),
         ("agent=team-bot", ["dispute", "friday"]),
         ("kind=decision", ["friday", "retire"]),  # a retire's kind is its target's
-        ("scope=personal", ["percent"]),
+        ("space=personal", ["percent"]),
         ("tag=deploys", ["friday", "retire"]),  # a retire's tags are its target's
         ("tag=database", ["dispute"]),
         ("q=postgres", ["postgres"]),
@@ -104,9 +104,9 @@ def test_each_filter_lists_only_its_proposals(signed_in, mixed, query, expected)
 
 
 def test_filters_combine(signed_in, mixed):
-    response = signed_in.get("/?action=create&agent=claude-code&kind=fact&scope=team&tag=db&q=production")
+    response = signed_in.get("/?action=create&agent=claude-code&kind=fact&space=team&tag=db&q=production")
     assert listed(response) == [mixed["postgres"].pk]
-    assert listed(signed_in.get("/?action=create&agent=team-bot&scope=personal")) == []
+    assert listed(signed_in.get("/?action=create&agent=team-bot&space=personal")) == []
 
 
 def test_text_search_treats_like_wildcards_literally(signed_in, mixed):
@@ -133,7 +133,7 @@ def test_counts_are_of_pending_proposals_matching_the_other_filters(mixed):
     assert dict(counts["action"]) == {"create": 2, "revise": 1, "retire": 1}
     assert dict(counts["agent"]) == {"claude-code": 4, "team-bot": 2}
     assert dict(counts["kind"]) == {"fact": 3, "decision": 1}
-    assert dict(counts["scope"]) == {"team": 3, "personal": 1}
+    assert dict(counts["space"]) == {"team": 3, "personal": 1}
     assert dict(counts["tag"]) == {"db": 1, "ops": 1, "billing": 1, "deploys": 1}
 
 
@@ -229,7 +229,7 @@ def test_deciding_does_not_shift_the_next_page_under_a_filter(signed_in, reviewe
     [
         ("action=delete", "action='delete' is not one of: create, revise, retire, dispute"),
         ("kind=rumour", "kind='rumour' is not one of:"),
-        ("scope=galaxy", "scope='galaxy' is not one of: personal, team, system"),
+        ("space=galaxy", "space='galaxy' is not one of: personal, team, system"),
         ("tag=Not%20A%20Tag!", "tag:"),
         ("agent=nobody", "agent='nobody': no agent has that name"),
         ("sort=random", "sort='random' is not one of: disputes, oldest, newest"),

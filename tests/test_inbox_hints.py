@@ -18,7 +18,7 @@ from mcp_bridge import agent_api
 from retrieval import index
 from retrieval.embeddings import FakeEmbedder
 from reviews import actions, vocabulary
-from reviews.errors import InvalidTransition, ScopeNotAllowed, ValidationFailed
+from reviews.errors import InvalidTransition, SpaceNotAllowed, ValidationFailed
 from reviews.models import AuditEvent, Proposal, ProposalAction, ProposalState, RecordStatus
 from tests.conftest import content
 
@@ -257,25 +257,25 @@ def test_merge_of_anything_but_a_pending_create_is_refused(reviewer, postgres, m
         actions.merge_into_revision(postgres["create"], postgres["approved"], actor=reviewer)
 
 
-def test_merge_into_a_record_outside_the_agents_scopes_is_refused(reviewer, team_agent, make_record):
-    personal = make_record(**{**PG15, "scope": "personal"})
+def test_merge_into_a_record_outside_the_agents_spaces_is_refused(reviewer, team_agent, make_record):
+    personal = make_record(**{**PG15, "space": "personal"})
     create = actions.propose_create(agent=team_agent, reason="Runbook", **content(**PG16_CREATE))
-    with pytest.raises(ScopeNotAllowed, match="team-bot"):
+    with pytest.raises(SpaceNotAllowed, match="team-bot"):
         actions.merge_into_revision(create, personal, actor=reviewer)
     assert Proposal.objects.get(pk=create.pk).target is None
 
 
-def test_merge_takes_the_records_scope(reviewer, agent, make_record):
-    personal = make_record(**{**PG15, "scope": "personal"})
+def test_merge_takes_the_records_space(reviewer, agent, make_record):
+    personal = make_record(**{**PG15, "space": "personal"})
     create = actions.propose_create(agent=agent, reason="Runbook", **content(**PG16_CREATE))  # team
     merged = actions.merge_into_revision(create, personal, actor=reviewer)
-    assert merged.scope == "personal"
+    assert merged.space == "personal"
 
 
 def test_merge_that_would_change_nothing_is_refused(reviewer, agent, make_record):
     approved = make_record(**PG15)
-    # Same text in another scope: as a revise of the record it would say exactly what it says.
-    create = actions.propose_create(agent=agent, reason="Runbook", **content(**{**PG15, "scope": "personal"}))
+    # Same text in another space: as a revise of the record it would say exactly what it says.
+    create = actions.propose_create(agent=agent, reason="Runbook", **content(**{**PG15, "space": "personal"}))
     with pytest.raises(ValidationFailed, match="duplicate"):
         actions.merge_into_revision(create, approved, actor=reviewer)
 
@@ -320,7 +320,7 @@ def test_reject_as_duplicate_of_a_readable_record_names_it(signed_in, postgres):
 
 
 def test_reject_as_duplicate_of_a_record_the_agent_may_not_read_does_not_name_it(reviewer, team_agent, make_record):
-    hidden = make_record(**{**PG15, "scope": "personal"})  # team-bot has only "team"
+    hidden = make_record(**{**PG15, "space": "personal"})  # team-bot has only "team"
     create = actions.propose_create(agent=team_agent, reason="Runbook", **content(**PG15))
     actions.reject_as_duplicate(create, hidden.public_id, actor=reviewer)
     told = agent_view(team_agent, create)

@@ -38,14 +38,14 @@ def test_anonymous_visitors_are_sent_to_login(client, reviewer, path):
 
 @pytest.mark.parametrize("path", SITE_PAGES)
 def test_an_agent_bearer_token_opens_no_site_page(client, reviewer, path):
-    _agent, token = actions.create_agent("bearer-bot", scopes=["team"], actor=reviewer)
+    _agent, token = actions.create_agent("bearer-bot", spaces=["team"], actor=reviewer)
     response = client.get(path, HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
 
 def test_an_agent_bearer_token_cannot_accept_a_proposal(client, reviewer, create_proposal):
-    _agent, token = actions.create_agent("bearer-bot", scopes=["team"], actor=reviewer)
+    _agent, token = actions.create_agent("bearer-bot", spaces=["team"], actor=reviewer)
     proposal = create_proposal()
     response = client.post(reverse("proposal_accept", args=[proposal.public_id]), HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
@@ -280,7 +280,7 @@ def test_revise_accepts_the_edited_version_and_keeps_the_proposed_text(signed_in
             "title": "Billing API repository (edited)",
             "body": proposal.body,
             "kind": "reference",
-            "scope": "team",
+            "space": "team",
             "tags": "billing, repos, edited",
         },
         **HX,
@@ -297,10 +297,10 @@ def test_revise_accepts_the_edited_version_and_keeps_the_proposed_text(signed_in
 def test_revise_with_invalid_fields_shows_them_and_changes_nothing(signed_in, create_proposal):
     proposal = create_proposal()
     url = reverse("proposal_revise", args=[proposal.public_id])
-    response = signed_in.post(url, {"title": "x", "body": proposal.body, "kind": "fact", "scope": "team", "tags": ""})
+    response = signed_in.post(url, {"title": "x", "body": proposal.body, "kind": "fact", "space": "team", "tags": ""})
     assert response.status_code == 400
     assert "title" in response.context["errors"]
-    htmx = signed_in.post(url, {"title": "x", "body": proposal.body, "kind": "fact", "scope": "team", "tags": ""}, **HX)
+    htmx = signed_in.post(url, {"title": "x", "body": proposal.body, "kind": "fact", "space": "team", "tags": ""}, **HX)
     assert htmx.status_code == 200 and 'class="error"' in htmx.content.decode()
     proposal.refresh_from_db()
     assert proposal.state == ProposalState.PENDING
@@ -311,7 +311,7 @@ def test_revise_with_nothing_changed_says_accept_instead(signed_in, create_propo
     url = reverse("proposal_revise", args=[proposal.public_id])
     response = signed_in.post(
         url,
-        {"title": proposal.title, "body": proposal.body, "kind": "fact", "scope": "team", "tags": "billing, repos"},
+        {"title": proposal.title, "body": proposal.body, "kind": "fact", "space": "team", "tags": "billing, repos"},
         **HX,
     )
     assert "accept it as proposed" in response.content.decode()
@@ -358,9 +358,9 @@ def test_bulk_accept_decides_each_and_reports_failures(signed_in, second_reviewe
 def test_bulk_reject_with_a_note(signed_in, create_proposal):
     a, b = create_proposal(1), create_proposal(2)
     signed_in.post(
-        reverse("proposal_bulk"), {"op": "reject", "note": "Out of scope", "ids": [a.public_id, b.public_id]}
+        reverse("proposal_bulk"), {"op": "reject", "note": "Out of space", "ids": [a.public_id, b.public_id]}
     )
-    assert set(Proposal.objects.values_list("decision_note", flat=True)) == {"Out of scope"}
+    assert set(Proposal.objects.values_list("decision_note", flat=True)) == {"Out of space"}
 
 
 def test_bulk_without_a_selection_is_a_message(signed_in):

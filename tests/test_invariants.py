@@ -16,8 +16,8 @@ Vetted promises:
 - text edited out of band is never laundered: no approved content and no
   proposal carries it unless a reviewer approved that current text;
 - search (keyword and hybrid) delivers exactly the records that are
-  approved, unedited, not overdue and in the reader's scopes, and counts
-  the rest as withheld by their reason; nothing out of scope is counted;
+  approved, unedited, not overdue and in the reader's spaces, and counts
+  the rest as withheld by their reason; nothing out of space is counted;
 - supersession chains have no loops, links point both ways, and each chain
   has at most one current (approved or disputed) version;
 - a record is disputed exactly while a dispute of it is pending;
@@ -58,7 +58,7 @@ from retrieval.gate import Reader, withhold_reason
 from reviews import actions
 from reviews.errors import VettedError
 from reviews.models import (
-    SCOPES,
+    SPACES,
     Agent,
     AuditEvent,
     Proposal,
@@ -74,8 +74,8 @@ pytestmark = pytest.mark.django_db
 # Spaces (issue 16): besides the three of every database, two client team
 # spaces with look-alike content (the same topics), each with its own agent.
 CLIENTS = ["acme", "northrail"]
-SPACES = [*SCOPES, *CLIENTS]
-AGENT_SCOPES = {
+ALL_SPACES = [*SPACES, *CLIENTS]
+AGENT_SPACES = {
     "claude-code": ["personal", "team"],
     "team-bot": ["team"],
     "sys-bot": ["system"],
@@ -85,8 +85,8 @@ AGENT_SCOPES = {
 # The agents the rules act as (the client bots only read: their spaces get
 # their seed records and whatever a move brings, and every invariant is
 # checked as each of them, so the random walk stays the one it was).
-AGENTS = sorted(name for name in AGENT_SCOPES if name not in ("acme-bot", "north-bot"))
-READERS = sorted(AGENT_SCOPES)
+AGENTS = sorted(name for name in AGENT_SPACES if name not in ("acme-bot", "north-bot"))
+READERS = sorted(AGENT_SPACES)
 TOPICS = ["billing", "deploy", "kafka", "postgres", "oncall", "backup"]
 REGIONS = ["frankfurt", "oregon", "tokyo", "sydney", "dublin"]
 REASON = "Seen in the team handbook today"
@@ -148,7 +148,7 @@ def body_text(topic: str, n: int) -> str:
 topics = st.sampled_from(TOPICS)
 numbers = st.integers(min_value=0, max_value=4)  # small: exact duplicates happen too
 agent_names = st.sampled_from(AGENTS)
-scopes = st.sampled_from(SCOPES)
+spaces = st.sampled_from(SPACES)
 
 
 @st.composite
@@ -247,10 +247,10 @@ class ActionsMachine(RuleBasedStateMachine):
         pool = everything if not preferred or data.draw(st.integers(0, 4), label=f"{label} any?") == 4 else preferred
         return data.draw(st.sampled_from(pool), label=label) if pool else None
 
-    def record(self, data, *, statuses=LIVE, scopes_of: str | None = None) -> str | None:
-        rows = list(Record.objects.order_by("pk").values_list("public_id", "status", "scope"))
-        allowed = AGENT_SCOPES[scopes_of] if scopes_of else SPACES
-        preferred = [pid for pid, status, scope in rows if status in statuses and scope in allowed]
+    def record(self, data, *, statuses=LIVE, spaces_of: str | None = None) -> str | None:
+        rows = list(Record.objects.order_by("pk").values_list("public_id", "status", "space"))
+        allowed = AGENT_SPACES[spaces_of] if spaces_of else ALL_SPACES
+        preferred = [pid for pid, status, space in rows if status in statuses and space in allowed]
         return self._pick(data, "record", preferred, [pid for pid, _, _ in rows])
 
     def proposal(self, data, *, actions_=None) -> str | None:
@@ -269,13 +269,13 @@ class ActionsMachine(RuleBasedStateMachine):
 
     @initialize()
     def seed(self):
-        """One approved record per scope, by an agent that may write there."""
+        """One approved record per space, by an agent that may write there."""
         seeds = [("personal", "claude-code"), ("team", "team-bot"), ("system", "sys-bot")]
         seeds += [("acme", "acme-bot"), ("northrail", "north-bot")]
-        for n, (scope, name) in enumerate(seeds):
+        for n, (space, name) in enumerate(seeds):
             data = {
                 "kind": "fact",
-                "scope": scope,
+                "space": space,
                 "title": title_text("seed", n),
                 "body": body_text("seed", n),
                 "tags": [MARK, "seed"],
@@ -288,21 +288,21 @@ class ActionsMachine(RuleBasedStateMachine):
     @rule(name=agent_names, drawn=proposal_content(), data=st.data())
     def propose_create(self, name, drawn, data):
         content, review_in = drawn
-        own = AGENT_SCOPES[name]
-        scope = data.draw(
-            scopes if data.draw(st.integers(0, 5), label="any scope?") == 5 else st.sampled_from(own), label="scope"
+        own = AGENT_SPACES[name]
+        space = data.draw(
+            spaces if data.draw(st.integers(0, 5), label="any space?") == 5 else st.sampled_from(own), label="space"
         )
         if review_in is not None:
             content = {**content, "review_by": self.today() + timedelta(days=review_in)}
         self.act(
             "propose_create",
             "proposal.created",
-            lambda: actions.propose_create(agent=self.agents[name], reason=REASON, scope=scope, **content),
+            lambda: actions.propose_create(agent=self.agents[name], reason=REASON, space=space, **content),
         )
 
     @rule(name=agent_names, changes=content_changes(), data=st.data())
     def propose_revision(self, name, changes, data):
-        record = self.record(data, scopes_of=name)
+        record = self.record(data, spaces_of=name)
         self.act(
             "propose_revision",
             "proposal.created",
@@ -311,7 +311,7 @@ class ActionsMachine(RuleBasedStateMachine):
 
     @rule(name=agent_names, data=st.data())
     def propose_retirement(self, name, data):
-        record = self.record(data, scopes_of=name)
+        record = self.record(data, spaces_of=name)
         self.act(
             "propose_retirement",
             "proposal.created",
@@ -338,20 +338,20 @@ class ActionsMachine(RuleBasedStateMachine):
             lambda: actions.propose_file_retirement(record, user=self.reviewer, reason=REASON),
         )
 
-    @rule(drawn=proposal_content(), scope=scopes)
-    def propose_file_create(self, drawn, scope):
+    @rule(drawn=proposal_content(), space=spaces)
+    def propose_file_create(self, drawn, space):
         content, review_in = drawn
         if review_in is not None:
             content = {**content, "review_by": self.today() + timedelta(days=review_in)}
         self.act(
             "propose_file_create",
             "proposal.created",
-            lambda: actions.propose_file_create(user=self.reviewer, reason=REASON, scope=scope, **content),
+            lambda: actions.propose_file_create(user=self.reviewer, reason=REASON, space=space, **content),
         )
 
     @rule(name=agent_names, data=st.data())
     def dispute(self, name, data):
-        record = self.record(data, scopes_of=name)
+        record = self.record(data, spaces_of=name)
         self.act(
             "dispute_record",
             "record.disputed",
@@ -456,13 +456,13 @@ class ActionsMachine(RuleBasedStateMachine):
             lambda: actions.verify_record(record, actor=self.reviewer, review_by=review_by),
         )
 
-    @rule(scope=scopes, data=st.data())
-    def move(self, scope, data):
+    @rule(space=spaces, data=st.data())
+    def move(self, space, data):
         record = self.record(data, statuses=[RecordStatus.APPROVED])
         self.act(
             "move_record",
             "record.moved",
-            lambda: actions.move_record(record, actor=self.reviewer, scope=scope, note="Belongs there"),
+            lambda: actions.move_record(record, actor=self.reviewer, space=space, note="Belongs there"),
         )
 
     @rule(data=st.data())
@@ -582,10 +582,10 @@ class ActionsMachine(RuleBasedStateMachine):
             )
 
     @invariant()
-    def keyword_search_delivers_exactly_what_is_current_in_scope(self):
+    def keyword_search_delivers_exactly_what_is_current_in_space(self):
         records = list(Record.objects.all())
         for label, reader in self._readers():
-            readable = [r for r in records if r.scope in reader.scopes]
+            readable = [r for r in records if r.space in reader.spaces]
             expected = {r.public_id for r in readable if self._expected_reason(r) is None}
             withheld = Counter(reason for r in readable if (reason := self._expected_reason(r)))
             response = search_module.search(MARK, mode="keyword", reader=reader, limit=LIMIT, count_access=False)
@@ -599,17 +599,17 @@ class ActionsMachine(RuleBasedStateMachine):
                 )
 
     @invariant()
-    def hybrid_search_delivers_only_what_is_current_in_scope(self):
+    def hybrid_search_delivers_only_what_is_current_in_space(self):
         records = {r.public_id: r for r in Record.objects.all()}
         for label, reader in self._readers():
-            readable = [r for r in records.values() if r.scope in reader.scopes]
+            readable = [r for r in records.values() if r.space in reader.spaces]
             not_current = sum(1 for r in readable if self._expected_reason(r))
             response = search_module.search(
                 f"{MARK} billing service region", mode="hybrid", reader=reader, limit=LIMIT, count_access=False
             )
             for hit in response.results:
                 record = records[hit.record.public_id]
-                assert record.scope in reader.scopes, f"{label}: delivered {record.public_id} from {record.scope}"
+                assert record.space in reader.spaces, f"{label}: delivered {record.public_id} from {record.space}"
                 assert self._expected_reason(record) is None, (
                     f"{label}: delivered {record.public_id}, which is {self._expected_reason(record)}"
                 )
@@ -709,12 +709,12 @@ class ActionsMachine(RuleBasedStateMachine):
         for name in READERS:
             agent = self.agents[name]
             # Exactly what the gate would deliver (so a tampered record is not counted).
-            current = [r for r in Record.objects.filter(scope__in=agent.scopes) if withhold_reason(r, today) is None]
-            by_scope = Counter(r.scope for r in current)
+            current = [r for r in Record.objects.filter(space__in=agent.spaces) if withhold_reason(r, today) is None]
+            by_space = Counter(r.space for r in current)
             by_kind = Counter(r.kind for r in current)
             described = agent_api.describe(agent)
             assert described["records_current"] == len(current), name
-            assert {s["name"]: s["records"] for s in described["scopes"]} == {s: by_scope[s] for s in agent.scopes}, (
+            assert {s["name"]: s["records"] for s in described["spaces"]} == {s: by_space[s] for s in agent.spaces}, (
                 name
             )
             assert {k["name"]: k["records"] for k in described["kinds"] if k["records"]} == dict(by_kind), name
@@ -752,11 +752,11 @@ def clock(monkeypatch):
 
 @pytest.fixture
 def ctx(reviewer, agent, team_agent, clock, monkeypatch):
-    actions.create_agent("sys-bot", scopes=["system"], actor=reviewer)
+    actions.create_agent("sys-bot", spaces=["system"], actor=reviewer)
     for slug in CLIENTS:
         actions.create_space(slug, kind="team", name=slug.title(), actor=reviewer)
-    actions.create_agent("acme-bot", scopes=["acme"], actor=reviewer)
-    actions.create_agent("north-bot", scopes=["northrail"], actor=reviewer)
+    actions.create_agent("acme-bot", spaces=["acme"], actor=reviewer)
+    actions.create_agent("north-bot", spaces=["northrail"], actor=reviewer)
     # Never flush access counts mid-test (record ids repeat between examples).
     monkeypatch.setattr(search_module, "access_counter", search_module._AccessCounter(flush_every=3600))
     # describe runs in every invariant check, far more often than an agent may
@@ -829,10 +829,10 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
         machine.check_all()
         return result
 
-    def create(name, scope, topic, n, **extra):
+    def create(name, space, topic, n, **extra):
         data = {
             "kind": "fact",
-            "scope": scope,
+            "space": space,
             "title": title_text(topic, n),
             "body": body_text(topic, n),
             "tags": [MARK, topic],
@@ -856,12 +856,12 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
             lambda: actions.propose_create(
                 agent=agents["team-bot"],
                 reason=REASON,
-                scope="personal",
+                space="personal",
                 kind="fact",
                 title=title_text("kafka", 1),
                 body=body_text("kafka", 1),
             ),
-            refused="scope_not_allowed",
+            refused="space_not_allowed",
         )
         revision = step(
             "propose_revision",
@@ -924,7 +924,7 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
             refused="invalid_transition",
         )
 
-        team_seed = Record.objects.get(scope="team", title=title_text("seed", 1)).public_id
+        team_seed = Record.objects.get(space="team", title=title_text("seed", 1)).public_id
         machine.edit_out_of_band(FixedData([0, team_seed]))
         machine.check_all()
         step(
@@ -936,7 +936,7 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
         step(
             "move_record",
             "record.moved",
-            lambda: actions.move_record(team_seed, actor=reviewer, scope="system", note="Belongs there"),
+            lambda: actions.move_record(team_seed, actor=reviewer, space="system", note="Belongs there"),
             refused="edited_since_approval",
         )
         tag_only = step(
@@ -957,7 +957,7 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
             "restore_approved_text", "record.restored", machine.restore_action(team_seed), refused="invalid_transition"
         )
         machine.edit_out_of_band(FixedData([0, team_seed]))
-        system_seed = Record.objects.get(scope="system", title=title_text("seed", 2)).public_id
+        system_seed = Record.objects.get(space="system", title=title_text("seed", 2)).public_id
         machine.edit_out_of_band(FixedData([0, system_seed]))
         step("approve_current_text", "record.revised", machine.approve_current_action(system_seed))
         fixed = step(
@@ -972,9 +972,9 @@ def test_every_action_succeeds_once_with_all_invariants_checked(ctx):
         step(
             "move_record",
             "record.moved",
-            lambda: actions.move_record(fixed, actor=reviewer, scope="system", note="Belongs there"),
+            lambda: actions.move_record(fixed, actor=reviewer, space="system", note="Belongs there"),
         )
-        personal_seed = Record.objects.get(scope="personal", title=title_text("seed", 0)).public_id
+        personal_seed = Record.objects.get(space="personal", title=title_text("seed", 0)).public_id
         step(
             "retire_record",
             "record.retired",

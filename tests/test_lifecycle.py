@@ -18,7 +18,7 @@ from reviews.errors import (
     DuplicateContent,
     InvalidTransition,
     NotFound,
-    ScopeNotAllowed,
+    SpaceNotAllowed,
     ValidationFailed,
 )
 from reviews.models import AuditEvent, Proposal, ProposalState, Record, RecordStatus
@@ -207,7 +207,7 @@ def test_agent_cannot_retire_verify_clear_or_revise_directly(agent, record):
         lambda: actions.verify_record(record, actor=agent),
         lambda: actions.clear_dispute(record, actor=agent),
         lambda: actions.revise_record(record, actor=agent, changes={"title": "Changed title"}),
-        lambda: actions.create_agent("sneaky", scopes=["team"], actor=agent),
+        lambda: actions.create_agent("sneaky", spaces=["team"], actor=agent),
     ):
         with pytest.raises(InvalidTransition, match="Only a reviewer"), Unchanged():
             attempt()
@@ -232,7 +232,7 @@ def test_an_active_user_who_is_not_staff_cannot_decide(agent, reviewer, record, 
         lambda: actions.reject_proposal(proposal, actor=plain, note="No"),
         lambda: actions.retire_record(record, actor=plain, note="Gone"),
         lambda: actions.verify_record(record, actor=plain),
-        lambda: actions.create_agent("helper", scopes=["team"], actor=plain),
+        lambda: actions.create_agent("helper", spaces=["team"], actor=plain),
     ):
         with pytest.raises(InvalidTransition, match="not a reviewer \\(staff\\) account"), Unchanged():
             attempt()
@@ -249,16 +249,16 @@ def test_revoked_agent_cannot_propose(agent, reviewer, record):
             attempt()
 
 
-# ----------------------------------------------------------------- scopes
+# ----------------------------------------------------------------- spaces
 
 
-def test_agent_cannot_propose_outside_its_scopes(team_agent):
-    with pytest.raises(ScopeNotAllowed, match="its scopes: team"), Unchanged():
-        actions.propose_create(agent=team_agent, reason="Personal note", **content(scope="personal"))
+def test_agent_cannot_propose_outside_its_spaces(team_agent):
+    with pytest.raises(SpaceNotAllowed, match="its spaces: team"), Unchanged():
+        actions.propose_create(agent=team_agent, reason="Personal note", **content(space="personal"))
 
 
-def test_records_outside_an_agents_scopes_do_not_exist_for_it(team_agent, make_record):
-    personal = make_record(scope="personal", title="Rita's editor")
+def test_records_outside_an_agents_spaces_do_not_exist_for_it(team_agent, make_record):
+    personal = make_record(space="personal", title="Rita's editor")
     for attempt in (
         lambda: actions.dispute_record(personal, agent=team_agent, reason="Wrong editor"),
         lambda: actions.propose_retirement(personal, agent=team_agent, reason="Wrong editor"),
@@ -301,8 +301,8 @@ def test_an_identical_withheld_record_is_no_duplicate_for_an_agent(agent, record
     assert proposal.state == ProposalState.PENDING
 
 
-def test_same_text_in_another_scope_is_not_a_duplicate(agent, record):
-    proposal = actions.propose_create(agent=agent, reason="Also mine", **content(scope="personal"))
+def test_same_text_in_another_space_is_not_a_duplicate(agent, record):
+    proposal = actions.propose_create(agent=agent, reason="Also mine", **content(space="personal"))
     assert proposal.state == ProposalState.PENDING
 
 
@@ -325,7 +325,7 @@ def test_accepting_a_revision_supersedes_the_target(agent, reviewer, record):
     proposal = actions.propose_revision(
         record, agent=agent, reason="Repo was renamed", body=record.body.replace("acme/billing-api", "acme/billing")
     )
-    assert proposal.target == record and proposal.scope == record.scope and proposal.title == record.title
+    assert proposal.target == record and proposal.space == record.space and proposal.title == record.title
     accepted = actions.accept_proposal(proposal, actor=reviewer)
     new = accepted.result_record
     record.refresh_from_db()
@@ -339,12 +339,12 @@ def test_accepting_a_revision_supersedes_the_target(agent, reviewer, record):
     assert event.extra["supersedes"] == record.public_id and event.checksum_before == record.approved_checksum
 
 
-def test_revision_cannot_move_a_record_to_another_scope(agent, reviewer, record):
-    with pytest.raises(ValidationFailed, match="keeps the record's scope"), Unchanged():
-        actions.propose_revision(record, agent=agent, reason="Make it mine", scope="personal")
+def test_revision_cannot_move_a_record_to_another_space(agent, reviewer, record):
+    with pytest.raises(ValidationFailed, match="keeps the record's space"), Unchanged():
+        actions.propose_revision(record, agent=agent, reason="Make it mine", space="personal")
     proposal = actions.propose_revision(record, agent=agent, reason="Typo fix", title="Billing API repo")
-    with pytest.raises(ValidationFailed, match="keeps the record's scope"), Unchanged():
-        actions.accept_proposal_with_revision(proposal, actor=reviewer, changes={"scope": "personal"})
+    with pytest.raises(ValidationFailed, match="keeps the record's space"), Unchanged():
+        actions.accept_proposal_with_revision(proposal, actor=reviewer, changes={"space": "personal"})
 
 
 def test_revision_identical_to_the_target_is_refused(agent, record):
@@ -538,7 +538,7 @@ def test_edited_record_is_detected_by_checksum(record):
     for column, value in (
         ("title", "Other title"),
         ("kind", "decision"),
-        ("scope", "personal"),
+        ("space", "personal"),
         ("tags", '["billing"]'),
         ("body", "Changed body text for the record here."),
     ):
@@ -553,24 +553,24 @@ def test_edited_record_is_detected_by_checksum(record):
 def test_agent_token_is_shown_once_and_stored_as_digest(reviewer):
     import hashlib
 
-    agent, token = actions.create_agent("cursor", scopes=["team", "personal"], actor=reviewer)
+    agent, token = actions.create_agent("cursor", spaces=["team", "personal"], actor=reviewer)
     assert token.startswith("vt_") and len(token) > 40
     assert agent.token_digest == hashlib.sha256(token.encode()).hexdigest()
-    assert agent.scopes == ["personal", "team"]
+    assert agent.spaces == ["personal", "team"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM reviews_agent")
         assert token not in repr(cursor.fetchall())
     assert events()[-1].event_type == "agent.created"
 
 
-def test_agent_creation_validates_name_and_scopes(reviewer, agent):
+def test_agent_creation_validates_name_and_spaces(reviewer, agent):
     with pytest.raises(ValidationFailed) as info, Unchanged():
-        actions.create_agent("Bad Name!", scopes=["world"], actor=reviewer)
-    assert "lowercase" in info.value.fields["name"] and "personal, team, system" in info.value.fields["scopes"]
+        actions.create_agent("Bad Name!", spaces=["world"], actor=reviewer)
+    assert "lowercase" in info.value.fields["name"] and "personal, team, system" in info.value.fields["spaces"]
     with pytest.raises(ValidationFailed, match="is not available"), Unchanged():
-        actions.create_agent("claude-code", scopes=["team"], actor=reviewer)
+        actions.create_agent("claude-code", spaces=["team"], actor=reviewer)
     with pytest.raises(ValidationFailed, match="'import' is not available"), Unchanged():
-        actions.create_agent("import", scopes=["team"], actor=reviewer)
+        actions.create_agent("import", spaces=["team"], actor=reviewer)
 
 
 def test_revoke_agent_keeps_its_history(agent, reviewer, record):
@@ -636,30 +636,30 @@ def test_every_successful_action_writes_exactly_one_event(agent, team_agent, rev
 
 def test_moving_a_record_to_another_space_supersedes_it_and_is_audited(reviewer, make_record):
     old = make_record(
-        scope="personal", title="Preferred editor", body="I write all code in Helix with the default keymap."
+        space="personal", title="Preferred editor", body="I write all code in Helix with the default keymap."
     )
-    new = actions.move_record(old, actor=reviewer, scope="team", note="The whole team standardised on it.")
+    new = actions.move_record(old, actor=reviewer, space="team", note="The whole team standardised on it.")
     old.refresh_from_db()
-    assert new.scope == "team" and new.body == old.body and new.status == RecordStatus.APPROVED
+    assert new.space == "team" and new.body == old.body and new.status == RecordStatus.APPROVED
     assert old.status == RecordStatus.SUPERSEDED and old.superseded_by_id == new.pk and new.supersedes_id == old.pk
-    assert new.approved_checksum == new.current_checksum() != old.approved_checksum  # scope is in the checksum
+    assert new.approved_checksum == new.current_checksum() != old.approved_checksum  # space is in the checksum
     event = AuditEvent.objects.get(event_type="record.moved")
-    assert event.extra["from_scope"] == "personal" and event.extra["to_scope"] == "team"
+    assert event.extra["from_space"] == "personal" and event.extra["to_space"] == "team"
     assert event.record_ref == new.public_id and event.checksum_before == old.approved_checksum
 
 
-def test_a_move_needs_a_note_a_new_scope_and_a_clean_record(reviewer, make_record, agent):
-    record = make_record(scope="team")
+def test_a_move_needs_a_note_a_new_space_and_a_clean_record(reviewer, make_record, agent):
+    record = make_record(space="team")
     with pytest.raises(ValidationFailed, match="note"):
-        actions.move_record(record, actor=reviewer, scope="personal", note="")
+        actions.move_record(record, actor=reviewer, space="personal", note="")
     with pytest.raises(ValidationFailed, match="already in team"):
-        actions.move_record(record, actor=reviewer, scope="team", note="No change.")
+        actions.move_record(record, actor=reviewer, space="team", note="No change.")
     # An unknown space answers as one the person does not belong to does.
     with pytest.raises(NotFound, match="No space 'public'"):
-        actions.move_record(record, actor=reviewer, scope="public", note="Somewhere else.")
+        actions.move_record(record, actor=reviewer, space="public", note="Somewhere else.")
     actions.dispute_record(record, agent=agent, reason="This moved to the wiki.")
     with pytest.raises(InvalidTransition, match="disputed"):
-        actions.move_record(record, actor=reviewer, scope="personal", note="Keep it for me.")
+        actions.move_record(record, actor=reviewer, space="personal", note="Keep it for me.")
     with pytest.raises(InvalidTransition):
-        actions.move_record(record, actor=agent, scope="personal", note="Agents cannot move records.")
+        actions.move_record(record, actor=agent, space="personal", note="Agents cannot move records.")
     assert not AuditEvent.objects.filter(event_type="record.moved").exists()

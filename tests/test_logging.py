@@ -73,7 +73,7 @@ def test_a_refused_rest_call_is_logged_with_the_failure_and_address_never_the_to
         == 401
     )
     assert client.get("/api/v1/describe", HTTP_AUTHORIZATION="Bearer sk-live-abcdefghijkl").status_code == 401
-    _agent, token = actions.create_agent("gone", scopes=["team"], actor=reviewer)
+    _agent, token = actions.create_agent("gone", spaces=["team"], actor=reviewer)
     actions.revoke_agent("gone", actor=reviewer)
     assert client.get("/api/v1/describe", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 401
     text = "\n".join(lines(caplog))

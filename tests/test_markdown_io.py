@@ -1,5 +1,5 @@
 """Markdown portability: `export_markdown` (one note per approved record,
-deterministic, scope-safe) and `import_markdown` (notes and instruction files
+deterministic, space-safe) and `import_markdown` (notes and instruction files
 in as proposals; a re-imported export is a no-op, edits become revisions)."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def team_records(make_record):
 
 
 def test_export_writes_one_note_per_approved_record_with_front_matter(db, team_records, tmp_path):
-    out, err, exc = run("export_markdown", tmp_path / "out", scope="team")
+    out, err, exc = run("export_markdown", tmp_path / "out", space="team")
     assert exc is None, err
     files = md_files(tmp_path / "out")
     assert len(files) == 3
@@ -90,7 +90,7 @@ def test_export_writes_one_note_per_approved_record_with_front_matter(db, team_r
         "id",
         "title",
         "kind",
-        "scope",
+        "space",
         "status",
         "tags",
         "review_by",
@@ -102,7 +102,7 @@ def test_export_writes_one_note_per_approved_record_with_front_matter(db, team_r
         "superseded_by",
         "provenance",
     ]
-    assert front["id"] == billing.public_id and front["scope"] == "team"
+    assert front["id"] == billing.public_id and front["space"] == "team"
     assert front["tags"] == ["billing", "repos"]
     assert "tags:\n- billing\n- repos\n" in text  # a YAML list, as Obsidian reads it
     assert front["checksum"] == billing.approved_checksum
@@ -116,16 +116,16 @@ def test_export_writes_one_note_per_approved_record_with_front_matter(db, team_r
     summary = summary_of(out)
     assert summary["records"] == 3 and summary["written"] == 3 and summary["removed"] == []
     manifest = json.loads((tmp_path / "out" / ".vetted-export.json").read_text())
-    assert manifest["scope"] == "team" and manifest["records"] == 3
+    assert manifest["space"] == "team" and manifest["records"] == 3
 
 
 def test_export_twice_gives_identical_bytes_and_stable_names(db, team_records, tmp_path):
-    run("export_markdown", tmp_path / "a", scope="team")
+    run("export_markdown", tmp_path / "a", space="team")
     first = md_files(tmp_path / "a")
-    out, _err, _exc = run("export_markdown", tmp_path / "a", scope="team")
+    out, _err, _exc = run("export_markdown", tmp_path / "a", space="team")
     assert md_files(tmp_path / "a") == first
     assert summary_of(out)["written"] == 0 and summary_of(out)["unchanged"] == 3
-    run("export_markdown", tmp_path / "b", scope="team")
+    run("export_markdown", tmp_path / "b", space="team")
     assert md_files(tmp_path / "b") == first  # another folder, same bytes
     manifest_a = json.loads((tmp_path / "a" / ".vetted-export.json").read_text())
     manifest_b = json.loads((tmp_path / "b" / ".vetted-export.json").read_text())
@@ -136,7 +136,7 @@ def test_export_twice_gives_identical_bytes_and_stable_names(db, team_records, t
 def test_equal_titles_get_unique_names(db, make_record, tmp_path):
     one = make_record(title="On-call rota")
     two = make_record(title="On-call rota", body="The on-call rota rotates every Monday at nine in the morning.")
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     assert sorted(md_files(tmp_path)) == sorted(
         [f"on-call-rota--{one.public_id}.md", f"on-call-rota--{two.public_id}.md"]
     )
@@ -156,25 +156,25 @@ def test_team_export_contains_no_personal_content(db, make_record, reviewer, tmp
         tags=["vpn"],
     )
     secret = make_record(
-        scope="personal",
+        space="personal",
         title="Personal VPN endpoint",
         tags=["vpn", "zebrafish"],
         body="My personal VPN endpoint is wireguard zebrafish-peer on port 51820 at home.",
     )
     diary = make_record(
-        scope="personal",
+        space="personal",
         title="Dentist appointment",
         tags=["health"],
         body="Dentist appointment with doctor Quinlivan on Tuesday, bring the insurance card.",
     )
     # A personal record moved into team: its team version may not point back at the personal id.
     moved_from = make_record(
-        scope="personal",
+        space="personal",
         title="Coffee machine descaling",
         body="Descale the office coffee machine every second Thursday with citric acid.",
     )
-    moved = actions.move_record(moved_from, actor=reviewer, scope="team", note="Useful for the whole team")
-    _out, err, exc = run("export_markdown", tmp_path, scope="team", include_history=True)
+    moved = actions.move_record(moved_from, actor=reviewer, space="team", note="Useful for the whole team")
+    _out, err, exc = run("export_markdown", tmp_path, space="team", include_history=True)
     assert exc is None, err
     everything = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()).decode()
     assert team.public_id in everything and moved.public_id in everything
@@ -182,48 +182,48 @@ def test_team_export_contains_no_personal_content(db, make_record, reviewer, tmp
         assert personal.public_id not in everything
     for word in ("zebrafish", "51820", "Quinlivan", "Personal VPN", "Dentist", "personal"):
         assert word not in everything, word
-    assert all(markdown_io.split_front_matter(p.read_text())[0]["scope"] == "team" for p in tmp_path.rglob("*.md"))
+    assert all(markdown_io.split_front_matter(p.read_text())[0]["space"] == "team" for p in tmp_path.rglob("*.md"))
 
 
-def test_export_refuses_a_folder_with_another_scopes_files(db, make_record, tmp_path):
+def test_export_refuses_a_folder_with_another_spaces_files(db, make_record, tmp_path):
     make_record(title="Team fact one")
-    make_record(scope="personal", title="Personal fact one")
-    run("export_markdown", tmp_path / "personal", scope="personal")
+    make_record(space="personal", title="Personal fact one")
+    run("export_markdown", tmp_path / "personal", space="personal")
     before = md_files(tmp_path / "personal")
-    _out, _err, exc = run("export_markdown", tmp_path / "personal", scope="team")
+    _out, _err, exc = run("export_markdown", tmp_path / "personal", space="team")
     assert exc is not None and "another folder" in str(exc) and "personal" in str(exc)
     assert md_files(tmp_path / "personal") == before
     # Without the manifest the files' own front matter still says so.
     (tmp_path / "personal" / ".vetted-export.json").unlink()
-    _out, _err, exc = run("export_markdown", tmp_path / "personal", scope="team")
+    _out, _err, exc = run("export_markdown", tmp_path / "personal", space="team")
     assert exc is not None and "personal" in str(exc)
     assert md_files(tmp_path / "personal") == before
 
 
 def test_export_removes_files_of_records_no_longer_approved_and_keeps_other_notes(db, team_records, reviewer, tmp_path):
     (tmp_path / "my-own-note.md").write_text("# Mine\n\nA note of my own that Vetted did not write.\n")
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     gone = team_records[1]
     actions.retire_record(gone, actor=reviewer, note="No longer true")
-    out, _err, exc = run("export_markdown", tmp_path, scope="team")
+    out, _err, exc = run("export_markdown", tmp_path, space="team")
     assert exc is None
     names = set(md_files(tmp_path))
     assert f"deploy-window-for-billing--{gone.public_id}.md" not in names
     assert "my-own-note.md" in names
     assert summary_of(out)["removed"] == [f"deploy-window-for-billing--{gone.public_id}.md"]
-    run("export_markdown", tmp_path, scope="team", include_history=True)
+    run("export_markdown", tmp_path, space="team", include_history=True)
     assert f"history/deploy-window-for-billing--{gone.public_id}.md" in md_files(tmp_path)
 
 
 def test_export_will_not_overwrite_unimported_edits(db, team_records, reviewer, tmp_path):
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     path = tmp_path / f"billing-api-repository--{team_records[0].public_id}.md"
     path.write_text(path.read_text().replace("every weekday", "every Tuesday"))
     actions.retire_record(team_records[0], actor=reviewer, note="Moved to the wiki")
-    _out, _err, exc = run("export_markdown", tmp_path, scope="team")
+    _out, _err, exc = run("export_markdown", tmp_path, space="team")
     assert exc is not None and path.name in str(exc) and "--force" in str(exc)
     assert path.exists()
-    _out, _err, exc = run("export_markdown", tmp_path, scope="team", force=True)
+    _out, _err, exc = run("export_markdown", tmp_path, space="team", force=True)
     assert exc is None and not path.exists()
 
 
@@ -232,7 +232,7 @@ def test_export_will_not_overwrite_unimported_edits(db, team_records, reviewer, 
 
 def test_export_then_import_is_a_no_op(db, team_records, reviewer, tmp_path):
     actions.revise_record(team_records[2], actor=reviewer, changes={"tags": ["search"]})  # history exists too
-    run("export_markdown", tmp_path, scope="team", include_history=True)
+    run("export_markdown", tmp_path, space="team", include_history=True)
     assert (tmp_path / "history").is_dir()
     before = counts()
     out, err, exc = run("import_markdown", tmp_path)
@@ -245,13 +245,13 @@ def test_export_then_import_is_a_no_op(db, team_records, reviewer, tmp_path):
 
 
 def test_an_edited_exported_file_becomes_one_revise_proposal(db, team_records, tmp_path):
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     target = team_records[0]
     path = tmp_path / f"billing-api-repository--{target.public_id}.md"
     new_body = "The billing API lives in the acme/billing-api repository and deploys from main every Tuesday."
     path.write_text(path.read_text().replace(target.body, new_body))
     before = Proposal.objects.count()
-    out, err, exc = run("import_markdown", tmp_path, scope="team")
+    out, err, exc = run("import_markdown", tmp_path, space="team")
     assert exc is None, err
     assert summary_of(out)["revisions"] == 1 and summary_of(out)["unchanged"] == 2
     assert Proposal.objects.count() == before + 1
@@ -262,37 +262,37 @@ def test_an_edited_exported_file_becomes_one_revise_proposal(db, team_records, t
     target.refresh_from_db()
     assert target.status == RecordStatus.APPROVED and target.body == GOOD_BODY  # never overwritten
     # Importing the same edit again proposes nothing new: it is reported as a duplicate.
-    out, _err, _exc = run("import_markdown", tmp_path, scope="team")
+    out, _err, _exc = run("import_markdown", tmp_path, space="team")
     assert summary_of(out)["duplicates"] == [{"file": path.name, "existing_id": proposal.public_id}]
     assert Proposal.objects.count() == before + 1
     # Once the edit is in Vetted, the next export may put the approved text back.
-    _out, err, exc = run("export_markdown", tmp_path, scope="team")
+    _out, err, exc = run("export_markdown", tmp_path, space="team")
     assert exc is None, err
     assert new_body not in path.read_text() and target.body in path.read_text()
 
 
 def test_an_edit_of_a_superseded_version_is_proposed_against_its_successor(db, team_records, reviewer, tmp_path):
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     old = team_records[0]
     successor = actions.revise_record(old, actor=reviewer, changes={"tags": ["billing", "repos", "api"]})
     path = tmp_path / f"billing-api-repository--{old.public_id}.md"
     path.write_text(path.read_text().replace("every weekday", "every Tuesday"))
-    out, err, exc = run("import_markdown", tmp_path, scope="team")
+    out, err, exc = run("import_markdown", tmp_path, space="team")
     assert exc is None, err
     proposal = Proposal.objects.get(public_id=summary_of(out)["ids"][0])
     assert proposal.target == successor and "every Tuesday" in proposal.body
     assert old.public_id in proposal.reason and successor.public_id in proposal.reason
 
 
-def test_import_refuses_to_cross_scopes(db, make_record, tmp_path):
-    personal = make_record(scope="personal", title="Personal fact one")
-    run("export_markdown", tmp_path, scope="personal")
+def test_import_refuses_to_cross_spaces(db, make_record, tmp_path):
+    personal = make_record(space="personal", title="Personal fact one")
+    run("export_markdown", tmp_path, space="personal")
     path = next(tmp_path.glob("*.md"))
     path.write_text(path.read_text().replace("every weekday", "every Sunday"))
     before = counts()
-    out, _err, exc = run("import_markdown", tmp_path, scope="team")
+    out, _err, exc = run("import_markdown", tmp_path, space="team")
     assert exc is not None
-    assert summary_of(out)["errors"][0]["file"] == path.name and "scope" in summary_of(out)["errors"][0]["error"]
+    assert summary_of(out)["errors"][0]["file"] == path.name and "space" in summary_of(out)["errors"][0]["error"]
     assert counts() == before
     assert Proposal.objects.filter(target=personal).count() == 0
 
@@ -316,14 +316,14 @@ def test_an_obsidian_folder_imports_as_pending_proposals(db, reviewer, tmp_path)
     (tmp_path / "Coffee machine.md").write_text(
         "The office coffee machine needs descaling every second Thursday with citric acid.\n"
     )
-    out, err, exc = run("import_markdown", tmp_path, scope="team")
+    out, err, exc = run("import_markdown", tmp_path, space="team")
     assert exc is None, err
     summary = summary_of(out)
     assert summary["new"] == 3 and summary["errors"] == []
     proposals = {p.title: p for p in Proposal.objects.all()}
     assert set(proposals) == {"Stripe webhook secret rotation", "Release train schedule", "Coffee machine"}
     assert all(
-        p.state == ProposalState.PENDING and p.agent.name == "import" and p.scope == "team" for p in proposals.values()
+        p.state == ProposalState.PENDING and p.agent.name == "import" and p.space == "team" for p in proposals.values()
     )
     stripe = proposals["Stripe webhook secret rotation"]
     assert stripe.kind == "procedure" and stripe.tags == ["billing", "security", "stripe"]
@@ -334,12 +334,12 @@ def test_an_obsidian_folder_imports_as_pending_proposals(db, reviewer, tmp_path)
     assert Record.objects.count() == 0
 
 
-def test_kind_option_and_default_scope(db, reviewer, tmp_path):
+def test_kind_option_and_default_space(db, reviewer, tmp_path):
     (tmp_path / "note.md").write_text("Our team prefers squash merges for every pull request on main.\n")
     _out, err, exc = run("import_markdown", tmp_path, kind="preference")
     assert exc is None, err
     proposal = Proposal.objects.get()
-    assert proposal.kind == "preference" and proposal.scope == "personal"  # the safest space by default
+    assert proposal.kind == "preference" and proposal.space == "personal"  # the safest space by default
 
 
 CLAUDE_BULLETS = """# Project instructions
@@ -369,7 +369,7 @@ Secrets live in the vault under team/billing and are never written to files.
 
 def test_claude_md_bullets_become_one_proposal_each(db, reviewer, tmp_path):
     (tmp_path / "CLAUDE.md").write_text(CLAUDE_BULLETS)
-    out, err, exc = run("import_markdown", tmp_path / "CLAUDE.md", scope="team")
+    out, err, exc = run("import_markdown", tmp_path / "CLAUDE.md", space="team")
     assert exc is None, err
     summary = summary_of(out)
     assert summary["new"] == 3
@@ -391,7 +391,7 @@ def test_claude_md_bullets_become_one_proposal_each(db, reviewer, tmp_path):
 
 def test_agents_md_sections_become_one_proposal_each(db, reviewer, tmp_path):
     (tmp_path / "AGENTS.md").write_text(CLAUDE_SECTIONS)
-    out, err, exc = run("import_markdown", tmp_path, scope="team")
+    out, err, exc = run("import_markdown", tmp_path, space="team")
     assert exc is None, err
     assert summary_of(out)["new"] == 3
     proposals = list(Proposal.objects.order_by("id"))
@@ -402,7 +402,7 @@ def test_agents_md_sections_become_one_proposal_each(db, reviewer, tmp_path):
 def test_approve_creates_approved_records(db, reviewer, tmp_path):
     (tmp_path / "AGENTS.md").write_text(CLAUDE_SECTIONS)
     (tmp_path / "note.md").write_text("# Office wifi\n\nThe guest wifi password rotates on the first of each month.\n")
-    out, err, exc = run("import_markdown", tmp_path, scope="team", approve=True)
+    out, err, exc = run("import_markdown", tmp_path, space="team", approve=True)
     assert exc is None, err
     summary = summary_of(out)
     assert summary["new"] == 4 and summary["approved"] is True
@@ -426,7 +426,7 @@ def test_bad_files_are_reported_by_name_and_the_rest_imported(db, reviewer, tmp_
     (tmp_path / "copy" / "good.md").write_text(
         "The staging database is refreshed from production every Sunday night.\n"
     )
-    out, err, exc = run("import_markdown", tmp_path, scope="team")
+    out, err, exc = run("import_markdown", tmp_path, space="team")
     assert exc is not None and exc.returncode == 1  # errors: exit 1, after the summary
     summary = summary_of(out)
     errors = {e["file"]: e["error"] for e in summary["errors"]}
@@ -444,7 +444,7 @@ def test_strict_imports_nothing_when_a_file_is_bad(db, reviewer, tmp_path):
     (tmp_path / "good.md").write_text("The staging database is refreshed from production every Sunday night.\n")
     (tmp_path / "empty.md").write_text("")
     before = counts()
-    out, _err, exc = run("import_markdown", tmp_path, scope="team", strict=True)
+    out, _err, exc = run("import_markdown", tmp_path, space="team", strict=True)
     assert exc is not None and "nothing was imported" in str(exc)
     assert summary_of(out)["ids"] == [] and summary_of(out)["errors"][0]["file"] == "empty.md"
     assert counts() == before
@@ -458,23 +458,23 @@ def test_command_errors(db, reviewer, tmp_path):
     _out, _err, exc = run("import_markdown", tmp_path, kind="gossip")
     assert exc is not None and "Unknown kind" in str(exc)
     (tmp_path / "file.md").write_text("x")
-    _out, _err, exc = run("export_markdown", tmp_path / "file.md", scope="team")
+    _out, _err, exc = run("export_markdown", tmp_path / "file.md", space="team")
     assert exc is not None and "not a folder" in str(exc)
 
 
 def test_approve_turns_an_edited_export_into_a_new_version(db, team_records, reviewer, tmp_path):
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     target = team_records[1]
     path = tmp_path / f"deploy-window-for-billing--{target.public_id}.md"
     path.write_text(path.read_text().replace("- deploy\n", "- deploy\n- billing\n"))
-    out, err, exc = run("import_markdown", tmp_path, approve=True)  # scope from the manifest
+    out, err, exc = run("import_markdown", tmp_path, approve=True)  # space from the manifest
     assert exc is None, err
     new = Record.objects.get(public_id=summary_of(out)["ids"][0])
     target.refresh_from_db()
     assert target.status == RecordStatus.SUPERSEDED and target.superseded_by == new
-    assert new.tags == ["billing", "deploy"] and new.body == target.body and new.scope == "team"
+    assert new.tags == ["billing", "deploy"] and new.body == target.body and new.space == "team"
     # The next export replaces the old note with the new version's.
-    out, _err, exc = run("export_markdown", tmp_path, scope="team")
+    out, _err, exc = run("export_markdown", tmp_path, space="team")
     assert exc is None
     assert summary_of(out)["removed"] == [path.name]
     assert (tmp_path / f"deploy-window-for-billing--{new.public_id}.md").exists()
@@ -483,7 +483,7 @@ def test_approve_turns_an_edited_export_into_a_new_version(db, team_records, rev
 def test_a_disputed_record_moves_to_history(db, team_records, agent, tmp_path):
     disputed = team_records[0]
     actions.dispute_record(disputed, agent=agent, reason="The repository was renamed last week")
-    run("export_markdown", tmp_path, scope="team", include_history=True)
+    run("export_markdown", tmp_path, space="team", include_history=True)
     files = md_files(tmp_path)
     name = f"billing-api-repository--{disputed.public_id}.md"
     assert f"history/{name}" in files and name not in files
@@ -495,12 +495,12 @@ def test_multi_line_provenance_round_trips(db, agent, reviewer, tmp_path):
         agent=agent,
         reason="Two reasons:\nfirst line\n  second: indented",
         kind="fact",
-        scope="team",
+        space="team",
         title="Build cache location",
         body="The build cache lives in /var/cache/acme and is cleared every night.",
     )
     actions.accept_proposal(proposal, actor=reviewer)
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     text = next(tmp_path.glob("*.md")).read_text()
     assert "reason: |-\n    Two reasons:\n" in text
     front, _ = markdown_io.split_front_matter(text)
@@ -515,10 +515,10 @@ def test_an_old_version_that_breaks_todays_rules_still_reimports_as_unchanged(db
     Record.objects.filter(pk=old.pk).update(body="Too short now.")  # as if approved under older rules
     Record.objects.filter(pk=old.pk).update(
         approved_checksum=content_checksum(
-            kind=old.kind, scope=old.scope, title=old.title, body="Too short now.", tags=old.tags
+            kind=old.kind, space=old.space, title=old.title, body="Too short now.", tags=old.tags
         )
     )
-    run("export_markdown", tmp_path, scope="team")
+    run("export_markdown", tmp_path, space="team")
     before = counts()
     out, err, exc = run("import_markdown", tmp_path)
     assert exc is None, err

@@ -78,11 +78,11 @@ def test_tool_descriptions_say_when_to_call_and_give_an_example(gateway, agent_t
         assert "agent" not in tool.input_schema.get("properties", {})  # identity comes from the token
 
 
-def test_describe_reports_vocabulary_rules_and_the_callers_scopes(gateway, agent_tokens, make_record):
+def test_describe_reports_vocabulary_rules_and_the_callers_spaces(gateway, agent_tokens, make_record):
     make_record(tags=["billing", "repos"])
     data = structured(call(gateway.mcp_url, agent_tokens["claude-code"], "describe"))
-    assert data["agent"]["name"] == "claude-code" and data["agent"]["scopes"] == ["personal", "team"]
-    assert {"name": "team", "records": 1} in data["scopes"]
+    assert data["agent"]["name"] == "claude-code" and data["agent"]["spaces"] == ["personal", "team"]
+    assert {"name": "team", "records": 1} in data["spaces"]
     assert {k["name"] for k in data["kinds"]} >= {"fact", "procedure", "decision"}
     assert {"name": "billing", "records": 1} in data["tags"]
     assert "reason" in data["write_rules"] and "60 proposals per minute" in data["write_rules"]["rate_limit"]
@@ -236,7 +236,7 @@ def test_invalid_input_lists_every_problem_and_what_is_allowed(gateway, agent_to
         gateway.mcp_url,
         agent_tokens["claude-code"],
         "propose_context",
-        {"title": "x", "body": "too short", "kind": "rumour", "scope": "team", "reason": "?"},
+        {"title": "x", "body": "too short", "kind": "rumour", "space": "team", "reason": "?"},
     )
     text = text_of(result)
     assert result.is_error and "[invalid]" in text
@@ -252,13 +252,13 @@ def test_invalid_input_lists_every_problem_and_what_is_allowed(gateway, agent_to
 
 
 def test_exact_duplicate_is_refused_with_the_existing_id(gateway, agent_tokens, make_record):
-    record = make_record(**{k: NEW_FACT[k] for k in ("title", "body", "kind", "scope", "tags")})
+    record = make_record(**{k: NEW_FACT[k] for k in ("title", "body", "kind", "space", "tags")})
     result = propose(gateway, agent_tokens["claude-code"])
     assert result.is_error and "[duplicate]" in text_of(result) and record.public_id in text_of(result)
 
 
 def test_near_duplicate_is_not_stored_unless_confirmed(gateway, agent_tokens, make_record):
-    record = make_record(**{k: NEW_FACT[k] for k in ("title", "body", "kind", "scope", "tags")})
+    record = make_record(**{k: NEW_FACT[k] for k in ("title", "body", "kind", "space", "tags")})
     token = agent_tokens["claude-code"]
     near = NEW_FACT["body"].replace("every Tuesday", "each Tuesday")
     answer = structured(propose(gateway, token, body=near))
@@ -275,15 +275,15 @@ def test_near_duplicate_is_not_stored_unless_confirmed(gateway, agent_tokens, ma
     assert confirmed["status"] == "pending"
 
 
-def test_near_duplicate_check_stays_inside_the_scope(gateway, agent_tokens, make_record):
-    make_record(**{**{k: NEW_FACT[k] for k in ("title", "body", "kind", "tags")}, "scope": "personal"})
+def test_near_duplicate_check_stays_inside_the_space(gateway, agent_tokens, make_record):
+    make_record(**{**{k: NEW_FACT[k] for k in ("title", "body", "kind", "tags")}, "space": "personal"})
     answer = structured(propose(gateway, agent_tokens["team-bot"]))
     assert answer["status"] == "pending"  # the personal look-alike does not exist for the team space
 
 
-def test_scopes_are_invisible_to_agents_without_them(gateway, agent_tokens, make_record):
+def test_spaces_are_invisible_to_agents_without_them(gateway, agent_tokens, make_record):
     secret = make_record(
-        scope="personal",
+        space="personal",
         title="My dentist",
         tags=["health"],
         body="My dentist appointment is every six months at the clinic on Elm Street.",
@@ -297,11 +297,11 @@ def test_scopes_are_invisible_to_agents_without_them(gateway, agent_tokens, make
     assert missing.replace(secret.public_id, "X") == nonexistent.replace("rec_000000000000", "X")
 
     described = structured(call(gateway.mcp_url, token, "describe"))
-    assert [s["name"] for s in described["scopes"]] == ["team"]
+    assert [s["name"] for s in described["spaces"]] == ["team"]
     assert "health" not in {t["name"] for t in described["tags"]}
 
-    refused = call(gateway.mcp_url, token, "propose_context", {**NEW_FACT, "scope": "personal"})
-    assert refused.is_error and "your scopes: team" in text_of(refused)
+    refused = call(gateway.mcp_url, token, "propose_context", {**NEW_FACT, "space": "personal"})
+    assert refused.is_error and "your spaces: team" in text_of(refused)
     refused = call(gateway.mcp_url, token, "dispute", {"id": secret.public_id, "reason": "It moved to Oak Street."})
     assert refused.is_error and "[not_found]" in text_of(refused)
 
@@ -392,7 +392,7 @@ def test_writes_are_rate_limited_per_agent(agent_tokens, tmp_path):
     with running_daemon(tmp_path, VETTED_PROPOSALS_PER_MINUTE="2") as daemon:
         token = agent_tokens["claude-code"]
         first = call(daemon.mcp_url, token, "propose_context", NEW_FACT)
-        second = call(daemon.mcp_url, token, "propose_context", {**NEW_FACT, "scope": "personal"})
+        second = call(daemon.mcp_url, token, "propose_context", {**NEW_FACT, "space": "personal"})
         third = call(
             daemon.mcp_url, token, "propose_context", {**NEW_FACT, "title": "Another title for the same deploy routine"}
         )
@@ -403,15 +403,15 @@ def test_writes_are_rate_limited_per_agent(agent_tokens, tmp_path):
     assert Proposal.objects.count() == 2
 
 
-def test_quality_check_stays_in_the_agents_scopes(gateway, agent_tokens, make_record):
-    make_record(scope="personal", title="Dentist day", body="My dentist appointment is every six months on Tuesday.")
-    make_record(scope="personal", title="Dentist day", body="My dentist appointment is every six months on Thursday.")
+def test_quality_check_stays_in_the_agents_spaces(gateway, agent_tokens, make_record):
+    make_record(space="personal", title="Dentist day", body="My dentist appointment is every six months on Tuesday.")
+    make_record(space="personal", title="Dentist day", body="My dentist appointment is every six months on Thursday.")
     mine = structured(call(gateway.mcp_url, agent_tokens["claude-code"], "quality_check", {}))
     assert mine["counts"].get("possible_contradiction") == 1
     team = structured(call(gateway.mcp_url, agent_tokens["team-bot"], "quality_check", {}))
-    assert team["scopes"] == ["team"] and "entist" not in str(team)
-    refused = call(gateway.mcp_url, agent_tokens["team-bot"], "quality_check", {"scope": "personal"})
-    assert refused.is_error and "your scopes: team" in text_of(refused)
+    assert team["spaces"] == ["team"] and "entist" not in str(team)
+    refused = call(gateway.mcp_url, agent_tokens["team-bot"], "quality_check", {"space": "personal"})
+    assert refused.is_error and "your spaces: team" in text_of(refused)
 
 
 def test_near_duplicate_of_its_own_pending_proposal_is_not_stored_twice(gateway, agent_tokens):
@@ -423,8 +423,8 @@ def test_near_duplicate_of_its_own_pending_proposal_is_not_stored_twice(gateway,
     assert answer["similar"] == [{**answer["similar"][0], "id": first["proposal_id"], "pending": True}]
     assert "waiting for review" in answer["message"]
     assert Proposal.objects.filter(state=ProposalState.PENDING).count() == 1
-    other_scope = structured(propose(gateway, token, body=near, scope="personal"))
-    assert other_scope["status"] == "pending"  # a look-alike in another space is no duplicate
+    other_space = structured(propose(gateway, token, body=near, space="personal"))
+    assert other_space["status"] == "pending"  # a look-alike in another space is no duplicate
 
 
 def test_another_agents_pending_proposal_is_never_named(gateway, agent_tokens):

@@ -252,7 +252,7 @@ def _home_with_agent(migrated, home, agent="cold"):
         timeout=60,
     )
     made = subprocess.run(
-        [*manage, "create_agent", agent, "--scopes", "team"],
+        [*manage, "create_agent", agent, "--spaces", "team"],
         env=env,
         check=True,
         capture_output=True,

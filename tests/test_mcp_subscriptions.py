@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def _decide_and_change(reviewer, pid, personal_id, record_id):
-    # Silent for this agent: a record outside its scopes changes.
+    # Silent for this agent: a record outside its spaces changes.
     actions.retire_record(personal_id, actor=reviewer, note="No longer true.")
     # Heard: its proposal decided, then a record it may know of withheld.
     actions.reject_proposal(pid, actor=reviewer, note="We deploy on Wednesdays now.")
@@ -27,7 +27,7 @@ def _decide_and_change(reviewer, pid, personal_id, record_id):
 
 def test_listen_hears_a_decision_and_a_withheld_record_and_nothing_else(gateway, agent_tokens, reviewer, make_record):
     record = make_record()
-    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    personal = make_record(space="personal", title="Rita prefers short answers in the morning")
     uris = []
 
     async def steps(c):
@@ -57,7 +57,7 @@ def test_listen_hears_a_decision_and_a_withheld_record_and_nothing_else(gateway,
 
 def test_resources_subscribe_hears_the_decision_note_in_the_notification(gateway, agent_tokens, reviewer, make_record):
     record = make_record()
-    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    personal = make_record(space="personal", title="Rita prefers short answers in the morning")
     heard: list = []
 
     async def on_message(message):

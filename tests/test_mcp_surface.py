@@ -90,13 +90,13 @@ def test_a_bad_mode_is_refused_in_vettеds_words(agent_tokens, mode):
     assert text_of(result) == "[invalid] mode: got 'fuzzy'; allowed: hybrid, keyword, semantic"
 
 
-def test_every_bad_field_is_named_in_one_answer_scope_included(agent_tokens):
-    # team-bot may use only "team": its scope error comes with the title's.
-    bad = {**FACT, "title": "x", "scope": "personal"}
+def test_every_bad_field_is_named_in_one_answer_space_included(agent_tokens):
+    # team-bot may use only "team": its space error comes with the title's.
+    bad = {**FACT, "title": "x", "space": "personal"}
     result = run_client(agent_tokens["team-bot"], lambda c: c.call_tool("propose_context", bad))
     text = text_of(result)
     assert result.is_error and text.startswith("[invalid] ")
-    assert "title:" in text and "scope: got 'personal'; your scopes: team" in text
+    assert "title:" in text and "space: got 'personal'; your spaces: team" in text
     assert "pydantic" not in text and "http" not in text
 
 
@@ -139,7 +139,7 @@ def _uris(result) -> list[str]:
 @pytest.mark.parametrize("mode", MODES)
 def test_resources_are_the_records_the_agent_may_receive(agent_tokens, agent, make_record, mode):
     mine = make_record(title="Team deploys go through the release train")
-    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    personal = make_record(space="personal", title="Rita prefers short answers in the morning")
     withheld = make_record(title="The staging database is rebuilt nightly at 02:00 UTC")
     actions.dispute_record(withheld.public_id, agent=agent, reason="The staging rebuild moved to 03:00 UTC.")
 
@@ -152,7 +152,7 @@ def test_resources_are_the_records_the_agent_may_receive(agent_tokens, agent, ma
     listed, templates, read = run_client(agent_tokens["team-bot"], steps, mode)
     uris = _uris(listed)
     assert f"vetted://records/{mine.public_id}" in uris
-    assert f"vetted://records/{personal.public_id}" not in uris  # not its scope
+    assert f"vetted://records/{personal.public_id}" not in uris  # not its space
     assert f"vetted://records/{withheld.public_id}" not in uris  # disputed: withheld
     assert [t.uri_template for t in templates.resource_templates] == [
         "vetted://records/{id}",
@@ -166,7 +166,7 @@ def test_resources_are_the_records_the_agent_may_receive(agent_tokens, agent, ma
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_withheld_an_ungranted_and_an_unknown_record_read_alike(agent_tokens, make_record, reviewer, mode):
-    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    personal = make_record(space="personal", title="Rita prefers short answers in the morning")
     withheld = make_record(title="The staging database is rebuilt nightly at 02:00 UTC")
     actions.retire_record(withheld, actor=reviewer, note="The nightly rebuild was stopped.")
 
@@ -333,10 +333,10 @@ def _feed_run(steps):
 
 def test_a_watcher_hears_nothing_of_activity_it_cannot_read(transactional_db, agent, team_agent, reviewer, make_record):
     """Another agent proposing a revision of a watched record, a record outside
-    the watcher's scopes retired, another agent's proposal decided: silence.
+    the watcher's spaces retired, another agent's proposal decided: silence.
     The record retired: heard, with why it is withheld."""
     watched = make_record()
-    personal = make_record(scope="personal", title="Rita prefers short answers in the morning")
+    personal = make_record(space="personal", title="Rita prefers short answers in the morning")
     theirs = actions.propose_create(agent=agent, **{**FACT, "title": "Their proposal title"})
 
     async def steps(feed, subscriber):
@@ -415,41 +415,41 @@ def test_a_2026_client_gets_the_same_answers_as_a_2025_one(agent_tokens, record)
         assert caps.resources.subscribe is True and caps.prompts is not None and caps.tools is not None
 
 
-def test_tools_take_space_and_scope_still_works_saying_it_is_deprecated(agent_tokens, record):
-    """Spaces (issue 16): ``space`` is the argument, ``scope`` its deprecated
+def test_tools_take_space_and_space_still_works_saying_it_is_deprecated(agent_tokens, record):
+    """Spaces (issue 16): ``space`` is the argument, ``space`` its deprecated
     alias (the answer says so, and the outputSchema admits it); no tool
     describes the three old fixed names."""
 
     async def steps(c):
         tools = {t.name: t for t in (await c.list_tools()).tools}
-        fact = {k: v for k, v in FACT.items() if k != "scope"}
+        fact = {k: v for k, v in FACT.items() if k != "space"}
         by_space = {
             "search": await c.call_tool("search", {"query": "billing", "space": "team"}),
             "list": await c.call_tool("list", {"space": "team"}),
             "quality_check": await c.call_tool("quality_check", {"space": "team"}),
             "propose_context": await c.call_tool("propose_context", {**fact, "space": "team"}),
         }
-        by_scope = {
-            "search": await c.call_tool("search", {"query": "billing", "scope": "team"}),
-            "list": await c.call_tool("list", {"scope": "team"}),
-            "quality_check": await c.call_tool("quality_check", {"scope": "team"}),
+        by_space = {
+            "search": await c.call_tool("search", {"query": "billing", "space": "team"}),
+            "list": await c.call_tool("list", {"space": "team"}),
+            "quality_check": await c.call_tool("quality_check", {"space": "team"}),
             "propose_context": await c.call_tool(
-                "propose_context", {**fact, "title": "Payments service deploy window, again", "scope": "team"}
+                "propose_context", {**fact, "title": "Payments service deploy window, again", "space": "team"}
             ),
         }
-        return tools, by_space, by_scope
+        return tools, by_space, by_space
 
-    tools, by_space, by_scope = run_client(agent_tokens["claude-code"], steps)
+    tools, by_space, by_space = run_client(agent_tokens["claude-code"], steps)
     for name in by_space:
         assert "space" in tools[name].input_schema["properties"], name
-        for answers, deprecated in ((by_space, False), (by_scope, True)):
+        for answers, deprecated in ((by_space, False), (by_space, True)):
             result = answers[name]
             assert not result.is_error, (name, text_of(result))
             jsonschema.validate(result.structured_content, tools[name].output_schema)
             assert ("deprecated" in result.structured_content) is deprecated, name
             if deprecated:
-                assert "use space" in result.structured_content["deprecated"]["scope"]
-    assert by_space["search"].structured_content["results"], "space filters like scope did"
+                assert "use space" in result.structured_content["deprecated"]["space"]
+    assert by_space["search"].structured_content["results"], "space filters like space did"
     for tool in tools.values():
         text = json.dumps(tool.input_schema) + (tool.description or "")
         assert "'personal', 'team'" not in text and "'personal' (only you" not in text, tool.name

@@ -1,8 +1,8 @@
 """No oracle: for an agent, every response is identical whether or not records
 or proposals it may not see exist, except for the ``withheld`` counts (and
-quality findings by id) of records once approved in its own scopes.
+quality findings by id) of records once approved in its own spaces.
 
-A team agent ("team-bot", scopes {team}) runs one fixed battery of calls
+A team agent ("team-bot", spaces {team}) runs one fixed battery of calls
 (search in every mode with every filter, read, list, describe, quality_check,
 proposals hitting exact and near duplicates, error texts) through the real
 MCP server (in process, over its ASGI app with the bearer token) and the
@@ -60,7 +60,7 @@ QUERIES = [
     "ledger reconciliation nightly",
     "zebra quantum walrus",
 ]
-FILTERS: list[dict[str, Any]] = [{}, {"kind": "procedure"}, {"scope": "team"}, {"tags": ["billing"]}, {"limit": 2}]
+FILTERS: list[dict[str, Any]] = [{}, {"kind": "procedure"}, {"space": "team"}, {"tags": ["billing"]}, {"limit": 2}]
 
 VISIBLE: list[dict[str, Any]] = [
     {
@@ -145,7 +145,7 @@ PERSONAL_LOOKALIKE: dict[str, Any] = {
 
 
 def team(**fields) -> dict:
-    return {"scope": "team", **fields}
+    return {"space": "team", **fields}
 
 
 # --------------------------------------------------------------------------- the worlds
@@ -162,7 +162,7 @@ def world(reviewer, agent, team_agent, settings):
     "another agent"; a personal-only agent owns the look-alike space."""
     settings.VETTED_PROPOSALS_PER_MINUTE = 0
     settings.VETTED_READS_PER_MINUTE = 0  # the battery reads far faster than an agent may (limits have their own tests)
-    diary, _ = actions.create_agent("diary", scopes=["personal"], actor=reviewer)
+    diary, _ = actions.create_agent("diary", spaces=["personal"], actor=reviewer)
     visible = [approve(team_agent, reviewer, **team(**fields)) for fields in VISIBLE]
     own = actions.propose_create(agent=team_agent, reason=REASON, **team(**OWN_PENDING))
     _, token = actions.rotate_agent_token("team-bot", actor=reviewer)
@@ -187,18 +187,18 @@ def add_hidden(w) -> None:
     # A look-alike personal space: the team records' own words, and more.
     for n, fields in enumerate([*VISIBLE[:6], PERSONAL_LOOKALIKE]):
         text = {**fields, "title": f"{fields['title']} (mine {n})", "body": fields["body"] + " Billing billing."}
-        approve(diary, reviewer, scope="personal", **text)
+        approve(diary, reviewer, space="personal", **text)
     for n in range(70):  # enough to fill every candidate pool of the old design
         approve(
             diary,
             reviewer,
-            scope="personal",
+            space="personal",
             kind="fact",
             title=f"Billing billing note {n}",
             tags=["billing"],
             body=f"Billing billing billing invoice export number {n}: alpha alpha bravo ledger reconciliation.",
         )
-    personal = list(Record.objects.filter(scope="personal").order_by("pk")[:3])
+    personal = list(Record.objects.filter(space="personal").order_by("pk")[:3])
     for record, fixed in zip(personal, PERSONAL_IDS, strict=True):
         Record.objects.filter(pk=record.pk).update(public_id=fixed)
     w["hidden_text"] += ["mine 0", "Billing billing note", "(mine"]
@@ -212,7 +212,7 @@ def add_hidden(w) -> None:
     actions.propose_create(
         agent=diary,
         reason=REASON,
-        scope="personal",
+        space="personal",
         kind="fact",
         title="Private billing plan",
         tags=["billing"],
@@ -242,7 +242,7 @@ def add_hidden(w) -> None:
     retired = withheld("Billing fax line", "Billing questions used to go to the fax line in the ledger office.")
     actions.retire_record(retired, actor=reviewer, note="No fax any more")
     moved = withheld("Billing bonus plan", "The billing team bonus plan pays out after the nightly export audit.")
-    actions.move_record(moved, actor=reviewer, scope="personal", note="This was private after all")
+    actions.move_record(moved, actor=reviewer, space="personal", note="This was private after all")
     w["hidden_text"] += [
         "Zebra",
         "nobody reviewed",
@@ -261,7 +261,7 @@ def change_hidden(w) -> None:
     approve(
         diary,
         reviewer,
-        scope="personal",
+        space="personal",
         kind="procedure",
         title="Billing billing deploy alpha",
         tags=["billing", "deploy"],
@@ -303,21 +303,21 @@ def battery_calls(w) -> list[tuple[str, dict]]:
     calls += [
         ("list", {}),
         ("list", {"kind": "fact"}),
-        ("list", {"scope": "team"}),
+        ("list", {"space": "team"}),
         ("list", {"tag": "billing"}),
         ("list", {"since": "2020-01-01", "limit": 3}),
         ("quality_check", {}),
-        ("quality_check", {"scope": "team"}),
+        ("quality_check", {"space": "team"}),
         ("proposal_status", {"id": w["own"].public_id}),
         ("proposal_status", {"id": "prop_0123456789ab"}),
     ]
     # Error texts.
     calls += [
-        ("search", {"query": "billing", "mode": "hybrid", "scope": "personal"}),
+        ("search", {"query": "billing", "mode": "hybrid", "space": "personal"}),
         ("read", {"id": "rec_nothex"}),
-        ("list", {"scope": "personal"}),
-        ("quality_check", {"scope": "personal"}),
-        ("propose_context", {**PERSONAL_LOOKALIKE, "scope": "personal", "reason": REASON}),
+        ("list", {"space": "personal"}),
+        ("quality_check", {"space": "personal"}),
+        ("propose_context", {**PERSONAL_LOOKALIKE, "space": "personal", "reason": REASON}),
     ]
     # Proposals: near and exact copies of what it may or may not see.
     calls += [
@@ -456,7 +456,7 @@ _NEW_PROPOSAL = re.compile(r"prop_[0-9a-f]{12}")
 def normalised(answers: dict, w, *, withheld: bool) -> dict:
     """Drop what is measured (took_ms) and what is the battery's own doing
     (its new proposals' ids and times); with ``withheld=False`` also what
-    the agent may know of withheld records in its own scopes: search's
+    the agent may know of withheld records in its own spaces: search's
     withheld counts, and quality findings that name only those records."""
     known = {w["own"].public_id}
     names: dict[str, str] = {}
@@ -486,7 +486,7 @@ def normalised(answers: dict, w, *, withheld: bool) -> dict:
             kept = []
             for finding in data["findings"]:
                 if finding["records"] and set(finding["records"]) <= hidden and not finding["proposals"]:
-                    continue  # allowed: a withheld record of its own scope, by id
+                    continue  # allowed: a withheld record of its own space, by id
                 kept.append(finding)
             data["findings"] = kept
             counts: dict[str, int] = {}
@@ -568,7 +568,7 @@ def test_a_search_does_the_same_work_whatever_exists_in_other_spaces(world, mode
         approve(
             w["diary"],
             w["reviewer"],
-            scope="personal",
+            space="personal",
             kind="fact",
             title=f"Billing billing invoice {n}",
             tags=["billing"],
@@ -607,7 +607,7 @@ def test_scores_do_not_depend_on_another_space(world, mode):
     approve(
         w["diary"],
         w["reviewer"],
-        scope="personal",
+        space="personal",
         kind="fact",
         title="Alpha alpha alpha",
         tags=["words"],

@@ -83,7 +83,7 @@ def propose(agent, n: int = 0, **overrides):
 def test_a_proposal_writes_its_outbox_row_in_the_same_transaction(agent):
     proposal = propose(agent)
     row = OutboxEvent.objects.get()
-    assert (row.event, row.subject_id, row.title, row.agent, row.action, row.scope) == (
+    assert (row.event, row.subject_id, row.title, row.agent, row.action, row.space) == (
         Event.PROPOSAL_CREATED,
         proposal.public_id,
         "Proposal number 0",
@@ -201,12 +201,12 @@ def test_messages_are_spaced_by_the_minimum_but_disputes_go_at_once(webhook, age
     assert made.payload["summary"] == "1 new proposal from 1 agent"
 
 
-def test_only_the_configured_scopes_are_reported(settings, webhook, agent):
+def test_only_the_configured_spaces_are_reported(settings, webhook, agent):
     settings.VETTED_NOTIFY_SPACES = ["system"]
-    propose(agent, 1, scope="team")
+    propose(agent, 1, space="team")
     assert sender.batch(later(2)) == []
     settings.VETTED_NOTIFY_SPACES = ["system", "team"]
-    propose(agent, 2, scope="team")
+    propose(agent, 2, space="team")
     (made,) = sender.batch(later(2))
     assert [i["title"] for i in made.payload["items"]] == ["Proposal number 2"]
 
@@ -214,14 +214,14 @@ def test_only_the_configured_scopes_are_reported(settings, webhook, agent):
 def test_a_personal_space_is_told_by_default_to_its_owner_only(settings, webhook, agent, second_reviewer):
     # rita owns the personal space; sam reviews team and system; ops is an address of no account.
     settings.VETTED_NOTIFY_EMAIL = ["rita@example.com", "sam@example.com", "ops@example.com"]
-    propose(agent, 1, scope="personal")
+    propose(agent, 1, space="personal")
     (made,) = sender.batch(later(2))
     assert made.channel == Channel.EMAIL and made.payload["to"] == ["rita@example.com"]
     assert [i["title"] for i in made.payload["items"]] == ["Proposal number 1"]
     # Listing personal spaces does not hand their titles to the operator's channels either.
     settings.VETTED_NOTIFY_SPACES = ["personal", "team"]
-    propose(agent, 2, scope="personal")
-    propose(agent, 3, scope="team")
+    propose(agent, 2, space="personal")
+    propose(agent, 3, space="team")
     deliveries = sender.batch(later(70))
     told = {(d.channel, tuple(d.payload.get("to", ()))): [i["title"] for i in d.payload["items"]] for d in deliveries}
     assert told[(Channel.WEBHOOK, ())] == ["Proposal number 3"]
@@ -422,7 +422,7 @@ def test_the_feed_lists_pending_proposals_and_disputes_at_a_secret_url(client, s
     settings.VETTED_PUBLIC_URL = "https://vetted.example"
     record = make_record()
     propose(agent, 1)
-    propose(agent, 2, scope="personal")
+    propose(agent, 2, space="personal")
     actions.dispute_record(record, agent=agent, reason="a secret reason")
     key = actions.rotate_feed_key(actor=reviewer)
     response = client.get(f"/feed/atom?key={key.secret}")

@@ -60,7 +60,7 @@ def test_every_page_answers_and_fits(
         agent=agent,
         reason="Read in the handbook",
         kind="fact",
-        scope="team",
+        space="team",
         title="Lunch is at noon",
         body="The team has lunch at noon on weekdays in the kitchen on the second floor.",
         tags=["office"],
@@ -120,7 +120,7 @@ def test_no_page_breaks_the_content_security_policy(browser, live_server, every_
         # The agents page: the token field selects itself, the revoke button asks first.
         page.goto(live_server.url + "/agents/")
         page.fill("input[name=name]", "csp-check")
-        page.check("input[name=scopes][value=team]")
+        page.check("input[name=spaces][value=team]")
         page.get_by_role("button", name="Create agent").click()
         field = page.locator("textarea.token-value").first
         field.click()

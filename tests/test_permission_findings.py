@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from reviews import actions
-from reviews.errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
+from reviews.errors import InvalidTransition, NotFound, SpaceNotAllowed, ValidationFailed
 from reviews.models import ProposalState, Record, RecordStatus
 from reviews.space_models import Membership
 
@@ -38,7 +38,7 @@ def propose(agent, **overrides):
 
 
 def nothing_written_in(slug):
-    return not Record.objects.filter(scope=slug).exists()
+    return not Record.objects.filter(space=slug).exists()
 
 
 # --------------------------------------------------------------------------- writing into a space without a role
@@ -50,8 +50,8 @@ def test_an_edited_accept_cannot_change_the_space_of_a_proposal(team_of_three, t
     for elsewhere in ("personal", "pair"):
         proposal = propose(team_agent, title=f"Billing API repository for {elsewhere}")
         with pytest.raises(ValidationFailed) as refused:
-            actions.accept_proposal_with_revision(proposal, actor=team_of_three["sam"], changes={"scope": elsewhere})
-        assert "accepted into its own space (team)" in refused.value.fields["scope"]
+            actions.accept_proposal_with_revision(proposal, actor=team_of_three["sam"], changes={"space": elsewhere})
+        assert "accepted into its own space (team)" in refused.value.fields["space"]
         assert nothing_written_in(elsewhere)
         proposal.refresh_from_db()
         assert proposal.state == ProposalState.PENDING
@@ -62,26 +62,26 @@ def test_an_edited_accept_cannot_change_the_space_of_a_proposal(team_of_three, t
 
 def test_one_reviewer_cannot_make_text_true_alone_in_a_two_approval_space(team_of_three, agent, team_agent):
     rita, sam = team_of_three["rita"], team_of_three["sam"]
-    agent_of_sam, _ = actions.create_agent("sam-bot", scopes=["pair"], actor=sam)
-    record = actions.accept_proposal(propose(agent_of_sam, scope="pair"), actor=rita).result_record
+    agent_of_sam, _ = actions.create_agent("sam-bot", spaces=["pair"], actor=sam)
+    record = actions.accept_proposal(propose(agent_of_sam, space="pair"), actor=rita).result_record
     actions.set_required_approvals("pair", 2, actor=OPERATOR)
     with pytest.raises(InvalidTransition, match="pair needs two approvals"):
         actions.revise_record(record, actor=sam, changes={"body": f"{GOOD_BODY} Revised alone."})
     with pytest.raises(InvalidTransition, match="pair needs two approvals"):
         actions.retire_record(record, actor=sam, note="Gone, says one person.")
     # Accept their own agent's text in their personal space, then move it in.
-    mine = actions.accept_proposal(propose(agent, scope="personal", title="Moved in alone"), actor=rita)
+    mine = actions.accept_proposal(propose(agent, space="personal", title="Moved in alone"), actor=rita)
     with pytest.raises(InvalidTransition, match="pair needs two approvals"):
-        actions.move_record(mine.result_record, actor=rita, scope="pair", note="Into the pair space.")
+        actions.move_record(mine.result_record, actor=rita, space="pair", note="Into the pair space.")
     # And out again: moving out removes approved text from the two-approval space.
     with pytest.raises(InvalidTransition, match="pair needs two approvals"):
-        actions.move_record(record, actor=rita, scope="personal", note="Mine now.")
+        actions.move_record(record, actor=rita, space="personal", note="Mine now.")
     Record.objects.filter(pk=record.pk).update(body=f"{GOOD_BODY} Edited by hand.")
     with pytest.raises(InvalidTransition, match="pair needs two approvals"):
         actions.approve_current_text(record, actor=sam, note="Looks right to me.")
     record.refresh_from_db()
     assert record.status == RecordStatus.APPROVED
-    assert Record.objects.filter(scope="pair").count() == 1
+    assert Record.objects.filter(space="pair").count() == 1
 
 
 def test_a_first_approval_counts_only_while_its_person_still_decides(team_of_three, team_agent, django_user_model):
@@ -123,9 +123,9 @@ def _pk(slug):
 
 def test_a_duplicate_the_reviewer_cannot_see_is_an_unknown_id(team_of_three, agent, team_agent):
     rita, sam = team_of_three["rita"], team_of_three["sam"]
-    secret = actions.accept_proposal(propose(agent, scope="personal", title="Rita's own secret"), actor=rita)
-    waiting = propose(agent, scope="personal", title="Rita's pending secret")
-    retired = actions.accept_proposal(propose(agent, scope="personal", title="Rita's retired one"), actor=rita)
+    secret = actions.accept_proposal(propose(agent, space="personal", title="Rita's own secret"), actor=rita)
+    waiting = propose(agent, space="personal", title="Rita's pending secret")
+    retired = actions.accept_proposal(propose(agent, space="personal", title="Rita's retired one"), actor=rita)
     actions.retire_record(retired.result_record, actor=rita, note="Gone.")
     ours = propose(team_agent, title="A team proposal")
     answers = set()
@@ -148,7 +148,7 @@ def test_a_duplicate_the_reviewer_cannot_see_is_an_unknown_id(team_of_three, age
 def test_a_refusal_never_names_a_successor_in_a_space_the_person_cannot_see(team_of_three, agent):
     rita, sam = team_of_three["rita"], team_of_three["sam"]
     record = actions.accept_proposal(propose(agent), actor=rita).result_record
-    moved = actions.move_record(record, actor=rita, scope="personal", note="Mine now.")
+    moved = actions.move_record(record, actor=rita, space="personal", note="Mine now.")
     for attempt in (
         lambda: actions.revise_record(record, actor=sam, changes={"body": f"{GOOD_BODY} Again."}),
         lambda: actions.retire_record(record, actor=sam, note="Old."),
@@ -166,22 +166,22 @@ def test_a_refusal_never_names_a_successor_in_a_space_the_person_cannot_see(team
 
 def _team_only_agent(owner):
     found = actions.Agent.objects.filter(name="team-only").first()
-    return found or actions.create_agent("team-only", scopes=["team"], actor=owner)[0]
+    return found or actions.create_agent("team-only", spaces=["team"], actor=owner)[0]
 
 
 def test_moving_checks_the_role_before_the_status(team_of_three, agent):
     rita, sam = team_of_three["rita"], team_of_three["sam"]
-    retired = actions.accept_proposal(propose(agent, scope="personal"), actor=rita).result_record
+    retired = actions.accept_proposal(propose(agent, space="personal"), actor=rita).result_record
     actions.retire_record(retired, actor=rita, note="Gone.")
-    moved_away = actions.accept_proposal(propose(agent, scope="personal", title="Another"), actor=rita).result_record
-    actions.move_record(moved_away, actor=rita, scope="system", note="For everyone.")
+    moved_away = actions.accept_proposal(propose(agent, space="personal", title="Another"), actor=rita).result_record
+    actions.move_record(moved_away, actor=rita, space="system", note="For everyone.")
     unknown = None
     with pytest.raises(NotFound) as caught:
-        actions.move_record("rec_000000000000", actor=sam, scope="team", note="Ours.")
+        actions.move_record("rec_000000000000", actor=sam, space="team", note="Ours.")
     unknown = caught.value.message.replace("rec_000000000000", "ID")
     for record in (retired, moved_away):
         with pytest.raises(NotFound) as caught:
-            actions.move_record(record, actor=sam, scope="team", note="Ours.")
+            actions.move_record(record, actor=sam, space="team", note="Ours.")
         assert caught.value.message.replace(record.public_id, "ID") == unknown
 
 
@@ -263,14 +263,14 @@ def test_an_agent_is_not_granted_a_two_approval_space_its_proposals_could_not_pa
     Once tess reads only, an agent of rita's could never have a proposal accepted there."""
     rita = team_of_three["rita"]
     actions.set_required_approvals("pair", 2, actor=OPERATOR)
-    actions.create_agent("rita-pair", scopes=["pair"], actor=rita)  # sam and tess approve its proposals
+    actions.create_agent("rita-pair", spaces=["pair"], actor=rita)  # sam and tess approve its proposals
     actions.set_required_approvals("pair", 1, actor=OPERATOR)
     actions.remove_member("pair", team_of_three["tess"], actor=OPERATOR)
     actions.revoke_agent("rita-pair", actor=rita)
     actions.set_required_approvals("pair", 2, actor=OPERATOR)  # rita and sam: livable with no agent of theirs
     with pytest.raises(ValidationFailed, match="approved by only 1 person"):
-        actions.create_agent("rita-pair-2", scopes=["pair"], actor=rita)
-    bot, _ = actions.create_agent("rita-elsewhere", scopes=["personal"], actor=rita)
+        actions.create_agent("rita-pair-2", spaces=["pair"], actor=rita)
+    bot, _ = actions.create_agent("rita-elsewhere", spaces=["personal"], actor=rita)
     with pytest.raises(ValidationFailed, match="approved by only 1 person"):
         actions.grant_space(bot, "pair", actor=rita)
 
@@ -278,21 +278,21 @@ def test_an_agent_is_not_granted_a_two_approval_space_its_proposals_could_not_pa
 def test_a_merge_refusal_lists_only_the_agents_spaces_the_reviewer_sees(team_of_three, agent, team_agent):
     """claude-code is rita's, granted personal (hers) and team; sam reviews team and system."""
     rita, sam = team_of_three["rita"], team_of_three["sam"]
-    system_bot, _ = actions.create_agent("system-bot", scopes=["system"], actor=rita)
-    target = actions.accept_proposal(propose(system_bot, scope="system"), actor=rita).result_record
+    system_bot, _ = actions.create_agent("system-bot", spaces=["system"], actor=rita)
+    target = actions.accept_proposal(propose(system_bot, space="system"), actor=rita).result_record
     create = propose(agent, title="A team create of claude-code")
-    with pytest.raises(ScopeNotAllowed) as refused:
+    with pytest.raises(SpaceNotAllowed) as refused:
         actions.merge_into_revision(create, target, actor=sam)
     assert "personal" not in refused.value.message and "personal" not in refused.value.details["allowed"]
     assert "it has: team" in refused.value.message
 
 
-def test_a_scope_edited_by_hand_moves_no_decision_into_another_space(team_of_three, agent):
-    """rita's personal record, its scope changed to team outside Vetted: a retirement proposed for it
+def test_a_space_edited_by_hand_moves_no_decision_into_another_space(team_of_three, agent):
+    """rita's personal record, its space changed to team outside Vetted: a retirement proposed for it
     is still decided only by someone who decides in personal (its approved space)."""
     rita, sam = team_of_three["rita"], team_of_three["sam"]
-    record = actions.accept_proposal(propose(agent, scope="personal"), actor=rita).result_record
-    Record.objects.filter(pk=record.pk).update(scope="team")
+    record = actions.accept_proposal(propose(agent, space="personal"), actor=rita).result_record
+    Record.objects.filter(pk=record.pk).update(space="team")
     retirement = actions.propose_retirement(record, agent=agent, reason="It moved to the wiki.")
     with pytest.raises(NotFound):
         actions.accept_proposal(retirement, actor=sam)
@@ -308,7 +308,7 @@ def test_a_person_s_own_proposal_from_a_file_needs_two_other_approvers(team_of_t
     rita, sam, tess = team_of_three["rita"], team_of_three["sam"], team_of_three["tess"]
     actions.set_required_approvals("pair", 2, actor=OPERATOR)
     mine = actions.propose_file_create(
-        user=sam, reason="Edited in my vault", **content(scope="pair", title="Pair deploy window")
+        user=sam, reason="Edited in my vault", **content(space="pair", title="Pair deploy window")
     )
     with pytest.raises(InvalidTransition, match="you proposed it"):
         actions.accept_proposal(mine, actor=sam)

@@ -31,7 +31,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from reviews import actions, policy, policy_table
-from reviews.errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
+from reviews.errors import InvalidTransition, NotFound, SpaceNotAllowed, ValidationFailed
 from reviews.models import AuditEvent, Proposal, ProposalState, Record
 from reviews.space_models import Membership, ProposalApproval
 from tests.conftest import GOOD_BODY
@@ -111,7 +111,7 @@ def _content(slug: str, what: str) -> dict[str, Any]:
     n = next(_n)
     return {
         "kind": "fact",
-        "scope": slug,
+        "space": slug,
         "title": f"Matrix {what} {n} of {slug.replace(':', ' ')}",
         "body": f"{GOOD_BODY} Matrix {what} number {n}.",
         "tags": ["matrix"],
@@ -133,7 +133,7 @@ def _build() -> World:
     bots = {}
     for name in PEOPLE:
         teams = ["crew", "pair"] if name in ("olive", "rory", "rhea", "dora", "ada") else []
-        bots[name], _ = actions.create_agent(f"{name}-bot", scopes=[f"personal:{name}", *teams], actor=people[name])
+        bots[name], _ = actions.create_agent(f"{name}-bot", spaces=[f"personal:{name}", *teams], actor=people[name])
     world = World(people)
     for slug in ("crew", "pair", *(f"personal:{name}" for name in PEOPLE)):
         owner = slug.split(":")[1] if ":" in slug else "olive"
@@ -244,7 +244,7 @@ def _run(cell: Cell, world: World) -> Callable[[], Any]:
     if verb == "accept":
         return lambda: actions.accept_proposal(here.pending, actor=actor)
     if verb == "accept_edited":
-        edit = {"title": "Matrix edited title here"} if cross == "same" else {"scope": mine.slug}
+        edit = {"title": "Matrix edited title here"} if cross == "same" else {"space": mine.slug}
         return lambda: actions.accept_proposal_with_revision(here.pending, actor=actor, changes=edit)
     if verb == "correct":
         return lambda: actions.accept_proposal_with_revision(here.dispute, actor=actor, changes=change)
@@ -274,7 +274,7 @@ def _run(cell: Cell, world: World) -> Callable[[], Any]:
         return lambda: actions.verify_record(here.record, actor=actor)
     if verb == "move":
         record, to = (here.record, mine.slug) if cross == "from here" else (mine.record, here.slug)
-        return lambda: actions.move_record(record, actor=actor, scope=to, note="Belongs there.")
+        return lambda: actions.move_record(record, actor=actor, space=to, note="Belongs there.")
     if verb == "undo":
         return lambda: _undo_after_losing_nothing(here, actor)
     if verb == "manage":
@@ -325,7 +325,7 @@ def observe(cell: Cell, run: Callable[[], Any], world: World) -> tuple[str, str]
         if "inactive" in text or "active reviewer" in text:
             return policy.Outcome.ACCOUNT.value, text
         return f"refused otherwise: {text}", text
-    except (ValidationFailed, ScopeNotAllowed) as exc:
+    except (ValidationFailed, SpaceNotAllowed) as exc:
         return f"refused otherwise: {exc.message} {getattr(exc, 'details', '')}", exc.message
     if isinstance(done, Proposal) and done.state == ProposalState.PENDING and cell.verb == "accept":
         assert ProposalApproval.objects.count() == approvals + 1

@@ -178,7 +178,7 @@ def test_hnsw_search_ranks_as_the_exact_in_memory_search(make_record, settings):
 
     make_record(title="Billing API repository")
     make_record(title="Deploy window", body="Production deploys happen on weekdays between 9 and 16 UTC.")
-    make_record(title="Coffee machine", body="The office coffee machine is descaled every Friday.", scope="personal")
+    make_record(title="Coffee machine", body="The office coffee machine is descaled every Friday.", space="personal")
     reader = Reader.everything()
     exact = [
         (h.record.pk, round(h.score, 5))
@@ -205,7 +205,7 @@ def test_a_knn_of_one_space_can_use_that_spaces_hnsw_index(make_record):
         # Three rows would be scanned; forbid that to see the index is there and fits the query.
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(
-            "EXPLAIN SELECT rowid FROM retrieval_vec WHERE scope = 'team' AND held = 0 "
+            "EXPLAIN SELECT rowid FROM retrieval_vec WHERE space = 'team' AND held = 0 "
             "ORDER BY embedding <=> %s::vector LIMIT 5",
             [vector],
         )
@@ -335,17 +335,17 @@ def test_a_record_of_a_new_space_is_found_through_that_spaces_indexes(reviewer, 
     from tests.conftest import content
 
     actions.create_space("north-rail", kind="team", name="North Rail", actor=reviewer)
-    bot = actions.create_agent("north-bot", scopes=["north-rail"], actor=reviewer)[0]
+    bot = actions.create_agent("north-bot", spaces=["north-rail"], actor=reviewer)[0]
     proposal = actions.propose_create(
-        agent=bot, reason="From the runbook", **content(scope="north-rail", title="Wombat deploy window")
+        agent=bot, reason="From the runbook", **content(space="north-rail", title="Wombat deploy window")
     )
     made = actions.accept_proposal(proposal, actor=reviewer).result_record
     index.sync(get_embedder())
-    reader = Reader.for_scopes(["north-rail"])
+    reader = Reader.for_spaces(["north-rail"])
     settings.VETTED_VECTOR_CACHE = False  # semantic search through the HNSW index
     for mode, query in (("keyword", "wombat deploy"), ("keyword", "acme/billing-api"), ("semantic", "wombat")):
         assert [h.record.pk for h in search(query, mode=mode, reader=reader).results] == [made.pk], (mode, query)
-    assert search("wombat deploy", mode="keyword", reader=Reader.for_scopes(["team"])).results == []
+    assert search("wombat deploy", mode="keyword", reader=Reader.for_spaces(["team"])).results == []
     key = tables.partition_key("north-rail")
     with connection.cursor() as cursor:
         # With one row the planner prefers any index; leave it only the partial ones

@@ -138,7 +138,7 @@ def test_new_text_written_inside_the_block_becomes_a_create_proposal(db, make_re
     assert result.state == "held"
     proposal = Proposal.objects.get(public_id=result.proposals[0])
     assert proposal.action == ProposalAction.CREATE and proposal.proposed_by_user == "rita"
-    assert proposal.scope == "team" and Record.objects.filter(status=RecordStatus.APPROVED).count() == 1
+    assert proposal.space == "team" and Record.objects.filter(status=RecordStatus.APPROVED).count() == 1
 
 
 def test_a_publication_never_puts_a_personal_space_into_a_shared_file_or_another_persons(
@@ -182,14 +182,14 @@ def test_broken_markers_leave_the_file_alone_and_say_why(db, make_record, tmp_pa
 def test_a_person_cannot_propose_from_a_file_about_a_record_they_may_not_read(db, make_record, second_reviewer):
     """sam reads the team space but not rita's personal one: an edit he files
     about her record is refused as unknown, and nothing is stored."""
-    private = make_record(title="Rita's private note", body=GOOD_BODY + " Private.", scope="personal")
+    private = make_record(title="Rita's private note", body=GOOD_BODY + " Private.", space="personal")
     with pytest.raises(NotFound):
         actions.propose_file_revision(private, user=second_reviewer, reason="Edited", body=GOOD_BODY + " Changed.")
     with pytest.raises(NotFound):
         actions.propose_file_retirement(private, user=second_reviewer, reason="Deleted")
     with pytest.raises(ValidationFailed):
         actions.propose_file_create(
-            user=second_reviewer, reason="New", kind="fact", scope="personal", title="Into her space", body=GOOD_BODY
+            user=second_reviewer, reason="New", kind="fact", space="personal", title="Into her space", body=GOOD_BODY
         )
     assert not Proposal.objects.filter(proposed_by_user="sam").exists()
 

@@ -1,5 +1,5 @@
 """The quality check: what it flags, what it leaves alone, that it changes
-nothing and stays inside the requested scopes; precision and recall of the
+nothing and stays inside the requested spaces; precision and recall of the
 contradiction check on the seeded pairs in tests/data/quality_pairs.jsonl."""
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ def test_paraphrases_of_the_same_fact_show_no_difference(a, b):
     assert quality.differences(a, b) == []
 
 
-def _seed_pairs(make_record, scope="team"):
+def _seed_pairs(make_record, space="team"):
     ids = []
     for n, pair in enumerate(PAIRS):
-        a = make_record(scope=scope, kind="fact", tags=[f"pair-{n}"], **pair["a"])
-        b = make_record(scope=scope, kind="fact", tags=[f"pair-{n}"], **pair["b"])
+        a = make_record(space=space, kind="fact", tags=[f"pair-{n}"], **pair["a"])
+        b = make_record(space=space, kind="fact", tags=[f"pair-{n}"], **pair["b"])
         ids.append((a.public_id, b.public_id, pair["label"]))
     return ids
 
@@ -129,14 +129,14 @@ def test_every_contradiction_says_why_and_what_to_do(make_record):
     assert "retire" in finding.suggestion
 
 
-def test_contradictions_are_only_paired_within_a_scope(make_record):
+def test_contradictions_are_only_paired_within_a_space(make_record):
     make_record(
-        scope="personal",
+        space="personal",
         title="Billing deploy day",
         body="The billing API deploys every Tuesday after the standup meeting.",
     )
     make_record(
-        scope="team",
+        space="team",
         title="Billing deploy day",
         body="The billing API deploys every Thursday after the standup meeting.",
     )
@@ -145,18 +145,18 @@ def test_contradictions_are_only_paired_within_a_scope(make_record):
 
 def test_a_team_report_never_mentions_personal_content(make_record, reviewer, agent):
     secret = make_record(
-        scope="personal",
+        space="personal",
         title="Dentist appointment Elm",
         body="My dentist is on Elm Street, every six months on Tuesday.",
     )
     make_record(
-        scope="personal",
+        space="personal",
         title="Dentist appointment Oak",
         body="My dentist is on Oak Street, every six months on Thursday.",
     )
     Record.objects.filter(pk=secret.pk).update(review_by=timezone.localdate() - timedelta(days=1))
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE reviews_record SET body = body || ' (edited)' WHERE scope = 'personal'")
+        cursor.execute("UPDATE reviews_record SET body = body || ' (edited)' WHERE space = 'personal'")
     report = quality.run(["team"], embedder=FakeEmbedder())
     text = json.dumps(report.as_dict())
     assert "Dentist" not in text and "dentist" not in text and secret.public_id not in text
@@ -203,7 +203,7 @@ def test_old_pending_proposals_are_flagged(make_record, agent):
         agent=agent,
         reason="Told by the user today.",
         kind="fact",
-        scope="team",
+        space="team",
         title="Fresh proposal",
         body="The staging cluster is rebuilt every Sunday night.",
     )
@@ -242,25 +242,25 @@ def test_quality_command_prints_findings_and_json(make_record):
     make_record(title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
     make_record(title="Billing deploy day", body="The billing API deploys every Thursday after the standup meeting.")
     out = io.StringIO()
-    call_command("quality", "--scope", "team", stdout=out)
+    call_command("quality", "--space", "team", stdout=out)
     text = out.getvalue()
     assert "Possible contradictions (1)" in text and "next: Read both" in text
     out = io.StringIO()
     call_command("quality", "--json", stdout=out)
     data = json.loads(out.getvalue())
-    assert data["counts"]["possible_contradiction"] == 1 and data["scopes"] == ["personal", "team", "system"]
+    assert data["counts"]["possible_contradiction"] == 1 and data["spaces"] == ["personal", "team", "system"]
 
 
 def test_quality_page_lists_findings_with_links_and_next_steps(client, reviewer, make_record):
     a = make_record(title="Billing deploy day", body="The billing API deploys every Tuesday after the standup meeting.")
     make_record(title="Billing deploy day", body="The billing API deploys every Thursday after the standup meeting.")
-    make_record(scope="personal", title="Private note", body="My locker code at the gym is in the password manager.")
+    make_record(space="personal", title="Private note", body="My locker code at the gym is in the password manager.")
     assert client.get("/quality/").status_code == 302  # login required
     client.force_login(reviewer)
-    html = client.get("/quality/?scope=team").content.decode()
+    html = client.get("/quality/?space=team").content.decode()
     assert 'id="quality-possible_contradiction"' in html and f'href="/records/{a.public_id}/"' in html
     assert "Next: Read both" in html and "Private note" not in html
-    assert client.get("/quality/?scope=bogus").status_code == 200  # unknown scope: all scopes
+    assert client.get("/quality/?space=bogus").status_code == 200  # unknown space: all spaces
 
 
 def test_a_flood_of_look_alikes_is_listed_up_to_the_limit_and_counted(make_record):

@@ -131,15 +131,15 @@ def test_clear_dispute_on_an_undisputed_record_is_a_message(signed_in, record):
 # --------------------------------------------------------------------------- records
 
 
-def test_records_browse_filters_by_kind_scope_status_tag_and_agent(signed_in, reviewer, make_record):
+def test_records_browse_filters_by_kind_space_status_tag_and_agent(signed_in, reviewer, make_record):
     fact = make_record(title="A team fact", body=f"{GOOD_BODY} One.", tags=["billing"])
     pref = make_record(
-        title="A personal preference", body=f"{GOOD_BODY} Two.", kind="preference", scope="personal", tags=["editor"]
+        title="A personal preference", body=f"{GOOD_BODY} Two.", kind="preference", space="personal", tags=["editor"]
     )
     actions.retire_record(fact, actor=reviewer, note="Gone")
     assert pref.title in signed_in.get("/records/?kind=preference").content.decode()
     assert fact.title not in signed_in.get("/records/?kind=preference").content.decode()
-    assert fact.title not in signed_in.get("/records/?scope=personal").content.decode()
+    assert fact.title not in signed_in.get("/records/?space=personal").content.decode()
     assert fact.title in signed_in.get("/records/?status=retired").content.decode()
     assert pref.title not in signed_in.get("/records/?status=retired").content.decode()
     assert pref.title in signed_in.get("/records/?tag=editor").content.decode()
@@ -158,19 +158,19 @@ def test_records_search_uses_the_engine_and_shows_what_is_withheld(signed_in, re
     assert gone.title in html  # named in the not-delivered list, with the reason
 
 
-def test_as_an_agent_sees_it_hides_other_scopes_entirely(signed_in, make_record):
+def test_as_an_agent_sees_it_hides_other_spaces_entirely(signed_in, make_record):
     team = make_record(title="Team deploy notes", body=f"{GOOD_BODY} Team deploy.")
-    personal = make_record(title="Personal deploy notes", body=f"{GOOD_BODY} Personal deploy.", scope="personal")
-    html = signed_in.get("/records/?q=deploy+notes&mode=keyword&as_agent=1&reader_scopes=team").content.decode()
+    personal = make_record(title="Personal deploy notes", body=f"{GOOD_BODY} Personal deploy.", space="personal")
+    html = signed_in.get("/records/?q=deploy+notes&mode=keyword&as_agent=1&reader_spaces=team").content.decode()
     assert team.title in html and personal.title not in html
-    assert "What an agent with scopes team receives" in html
+    assert "What an agent with spaces team receives" in html
     everyone = signed_in.get("/records/?q=deploy+notes&mode=keyword").content.decode()
     assert personal.title in everyone
 
 
 def test_overdue_records_are_withheld_from_the_agent_view(signed_in, make_record):
     overdue = make_overdue(make_record(title="Overdue deploy notes", body=f"{GOOD_BODY} Overdue deploy."))
-    html = signed_in.get("/records/?q=overdue+deploy&mode=keyword&as_agent=1&reader_scopes=team").content.decode()
+    html = signed_in.get("/records/?q=overdue+deploy&mode=keyword&as_agent=1&reader_spaces=team").content.decode()
     assert "overdue: 1" in html
     assert overdue.title in html and "Nothing delivered" in html
 

@@ -22,7 +22,7 @@ FACT = {
     "title": "Billing deploys from main",
     "body": GOOD_BODY,
     "kind": "fact",
-    "scope": "team",
+    "space": "team",
     "tags": ["billing"],
     "reason": "The user said so in today's session.",
 }

@@ -1,4 +1,4 @@
-"""The query-time gate: only approved, current, unedited, in-scope records
+"""The query-time gate: only approved, current, unedited, in-space records
 leave retrieval, whatever mode the ranking ran in.
 
 Search goes through retrieval.search.search and single reads through
@@ -76,7 +76,7 @@ def test_a_pending_proposal_is_never_returned(agent, mode):
         agent=agent,
         reason="Seen in the wiki",
         kind="fact",
-        scope="team",
+        space="team",
         title="Marmalade rota",
         body="The marmalade rota lists who restocks the kitchen shelves every Friday.",
         tags=["office"],
@@ -97,7 +97,7 @@ def test_a_rejected_proposal_is_never_returned(agent, reviewer, mode):
         agent=agent,
         reason="Seen in the wiki",
         kind="fact",
-        scope="team",
+        space="team",
         title="Marmalade rota",
         body="The marmalade rota lists who restocks the kitchen shelves every Friday.",
         tags=["office"],
@@ -354,18 +354,18 @@ def test_only_the_first_applicable_reason_is_counted(make_record, reviewer):
     assert REASONS.index("retired") < REASONS.index("edited") < REASONS.index("overdue")
 
 
-# --------------------------------------------------------------------------- scopes
+# --------------------------------------------------------------------------- spaces
 
 
 def test_a_personal_record_is_invisible_to_a_team_reader_and_not_counted(make_record):
     personal = make_record(
-        scope="personal",
+        space="personal",
         title="My parking spot",
         body="My own parking spot is number forty two on level minus one.",
         tags=["me"],
     )
     overdue = make_record(
-        scope="personal",
+        space="personal",
         title="My parking card",
         body="My parking card expires in spring and must be renewed online.",
         tags=["me"],
@@ -374,7 +374,7 @@ def test_a_personal_record_is_invisible_to_a_team_reader_and_not_counted(make_re
 
     for mode in MODES:
         everyone = find("parking", mode=mode)
-        team = find("parking", mode=mode, reader=Reader.for_scopes(["team"]))
+        team = find("parking", mode=mode, reader=Reader.for_spaces(["team"]))
         assert personal.public_id in ids(everyone)
         assert everyone.withheld == {"overdue": 1}
         assert team.results == [], mode
@@ -382,12 +382,12 @@ def test_a_personal_record_is_invisible_to_a_team_reader_and_not_counted(make_re
         assert "forty" not in as_json(team).lower()
 
 
-def test_an_agent_reads_only_its_own_scopes(make_record, team_agent, agent):
+def test_an_agent_reads_only_its_own_spaces(make_record, team_agent, agent):
     team = make_record(
         title="Team parking rules", body="Team members park on level two after eight in the morning.", tags=["office"]
     )
     personal = make_record(
-        scope="personal",
+        space="personal",
         title="My parking spot",
         body="My own parking spot is number forty two on level minus one.",
         tags=["me"],
@@ -502,29 +502,29 @@ def _shape(message: str, public_id: str) -> str:
     return message.replace(public_id, "<id>")
 
 
-def test_unknown_and_out_of_scope_ids_raise_the_same_not_found(make_record):
+def test_unknown_and_out_of_space_ids_raise_the_same_not_found(make_record):
     personal = make_record(
-        scope="personal",
+        space="personal",
         title="My parking spot",
         body="My own parking spot is number forty two on level minus one.",
         tags=["me"],
     )
     unknown = "rec_0123456789ab"
-    team_reader = Reader.for_scopes(["team"])
+    team_reader = Reader.for_spaces(["team"])
 
-    with pytest.raises(NotFound) as out_of_scope:
+    with pytest.raises(NotFound) as out_of_space:
         read_record(personal.public_id, team_reader)
     with pytest.raises(NotFound) as missing:
         read_record(unknown, team_reader)
 
-    assert _shape(out_of_scope.value.message, personal.public_id) == _shape(missing.value.message, unknown)
-    assert out_of_scope.value.code == missing.value.code == "not_found"
+    assert _shape(out_of_space.value.message, personal.public_id) == _shape(missing.value.message, unknown)
+    assert out_of_space.value.code == missing.value.code == "not_found"
     assert read_record(personal.public_id, Reader.everything()).record == personal
 
 
-def test_an_out_of_scope_withheld_record_is_not_found_not_withheld(make_record, reviewer):
+def test_an_out_of_space_withheld_record_is_not_found_not_withheld(make_record, reviewer):
     personal = make_record(
-        scope="personal",
+        space="personal",
         title="My parking spot",
         body="My own parking spot is number forty two on level minus one.",
         tags=["me"],
@@ -532,7 +532,7 @@ def test_an_out_of_scope_withheld_record_is_not_found_not_withheld(make_record, 
     actions.retire_record(personal, actor=reviewer, note="Sold the car")
 
     with pytest.raises(NotFound):
-        read_record(personal.public_id, Reader.for_scopes(["team"]))
+        read_record(personal.public_id, Reader.for_spaces(["team"]))
 
 
 @pytest.mark.parametrize(
@@ -640,7 +640,7 @@ def filter_records(make_record, reviewer, team_agent):
     decision = approved_on(
         make_record(
             kind="decision",
-            scope="personal",
+            space="personal",
             title="Heron photo decision",
             tags=["alpha"],
             confidence=0.5,
@@ -652,7 +652,7 @@ def filter_records(make_record, reviewer, team_agent):
         agent=team_agent,
         reason="From the handbook",
         kind="procedure",
-        scope="team",
+        space="team",
         title="Heron feeding procedure",
         tags=["beta", "gamma"],
         body="Never feed the heron; report injured herons to the warden.",
@@ -666,8 +666,8 @@ def filter_records(make_record, reviewer, team_agent):
     [
         pytest.param(Filters(kinds=["decision"]), {"decision"}, id="kinds-one"),
         pytest.param(Filters(kinds=["fact", "procedure"]), {"fact", "procedure"}, id="kinds-two"),
-        pytest.param(Filters(scopes=["team"]), {"fact", "procedure"}, id="scopes-team"),
-        pytest.param(Filters(scopes=["personal"]), {"decision"}, id="scopes-personal"),
+        pytest.param(Filters(spaces=["team"]), {"fact", "procedure"}, id="spaces-team"),
+        pytest.param(Filters(spaces=["personal"]), {"decision"}, id="spaces-personal"),
         pytest.param(Filters(tags_any=["gamma"]), {"procedure"}, id="tags_any-one"),
         pytest.param(Filters(tags_any=["alpha", "gamma"]), {"fact", "decision", "procedure"}, id="tags_any-two"),
         pytest.param(Filters(tags_all=["alpha", "beta"]), {"fact"}, id="tags_all-two"),

@@ -64,8 +64,8 @@ def fts_rowids(table: str, text: str) -> set[int]:
         from retrieval.engines.postgres import ddl as pg_schema
         from retrieval.engines.postgres import keyword as pg_fts
 
-        what, scope, state = table.removeprefix("retrieval_").split("_")
-        where = pg_fts.partition(scope, state)
+        what, space, state = table.removeprefix("retrieval_").split("_")
+        where = pg_fts.partition(space, state)
         if what == "fts":
             query = f"tsv @@ phraseto_tsquery('{pg_schema.CONFIG}', %s)"
             return {row[0] for row in sql(f"SELECT id FROM {tables.DOCS} WHERE {where} AND {query}", [text])}
@@ -95,9 +95,9 @@ def trigger_exists(name: str) -> bool:
         return name in database_engine(cursor).trigger_names(cursor)
 
 
-def in_both_keyword_indexes(text: str, scope: str = "team", state: str = tables.LIVE) -> tuple[set[int], set[int]]:
+def in_both_keyword_indexes(text: str, space: str = "team", state: str = tables.LIVE) -> tuple[set[int], set[int]]:
     approved_content.reconcile()
-    return fts_rowids(tables.fts(scope, state), text), fts_rowids(tables.ident(scope, state), text)
+    return fts_rowids(tables.fts(space, state), text), fts_rowids(tables.ident(space, state), text)
 
 
 def anywhere(text: str) -> set[int]:
@@ -112,7 +112,7 @@ def approve_in_place(record: Record, **fields) -> None:
     record.refresh_from_db()
     data = {
         "kind": record.kind,
-        "scope": record.scope,
+        "space": record.space,
         "title": record.title,
         "body": record.body,
         "tags": record.tags,
@@ -262,7 +262,7 @@ def test_an_out_of_band_identifier_update_is_not_searchable_by_the_new_identifie
 def test_a_record_edited_before_it_was_ever_indexed_is_not_indexed_at_all(reviewer):
     data = {
         "kind": "fact",
-        "scope": "team",
+        "space": "team",
         "title": "Hovercraft berth",
         "tags": ["harbour"],
         "body": "The hovercraft berth is at pier nine next to the lifeboat station.",
@@ -287,7 +287,7 @@ def test_a_record_edited_before_it_was_ever_indexed_is_not_indexed_at_all(review
 def test_a_record_edited_before_it_was_indexed_is_indexed_by_its_kept_approved_copy(reviewer):
     data = {
         "kind": "fact",
-        "scope": "team",
+        "space": "team",
         "title": "Hovercraft berth",
         "tags": ["harbour"],
         "body": "The hovercraft berth is at pier nine next to the lifeboat station.",
@@ -345,7 +345,7 @@ def test_a_space_is_swept_for_date_changes_once_a_day(record):
 def _bare_record(reviewer, **fields) -> Record:
     data = {
         "kind": "fact",
-        "scope": "team",
+        "space": "team",
         "title": "Hovercraft berth",
         "tags": ["harbour"],
         "body": "The hovercraft berth is at pier nine next to the lifeboat station.",
@@ -640,7 +640,7 @@ def test_the_meta_table_records_schema_model_and_dimension(record):
         "model_name",
         "dimension",
         "docs:team",
-        *(f"vectors_{name}:{scope}" for name in ("base", "token") for scope in ("personal", "team", "system")),
+        *(f"vectors_{name}:{space}" for name in ("base", "token") for space in ("personal", "team", "system")),
     }
 
 
@@ -830,7 +830,7 @@ def test_check_index_finds_a_stray_vector(record):
     with connection.cursor() as cursor:
         engine = retrieval_engine(cursor)
         cursor.execute(
-            f"INSERT INTO {tables.VEC} (rowid, scope, held, embedding) VALUES (%s, 'team', 0, "
+            f"INSERT INTO {tables.VEC} (rowid, space, held, embedding) VALUES (%s, 'team', 0, "
             f"{engine.vector_placeholder()})",
             [987654, engine.vector_value(vector)],
         )

@@ -19,7 +19,7 @@ from retrieval import search as search_module
 from retrieval.gate import Reader
 from retrieval.search import BODY_CHUNK_OVER, LIMIT_MAX, MODES, SearchResponse, search
 from reviews.errors import ValidationFailed
-from reviews.models import SCOPES, Record
+from reviews.models import SPACES, Record
 
 pytestmark = pytest.mark.django_db
 
@@ -450,7 +450,7 @@ def test_search_command_json_output_parses(two_records, make_record):
     assert [r["id"] for r in data["results"]] == [deploy.public_id]
     assert data["withheld"] == {"overdue": 1} and data["withheld_total"] == 1
     assert data["mode"] == "keyword" and data["query"] == "billing deploys"
-    assert set(data["results"][0]) >= {"id", "title", "kind", "scope", "tags", "body", "score", "review_by"}
+    assert set(data["results"][0]) >= {"id", "title", "kind", "space", "tags", "body", "score", "review_by"}
 
 
 def test_search_command_counts_access_without_a_manual_flush(two_records):
@@ -467,7 +467,7 @@ def scoped_records(make_record):
         title="Team parking rules", tags=["office"], body="Team members park on level two after eight in the morning."
     )
     personal = make_record(
-        scope="personal",
+        space="personal",
         title="My parking spot",
         tags=["me"],
         body="My own parking spot is number forty two on level minus one.",
@@ -476,20 +476,20 @@ def scoped_records(make_record):
 
 
 @pytest.mark.parametrize(
-    "scope_args, expected",
+    "space_args, expected",
     [
         ([], {"team", "personal"}),
-        (["--scope", "team"], {"team"}),
-        (["--scope", "personal"], {"personal"}),
-        (["--scope", "Team, personal"], {"team", "personal"}),
-        (["--scope", "system"], set()),
+        (["--space", "team"], {"team"}),
+        (["--space", "personal"], {"personal"}),
+        (["--space", "Team, personal"], {"team", "personal"}),
+        (["--space", "system"], set()),
     ],
 )
-def test_search_command_scope_restricts_the_reader(scoped_records, scope_args, expected):
+def test_search_command_space_restricts_the_reader(scoped_records, space_args, expected):
     team, personal = scoped_records
     by_name = {"team": team.public_id, "personal": personal.public_id}
 
-    data = json.loads(run_search("parking level", "--json", *scope_args))
+    data = json.loads(run_search("parking level", "--json", *space_args))
 
     assert {r["id"] for r in data["results"]} == {by_name[name] for name in expected}
     assert data["withheld"] == {}
@@ -503,12 +503,12 @@ def test_search_command_passes_filters(scoped_records):
     assert [r["id"] for r in data["results"]] == [team.public_id]
 
 
-def test_search_command_refuses_an_unknown_scope_listing_the_allowed_ones(scoped_records):
+def test_search_command_refuses_an_unknown_space_listing_the_allowed_ones(scoped_records):
     with pytest.raises(CommandError) as caught:
-        run_search("parking", "--scope", "team,galaxy")
+        run_search("parking", "--space", "team,galaxy")
 
     assert "galaxy" in str(caught.value)
-    assert f"allowed: {', '.join(SCOPES)}" in str(caught.value)
+    assert f"allowed: {', '.join(SPACES)}" in str(caught.value)
 
 
 def test_search_command_refuses_an_unknown_kind_listing_the_allowed_ones(scoped_records):
@@ -573,12 +573,12 @@ def test_search_command_reads_queries_from_standard_input(two_records, monkeypat
     assert [[r["id"] for r in item["results"]] for item in output] == [[deploy.public_id]]
 
 
-def test_search_command_queries_file_applies_scope_to_every_line(scoped_records, tmp_path):
+def test_search_command_queries_file_applies_space_to_every_line(scoped_records, tmp_path):
     team, _personal = scoped_records
     queries = tmp_path / "queries.jsonl"
     queries.write_text(json.dumps({"query": "parking"}) + "\n" + json.dumps({"query": "level"}) + "\n")
 
-    output = [json.loads(line) for line in run_search("--queries", str(queries), "--scope", "team").splitlines()]
+    output = [json.loads(line) for line in run_search("--queries", str(queries), "--space", "team").splitlines()]
 
     assert [[r["id"] for r in item["results"]] for item in output] == [[team.public_id], [team.public_id]]
 

@@ -31,9 +31,9 @@ def ids(response):
     return [hit.record.public_id for hit in response.results]
 
 
-def snapshot(scope="team"):
+def snapshot(space="team"):
     with connection.cursor() as cursor:
-        return vectors.cache.current(cursor, scope, get_embedder().dimension)
+        return vectors.cache.current(cursor, space, get_embedder().dimension)
 
 
 def test_cache_and_vec0_give_the_same_ranking(records, settings):
@@ -94,7 +94,7 @@ def test_cache_reloads_when_a_chunk_is_deleted(records):
 def test_a_change_in_one_space_leaves_the_other_spaces_cache_alone(records, make_record):
     index.sync(get_embedder())
     team = snapshot("team")
-    make_record(scope="personal", title="Dentist", body="My dentist appointment is on the first Monday of May.")
+    make_record(space="personal", title="Dentist", body="My dentist appointment is on the first Monday of May.")
     index.sync(get_embedder())
     assert snapshot("team") is team
     assert len(snapshot("personal").chunk_ids) == 2  # its chunk and its body-only vector

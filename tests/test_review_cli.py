@@ -583,7 +583,7 @@ def _all_stored_values():
 
 @pytest.mark.django_db
 def test_create_agent_prints_the_token_alone_on_the_last_line(reviewer):
-    out, err = run("create_agent", "laptop-bot", "--scopes", "personal,team", "--source-tool", "claude-code")
+    out, err = run("create_agent", "laptop-bot", "--spaces", "personal,team", "--source-tool", "claude-code")
 
     lines = out.splitlines()
     token = lines[-1]
@@ -595,7 +595,7 @@ def test_create_agent_prints_the_token_alone_on_the_last_line(reviewer):
     assert "shown only this once" in err
 
     agent = Agent.objects.get(name="laptop-bot")
-    assert agent.scopes == ["personal", "team"]
+    assert agent.spaces == ["personal", "team"]
     assert agent.source_tool == "claude-code"
     assert agent.is_active
     assert agent.created_by == "rita"
@@ -606,7 +606,7 @@ def test_create_agent_prints_the_token_alone_on_the_last_line(reviewer):
 
 @pytest.mark.django_db
 def test_create_agent_stores_only_the_token_digest(reviewer):
-    out, _ = run("create_agent", "laptop-bot", "--scopes", "personal")
+    out, _ = run("create_agent", "laptop-bot", "--spaces", "personal")
     token = out.splitlines()[-1]
 
     agent = Agent.objects.get(name="laptop-bot")
@@ -622,45 +622,45 @@ def test_create_agent_stores_only_the_token_digest(reviewer):
 
 @pytest.mark.django_db
 def test_create_agent_token_authenticates_by_digest(reviewer):
-    out, _ = run("create_agent", "laptop-bot", "--scopes", "team")
+    out, _ = run("create_agent", "laptop-bot", "--spaces", "team")
     token = out.splitlines()[-1]
     digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
     assert Agent.objects.get(token_digest=digest).name == "laptop-bot"
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("scopes", ["personal,galaxy", "admin", ","])
-def test_create_agent_invalid_scope_lists_allowed_scopes(reviewer, scopes):
+@pytest.mark.parametrize("spaces", ["personal,galaxy", "admin", ","])
+def test_create_agent_invalid_space_lists_allowed_spaces(reviewer, spaces):
     with pytest.raises(CommandError) as caught:
-        run("create_agent", "laptop-bot", "--scopes", scopes)
+        run("create_agent", "laptop-bot", "--spaces", spaces)
 
-    assert "scopes" in str(caught.value)
+    assert "spaces" in str(caught.value)
     assert "personal, team, system" in str(caught.value)
     assert not Agent.objects.filter(name="laptop-bot").exists()
     assert not AuditEvent.objects.filter(event_type="agent.created").exists()
 
 
 @pytest.mark.django_db
-def test_create_agent_requires_scopes(reviewer):
-    with pytest.raises(CommandError, match="--scopes"):
+def test_create_agent_requires_spaces(reviewer):
+    with pytest.raises(CommandError, match="--spaces"):
         run("create_agent", "laptop-bot")
 
 
 @pytest.mark.django_db
 def test_create_agent_refuses_a_duplicate_name(reviewer):
-    run("create_agent", "laptop-bot", "--scopes", "personal")
+    run("create_agent", "laptop-bot", "--spaces", "personal")
 
     with pytest.raises(CommandError, match="is not available"):
-        run("create_agent", "laptop-bot", "--scopes", "team")
+        run("create_agent", "laptop-bot", "--spaces", "team")
     with pytest.raises(CommandError, match="is not available"):
-        run("create_agent", "Laptop-Bot", "--scopes", "team")  # names are case-insensitive
-    assert Agent.objects.get(name="laptop-bot").scopes == ["personal"]
+        run("create_agent", "Laptop-Bot", "--spaces", "team")  # names are case-insensitive
+    assert Agent.objects.get(name="laptop-bot").spaces == ["personal"]
 
 
 @pytest.mark.django_db
 def test_create_agent_refuses_the_reserved_import_name(reviewer):
     with pytest.raises(CommandError, match="'import' is not available"):
-        run("create_agent", "import", "--scopes", "personal")
+        run("create_agent", "import", "--spaces", "personal")
     assert not Agent.objects.filter(name="import").exists()
 
 
@@ -668,14 +668,14 @@ def test_create_agent_refuses_the_reserved_import_name(reviewer):
 @pytest.mark.parametrize("name", ["x", "has space", "-leading-dash", "bad/slash"])
 def test_create_agent_refuses_a_malformed_name(reviewer, name):
     with pytest.raises(CommandError, match="name"):
-        run("create_agent", name, "--scopes", "personal")
+        run("create_agent", name, "--spaces", "personal")
     assert Agent.objects.count() == 0
 
 
 @pytest.mark.django_db
 def test_create_agent_without_any_user_says_how_to_create_one():
     with pytest.raises(CommandError, match="createsuperuser"):
-        run("create_agent", "laptop-bot", "--scopes", "personal")
+        run("create_agent", "laptop-bot", "--spaces", "personal")
     assert Agent.objects.count() == 0
 
 

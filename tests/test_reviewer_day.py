@@ -20,7 +20,7 @@ def hx_from(url: str) -> dict:
 
 
 def propose(agent, n: int, **overrides):
-    fields = {"kind": "fact", "scope": "team", "title": f"Queue host {n}", "body": f"{GOOD_BODY} Queue {n}."}
+    fields = {"kind": "fact", "space": "team", "title": f"Queue host {n}", "body": f"{GOOD_BODY} Queue {n}."}
     return actions.propose_create(agent=agent, reason="Seen in the runbook", **{**fields, **overrides})
 
 

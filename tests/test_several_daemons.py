@@ -328,7 +328,7 @@ def test_two_daemons_on_one_database_see_each_others_writes_and_keep_sessions_th
             body={
                 "title": "Quasar ledger rotation",
                 "kind": "fact",
-                "scope": "team",
+                "space": "team",
                 "reason": "Seen in the runbook.",
                 "body": "The quasar ledger rotation runs every Sunday night and pages the on-call engineer.",
             },

@@ -51,12 +51,12 @@ MODES = {
 def _elsewhere(agent, reviewer, make_record, n: int) -> tuple[str, str]:
     """A record and another agent's pending proposal in the personal space,
     which team-bot was not granted."""
-    record = make_record(scope="personal", title=f"Rita prefers short answers, note {n}")
+    record = make_record(space="personal", title=f"Rita prefers short answers, note {n}")
     proposal = actions.propose_create(
         agent=agent,
         reason="Said in a private session",
         **content(
-            scope="personal", title=f"Rita's private reminder {n}", body=f"Rita's dentist visit {n} is on Friday."
+            space="personal", title=f"Rita's private reminder {n}", body=f"Rita's dentist visit {n} is on Friday."
         ),
     )
     return record.public_id, proposal.public_id

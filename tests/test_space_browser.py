@@ -40,11 +40,11 @@ def two_approvals(reviewer, django_user_model):
     for person in (sam, olga):
         actions.add_member("acme", person, role="reviewer", actor=reviewer)
     actions.set_required_approvals("acme", 2, actor=reviewer)
-    bot, _token = actions.create_agent("acme-bot", scopes=["acme"], actor=reviewer)
+    bot, _token = actions.create_agent("acme-bot", spaces=["acme"], actor=reviewer)
     proposal = actions.propose_create(
         agent=bot,
         reason="From the client handbook",
-        **content(title="Acme deploy window", body="Acme deploys every Tuesday at 10:00 UTC.", scope="acme"),
+        **content(title="Acme deploy window", body="Acme deploys every Tuesday at 10:00 UTC.", space="acme"),
     )
     return proposal
 
@@ -100,7 +100,7 @@ def test_two_people_accept_a_proposal_that_needs_two_approvals(browser, live_ser
         context.close()
     done = Proposal.objects.select_related("result_record").get(pk=proposal.pk)
     assert done.state == ProposalState.ACCEPTED
-    assert done.result_record.status == RecordStatus.APPROVED and done.result_record.scope == "acme"
+    assert done.result_record.status == RecordStatus.APPROVED and done.result_record.space == "acme"
 
 
 @pytest.fixture
@@ -118,17 +118,17 @@ def test_move_a_record_to_another_space_from_its_page(browser, live_server, mova
     try:
         page.goto(f"{live_server.url}/records/{record.public_id}/")
         page.locator(f"#move-{record.public_id} summary").click()
-        options = page.locator(f"#move-{record.public_id} select[name=scope] option").all_inner_texts()
-        assert record.scope not in options and "acme" not in options and "system" in options
+        options = page.locator(f"#move-{record.public_id} select[name=space] option").all_inner_texts()
+        assert record.space not in options and "acme" not in options and "system" in options
         assert_fits(page, size)
         shot(page, f"{size}-record-move")
-        page.select_option(f"#move-{record.public_id} select[name=scope]", "system")
+        page.select_option(f"#move-{record.public_id} select[name=space]", "system")
         page.fill(f"#move-{record.public_id} input[name=note]", "Everyone's agents need it")
         page.locator(f"#move-{record.public_id}").get_by_role("button", name="Move").click()
         page.wait_for_function("() => document.body.innerText.includes('Moved to system')")
         moved = Record.objects.get(supersedes=record)
         assert page.url.endswith(f"/records/{moved.public_id}/")
-        assert moved.scope == "system" and moved.status == RecordStatus.APPROVED
+        assert moved.space == "system" and moved.status == RecordStatus.APPROVED
         assert Record.objects.get(pk=record.pk).status == RecordStatus.SUPERSEDED
     finally:
         context.close()

@@ -88,7 +88,7 @@ def test_a_person_who_leaves_a_space_is_no_longer_told_of_it(two_people, smtp, s
         agent=two_people["bots"]["acme"],
         reason="Heard in a call.",
         kind="fact",
-        scope="acme",
+        space="acme",
         title="Acme wombat-free note",
         body="Nothing here concerns sam at all, only the acme client.",
         tags=[],

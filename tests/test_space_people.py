@@ -39,7 +39,7 @@ def _grant(agent, person):
         redirect_uri_explicit=True,
         code_challenge="x" * 43,
         resource=oauth.mcp_resource(),
-        scopes=list(agent.scopes),
+        scopes=list(agent.spaces),
         agent=agent,
     )
     return grant
@@ -128,24 +128,24 @@ def test_a_person_may_clear_only_their_own_lockout(clients):
 def test_a_name_taken_by_anothers_agent_is_refused_as_ones_own_would_be(clients):
     sam = clients["sam"]
     with pytest.raises(ValidationFailed) as theirs:
-        actions.create_agent("acme-bot", scopes=["northrail"], actor=sam)  # rita's
+        actions.create_agent("acme-bot", spaces=["northrail"], actor=sam)  # rita's
     with pytest.raises(ValidationFailed) as mine:
-        actions.create_agent("north-bot", scopes=["northrail"], actor=sam)  # his own
+        actions.create_agent("north-bot", spaces=["northrail"], actor=sam)  # his own
     assert theirs.value.fields["name"].replace("acme-bot", "X") == mine.value.fields["name"].replace("north-bot", "X")
     message = theirs.value.fields["name"]
     assert "rita" not in message and "acme" not in message.replace("acme-bot", "")
     suggested = message.rsplit("e.g. ", 1)[1].strip("'")
     assert suggested == "acme-bot-sam"
-    agent, _token = actions.create_agent(suggested, scopes=["northrail"], actor=sam)
+    agent, _token = actions.create_agent(suggested, spaces=["northrail"], actor=sam)
     assert agent.owner == sam
 
 
 def test_the_reserved_import_name_is_refused_in_the_words_of_a_taken_one(clients):
     sam = clients["sam"]
     with pytest.raises(ValidationFailed) as reserved:
-        actions.create_agent("import", scopes=["northrail"], actor=sam)
+        actions.create_agent("import", spaces=["northrail"], actor=sam)
     with pytest.raises(ValidationFailed) as taken:
-        actions.create_agent("acme-bot", scopes=["northrail"], actor=sam)
+        actions.create_agent("acme-bot", spaces=["northrail"], actor=sam)
     assert reserved.value.fields["name"].replace("import", "X") == taken.value.fields["name"].replace("acme-bot", "X")
 
 
@@ -153,12 +153,12 @@ def test_the_inbox_agent_filter_answers_anothers_agent_as_an_unknown_one(clients
     """sam reviews northrail: he may filter by his own agents and by any agent
     whose proposals he decides, but rita's acme-bot (acme only) is as unknown
     to the filter as a made-up name; before, only a made-up name was refused."""
-    rita_north, _token = actions.create_agent("rita-north", scopes=["northrail"], actor=clients["rita"])
+    rita_north, _token = actions.create_agent("rita-north", spaces=["northrail"], actor=clients["rita"])
     actions.propose_create(
         agent=rita_north,
         reason="From the handbook.",
         kind="fact",
-        scope="northrail",
+        space="northrail",
         title="Northrail on-call rota",
         body="The northrail on-call rota changes every Monday at 09:00 UTC.",
         tags=["oncall"],
@@ -185,7 +185,7 @@ def test_as_seen_offers_only_agents_and_spaces_the_person_sees(clients):
     browser.force_login(clients["sam"])
     page = browser.get(reverse("records_as_of"))
     assert [a.name for a in page.context["agents"]] == ["north-bot", "sam-bot"]
-    assert page.context["scopes"] == ["personal:sam", "northrail"]
+    assert page.context["spaces"] == ["personal:sam", "northrail"]
     assert "acme" not in page.content.decode().lower()
 
 
@@ -212,13 +212,13 @@ def test_as_seen_reads_only_readable_spaces_even_through_an_agent(clients):
     browser.force_login(clients["rita"])
     day = timezone.now().isoformat()
     page = browser.get(reverse("records_as_of"), {"as_of": day, "agent": "sam-bot"})
-    assert page.status_code == 200 and page.context["reader_scopes"] == ["northrail"]
+    assert page.status_code == 200 and page.context["reader_spaces"] == ["northrail"]
     text = page.content.decode().lower()
     assert "wombat" in text
     for word in MARKERS["personal:sam"]:
         assert word not in text
-    by_hand = browser.get(reverse("records_as_of"), {"as_of": day, "scopes": ["personal:sam"]})
-    assert by_hand.status_code == 400 and "scopes" in by_hand.context["errors"]
+    by_hand = browser.get(reverse("records_as_of"), {"as_of": day, "spaces": ["personal:sam"]})
+    assert by_hand.status_code == 400 and "spaces" in by_hand.context["errors"]
     search = browser.get(reverse("records_as_of"), {"as_of": day, "agent": "sam-bot", "q": "release freeze"})
     assert "samsecret" not in search.content.decode().lower()
 
@@ -242,7 +242,7 @@ def test_a_space_slug_inside_another_slug_grants_no_view(clients, django_user_mo
     other = django_user_model.objects.create_user("olga", password="a-long-password-3", is_staff=True)
     actions.add_member("acme-labs", other, role="owner", actor=rita)
     actions.remove_member("acme-labs", rita, actor=other)
-    actions.create_agent("labs-bot", scopes=["acme-labs"], actor=other)
+    actions.create_agent("labs-bot", spaces=["acme-labs"], actor=other)
     assert "labs-bot" not in set(space_access.agents_seen_by(rita).values_list("name", flat=True))
 
 
@@ -258,15 +258,15 @@ def test_a_plain_post_moves_a_record_and_the_form_offers_only_deciding_spaces(cl
     assert page.context["move_targets"] == ["personal:sam"]  # not acme, not northrail itself
     acme = clients["records"]["acme"][0]
     assert browser.get(reverse("record_detail", args=[acme.public_id])).status_code == 404
-    refused = browser.post(reverse("record_move", args=[acme.public_id]), {"scope": "northrail", "note": "mine now"})
+    refused = browser.post(reverse("record_move", args=[acme.public_id]), {"space": "northrail", "note": "mine now"})
     assert refused.status_code == 302
     acme.refresh_from_db()
-    assert acme.scope == "acme" and acme.status == "approved"
+    assert acme.space == "acme" and acme.status == "approved"
     browser.force_login(rita)
-    answer = browser.post(reverse("record_move", args=[record.public_id]), {"scope": "acme", "note": "Acme's now"})
+    answer = browser.post(reverse("record_move", args=[record.public_id]), {"space": "acme", "note": "Acme's now"})
     record.refresh_from_db()
     moved = record.superseded_by
-    assert moved is not None and moved.scope == "acme"
+    assert moved is not None and moved.space == "acme"
     assert answer.status_code == 302 and answer["Location"] == reverse("record_detail", args=[moved.public_id])
 
 

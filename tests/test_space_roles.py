@@ -48,8 +48,8 @@ def test_a_reader_sees_but_decides_nothing(people, team_agent):
 
 
 def test_another_persons_personal_space_does_not_exist_for_them(people, agent):
-    proposal = propose(agent, scope="personal")
-    record = actions.accept_proposal(propose(agent, scope="personal", title="Another title"), actor=people["rita"])
+    proposal = propose(agent, space="personal")
+    record = actions.accept_proposal(propose(agent, space="personal", title="Another title"), actor=people["rita"])
     unknown = None
     try:
         actions.accept_proposal("prop_000000000000", actor=people["sam"])
@@ -65,11 +65,11 @@ def test_another_persons_personal_space_does_not_exist_for_them(people, agent):
 
 
 def test_moving_needs_a_reviewer_of_both_spaces(people, agent):
-    record = actions.accept_proposal(propose(agent, scope="team"), actor=people["rita"]).result_record
+    record = actions.accept_proposal(propose(agent, space="team"), actor=people["rita"]).result_record
     with pytest.raises(NotFound, match="No space 'personal'"):
-        actions.move_record(record, actor=people["sam"], scope="personal", note="mine now")
-    moved = actions.move_record(record, actor=people["rita"], scope="system", note="for everyone")
-    assert moved.scope == "system"
+        actions.move_record(record, actor=people["sam"], space="personal", note="mine now")
+    moved = actions.move_record(record, actor=people["rita"], space="system", note="for everyone")
+    assert moved.space == "system"
     assert AuditEvent.objects.filter(event_type="record.moved", record_ref=moved.public_id).exists()
 
 
@@ -116,24 +116,24 @@ def test_the_last_owner_cannot_leave(people):
 
 
 def test_an_agent_is_granted_only_spaces_of_its_person(people):
-    agent, _token = actions.create_agent("sam-bot", scopes=["team"], actor=people["sam"])
+    agent, _token = actions.create_agent("sam-bot", spaces=["team"], actor=people["sam"])
     assert agent.owner == people["sam"]
     with pytest.raises(ValidationFailed, match="personal: not a space sam is a member of"):
-        actions.create_agent("sam-bot-2", scopes=["personal"], actor=people["sam"])
+        actions.create_agent("sam-bot-2", spaces=["personal"], actor=people["sam"])
     with pytest.raises(ValidationFailed, match="not a space sam is a member of"):
         actions.grant_space(agent, "personal", actor=people["sam"])
     with pytest.raises(InvalidTransition, match="Only the person of agent"):
         actions.grant_space(agent, "system", actor=people["rita"])
     granted = actions.grant_space(agent, "system", actor=people["sam"])
-    assert granted.scopes == ["system", "team"]
+    assert granted.spaces == ["system", "team"]
     assert AuditEvent.objects.filter(event_type="agent.granted", subject_id=agent.public_id).exists()
 
 
 def test_removing_a_member_takes_that_space_from_their_agents(people):
-    agent, _token = actions.create_agent("sam-bot", scopes=["team", "system"], actor=people["sam"])
+    agent, _token = actions.create_agent("sam-bot", spaces=["team", "system"], actor=people["sam"])
     assert actions.remove_member("team", "sam", actor=people["rita"]) == ["sam-bot"]
     agent.refresh_from_db()
-    assert agent.scopes == ["system"]
+    assert agent.spaces == ["system"]
     event = AuditEvent.objects.get(event_type="space.member_removed")
     assert event.extra == {"member": "sam", "role": "reviewer", "grants_removed": ["sam-bot"]}
 
@@ -203,7 +203,7 @@ def test_an_edited_accept_is_refused_where_two_must_approve(two_person, team_age
 
 
 def test_a_personal_space_needs_its_owner_only(people, agent):
-    assert actions.accept_proposal(propose(agent, scope="personal"), actor=people["rita"]).state == "accepted"
+    assert actions.accept_proposal(propose(agent, space="personal"), actor=people["rita"]).state == "accepted"
 
 
 # --------------------------------------------------------------------------- manage.py space
@@ -229,7 +229,7 @@ def test_the_space_command_creates_adds_grants_and_lists_every_change_audited(pe
         "create", "acme", "--name", "Acme Corp", "--owner", "rita"
     )
     assert "sam is now a reviewer of acme" in space_cli("add-member", "acme", "sam", "--role", "reviewer")
-    actions.create_agent("sam-bot", scopes=["team"], actor=people["sam"])
+    actions.create_agent("sam-bot", spaces=["team"], actor=people["sam"])
     assert "now has: acme, team" in space_cli("grant", "sam-bot", "acme")
     assert "now has: team" in space_cli("revoke", "sam-bot", "acme")
     assert "agents that lost it" not in space_cli("remove-member", "acme", "sam")

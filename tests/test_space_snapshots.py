@@ -35,14 +35,14 @@ def spaces_state() -> dict:
 
 def agents_state() -> dict:
     return {
-        a.public_id: (a.name, sorted(a.scopes), a.owner.get_username() if a.owner else None, a.is_active)
+        a.public_id: (a.name, sorted(a.spaces), a.owner.get_username() if a.owner else None, a.is_active)
         for a in Agent.objects.select_related("owner")
     }
 
 
 def records_state() -> dict:
     return {
-        r.public_id: (r.scope, r.status, r.title, r.approved_checksum, r.current_checksum())
+        r.public_id: (r.space, r.status, r.title, r.approved_checksum, r.current_checksum())
         for r in Record.objects.all()
     }
 
@@ -81,7 +81,7 @@ def test_an_import_without_the_spaces_made_first_is_no_longer_refused(clients, t
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         assert not Space.objects.filter(slug="acme").exists()
         import_file(tmp_path / "all.json")
-        assert Record.objects.filter(scope="acme").count() == len(clients["records"]["acme"])
+        assert Record.objects.filter(space="acme").count() == len(clients["records"]["acme"])
 
 
 @pytest.mark.django_db
@@ -129,7 +129,7 @@ def instance_with_acme(*, sam_role: str | None = None):
     if sam_role:
         actions.add_member("acme", sam, role=sam_role, actor=rita)
     actions.create_space("", kind="personal", name="Sam's memory", actor=sam)
-    actions.create_agent("north-bot", scopes=["personal:sam"], actor=sam)
+    actions.create_agent("north-bot", spaces=["personal:sam"], actor=sam)
     return rita
 
 
@@ -143,7 +143,7 @@ def test_an_import_adds_missing_members_and_grants_to_what_exists_and_audits_eac
         instance_with_acme()
         result, stderr = import_file(tmp_path / "all.json")
         acme = spaces_state()["acme"]
-        grants = Agent.objects.get(name="north-bot").scopes
+        grants = Agent.objects.get(name="north-bot").spaces
         events = list(
             AuditEvent.objects.filter(extra__import=True)
             .order_by("id")
@@ -215,10 +215,10 @@ def test_an_import_never_grants_a_space_to_another_persons_agent_of_the_same_nam
         instance_with_acme()
         # Here "acme-bot" is sam's (granted his own space); in the file it is rita's, granted acme.
         sam = get_user_model().objects.get(username="sam")
-        actions.create_agent("acme-bot", scopes=["personal:sam"], actor=sam)
+        actions.create_agent("acme-bot", spaces=["personal:sam"], actor=sam)
         with pytest.raises(CommandError) as refused:
             import_file(tmp_path / "all.json")
-        grants = Agent.objects.get(name="acme-bot").scopes
+        grants = Agent.objects.get(name="acme-bot").spaces
 
     assert "agent 'acme-bot': the file grants it acme; it is sam's here and rita's in the file" in str(refused.value)
     assert grants == ["personal:sam"]

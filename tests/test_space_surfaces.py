@@ -74,7 +74,7 @@ def test_undo_still_works_for_who_keeps_the_role(clients):
 
 def test_the_quality_page_shows_only_the_viewers_spaces(clients, client):
     client.force_login(clients["sam"])
-    for url in ("/quality/", "/quality/?scope=acme"):
+    for url in ("/quality/", "/quality/?space=acme"):
         page = client.get(url)
         assert page.status_code == 200
         assert_none_of(page.content.decode(), "acme", f"sam's {url}")
@@ -89,7 +89,7 @@ def test_the_hint_names_no_look_alike_of_another_space(clients, client):
         agent=clients["bots"]["northrail"],
         reason="From the client handbook.",
         kind="fact",
-        scope="northrail",
+        space="northrail",
         title=acme_record.title.replace("quokka", "wombat"),
         body=acme_record.body.replace("quokka", "wombat"),
         tags=["deploy", "billing"],
@@ -164,7 +164,7 @@ def test_the_settings_page_gives_index_counts_only_to_the_operator(clients, clie
 def test_a_moved_records_page_names_nothing_of_the_space_it_came_from(clients, client):
     """rita moves an acme record into northrail; sam reads northrail, not acme."""
     old = clients["records"]["acme"][1]
-    moved = actions.move_record(old, actor=clients["rita"], scope="northrail", note="Belongs to the shared client.")
+    moved = actions.move_record(old, actor=clients["rita"], space="northrail", note="Belongs to the shared client.")
     client.force_login(clients["sam"])
     page = client.get(f"/records/{moved.public_id}/")
     assert page.status_code == 200
@@ -186,7 +186,7 @@ def test_a_record_moved_away_names_neither_where_it_went_nor_its_new_id(clients,
     old = clients["records"]["northrail"][1]
     north_bot = clients["bots"]["northrail"]
     retire = actions.propose_retirement(old, agent=north_bot, reason="The repositories were archived.")
-    moved = actions.move_record(old, actor=clients["rita"], scope="acme", note="Acme took this over.")
+    moved = actions.move_record(old, actor=clients["rita"], space="acme", note="Acme took this over.")
     client.force_login(clients["sam"])
     page = client.get(f"/records/{old.public_id}/")
     assert page.status_code == 200
@@ -286,7 +286,7 @@ def test_a_consent_grants_only_the_persons_spaces_as_their_own_agent(clients, cl
     assert granted.status_code == 302 and "code=" in granted["Location"]
 
 
-@pytest.mark.parametrize("option", ["--space", "--scope"])
+@pytest.mark.parametrize("option", ["--space", "--space"])
 def test_import_markdown_takes_any_space_slug(clients, tmp_path, option):
     import io
 
@@ -300,7 +300,7 @@ def test_import_markdown_takes_any_space_slug(clients, tmp_path, option):
     err = io.StringIO()
     call_command("import_markdown", str(tmp_path), option, "acme", stdout=io.StringIO(), stderr=err)
     made = Proposal.objects.get(title="Acme on-call rota")
-    assert made.scope == "acme"
-    assert ("deprecated" in err.getvalue()) is (option == "--scope")
+    assert made.space == "acme"
+    assert ("deprecated" in err.getvalue()) is (option == "--space")
     with pytest.raises(CommandError, match="No space"):
         call_command("import_markdown", str(tmp_path), option, "nowhere", stdout=io.StringIO(), stderr=io.StringIO())

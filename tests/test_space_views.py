@@ -145,13 +145,13 @@ def test_a_non_member_changing_members_gets_404_and_changes_nothing(people):
 
 
 def test_an_owner_removes_a_member_and_their_agents_lose_the_space(people):
-    bot, _token = actions.create_agent("sam-bot", scopes=["acme"], actor=people["sam"])
+    bot, _token = actions.create_agent("sam-bot", spaces=["acme"], actor=people["sam"])
     actions.create_space("", kind="personal", name="Sam", actor=people["sam"])
     actions.grant_space(bot, "personal:sam", actor=people["sam"])
     response = _as(people["rita"]).post(reverse("space_member_remove", args=["acme", "sam"]), follow=True)
     assert "Removed sam from acme. Their agents lost this space: sam-bot." in _messages(response)
     assert _role("acme", people["sam"]) is None
-    assert Agent.objects.get(pk=bot.pk).scopes == ["personal:sam"]
+    assert Agent.objects.get(pk=bot.pk).spaces == ["personal:sam"]
 
 
 def test_the_last_owner_cannot_be_removed(people):
@@ -205,44 +205,44 @@ def test_a_reviewer_may_not_change_the_approval_rule(people):
 
 def test_a_person_grants_and_takes_back_a_space_for_their_own_agent(people):
     actions.create_space("", kind="personal", name="Sam", actor=people["sam"])
-    bot, _token = actions.create_agent("sam-bot", scopes=["personal:sam"], actor=people["sam"])
+    bot, _token = actions.create_agent("sam-bot", spaces=["personal:sam"], actor=people["sam"])
     sam = _as(people["sam"])
     page = sam.get(reverse("space_detail", args=["acme"]))
     assert f'id="my-agent-{bot.pk}"' in page.text and "Grant acme" in page.text
     granted = sam.post(reverse("space_grant", args=["acme"]), {"agent": "sam-bot", "op": "grant"}, follow=True)
     assert "Agent sam-bot may now read and propose in acme." in _messages(granted)
-    assert "acme" in Agent.objects.get(pk=bot.pk).scopes
+    assert "acme" in Agent.objects.get(pk=bot.pk).spaces
     # The owner sees which agents read her space.
     assert f'id="granted-{bot.pk}"' in _as(people["rita"]).get(reverse("space_detail", args=["acme"])).text
     sam.post(reverse("space_grant", args=["acme"]), {"agent": "sam-bot", "op": "revoke"})
-    assert Agent.objects.get(pk=bot.pk).scopes == ["personal:sam"]
+    assert Agent.objects.get(pk=bot.pk).spaces == ["personal:sam"]
     assert AuditEvent.objects.filter(event_type="agent.grant_revoked").count() == 1
 
 
 def test_a_grant_that_would_make_a_two_approval_space_unlivable_is_refused(people):
     actions.set_required_approvals("acme", 2, actor=people["rita"])
     actions.create_space("", kind="personal", name="Sam", actor=people["sam"])
-    bot, _token = actions.create_agent("sam-bot", scopes=["personal:sam"], actor=people["sam"])
+    bot, _token = actions.create_agent("sam-bot", spaces=["personal:sam"], actor=people["sam"])
     response = _as(people["sam"]).post(reverse("space_grant", args=["acme"]), {"agent": "sam-bot"}, follow=True)
     assert "acme needs two approvals, and the new grant's agent's proposals there could be approved by only 1" in (
         _messages(response)
     )
-    assert Agent.objects.get(pk=bot.pk).scopes == ["personal:sam"]
+    assert Agent.objects.get(pk=bot.pk).spaces == ["personal:sam"]
 
 
 def test_a_person_cannot_change_another_persons_agent_grants(people):
-    bot, _token = actions.create_agent("rita-bot", scopes=["team"], actor=people["rita"])
+    bot, _token = actions.create_agent("rita-bot", spaces=["team"], actor=people["rita"])
     response = _as(people["sam"]).post(reverse("space_grant", args=["acme"]), {"agent": "rita-bot"}, follow=True)
     assert "You have no active agent named 'rita-bot'." in _messages(response)
-    assert Agent.objects.get(pk=bot.pk).scopes == ["team"]
+    assert Agent.objects.get(pk=bot.pk).spaces == ["team"]
 
 
 def test_a_non_member_cannot_grant_a_space_it_does_not_see(people):
     actions.create_space("", kind="personal", name="Nora", actor=people["nora"])
-    actions.create_agent("nora-bot", scopes=["personal:nora"], actor=people["nora"])
+    actions.create_agent("nora-bot", spaces=["personal:nora"], actor=people["nora"])
     response = _as(people["nora"]).post(reverse("space_grant", args=["acme"]), {"agent": "nora-bot"})
     assert response.status_code == 404
-    assert Agent.objects.get(name="nora-bot").scopes == ["personal:nora"]
+    assert Agent.objects.get(name="nora-bot").spaces == ["personal:nora"]
 
 
 # --------------------------------------------------------------------------- two-person cards
@@ -254,12 +254,12 @@ def two_person(people):
     (reviewers) are the two who may approve it, never rita."""
     actions.add_member("acme", people["nora"], role="reviewer", actor=people["rita"])
     actions.set_required_approvals("acme", 2, actor=people["rita"])
-    bot, _token = actions.create_agent("acme-bot", scopes=["acme"], actor=people["rita"])
+    bot, _token = actions.create_agent("acme-bot", spaces=["acme"], actor=people["rita"])
     proposal = actions.propose_create(
         agent=bot,
         reason="From the client handbook.",
         kind="fact",
-        scope="acme",
+        space="acme",
         title="Acme deploys on Tuesdays",
         body="The Acme billing API deploys every Tuesday at 10:00 UTC after the standup.",
         tags=["deploy"],
@@ -314,12 +314,12 @@ def test_a_card_where_nobody_can_give_the_next_approval_says_so(people, two_pers
 
 
 def test_a_one_approval_space_shows_no_two_person_line(people):
-    bot, _token = actions.create_agent("acme-bot", scopes=["acme"], actor=people["rita"])
+    bot, _token = actions.create_agent("acme-bot", spaces=["acme"], actor=people["rita"])
     proposal = actions.propose_create(
         agent=bot,
         reason="From the client handbook.",
         kind="fact",
-        scope="acme",
+        space="acme",
         title="Acme deploys on Tuesdays",
         body="The Acme billing API deploys every Tuesday at 10:00 UTC after the standup.",
         tags=["deploy"],

@@ -16,7 +16,7 @@ from mcp_bridge import agent_api
 from retrieval import quality
 from retrieval.embeddings import FakeEmbedder
 from reviews import actions
-from reviews.errors import NotFound, ScopeNotAllowed
+from reviews.errors import NotFound, SpaceNotAllowed
 
 pytestmark = pytest.mark.django_db
 
@@ -28,13 +28,13 @@ PERSONAL_MARKERS = ("Zanzibar", "kumquat", "pers-only")
 def two_spaces(reviewer, agent, team_agent, make_record):
     team = [
         make_record(
-            scope="team",
+            space="team",
             title="Deploy window for billing",
             tags=["deploy", "billing"],
             body="The billing API deploys every Tuesday at 10:00 UTC after the standup.",
         ),
         make_record(
-            scope="team",
+            space="team",
             title="Code review rule",
             tags=["review"],
             body="Every pull request needs one approving review before merging into main.",
@@ -42,19 +42,19 @@ def two_spaces(reviewer, agent, team_agent, make_record):
     ]
     personal = [
         make_record(
-            scope="personal",
+            space="personal",
             title="Deploy window for billing (Zanzibar trip)",
             tags=["deploy", "billing", "pers-only"],
             body="I deploy the billing API every Thursday at 16:00 UTC, never while in Zanzibar.",
         ),
         make_record(
-            scope="personal",
+            space="personal",
             title="Code review rule for kumquat",
             tags=["review", "pers-only"],
             body="My kumquat side project merges without any review, straight into main.",
         ),
         make_record(
-            scope="personal",
+            space="personal",
             title="Old kumquat note",
             tags=["pers-only"],
             body="The kumquat project used to live on a Raspberry Pi under the desk.",
@@ -68,7 +68,7 @@ def two_spaces(reviewer, agent, team_agent, make_record):
         agent=agent,
         reason="Zanzibar trip notes from today.",
         kind="event",
-        scope="personal",
+        space="personal",
         title="Zanzibar flight",
         body="The kumquat conference flight to Zanzibar leaves on Friday morning.",
         tags=["pers-only"],
@@ -92,13 +92,13 @@ def test_team_search_describe_list_and_quality_show_no_personal_content(two_spac
     assert_clean(json.dumps(agent_api.list_records(team_agent, limit=100)), "team list")
     assert_clean(json.dumps(quality.run(["team"], embedder=FakeEmbedder()).as_dict()), "team quality report")
     out = io.StringIO()
-    call_command("quality", "--scope", "team", "--json", stdout=out)
-    assert_clean(out.getvalue(), "quality --scope team")
+    call_command("quality", "--space", "team", "--json", stdout=out)
+    assert_clean(out.getvalue(), "quality --space team")
 
 
 def test_team_describe_counts_only_team_records(two_spaces, team_agent):
     described = agent_api.describe(team_agent)
-    assert [s["name"] for s in described["scopes"]] == ["team"]
+    assert [s["name"] for s in described["spaces"]] == ["team"]
     assert described["records_current"] == 2
     assert described["pending_proposals"] == {"yours": 0}
     assert "pers-only" not in {t["name"] for t in described["tags"]}
@@ -108,7 +108,7 @@ def test_team_markdown_export_has_no_personal_content(two_spaces, tmp_path):
     call_command(
         "export_markdown",
         str(tmp_path),
-        "--scope",
+        "--space",
         "team",
         "--include-history",
         stdout=io.StringIO(),
@@ -122,11 +122,11 @@ def test_team_markdown_export_has_no_personal_content(two_spaces, tmp_path):
 
 def test_team_json_export_has_no_personal_content(two_spaces, tmp_path):
     target = tmp_path / "team.json"
-    call_command("export_json", str(target), "--scope", "team", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("export_json", str(target), "--space", "team", stdout=io.StringIO(), stderr=io.StringIO())
     text = target.read_text(encoding="utf-8")
     assert_clean(text, "team JSON export")
     data = json.loads(text)
-    assert {r["scope"] for r in data["records"]} == {"team"}
+    assert {r["space"] for r in data["records"]} == {"team"}
 
 
 def test_personal_content_is_there_for_a_personal_reader(two_spaces, agent):
@@ -138,7 +138,7 @@ def test_personal_content_is_there_for_a_personal_reader(two_spaces, agent):
 def test_moving_a_record_is_the_only_way_into_the_team_space(two_spaces, reviewer, team_agent):
     _team, personal = two_spaces
     assert "Zanzibar" not in json.dumps(agent_api.search(team_agent, "deploy billing Thursday", mode="keyword"))
-    moved = actions.move_record(personal[0], actor=reviewer, scope="team", note="Now the team's rule too.")
+    moved = actions.move_record(personal[0], actor=reviewer, space="team", note="Now the team's rule too.")
     found = agent_api.search(team_agent, "deploy billing Thursday", mode="keyword")
     assert moved.public_id in [hit["id"] for hit in found["results"]]
     read = agent_api.read(team_agent, moved.public_id)
@@ -180,9 +180,9 @@ def clients(django_user_model, reviewer):
     actions.add_member("northrail", sam, role="reviewer", actor=reviewer)
     actions.create_space("", kind="personal", name="Sam's memory", actor=sam)
     bots = {
-        "acme": actions.create_agent("acme-bot", scopes=["acme"], actor=reviewer)[0],
-        "northrail": actions.create_agent("north-bot", scopes=["northrail"], actor=sam)[0],
-        "personal:sam": actions.create_agent("sam-bot", scopes=["personal:sam"], actor=sam)[0],
+        "acme": actions.create_agent("acme-bot", spaces=["acme"], actor=reviewer)[0],
+        "northrail": actions.create_agent("north-bot", spaces=["northrail"], actor=sam)[0],
+        "personal:sam": actions.create_agent("sam-bot", spaces=["personal:sam"], actor=sam)[0],
     }
     deciders = {"acme": reviewer, "northrail": sam, "personal:sam": sam}
     days = {"acme": "Tuesday at 10:00", "northrail": "Thursday at 16:00", "personal:sam": "Friday at 08:00"}
@@ -205,7 +205,7 @@ def clients(django_user_model, reviewer):
                 agent=bots[slug],
                 reason="From the client handbook.",
                 kind="fact",
-                scope=slug,
+                space=slug,
                 title=title,
                 body=body,
                 tags=tags,
@@ -218,7 +218,7 @@ def clients(django_user_model, reviewer):
             agent=bots[slug],
             reason="Heard in a call today.",
             kind="event",
-            scope=slug,
+            space=slug,
             title=f"Release freeze ({MARKERS[slug][0]})",
             body=f"The {MARKERS[slug][0]} release freeze starts next Monday for two weeks.",
             tags=[MARKERS[slug][1]],
@@ -285,7 +285,7 @@ def test_a_copy_of_another_spaces_text_is_not_refused_as_a_duplicate(clients):
         title=theirs.title,
         body=theirs.body,
         kind="fact",
-        scope="acme",
+        space="acme",
         tags=["deploy"],
         reason="Copied from a chat with the client.",
     )
@@ -293,12 +293,12 @@ def test_a_copy_of_another_spaces_text_is_not_refused_as_a_duplicate(clients):
 
 
 def test_an_agent_cannot_write_into_a_space_it_is_not_granted(clients):
-    with pytest.raises(ScopeNotAllowed):
+    with pytest.raises(SpaceNotAllowed):
         actions.propose_create(
             agent=clients["bots"]["acme"],
             reason="From the client handbook.",
             kind="fact",
-            scope="northrail",
+            space="northrail",
             title="Northrail note",
             body="Northrail deploys on Thursdays at 16:00 UTC after the standup.",
             tags=[],
@@ -308,17 +308,17 @@ def test_an_agent_cannot_write_into_a_space_it_is_not_granted(clients):
 @pytest.mark.parametrize("slug", ["acme", "northrail"])
 def test_a_json_and_markdown_export_of_one_space_hold_nothing_of_another(clients, slug, tmp_path):
     target = tmp_path / f"{slug}.json"
-    call_command("export_json", str(target), "--scope", slug, stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("export_json", str(target), "--space", slug, stdout=io.StringIO(), stderr=io.StringIO())
     text = target.read_text(encoding="utf-8")
-    assert_only(text, slug, f"export_json --scope {slug}")
+    assert_only(text, slug, f"export_json --space {slug}")
     other = "northrail" if slug == "acme" else "acme"
-    assert other not in text.lower(), f"the other client's space is named in export_json --scope {slug}"
-    assert {r["scope"] for r in json.loads(text)["records"]} == {slug}
+    assert other not in text.lower(), f"the other client's space is named in export_json --space {slug}"
+    assert {r["space"] for r in json.loads(text)["records"]} == {slug}
     folder = tmp_path / "md"
     call_command(
         "export_markdown",
         str(folder),
-        "--scope",
+        "--space",
         slug,
         "--include-history",
         stdout=io.StringIO(),
@@ -327,7 +327,7 @@ def test_a_json_and_markdown_export_of_one_space_hold_nothing_of_another(clients
     files = [p for p in folder.rglob("*") if p.is_file()]
     assert len([p for p in files if p.suffix == ".md"]) == 2
     for path in files:
-        assert_only(path.read_text(encoding="utf-8"), slug, f"export_markdown --scope {slug} {path.name}")
+        assert_only(path.read_text(encoding="utf-8"), slug, f"export_markdown --space {slug} {path.name}")
 
 
 def test_a_person_decides_only_in_their_spaces(clients):
@@ -388,23 +388,23 @@ def test_another_spaces_ids_are_the_same_404_as_unknown_ones_on_the_site(clients
 
 def test_the_inbox_space_filter_takes_slugs_of_the_viewers_spaces(clients, client):
     client.force_login(clients["rita"])
-    shown = client.get("/?scope=acme").content.decode().lower()
+    shown = client.get("/?space=acme").content.decode().lower()
     assert "quokka" in shown and "wombat" not in shown
-    refused = client.get("/?scope=personal:sam").content.decode()
+    refused = client.get("/?space=personal:sam").content.decode()
     assert "is not one of" in refused and "samsecret" not in refused.lower()
 
 
-def test_rest_takes_space_and_scope_still_works_saying_it_is_deprecated(clients):
+def test_rest_takes_space_and_space_still_works_saying_it_is_deprecated(clients):
     from rest_framework.test import APIClient
 
-    _agent, token = actions.create_agent("acme-rest", scopes=["acme"], actor=clients["rita"])
+    _agent, token = actions.create_agent("acme-rest", spaces=["acme"], actor=clients["rita"])
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     by_space = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "space": "acme"}).json()
     assert by_space["results"] and "deprecated" not in by_space
-    by_scope = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "scope": "acme"}).json()
-    assert [r["id"] for r in by_scope["results"]] == [r["id"] for r in by_space["results"]]
-    assert "scope is deprecated: use space" in by_scope["deprecated"]["scope"]
+    by_space = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "space": "acme"}).json()
+    assert [r["id"] for r in by_space["results"]] == [r["id"] for r in by_space["results"]]
+    assert "space is deprecated: use space" in by_space["deprecated"]["space"]
     listed = api.get("/api/v1/records", {"space": "acme"}).json()
     assert listed["count"] == 2
     refused = api.get("/api/v1/search", {"q": "deploy", "space": "northrail"})

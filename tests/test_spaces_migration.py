@@ -1,7 +1,7 @@
 """Migration 0007 (spaces) on a database made by main at e4b4632, before
 spaces existed: tests/data/migration/main-e4b4632.sqlite3, built by
 tests/data/migration/build_fixture.py with that commit's code (two staff
-accounts alice and bob, agents, records in all three scopes with a revision,
+accounts alice and bob, agents, records in all three spaces with a revision,
 a dispute, a retirement, pending and rejected proposals, a revoked agent).
 Migrating it must keep every record, proposal, agent and audit row, and every
 approval checksum must still verify."""
@@ -78,7 +78,7 @@ def test_every_migrated_checksum_still_verifies(old_db, tmp_path):
         content = {**record, "tags": json.loads(record["tags"])}
         assert checksum_of(content) == record["approved_checksum"], record["public_id"]
         assert is_approved_copy(json.loads(record["approved_content"]), record["approved_checksum"])
-    assert {r["scope"] for r in records} == {"personal", "team", "system"}
+    assert {r["space"] for r in records} == {"personal", "team", "system"}
 
 
 def test_the_first_reviewer_owns_the_three_spaces_and_other_staff_review_the_shared_ones(old_db, tmp_path):
@@ -112,16 +112,16 @@ def test_the_first_reviewer_owns_the_three_spaces_and_other_staff_review_the_sha
 
 
 def test_a_grant_of_a_space_the_agents_person_is_not_a_member_of_is_removed_and_audited(old_db, tmp_path):
-    # Before spaces, bob (staff) could have made an agent reading the personal scope.
+    # Before spaces, bob (staff) could have made an agent reading the personal space.
     with sqlite3.connect(old_db) as conn:
         conn.execute("UPDATE reviews_agent SET created_by = 'bob' WHERE name = 'alice-laptop'")
     migrate(old_db, tmp_path)
     with sqlite3.connect(old_db) as conn:
-        scopes = conn.execute("SELECT scopes FROM reviews_agent WHERE name = 'alice-laptop'").fetchone()[0]
+        spaces = conn.execute("SELECT spaces FROM reviews_agent WHERE name = 'alice-laptop'").fetchone()[0]
         event = conn.execute(
             "SELECT actor, extra FROM reviews_auditevent WHERE event_type = 'agent.grants_narrowed'"
         ).fetchall()
-    assert json.loads(scopes) == ["team"]
+    assert json.loads(spaces) == ["team"]
     assert [(actor, json.loads(extra)) for actor, extra in event] == [
         ("migration 0008_spaces", {"removed": ["personal"], "owner": "bob"})
     ]

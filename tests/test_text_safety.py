@@ -152,7 +152,7 @@ def test_provenance_withdraw_notes_and_reviewer_notes_are_refused_too(agent, rev
 
 
 def test_every_problem_comes_back_at_once_over_rest(client, reviewer):
-    _, token = actions.create_agent("rest-bot", scopes=["team"], actor=reviewer)
+    _, token = actions.create_agent("rest-bot", spaces=["team"], actor=reviewer)
     body = {**content(title="Billing\u200b API repository", body=GOOD_BODY + "\u2062"), "reason": "See\U000e0041 it"}
     response = client.post(
         "/api/v1/proposals",
@@ -317,7 +317,7 @@ def test_a_look_alike_copy_of_another_agents_proposal_waits_and_the_second_accep
 
 
 def test_a_look_alike_copy_is_refused_over_rest_with_the_existing_id_only(client, reviewer, record):
-    _, token = actions.create_agent("rest-bot", scopes=["team"], actor=reviewer)
+    _, token = actions.create_agent("rest-bot", spaces=["team"], actor=reviewer)
     body = {**content(title="\u0412illing API repository"), "reason": REASON}
     response = client.post(
         "/api/v1/proposals",

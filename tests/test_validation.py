@@ -40,9 +40,9 @@ def test_extra_kinds_come_from_settings(agent, settings):
     assert proposal.review_by == timezone.localdate() + timedelta(days=90)
 
 
-def test_scope_error_lists_allowed_scopes(agent):
+def test_space_error_lists_allowed_spaces(agent):
     # Never every space there is (other people's personal spaces, other teams): see tests/test_agent_learns.py.
-    refused = field_error(agent, "scope", scope="public")
+    refused = field_error(agent, "space", space="public")
     assert "not a space you may use" in refused and "system" not in refused
 
 
@@ -138,8 +138,8 @@ def test_unknown_fields_are_refused_by_name(agent):
 
 def test_all_problems_are_reported_at_once(agent):
     with pytest.raises(ValidationFailed) as info:
-        propose(agent, kind="x", scope="y", title="", body="")
-    assert set(info.value.fields) >= {"kind", "scope", "title", "body"}
+        propose(agent, kind="x", space="y", title="", body="")
+    assert set(info.value.fields) >= {"kind", "space", "title", "body"}
 
 
 def test_body_whitespace_is_normalised(agent):

@@ -19,14 +19,14 @@ from .conftest import GOOD_BODY
 
 
 def note_of(root, record):
-    return root / record.scope / file_name(record)
+    return root / record.space / file_name(record)
 
 
 def test_a_pass_writes_one_note_per_deliverable_record_an_index_per_space_and_pending(
     db, make_record, create_proposal, tmp_path
 ):
     team = make_record(title="Deploy window for billing")
-    mine = make_record(title="My editor settings", body=GOOD_BODY + " Mine.", scope="personal")
+    mine = make_record(title="My editor settings", body=GOOD_BODY + " Mine.", space="personal")
     waiting = create_proposal(1)
     root = tmp_path / "vault"
     result = vault.reconcile(root, "rita")
@@ -40,7 +40,7 @@ def test_a_pass_writes_one_note_per_deliverable_record_an_index_per_space_and_pe
 
 def test_a_persons_vault_holds_only_the_spaces_they_may_read(db, make_record, second_reviewer, tmp_path):
     make_record(title="Deploy window for billing")
-    private = make_record(title="Rita's private note", body=GOOD_BODY + " Private.", scope="personal")
+    private = make_record(title="Rita's private note", body=GOOD_BODY + " Private.", space="personal")
     root = tmp_path / "sam"
     vault.reconcile(root, "sam")
     assert not list(root.rglob(f"*{private.public_id}*"))
@@ -106,11 +106,11 @@ def test_a_new_note_in_the_inbox_becomes_a_create_proposal_shown_as_pending(db, 
     vault.reconcile(root, "rita")
     (root / "_inbox").mkdir()
     (root / "_inbox" / "Release checklist.md").write_text(
-        "---\nscope: team\nkind: procedure\n---\n\nTag the release, wait for CI, then announce it in #releases.\n"
+        "---\nspace: team\nkind: procedure\n---\n\nTag the release, wait for CI, then announce it in #releases.\n"
     )
     result = vault.reconcile(root, "rita")
     proposal = Proposal.objects.get(public_id=result.proposals[0])
-    assert (proposal.action, proposal.scope, proposal.title) == (ProposalAction.CREATE, "team", "Release checklist")
+    assert (proposal.action, proposal.space, proposal.title) == (ProposalAction.CREATE, "team", "Release checklist")
     assert proposal.state == ProposalState.PENDING and Record.objects.count() == 0
     assert not (root / "_inbox" / "Release checklist.md").exists()
     assert (root / "_pending" / f"{proposal.public_id}.md").exists()

@@ -19,7 +19,7 @@ def test_the_daemon_keeps_the_vault_in_step_with_decisions(make_record, reviewer
     """Slow: starts `manage.py serve` with VETTED_VAULT set and waits on the folder."""
     record = make_record(title="Deploy window for billing")
     root = tmp_path / "vault"
-    note = root / record.scope / file_name(record)
+    note = root / record.space / file_name(record)
     with running_daemon(tmp_path, VETTED_VAULT=str(root), VETTED_VAULT_PERSON="rita") as daemon:
         wait_for(note.exists, daemon)
         started = time.monotonic()

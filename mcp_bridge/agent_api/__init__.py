@@ -6,7 +6,7 @@ whose message says what was wrong and what is allowed.
 
 Reads go through the retrieval gate; writes call ``reviews.actions`` (the
 only place state changes) and nothing here approves, edits, retires,
-verifies or deletes anything. Records in scopes the agent may not read do
+verifies or deletes anything. Records in spaces the agent may not read do
 not exist for it: they are not returned, counted or named.
 
 Modules: ``inputs`` (parsing what the agent sends), ``shapes`` (what it
@@ -18,7 +18,7 @@ subscriber may hear). Everything public is re-exported here.
 
 from .describe import describe
 from .grant import Credential, agent_for, credential_holds, own_proposals, spaces
-from .inputs import space_or_scope as space_or_scope
+from .inputs import space_or_space as space_or_space
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import (
@@ -79,7 +79,7 @@ __all__ = [
     "record_full",
     "record_summary",
     "search",
-    "space_or_scope",
+    "space_or_space",
     "withdraw_proposal",
     "write_limiter",
 ]

@@ -23,18 +23,18 @@ def describe(agent: Agent) -> dict:
     proposals: nothing it may not see is counted."""
     read_limiter.hit(agent)
     today = timezone.localdate()
-    scopes = [s for s in space_slugs() if s in agent.scopes]
-    names = dict(Space.objects.filter(slug__in=scopes).values_list("slug", "name"))
-    by_scope: dict[str, int] = {s: 0 for s in scopes}
+    spaces = [s for s in space_slugs() if s in agent.spaces]
+    names = dict(Space.objects.filter(slug__in=spaces).values_list("slug", "name"))
+    by_space: dict[str, int] = {s: 0 for s in spaces}
     by_kind: dict[str, int] = {k: 0 for k in v.kinds()}
     tag_counts: dict[str, int] = {}
-    rows = Record.objects.deliverable(scopes, today).values_list(
-        "scope", "kind", "title", "body", "tags", "approved_checksum"
+    rows = Record.objects.deliverable(spaces, today).values_list(
+        "space", "kind", "title", "body", "tags", "approved_checksum"
     )
-    for scope, kind, title, body, record_tags, approved in rows.iterator(chunk_size=1000):
-        if content_checksum(kind=kind, scope=scope, title=title, body=body, tags=record_tags) != approved:
+    for space, kind, title, body, record_tags, approved in rows.iterator(chunk_size=1000):
+        if content_checksum(kind=kind, space=space, title=title, body=body, tags=record_tags) != approved:
             continue  # edited out of band: search withholds it
-        by_scope[scope] = by_scope.get(scope, 0) + 1
+        by_space[space] = by_space.get(space, 0) + 1
         by_kind[kind] = by_kind.get(kind, 0) + 1
         for tag in record_tags:
             tag_counts[tag] = tag_counts.get(tag, 0) + 1
@@ -53,19 +53,19 @@ def describe(agent: Agent) -> dict:
             "list and describe; you can propose new records, revisions, retirements and disputes. A reviewer "
             "decides; proposal_status tells you what they decided."
         ),
-        "agent": {"id": agent.public_id, "name": agent.name, "scopes": scopes, "source_tool": agent.source_tool},
-        "scopes": [{"name": s, "records": by_scope.get(s, 0)} for s in scopes],
-        # Spaces: the agent's grants by slug and name; ``scope`` fields take the slug.
-        "spaces": [{"slug": s, "name": names.get(s, s), "records": by_scope.get(s, 0)} for s in scopes],
+        "agent": {"id": agent.public_id, "name": agent.name, "spaces": spaces, "source_tool": agent.source_tool},
+        "spaces": [{"name": s, "records": by_space.get(s, 0)} for s in spaces],
+        # Spaces: the agent's grants by slug and name; ``space`` fields take the slug.
+        "spaces": [{"slug": s, "name": names.get(s, s), "records": by_space.get(s, 0)} for s in spaces],
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
         "tags": tags,
-        "records_current": sum(by_scope.values()),
+        "records_current": sum(by_space.values()),
         "pending_proposals": {"yours": pending.count()},
         "write_rules": {
             "title": f"{v.TITLE_MIN}-{v.TITLE_MAX} characters, one line",
             "body": f"{v.BODY_MIN}-{v.BODY_MAX} characters of Markdown; real text, no keyboard mashing",
             "kind": f"one of: {', '.join(v.kinds())}",
-            "scope": f"one of your scopes: {', '.join(scopes)}",
+            "space": f"one of your spaces: {', '.join(spaces)}",
             "tags": (
                 f"at most {v.TAGS_MAX}, lowercase, each up to {v.TAG_MAX_LEN} characters of a-z 0-9 . _ / : + -; "
                 "reuse the tags listed above where they fit"
@@ -84,7 +84,7 @@ def describe(agent: Agent) -> dict:
                 "an exact copy of a record you can read or of your own pending proposal is refused with "
                 "its id, and so is one that differs only in look-alike characters (Cyrillic 'а' for Latin "
                 f"'a'); text with similarity >= {settings.VETTED_NEAR_DUPLICATE} to one of those in the "
-                "same scope is answered with similar_exists unless you pass confirm_duplicate=true or "
+                "same space is answered with similar_exists unless you pass confirm_duplicate=true or "
                 "revise that record; anything you cannot see is the reviewer's to compare"
             ),
             "resubmission": (

@@ -3,7 +3,7 @@
 An agent reaches Vetted with a credential: its static token (the agent's own
 grants) or an OAuth access token (the agent's grants narrowed to what the
 sign-in was granted). ``reviews.actions.agent_for_token`` and, for an open
-stream, ``agent_for_credential`` resolve it to an ``Agent`` whose ``scopes``
+stream, ``agent_for_credential`` resolve it to an ``Agent`` whose ``spaces``
 hold exactly that effective grant (``reviews.actions.effective_spaces``);
 nothing here reloads an agent by id, which would widen it back to every
 space the agent holds. Reads, writes and notices ask ``spaces`` and
@@ -23,7 +23,7 @@ from reviews.models import Agent, Proposal
 
 def spaces(agent: Agent) -> list[str]:
     """Slugs of the spaces the credential behind ``agent`` may see."""
-    return list(agent.scopes)
+    return list(agent.spaces)
 
 
 def own_proposals(agent: Agent) -> QuerySet[Proposal]:

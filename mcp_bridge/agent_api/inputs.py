@@ -45,27 +45,27 @@ def optional_kind(value, errors: dict) -> list[str]:
         return []
 
 
-SCOPE_DEPRECATED = "scope is deprecated: use space (the same space slug); scope goes in the next version"
+SPACE_DEPRECATED = "space is deprecated: use space (the same space slug); space goes in the next version"
 
 
-def space_or_scope(space, scope) -> tuple[object, dict[str, str]]:
-    """Spaces: ``space`` is the filter; ``scope`` its deprecated
+def space_or_space(space, space) -> tuple[object, dict[str, str]]:
+    """Spaces: ``space`` is the filter; ``space`` its deprecated
     alias, which still works and says so (the returned notes go in the answer)."""
     if space not in (None, ""):
         return space, {}
-    if scope not in (None, ""):
-        return scope, {"scope": SCOPE_DEPRECATED}
+    if space not in (None, ""):
+        return space, {"space": SPACE_DEPRECATED}
     return None, {}
 
 
-def optional_scope(agent: Agent, value, errors: dict) -> list[str]:
+def optional_space(agent: Agent, value, errors: dict) -> list[str]:
     if value in (None, ""):
         return []
-    scope = str(value).strip().lower()
-    if scope not in agent.scopes:
-        errors["scope"] = v.unknown_space_message(value, agent.scopes)
+    space = str(value).strip().lower()
+    if space not in agent.spaces:
+        errors["space"] = v.unknown_space_message(value, agent.spaces)
         return []
-    return [scope]
+    return [space]
 
 
 def checked_tags(value, errors: dict, field: str = "tags") -> list[str]:

@@ -35,7 +35,7 @@ def propose_context(
     title=None,
     body=None,
     kind=None,
-    scope=None,
+    space=None,
     tags=None,
     reason=None,
     review_by=None,
@@ -51,7 +51,7 @@ def propose_context(
     ``resubmit`` is true with a ``resubmit_reason`` (reviews.actions, _resubmission).
 
     Exact duplicates are refused by the action (DuplicateContent with the
-    existing id). Near duplicates in the same scope are not stored: the answer
+    existing id). Near duplicates in the same space are not stored: the answer
     is ``similar_exists`` with their ids, unless ``confirm_duplicate`` is true.
     Either way only what the agent may be told about counts: records it can
     read and its own pending proposals. Anything else is stored like any
@@ -64,7 +64,7 @@ def propose_context(
     resubmission = _resubmission_args(resubmit, resubmit_reason)
     try:
         return _propose(
-            agent, title, body, kind, scope, tags, reason, review_by, revises, confirm_duplicate, resubmission
+            agent, title, body, kind, space, tags, reason, review_by, revises, confirm_duplicate, resubmission
         )
     except AlreadyRejected as exc:
         return _rejected_answer(exc)
@@ -92,7 +92,7 @@ def _rejected_answer(exc: AlreadyRejected) -> dict:
     }
 
 
-def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, confirm_duplicate, resubmission):
+def _propose(agent, title, body, kind, space, tags, reason, review_by, revises, confirm_duplicate, resubmission):
     if revises not in (None, ""):
         return _propose_revision(
             agent,
@@ -100,14 +100,14 @@ def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, 
             title=title,
             body=body,
             kind=kind,
-            scope=scope,
+            space=space,
             tags=tags,
             reason=reason,
             review_by=review_by,
             confirm_duplicate=confirm_duplicate,
             resubmission=resubmission,
         )
-    fields = {"title": title, "body": body, "kind": kind, "scope": scope, "tags": tags, "review_by": review_by}
+    fields = {"title": title, "body": body, "kind": kind, "space": space, "tags": tags, "review_by": review_by}
     # Validate everything first, so bad input gets the full list of problems
     # before any similarity is computed.
     errors: dict[str, str] = {}
@@ -122,8 +122,8 @@ def _propose(agent, title, body, kind, scope, tags, reason, review_by, revises, 
         errors.update(exc.fields)
     # Checked even when other fields are wrong, so one answer names every problem;
     # an unknown space reads like one not granted, naming only the agent's.
-    if scope not in (None, "") and str(scope).strip().lower() not in agent.scopes:
-        errors["scope"] = v.unknown_space_message(scope, agent.scopes)
+    if space not in (None, "") and str(space).strip().lower() not in agent.spaces:
+        errors["space"] = v.unknown_space_message(space, agent.spaces)
     raise_errors(errors)
     if not confirm_duplicate:
         answer = _near_duplicates(content, agent, exclude=())
@@ -142,7 +142,7 @@ def _propose_revision(
 ) -> dict:
     changes = {name: value for name, value in given.items() if value is not None}
     target = Record.objects.filter(public_id=target_id).first()
-    if target is not None and target.scope in agent.scopes and not confirm_duplicate:
+    if target is not None and target.space in agent.spaces and not confirm_duplicate:
         # A revision is naturally close to what it revises (and its chain);
         # only *other* current records count as near duplicates.
         chain = {target.public_id}
@@ -154,7 +154,7 @@ def _propose_revision(
         content = {
             "title": changes.get("title", base["title"]),
             "body": changes.get("body", base["body"]),
-            "scope": base["scope"],
+            "space": base["space"],
             "tags": changes.get("tags", base["tags"]),
         }
         try:
@@ -176,7 +176,7 @@ def _propose_revision(
 
 def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
     """similar_exists when records the agent can read, or its own pending
-    proposals, in the same scope say nearly the same (exact copies are the
+    proposals, in the same space say nearly the same (exact copies are the
     action's to refuse). Other agents' proposals are never named, nor
     counted: their text is nobody's to learn before review."""
     threshold = settings.VETTED_NEAR_DUPLICATE
@@ -185,7 +185,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
     exact = (
         content_checksum(
             kind=content.get("kind", ""),
-            scope=content["scope"],
+            space=content["space"],
             title=content["title"],
             body=content["body"],
             tags=content["tags"],
@@ -197,7 +197,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
     looks_same = (
         confusables.content_key(
             kind=content["kind"],
-            scope=content["scope"],
+            space=content["space"],
             title=content["title"],
             body=content["body"],
             tags=content["tags"],
@@ -209,7 +209,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
         content["title"],
         content["body"],
         tags=content["tags"],
-        scopes=[content["scope"]],
+        spaces=[content["space"]],
         threshold=threshold,
         exclude_ids=exclude,
     )
@@ -218,7 +218,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
         content["title"],
         content["body"],
         tags=content["tags"],
-        scope=content["scope"],
+        space=content["space"],
         threshold=threshold,
         exclude_checksum=exact,
         agent=agent,
@@ -240,7 +240,7 @@ def _near_duplicates(content: dict, agent: Agent, *, exclude) -> dict | None:
         "similar": [h.as_dict() for h in hits] + [w.as_dict() for w in waiting],
         "threshold": threshold,
         "message": (
-            f"Not stored: {where} in scope {content['scope']!r} say nearly the same ({ids}). Read them "
+            f"Not stored: {where} in space {content['space']!r} say nearly the same ({ids}). Read them "
             "first. If a record is outdated or incomplete, propose a revision of it (revises=<id>); if a "
             "pending proposal covers it, wait for the reviewer (proposal_status); if yours is genuinely "
             "different, call again with confirm_duplicate=true."

@@ -18,10 +18,10 @@ from .inputs import (
     clean_record_id,
     clean_since,
     optional_kind,
-    optional_scope,
+    optional_space,
     raise_errors,
     reader_for,
-    space_or_scope,
+    space_or_space,
 )
 from .limits import read_limiter
 from .shapes import WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
@@ -74,14 +74,14 @@ def search(
     mode="hybrid",
     kind=None,
     space=None,
-    scope=None,
+    space=None,
     tags=None,
     limit=8,
     as_of=None,
     valid_at=None,
 ) -> dict:
     """The gated search, limited to the agent's spaces (``space``: one of them;
-    ``scope`` a deprecated alias); with ``as_of`` what it would have received
+    ``space`` a deprecated alias); with ``as_of`` what it would have received
     at that moment, with ``valid_at`` the records whose validity window holds
     that day. A query's work is bounded (``query_problem``), and a long one
     weighs more in the read limit (``query_cost``)."""
@@ -89,8 +89,8 @@ def search(
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = optional_kind(kind, errors)
-    space, deprecated = space_or_scope(space, scope)
-    scopes = optional_scope(agent, space, errors)
+    space, deprecated = space_or_space(space, space)
+    spaces = optional_space(agent, space, errors)
     tag_list = checked_tags(tags, errors)
     try:
         search_engine.validate(query, mode, limit)
@@ -100,7 +100,7 @@ def search(
     if problem and "query" not in errors:
         errors["query"] = problem
     raise_errors(errors)
-    filters = search_engine.Filters(kinds=kinds, scopes=scopes, tags_all=tag_list)
+    filters = search_engine.Filters(kinds=kinds, spaces=spaces, tags_all=tag_list)
     clock = stages.clock()  # None unless a benchmark is timing the stages
     if clock is not None:
         clock.lap("agent API: limiter, inputs")
@@ -131,7 +131,7 @@ def read(agent: Agent, record_id, *, as_of=None, valid_at=None) -> dict:
     if result.record is not None:
         if moment is None or moment.at is None:
             search_engine.access_counter.add([result.record.pk])
-        record = record_full(result.record, agent.scopes)
+        record = record_full(result.record, agent.spaces)
         return {"id": result.public_id, "deliverable": True, **when, "record": record}
     assert result.withheld is not None  # read_record gives a record or a reason
     explanation = WITHHELD_EXPLAINED[result.withheld]
@@ -147,7 +147,7 @@ def list_records(
     *,
     kind=None,
     space=None,
-    scope=None,
+    space=None,
     tag=None,
     since=None,
     limit=LIST_LIMIT_DEFAULT,
@@ -160,8 +160,8 @@ def list_records(
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = optional_kind(kind, errors)
-    space, deprecated = space_or_scope(space, scope)
-    scopes = optional_scope(agent, space, errors) or list(agent.scopes)
+    space, deprecated = space_or_space(space, space)
+    spaces = optional_space(agent, space, errors) or list(agent.spaces)
     tag_list = checked_tags(tag, errors, field="tag")
     after = clean_since(since, errors)
     number = search_engine._whole_number(limit) or 0
@@ -170,7 +170,7 @@ def list_records(
     raise_errors(errors)
     if moment is not None:
         then = asof.list_at(
-            reader_for(agent), moment, scopes=scopes, kinds=kinds, tags_all=tag_list, since=after, limit=number
+            reader_for(agent), moment, spaces=spaces, kinds=kinds, tags_all=tag_list, since=after, limit=number
         )
         found_then = [record_summary(record) for record in then]
         answer_then: dict = {"records": found_then, "count": len(found_then), "limit": number, **moment.as_dict()}
@@ -178,7 +178,7 @@ def list_records(
             answer_then["deprecated"] = deprecated
         return answer_then
     today = timezone.localdate()
-    rows = Record.objects.deliverable(scopes, today)
+    rows = Record.objects.deliverable(spaces, today)
     if kinds:
         rows = rows.filter(kind__in=kinds)
     if after is not None:
@@ -216,18 +216,18 @@ def proposal_status(agent: Agent, proposal_id) -> dict:
     return proposal_shape(proposal)
 
 
-def quality_check(agent: Agent, *, scope=None) -> dict:
-    """The read-only quality report as this agent may see it: in its scopes
-    (one of them if ``scope`` is given), findings about deliverable records
+def quality_check(agent: Agent, *, space=None) -> dict:
+    """The read-only quality report as this agent may see it: in its spaces
+    (one of them if ``space`` is given), findings about deliverable records
     and its own proposals, withheld records by id only (quality.run's agent
     view)."""
     read_limiter.hit(agent)
     from retrieval import quality  # loads numpy-heavy code only when asked
 
     errors: dict[str, str] = {}
-    scopes = optional_scope(agent, scope, errors) or list(agent.scopes)
+    spaces = optional_space(agent, space, errors) or list(agent.spaces)
     raise_errors(errors)
-    report = quality.run(scopes, agent=agent)
+    report = quality.run(spaces, agent=agent)
     data = report.as_dict()
     data["note"] = (
         "These are flags for the reviewer, not decisions. If you have evidence about a flagged record, "

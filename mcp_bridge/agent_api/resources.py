@@ -4,7 +4,7 @@ of its own proposals.
 
 Reading one goes through the same gate as the ``read`` tool and
 ``proposal_status``; a record that is withheld (retired, superseded,
-disputed, overdue, edited since approval), outside the agent's scopes or
+disputed, overdue, edited since approval), outside the agent's spaces or
 unknown answers with one and the same ``NotFound`` message, as does another
 agent's proposal. The list is paged by public id (random), so a cursor tells
 nothing about how many records exist elsewhere.
@@ -99,7 +99,7 @@ def _record_item(record: Record) -> dict:
         "uri": RECORD_URI.format(id=record.public_id),
         "name": record.public_id,
         "title": record.title,
-        "description": f"{record.kind} in {record.scope}",
+        "description": f"{record.kind} in {record.space}",
     }
 
 

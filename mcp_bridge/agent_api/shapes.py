@@ -34,7 +34,7 @@ def proposal_shape(proposal: Proposal) -> dict:
         # A retirement or dispute names its target by the approved title, never by text changed outside Vetted.
         "title": proposal.title
         or ((proposal.target.approved_version() or {}).get("title", "") if proposal.target is not None else ""),
-        "scope": proposal.scope or (proposal.target.scope if proposal.target is not None else ""),
+        "space": proposal.space or (proposal.target.space if proposal.target is not None else ""),
         "reason": proposal.reason,
         "created_at": iso(proposal.created_at),
         "decided_at": iso(proposal.decided_at),

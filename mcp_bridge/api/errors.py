@@ -14,7 +14,7 @@ from reviews.errors import (
     LimitReached,
     NotFound,
     RateLimited,
-    ScopeNotAllowed,
+    SpaceNotAllowed,
     Unauthorized,
     ValidationFailed,
     VettedError,
@@ -23,7 +23,7 @@ from reviews.errors import (
 STATUS = {
     ValidationFailed: status.HTTP_400_BAD_REQUEST,
     Unauthorized: status.HTTP_401_UNAUTHORIZED,
-    ScopeNotAllowed: status.HTTP_403_FORBIDDEN,
+    SpaceNotAllowed: status.HTTP_403_FORBIDDEN,
     NotFound: status.HTTP_404_NOT_FOUND,
     DuplicateContent: status.HTTP_409_CONFLICT,
     InvalidTransition: status.HTTP_409_CONFLICT,

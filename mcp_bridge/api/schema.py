@@ -30,7 +30,7 @@ class HitSerializer(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
     kind = serializers.CharField()
-    scope = serializers.CharField()
+    space = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     body = serializers.CharField(help_text="The whole body, or its most relevant chunk when long (body_is_excerpt).")
     body_is_excerpt = serializers.BooleanField()
@@ -42,12 +42,12 @@ class HitSerializer(serializers.Serializer):
 
 
 class DeprecationNote(serializers.Serializer):
-    # Spaces: an answer to a call that used the deprecated ``scope``
+    # Spaces: an answer to a call that used the deprecated ``space``
     # says so (REST and MCP alike; the MCP outputSchemas come from here).
     deprecated = serializers.DictField(
         child=serializers.CharField(),
         required=False,
-        help_text="Deprecated arguments you used, each with what to use instead (e.g. scope: use space).",
+        help_text="Deprecated arguments you used, each with what to use instead (e.g. space: use space).",
     )
 
 
@@ -71,7 +71,7 @@ class RecordSerializer(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
     kind = serializers.CharField()
-    scope = serializers.CharField()
+    space = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     body = serializers.CharField()
     status = serializers.CharField()
@@ -102,7 +102,7 @@ class SummarySerializer(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
     kind = serializers.CharField()
-    scope = serializers.CharField()
+    space = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     excerpt = serializers.CharField()
     approved_at = serializers.DateTimeField(allow_null=True)
@@ -134,7 +134,7 @@ class DescribeSerializer(serializers.Serializer):
     server = serializers.CharField()
     about = serializers.CharField()
     agent = serializers.DictField()
-    scopes = NamedCountSerializer(many=True)
+    spaces = NamedCountSerializer(many=True)
     spaces = SpaceSummarySerializer(many=True, help_text="The spaces this agent was granted, by slug and name.")
     kinds = NamedCountSerializer(many=True)
     tags = NamedCountSerializer(many=True)
@@ -155,7 +155,7 @@ class ProposalSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=["pending", "accepted", "rejected", "withdrawn"])
     target = serializers.CharField(allow_null=True)
     title = serializers.CharField(allow_blank=True)
-    scope = serializers.CharField(allow_blank=True)
+    space = serializers.CharField(allow_blank=True)
     reason = serializers.CharField()
     created_at = serializers.DateTimeField()
     decided_at = serializers.DateTimeField(allow_null=True)
@@ -185,7 +185,7 @@ class SimilarSerializer(serializers.Serializer):
     )
     title = serializers.CharField()
     kind = serializers.CharField()
-    scope = serializers.CharField()
+    space = serializers.CharField()
     similarity = serializers.FloatField()
     pending = serializers.BooleanField(required=False, help_text="Set for a proposal waiting for review.")
 
@@ -236,7 +236,7 @@ class ProposeSerializer(serializers.Serializer):
         required=False,
         help_text="Required unless revises is given; one of the agent's spaces (its slug, see describe).",
     )
-    scope = serializers.CharField(required=False, help_text="Deprecated alias of space.")
+    space = serializers.CharField(required=False, help_text="Deprecated alias of space.")
     reason = serializers.CharField(
         min_length=v.REASON_MIN,
         max_length=v.REASON_MAX,
@@ -294,12 +294,12 @@ class FindingSerializer(serializers.Serializer):
     suggestion = serializers.CharField()
     records = serializers.ListField(child=serializers.CharField())
     proposals = serializers.ListField(child=serializers.CharField())
-    scope = serializers.CharField(allow_blank=True)
+    space = serializers.CharField(allow_blank=True)
     similarity = serializers.FloatField(required=False)
 
 
 class QualitySerializer(DeprecationNote):
-    scopes = serializers.ListField(child=serializers.CharField())
+    spaces = serializers.ListField(child=serializers.CharField())
     checked_records = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Findings by kind, listed or not.")
     omitted = serializers.DictField(

@@ -36,11 +36,11 @@ _PROPOSAL_ID = OpenApiParameter(
     pattern=s.PROPOSAL_ID_PATTERN,
     description=f"A proposal id, {ids.describe(ids.PROPOSAL)}.",
 )
-# An empty filter (?scope=) means no filter, as if it were not given.
+# An empty filter (?space=) means no filter, as if it were not given.
 _KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
-# Spaces: ``space`` takes a space slug; ``scope`` is its deprecated alias (the answer says so).
+# Spaces: ``space`` takes a space slug; ``space`` is its deprecated alias (the answer says so).
 _SPACE = OpenApiParameter("space", str, description="Only this space (its slug), one of the agent's (empty: all).")
-_SCOPE = OpenApiParameter("scope", str, deprecated=True, description="Deprecated alias of space.")
+_SPACE = OpenApiParameter("space", str, deprecated=True, description="Deprecated alias of space.")
 _REASON_EXAMPLE = [
     OpenApiExample("reason", value={"reason": "The handbook changed on Monday; see its history."}, request_only=True)
 ]
@@ -48,7 +48,7 @@ PROPOSE_FIELDS = (
     "title",
     "body",
     "kind",
-    "scope",
+    "space",
     "tags",
     "reason",
     "review_by",
@@ -69,7 +69,7 @@ _ERRORS = {
 }
 _WRITE_ERRORS = {
     **_ERRORS,
-    403: OpenApiResponse(s.ErrorSerializer, description="Scope not allowed for this agent."),
+    403: OpenApiResponse(s.ErrorSerializer, description="Space not allowed for this agent."),
     409: OpenApiResponse(
         s.ErrorSerializer,
         description="Duplicate, invalid transition, or a limit reached (limit_reached: open disputes).",
@@ -108,7 +108,7 @@ def _tags_param(request) -> list[str] | None:
 
 @extend_schema(
     operation_id="describe",
-    summary="Vocabulary, scopes, write rules; call first",
+    summary="Vocabulary, spaces, write rules; call first",
     responses={200: s.DescribeSerializer, 401: _ERRORS[401], 429: _ERRORS[429]},
 )
 @api_view(["GET"])
@@ -133,7 +133,7 @@ _VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records w
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="1-50, default 8."),
         _KIND,
         _SPACE,
-        _SCOPE,
+        _SPACE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
         _AS_OF,
         _VALID_AT,
@@ -142,7 +142,7 @@ _VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records w
 )
 @api_view(["GET"])
 def search(request):
-    q = _query(request, ("q", "mode", "limit", "kind", "space", "scope", "tags", "as_of", "valid_at"))
+    q = _query(request, ("q", "mode", "limit", "kind", "space", "space", "tags", "as_of", "valid_at"))
     return Response(
         agent_api.search(
             request.auth,
@@ -150,7 +150,7 @@ def search(request):
             mode=q.get("mode", "hybrid"),
             kind=q.get("kind"),
             space=q.get("space"),
-            scope=q.get("scope"),
+            space=q.get("space"),
             tags=_tags_param(request),
             limit=q.get("limit", 8),
             as_of=q.get("as_of"),
@@ -165,7 +165,7 @@ def search(request):
     parameters=[
         _KIND,
         _SPACE,
-        _SCOPE,
+        _SPACE,
         OpenApiParameter("tag", str),
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 100}, description="1-100, default 20."),
@@ -176,13 +176,13 @@ def search(request):
 )
 @api_view(["GET"])
 def records(request):
-    q = _query(request, ("kind", "space", "scope", "tag", "since", "limit", "as_of", "valid_at"))
+    q = _query(request, ("kind", "space", "space", "tag", "since", "limit", "as_of", "valid_at"))
     return Response(
         agent_api.list_records(
             request.auth,
             kind=q.get("kind"),
             space=q.get("space"),
-            scope=q.get("scope"),
+            space=q.get("space"),
             tag=q.get("tag"),
             since=q.get("since"),
             limit=q.get("limit", agent_api.LIST_LIMIT_DEFAULT),
@@ -215,7 +215,7 @@ def record(request, record_id: str):
             value={
                 "title": "Billing API deploys",
                 "kind": "fact",
-                "scope": "team",
+                "space": "team",
                 "tags": ["billing", "deploys"],
                 "body": "The billing API deploys from the main branch every weekday at ten in the morning.",
                 "reason": "Read it in the team handbook today.",
@@ -239,8 +239,8 @@ def record(request, record_id: str):
 def proposals(request):
     data = _body(request, (*PROPOSE_FIELDS, "space"))
     fields = {name: data.get(name) for name in PROPOSE_FIELDS if name not in _FLAGS}
-    space, deprecated = agent_api.space_or_scope(data.get("space"), data.get("scope"))
-    fields["scope"] = space
+    space, deprecated = agent_api.space_or_space(data.get("space"), data.get("space"))
+    fields["space"] = space
     answer = agent_api.propose_context(request.auth, **fields, **{name: data.get(name, False) for name in _FLAGS})
     if deprecated:
         answer["deprecated"] = deprecated
@@ -324,11 +324,11 @@ def unknown(request, rest: str = ""):
 
 @extend_schema(
     operation_id="quality_check",
-    summary="Read-only quality report in the agent's scopes",
-    parameters=[_SCOPE],
+    summary="Read-only quality report in the agent's spaces",
+    parameters=[_SPACE],
     responses={200: s.QualitySerializer, 400: _ERRORS[400], 401: _ERRORS[401], 429: _ERRORS[429]},
 )
 @api_view(["GET"])
 def quality(request):
-    q = _query(request, ("scope",))
-    return Response(agent_api.quality_check(request.auth, scope=q.get("scope")))
+    q = _query(request, ("space",))
+    return Response(agent_api.quality_check(request.auth, space=q.get("space")))

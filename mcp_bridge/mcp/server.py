@@ -41,7 +41,7 @@ from .arguments import (
     Query,
     Reason,
     RecordId,
-    Scope,
+    Space,
     Space,
     Tags,
     ValidAt,
@@ -118,7 +118,7 @@ def build_server() -> MCPServer:
         mode: Mode = "hybrid",
         kind: Kind = None,
         space: Space = None,
-        scope: Scope = None,
+        space: Space = None,
         tags: Tags = None,
         limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
         as_of: AsOf = None,
@@ -126,7 +126,7 @@ def build_server() -> MCPServer:
     ) -> dict[str, Any]:
         """Search approved memory before you answer from memory or propose something. Returns only records
         that are true right now (approved, not overdue, unchanged since approval, not disputed, retired or
-        superseded): id, title, kind, scope (its space), tags, body (the most relevant excerpt when long), approval and
+        superseded): id, title, kind, space (its space), tags, body (the most relevant excerpt when long), approval and
         verification dates, review_by and score; plus how many matches were withheld and why.
         Example: search(query="billing API deploy window", kind="procedure")"""
         return agent_api.search(
@@ -135,7 +135,7 @@ def build_server() -> MCPServer:
             mode=mode,
             kind=kind,
             space=space,
-            scope=scope,
+            space=space,
             tags=tags,
             limit=limit,
             as_of=as_of,
@@ -162,7 +162,7 @@ def build_server() -> MCPServer:
         agent: Agent,
         kind: Kind = None,
         space: Space = None,
-        scope: Scope = None,
+        space: Space = None,
         tag: Annotated[str | None, Field(description="Only records with this tag.")] = None,
         since: Annotated[
             str | None, Field(description="Only records approved on or after this date (YYYY-MM-DD or ISO date-time).")
@@ -177,7 +177,7 @@ def build_server() -> MCPServer:
             agent,
             kind=kind,
             space=space,
-            scope=scope,
+            space=space,
             tag=tag,
             since=since,
             limit=limit,
@@ -214,7 +214,7 @@ def build_server() -> MCPServer:
         space: Annotated[
             str | None, Field(description="The space it belongs in: its slug, one of yours (describe lists them).")
         ] = None,
-        scope: Scope = None,
+        space: Space = None,
         tags: Annotated[
             list[str] | None, Field(description="Up to 20 lowercase tags; reuse tags from describe.")
         ] = None,
@@ -229,7 +229,7 @@ def build_server() -> MCPServer:
             str | None,
             Field(
                 description="To correct or update an existing record, its id; the "
-                "accepted revision supersedes it. Scope cannot change."
+                "accepted revision supersedes it. Space cannot change."
             ),
         ] = None,
         confirm_duplicate: Annotated[
@@ -262,13 +262,13 @@ def build_server() -> MCPServer:
         Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
         (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",
         kind="procedure", space="acme", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
-        chosen, deprecated = agent_api.space_or_scope(space, scope)
+        chosen, deprecated = agent_api.space_or_space(space, space)
         answer = agent_api.propose_context(
             agent,
             title=title,
             body=body,
             kind=kind,
-            scope=chosen,
+            space=chosen,
             tags=tags,
             reason=reason,
             review_by=review_by,
@@ -324,14 +324,14 @@ def build_server() -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     @_tool
-    def quality_check(agent: Agent, space: Space = None, scope: Scope = None) -> dict[str, Any]:
+    def quality_check(agent: Agent, space: Space = None, space: Space = None) -> dict[str, Any]:
         """Ask where the memory looks inconsistent, in your spaces: possible contradictions between records you
         can read (close in meaning but differing in a negation, number, version, date or name), broken
         supersession, your own proposals waiting too long, and records withheld from you (overdue or edited
         since approval), by id only. It only flags; it changes nothing.
         Use it when search results disagree with each other. Example: quality_check(space="acme")"""
-        chosen, deprecated = agent_api.space_or_scope(space, scope)
-        answer = agent_api.quality_check(agent, scope=chosen)
+        chosen, deprecated = agent_api.space_or_space(space, space)
+        answer = agent_api.quality_check(agent, space=chosen)
         return {**answer, "deprecated": deprecated} if deprecated else answer
 
     finish_tools(server)

@@ -13,7 +13,7 @@ the gateway: pyproject.toml's import contracts).
 What a subscriber hears goes through agent_api.change_notice: an agent is
 told about a uri only when what it could read there changed (its own
 proposal decided, with the reviewer's note; a record revised, retired,
-disputed or overdue), never about records outside its scopes, other
+disputed or overdue), never about records outside its spaces, other
 agents' proposals, or activity it cannot see. Subscribing to anything is
 acknowledged alike, so a subscription is no oracle.
 """

@@ -108,7 +108,7 @@ TEMPLATES = [
         uri_template=agent_api.RECORD_URI,
         name="record",
         title="Approved record",
-        description="A record you may receive right now (approved, current, in your scopes), as JSON: "
+        description="A record you may receive right now (approved, current, in your spaces), as JSON: "
         "the same fields as the read tool. Anything else answers like an unknown id.",
         mime_type=JSON,
     ),

@@ -9,7 +9,7 @@ Vetted's words, with typed answers:
   the SDK builds from the tool's signature (types, enums, limits), but the
   arguments are checked by ``mcp_bridge.agent_api``, exactly as for REST, so
   a bad ``mode`` answers ``[invalid] mode: got 'fuzzy'; allowed: hybrid,
-  keyword, semantic`` and every bad field is named in one answer (a scope
+  keyword, semantic`` and every bad field is named in one answer (a space
   error beside a title error). The SDK's own model for the arguments is
   replaced by a lenient one that only fills in defaults.
 """

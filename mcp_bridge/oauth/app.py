@@ -35,7 +35,7 @@ from starlette.routing import Route, request_response
 
 from reviews.actions import oauth
 from reviews.errors import RateLimited
-from reviews.models import SCOPES
+from reviews.models import SPACES
 
 from .challenge import WELL_KNOWN_AS, WELL_KNOWN_PR
 from .cimd import DocumentRefused
@@ -58,7 +58,7 @@ def _metadata() -> OAuthMetadata:
             "token_endpoint": base + "/token",
             "registration_endpoint": base + "/register" if settings.VETTED_OAUTH_DCR else None,
             "revocation_endpoint": base + "/revoke",
-            "scopes_supported": SCOPES,
+            "scopes_supported": SPACES,
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
             "token_endpoint_auth_methods_supported": ["none"],
@@ -76,7 +76,7 @@ def _resource_metadata(resource: str) -> ProtectedResourceMetadata:
         {
             "resource": resource,
             "authorization_servers": [settings.VETTED_PUBLIC_URL],
-            "scopes_supported": SCOPES,
+            "scopes_supported": SPACES,
             "resource_name": "Vetted memory",
             "bearer_methods_supported": ["header"],
         }
@@ -174,7 +174,7 @@ def build_oauth_app():
         ),
     ]
     if settings.VETTED_OAUTH_DCR:
-        registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES))
+        registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True, valid_scopes=SPACES))
         # No "*" here, unlike the metadata, /token and /revoke: registering
         # stores a row, so a page on another origin may do it only from an
         # origin the operator listed (MCP's authorization spec asks for no CORS;

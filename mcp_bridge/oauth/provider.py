@@ -32,7 +32,7 @@ from pydantic import AnyUrl
 
 from reviews.actions import oauth, oauth_limits
 from reviews.errors import RateLimited, ValidationFailed, VettedError
-from reviews.models import SCOPES
+from reviews.models import SPACES
 from reviews.oauth_models import (
     MAX_CLIENT_ID_CHARS,
     MAX_REDIRECT_URIS,
@@ -85,7 +85,7 @@ def _info(row: OAuthClient) -> OAuthClientInformationFull:
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         # Any of Vetted's scopes may be asked for; the reviewer decides on the consent page.
-        scope=" ".join(SCOPES),
+        scope=" ".join(SPACES),
     )
 
 
@@ -177,7 +177,7 @@ class VettedAuthorizationProvider:
         client_info.token_endpoint_auth_method = "none"
         client_info.client_secret = None
         client_info.client_secret_expires_at = None
-        client_info.scope = " ".join(SCOPES)
+        client_info.scope = " ".join(SPACES)
         name = " ".join((client_info.client_name or "").split())[:200] or "Unnamed client"
         client_info.client_name = name
         try:

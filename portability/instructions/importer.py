@@ -120,7 +120,7 @@ def _gather(paths: list[Path | str], any_name: bool, default_kind: str | None, o
 def import_instructions(
     paths: list[Path | str],
     *,
-    scope: str = "personal",
+    space: str = "personal",
     kind: str | None = None,
     reviewer=None,
     any_name: bool = False,
@@ -132,7 +132,7 @@ def import_instructions(
     or import outside the folders given) and imports the rest. Pieces already
     live as a record or pending proposal are reported as duplicates; pieces
     too short to stand alone as skipped. Without ``reviewer`` nothing is approved."""
-    scope = v.clean_scope(scope)
+    space = v.clean_space(space)
     if kind is not None:
         kind = v.clean_kind(kind)
     if reviewer is not None:
@@ -165,7 +165,7 @@ def import_instructions(
                     source_tool="import",
                     full_duplicate_check=True,
                     kind=item.kind,
-                    scope=scope,
+                    space=space,
                     title=item.title,
                     body=item.body,
                     tags=item.tags,

@@ -8,7 +8,7 @@ File format (one record per file)::
     id: rec_1a2b3c4d5e6f
     title: Billing API repository
     kind: fact
-    scope: team
+    space: team
     status: approved
     tags:
     - billing
@@ -31,7 +31,7 @@ Modules: ``notes`` (the format: names, front matter, file names), ``export``,
 """
 
 from .export import ExportResult, export_markdown, record_front_matter, render_record
-from .importer import ImportOutcome, StrictImportFailed, collect_files, import_markdown, manifest_scope
+from .importer import ImportOutcome, StrictImportFailed, collect_files, import_markdown, manifest_space
 from .notes import (
     HISTORY_STATUSES,
     MANIFEST_NAME,
@@ -62,7 +62,7 @@ __all__ = [
     "file_name",
     "import_markdown",
     "inline_tags",
-    "manifest_scope",
+    "manifest_space",
     "parse_instructions",
     "parse_note",
     "record_front_matter",

@@ -1,4 +1,4 @@
-"""export_markdown: the approved records of one scope as a folder of notes."""
+"""export_markdown: the approved records of one space as a folder of notes."""
 
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ from .notes import (
 )
 
 
-def _same_scope_id(link: Record | None, scope: str) -> str | None:
+def _same_space_id(link: Record | None, space: str) -> str | None:
     # A link to a record in another space (a moved record) would name it in
     # this export: leave it out.
-    return link.public_id if link is not None and link.scope == scope else None
+    return link.public_id if link is not None and link.space == space else None
 
 
 def record_front_matter(record: Record) -> dict:
@@ -45,7 +45,7 @@ def record_front_matter(record: Record) -> dict:
         "id": record.public_id,
         "title": record.title,
         "kind": record.kind,
-        "scope": record.scope,
+        "space": record.space,
         "status": record.status,
         "tags": sorted(record.tags),
         "review_by": record.review_by,
@@ -58,8 +58,8 @@ def record_front_matter(record: Record) -> dict:
     if record.valid_until:
         front["valid_until"] = record.valid_until
     front["checksum"] = record.approved_checksum
-    front["supersedes"] = _same_scope_id(record.supersedes, record.scope)
-    front["superseded_by"] = _same_scope_id(record.superseded_by, record.scope)
+    front["supersedes"] = _same_space_id(record.supersedes, record.space)
+    front["superseded_by"] = _same_space_id(record.superseded_by, record.space)
     front["provenance"] = {
         "proposed_by": record.proposed_by.name if record.proposed_by is not None else None,
         "source_tool": record.source_tool or None,
@@ -74,7 +74,7 @@ def render_record(record: Record) -> str:
 
 @dataclass
 class ExportResult:
-    scope: str
+    space: str
     written: list[str] = field(default_factory=list)  # new or changed files
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -84,7 +84,7 @@ class ExportResult:
 
     def summary(self) -> dict:
         return {
-            "scope": self.scope,
+            "space": self.space,
             "records": self.records,
             "history": self.history,
             "written": len(self.written),
@@ -124,7 +124,7 @@ def _unimported_edit(path: Path) -> bool:
         front, body = split_front_matter(path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n"))
         checksum = content_checksum(
             kind=str(front["kind"]),
-            scope=str(front["scope"]),
+            space=str(front["space"]),
             title=v.clean_title(str(front["title"])),
             body=v.clean_body(body),
             tags=v.clean_tags(tag_list(front.get("tags"))),
@@ -147,18 +147,18 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def export_markdown(
     directory: Path | str,
     *,
-    scope: str,
+    space: str,
     include_history: bool = False,
     force: bool = False,
     on_record: Callable[[], None] | None = None,
 ) -> ExportResult:
-    """Write the approved records of ``scope`` (and with ``include_history``
+    """Write the approved records of ``space`` (and with ``include_history``
     their superseded, retired and disputed versions, under ``history/``) to
     ``directory``; remove files this export wrote before whose records no
-    longer qualify. Refuses a folder holding another scope's files, and
+    longer qualify. Refuses a folder holding another space's files, and
     (unless ``force``) one whose exported files were edited since export.
     Reads the database only."""
-    scope = v.clean_scope(scope)
+    space = v.clean_space(space)
     root = Path(directory)
     if root.exists() and not root.is_dir():
         raise MarkdownError(f"{root} exists and is not a folder.")
@@ -170,10 +170,10 @@ def export_markdown(
             manifest = json.loads(manifest_path.read_text("utf-8"))
         except (OSError, ValueError):
             raise MarkdownError(f"{manifest_path} is not a Vetted export manifest; use another folder.") from None
-        if not isinstance(manifest, dict) or manifest.get("scope") != scope:
-            other = manifest.get("scope") if isinstance(manifest, dict) else "?"
+        if not isinstance(manifest, dict) or manifest.get("space") != space:
+            other = manifest.get("space") if isinstance(manifest, dict) else "?"
             raise MarkdownError(
-                f"Refusing to export {scope} records into {root}: it holds a {other} export "
+                f"Refusing to export {space} records into {root}: it holds a {other} export "
                 f"({MANIFEST_NAME}). Use another folder."
             )
 
@@ -184,29 +184,29 @@ def export_markdown(
         if not front:
             continue
         rel = path.relative_to(root).as_posix()
-        file_scope = str(front.get("scope", "")).strip().lower()
-        if file_scope and file_scope != scope and (file_scope in ("personal", "team", "system") or "id" in front):
-            foreign.append(f"{rel} ({file_scope})")
+        file_space = str(front.get("space", "")).strip().lower()
+        if file_space and file_space != space and (file_space in ("personal", "team", "system") or "id" in front):
+            foreign.append(f"{rel} ({file_space})")
         elif RECORD_ID_RE.match(str(front.get("id", ""))):
             existing[rel] = front
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise MarkdownError(
-            f"Refusing to export {scope} records into {root}: it holds files of another scope: "
+            f"Refusing to export {space} records into {root}: it holds files of another space: "
             f"{shown}. Use another folder."
         )
 
-    result = ExportResult(scope=scope)
+    result = ExportResult(space=space)
     statuses = [RecordStatus.APPROVED, *(HISTORY_STATUSES if include_history else ())]
     records = (
-        Record.objects.filter(scope=scope, status__in=statuses)
+        Record.objects.filter(space=space, status__in=statuses)
         .select_related("approved_by", "proposed_by", "supersedes", "superseded_by")
         .order_by("public_id")
     )
     planned: dict[str, bytes] = {}
     for record in records:
-        if record.scope != scope:  # belt and braces: the query already says so
-            raise AssertionError(f"{record.public_id} is not in {scope}")
+        if record.space != space:  # belt and braces: the query already says so
+            raise AssertionError(f"{record.public_id} is not in {space}")
         if record.current_checksum() != record.approved_checksum:
             result.skipped.append({"id": record.public_id, "reason": "edited since approval"})
             continue
@@ -252,7 +252,7 @@ def export_markdown(
     manifest = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
-        "scope": scope,
+        "space": space,
         "include_history": include_history,
         "records": result.records,
         "history": result.history,

@@ -77,19 +77,19 @@ def collect_files(source: Path | str) -> tuple[Path, list[Path]]:
     return source, list(iter_markdown(source))
 
 
-def manifest_scope(base: Path) -> str | None:
+def manifest_space(base: Path) -> str | None:
     try:
         data = json.loads((base / MANIFEST_NAME).read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    scope = data.get("scope") if isinstance(data, dict) else None
-    return scope if isinstance(scope, str) and scope in space_slugs() else None  # any space
+    space = data.get("space") if isinstance(data, dict) else None
+    return space if isinstance(space, str) and space in space_slugs() else None  # any space
 
 
 def import_markdown(
     source: Path | str,
     *,
-    scope: str | None = None,
+    space: str | None = None,
     kind: str | None = None,
     reviewer=None,
     strict: bool = False,
@@ -102,22 +102,22 @@ def import_markdown(
     - Files with the id of a record (an export): unchanged ones are skipped
       without writing anything; edited ones become a revise proposal of that
       record, or of its current successor if it was superseded since (the
-      reason says so); retired records and records of another scope are
+      reason says so); retired records and records of another space are
       reported as skipped.
-    - The scope is ``scope``, else the file's own, else the export manifest's,
-      else ``personal``; a file whose front matter names another scope than
-      ``scope`` is an error (moving between spaces is `review move`).
+    - The space is ``space``, else the file's own, else the export manifest's,
+      else ``personal``; a file whose front matter names another space than
+      ``space`` is an error (moving between spaces is `review move`).
     - Duplicates are reported, not errors. Bad files are reported by name and
       the rest imported, unless ``strict``: then any error imports nothing.
     """
     base, files = collect_files(source)
-    if scope is not None:
-        scope = v.clean_scope(scope)
+    if space is not None:
+        space = v.clean_space(space)
     if kind is not None:
         kind = v.clean_kind(kind)
     if reviewer is not None:
         actions.require_reviewer(reviewer)
-    default_scope = scope or manifest_scope(base) or "personal"
+    default_space = space or manifest_space(base) or "personal"
     outcome = ImportOutcome(approved=reviewer is not None)
     agent_box: list[Agent] = []
 
@@ -145,7 +145,7 @@ def import_markdown(
                 try:
                     with transaction.atomic():  # a savepoint: a bad item leaves no trace
                         _import_item(
-                            item, outcome, scope=scope, default_scope=default_scope, agent=agent, reviewer=reviewer
+                            item, outcome, space=space, default_space=default_space, agent=agent, reviewer=reviewer
                         )
                     continue
                 except DuplicateContent as exc:
@@ -174,22 +174,22 @@ def import_markdown(
     return outcome
 
 
-def _import_item(item: Item, outcome: ImportOutcome, *, scope: str | None, default_scope: str, agent, reviewer):
-    item_scope = item.scope or default_scope
-    if item.scope and scope and item.scope != scope:
+def _import_item(item: Item, outcome: ImportOutcome, *, space: str | None, default_space: str, agent, reviewer):
+    item_space = item.space or default_space
+    if item.space and space and item.space != space:
         raise MarkdownError(
-            f"its front matter says scope {item.scope!r}, not {scope!r}; moving records between spaces is `review move`"
+            f"its front matter says space {item.space!r}, not {space!r}; moving records between spaces is `review move`"
         )
     if item.record_id:
         record = Record.objects.filter(public_id=item.record_id).select_related("superseded_by").first()
         if record is not None:
-            return _reimport(item, record, outcome, scope=item_scope, agent=agent, reviewer=reviewer)
+            return _reimport(item, record, outcome, space=item_space, agent=agent, reviewer=reviewer)
         # An id this server does not know (another server's export): a new note.
     if item.piece and len(item.body.strip()) < v.BODY_MIN:
         raise TooShort(f"too short to stand alone ({len(item.body.strip())} characters; at least {v.BODY_MIN})")
     fields: dict[str, Any] = {
         "kind": item.kind,
-        "scope": item_scope,
+        "space": item_space,
         "title": item.title,
         "body": item.body,
         "tags": item.tags,
@@ -214,14 +214,14 @@ def _maybe_accept(proposal, reviewer) -> str:
     return record.public_id
 
 
-def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str, agent, reviewer):
-    if record.scope != scope:
-        raise MarkdownError(f"{record.public_id} is not a {scope} record; skipped")
+def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, space: str, agent, reviewer):
+    if record.space != space:
+        raise MarkdownError(f"{record.public_id} is not a {space} record; skipped")
     # The text as written first: an old version approved under looser rules
     # is still "unchanged" even if it would not pass today's write rules.
     as_written = content_checksum(
         kind=str(item.kind),
-        scope=scope,
+        space=space,
         title=str(item.title).strip(),
         body=item.body.strip(),
         tags=[str(t) for t in item.tags],
@@ -230,9 +230,9 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
         outcome.unchanged.append(item.label)
         return
     content = v.clean_content(
-        {"kind": item.kind, "scope": scope, "title": item.title, "body": item.body, "tags": item.tags}
+        {"kind": item.kind, "space": space, "title": item.title, "body": item.body, "tags": item.tags}
     )
-    checksum = content_checksum(**{k: content[k] for k in ("kind", "scope", "title", "body", "tags")})
+    checksum = content_checksum(**{k: content[k] for k in ("kind", "space", "title", "body", "tags")})
     if checksum == record.approved_checksum:
         outcome.unchanged.append(item.label)  # the text of that version: nothing to do
         return
@@ -241,8 +241,8 @@ def _reimport(item: Item, record: Record, outcome: ImportOutcome, *, scope: str,
     while current.status == RecordStatus.SUPERSEDED and current.superseded_by_id and seen < 1000:
         current = Record.objects.select_related("superseded_by").get(pk=current.superseded_by_id)
         seen += 1
-    if current.scope != scope or current.status not in (RecordStatus.APPROVED, RecordStatus.DISPUTED):
-        why = "retired" if current.status == RecordStatus.RETIRED else "no longer current in this scope"
+    if current.space != space or current.status not in (RecordStatus.APPROVED, RecordStatus.DISPUTED):
+        why = "retired" if current.status == RecordStatus.RETIRED else "no longer current in this space"
         outcome.skipped.append({"file": item.label, "reason": f"edited, but {record.public_id} is {why}"})
         return
     if checksum == current.approved_checksum:

@@ -40,7 +40,7 @@ class Item:
     body: str
     tags: list
     kind: str
-    scope: str | None
+    space: str | None
     record_id: str | None = None  # a Vetted id in the front matter (an exported file)
     piece: bool = False  # one bullet or section of an instruction file
     extra: dict = field(default_factory=dict)  # review_by, valid_from, valid_until for new notes
@@ -105,9 +105,9 @@ def _kind_of(front: dict, default: str) -> str:
     return typ if typ in v.kinds() else default
 
 
-def _scope_of(front: dict) -> str | None:
-    scope = front.get("scope")
-    return str(scope).strip().lower() if scope else None
+def _space_of(front: dict) -> str | None:
+    space = front.get("space")
+    return str(space).strip().lower() if space else None
 
 
 def _dates_of(front: dict) -> dict:
@@ -135,7 +135,7 @@ def parse_note(label: str, stem: str, text: str, *, default_kind: str | None) ->
             body=body,
             tags=tags,
             kind=_kind_of(front, default_kind or DEFAULT_NOTE_KIND),
-            scope=_scope_of(front),
+            space=_space_of(front),
             record_id=record_id,
         )
     lines = body.split("\n")
@@ -163,7 +163,7 @@ def parse_note(label: str, stem: str, text: str, *, default_kind: str | None) ->
         body=body,
         tags=tags,
         kind=_kind_of(front, default_kind or DEFAULT_NOTE_KIND),
-        scope=_scope_of(front),
+        space=_space_of(front),
         extra=_dates_of(front),
     )
 
@@ -190,7 +190,7 @@ def parse_instruction_body(
     ``first_line`` is the body's first line number in its file. ``paragraphs``:
     in a section with bullets, a paragraph outside them is a piece of its own."""
     kind = _kind_of(front, default_kind or DEFAULT_INSTRUCTION_KIND)
-    scope = _scope_of(front)
+    space = _space_of(front)
     file_tags = tag_list(front.get("tags"))
     lines = body.split("\n")
 
@@ -222,7 +222,7 @@ def parse_instruction_body(
                 body=text.strip("\n"),
                 tags=tags,
                 kind=kind,
-                scope=scope,
+                space=space,
                 piece=True,
                 line=line,
                 section=section,

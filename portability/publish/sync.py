@@ -140,7 +140,7 @@ def _file_edits(path: Path, found: blk.Block, selection: Selection, result: Sync
                 reason=f"Written by hand in the block Vetted publishes in {label}",
                 source_tool=SOURCE_TOOL,
                 kind="procedure",
-                scope=selection.spaces[0],
+                space=selection.spaces[0],
                 title=title,
                 body=parts.loose,
                 tags=[],

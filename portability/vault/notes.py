@@ -21,9 +21,9 @@ def link(record: Record) -> str:
 def record_note(record: Record) -> str:
     text = render_record(record)
     links = []
-    if record.supersedes is not None and record.supersedes.scope == record.scope:
+    if record.supersedes is not None and record.supersedes.space == record.space:
         links.append(f"Supersedes: {link(record.supersedes)}")
-    if record.superseded_by is not None and record.superseded_by.scope == record.scope:
+    if record.superseded_by is not None and record.superseded_by.space == record.space:
         links.append(f"Superseded by: {link(record.superseded_by)}")
     if links:
         text += f"\n{LINKS}\n" + "\n".join(links) + "\n"
@@ -35,7 +35,7 @@ def pending_note(proposal: Proposal) -> str:
         "proposal": proposal.public_id,
         "action": proposal.action,
         "proposed_by": proposal.proposer_label,
-        "space": proposal.scope or (proposal.target.scope if proposal.target else ""),
+        "space": proposal.space or (proposal.target.space if proposal.target else ""),
         "target": proposal.target.public_id if proposal.target else None,
         "reason": proposal.reason,
     }

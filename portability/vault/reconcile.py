@@ -143,7 +143,7 @@ def _inbox(user, root: Path, default_space: str, result: VaultResult) -> None:
                 reason=f"New note in the vault: {rel}",
                 source_tool=SOURCE_TOOL,
                 kind=item.kind,
-                scope=item.scope or default_space,
+                space=item.space or default_space,
                 title=item.title,
                 body=item.body,
                 tags=item.tags,
@@ -168,14 +168,14 @@ def _desired(user) -> dict[str, tuple[str, str, bytes]]:
     for record in rows:
         if record.withhold_reason() is not None:
             continue
-        by_space.setdefault(record.scope, []).append(record)
-        files[f"{record.scope}/{file_name(record)}"] = (record.public_id, "record", notes.record_note(record).encode())
+        by_space.setdefault(record.space, []).append(record)
+        files[f"{record.space}/{file_name(record)}"] = (record.public_id, "record", notes.record_note(record).encode())
     for space, records in by_space.items():
         files[f"{space}/{notes.INDEX_NAME}"] = (space, "index", notes.index_note(space, records).encode())
     # What waits is shown as the inbox shows it: only in spaces the person decides in.
     deciding = deciding_spaces(user)
     pending = Proposal.objects.filter(state=ProposalState.PENDING).filter(
-        Q(scope__in=deciding, target__isnull=True) | Q(target__scope__in=deciding)
+        Q(space__in=deciding, target__isnull=True) | Q(target__space__in=deciding)
     )
     for proposal in pending.select_related("target", "agent").order_by("public_id"):
         files[f"{notes.PENDING_DIR}/{proposal.public_id}.md"] = (

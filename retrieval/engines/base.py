@@ -29,51 +29,51 @@ class RetrievalEngine:
         raise NotImplementedError
 
     def nearest_chunks(
-        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, scope: str, state: str = tables.LIVE
+        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, space: str, state: str = tables.LIVE
     ) -> tuple[dict[int, tuple[float, int]], int]:
         """Best chunk per record among the ``k`` nearest chunks of one partition
         {record_id: (similarity, chunk_id)}, and how many chunks were considered:
         from the in-memory vector cache when it is on, else the engine's index."""
         if settings.VETTED_VECTOR_CACHE:
-            snap = vectors.cache.current(cursor, scope, len(query_vector))
+            snap = vectors.cache.current(cursor, space, len(query_vector))
             return vectors.nearest([snap], query_vector, k, state)
-        return best_per_record(self.knn(cursor, query_vector, k, scope, state))
+        return best_per_record(self.knn(cursor, query_vector, k, space, state))
 
     def knn(
-        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, scope: str, state: str
+        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, space: str, state: str
     ) -> list[tuple[int, float, int, int]]:
         """The ``k`` nearest chunks of one partition in the engine's vector
         index: rows (chunk id, cosine distance, record id, seq)."""
         raise NotImplementedError
 
-    def create_vector_table(self, cursor: CursorWrapper, dimension: int, scopes: Iterable[str]) -> None:
+    def create_vector_table(self, cursor: CursorWrapper, dimension: int, spaces: Iterable[str]) -> None:
         """The vector table (and index) for ``dimension``, empty."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ keyword ranking
 
     def keyword_candidates(
-        self, cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int
+        self, cursor: CursorWrapper, space: str, state: str, terms: list[str], k: int
     ) -> dict[int, float]:
         """The ``k`` best BM25 matches of any of ``terms`` in one partition {rowid: bm25}."""
         raise NotImplementedError
 
     def identifier_candidates(
-        self, cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int
+        self, cursor: CursorWrapper, space: str, state: str, identifier: str, k: int
     ) -> list[int]:
         """Up to ``k`` documents of one partition containing ``identifier`` as a substring."""
         raise NotImplementedError
 
-    def document_count(self, cursor: CursorWrapper, scope: str, state: str = tables.LIVE) -> int:
+    def document_count(self, cursor: CursorWrapper, space: str, state: str = tables.LIVE) -> int:
         """Documents in one partition (the N of its idf)."""
         raise NotImplementedError
 
-    def document_frequency(self, cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
+    def document_frequency(self, cursor: CursorWrapper, space: str, state: str, term: str) -> int:
         """Documents of one partition that contain ``term`` (stemmed as indexed)."""
         raise NotImplementedError
 
     def term_scores(
-        self, cursor: CursorWrapper, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+        self, cursor: CursorWrapper, space: str, state: str, terms: list[str], candidate_ids: list[int]
     ) -> dict[int, dict[str, float]]:
         """{rowid: {term: bm25 of the one-term query}} for ``candidate_ids`` of one partition."""
         raise NotImplementedError
@@ -91,21 +91,21 @@ class RetrievalEngine:
         """Statements that remove everything create_all made (migration 0001 backwards)."""
         raise NotImplementedError
 
-    def ensure_partitions(self, cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
+    def ensure_partitions(self, cursor: CursorWrapper, spaces: Iterable[str] | None = None) -> list[str]:
         """Make the index triggers and every current space's partitions (or
-        those of ``scopes`` besides); idempotent. Returns the scopes."""
+        those of ``spaces`` besides); idempotent. Returns the spaces."""
         raise NotImplementedError
 
     def index_triggers(self) -> dict[str, str]:
         """{name: CREATE statement} of the index triggers."""
         raise NotImplementedError
 
-    def drop_keyword(self, scopes: Iterable[str]) -> list[str]:
-        """Statements that drop the keyword indexes of ``scopes`` and the triggers (reindex)."""
+    def drop_keyword(self, spaces: Iterable[str]) -> list[str]:
+        """Statements that drop the keyword indexes of ``spaces`` and the triggers (reindex)."""
         raise NotImplementedError
 
-    def rebuild_keyword(self, cursor: CursorWrapper, scopes: Iterable[str]) -> None:
-        """Fill the keyword indexes of ``scopes`` again from the approved content (after create_all)."""
+    def rebuild_keyword(self, cursor: CursorWrapper, spaces: Iterable[str]) -> None:
+        """Fill the keyword indexes of ``spaces`` again from the approved content (after create_all)."""
         raise NotImplementedError
 
     def index_problems(self, cursor: CursorWrapper) -> list[str]:

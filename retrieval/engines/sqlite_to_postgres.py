@@ -53,8 +53,8 @@ MIGRATE_FILLS = {"django_content_type", "auth_permission", "reviews_space"}
 # The retrieval tables with their columns (the generated tsv is PostgreSQL's own).
 RAW_TABLES = {
     tbl.META: ("key", "value"),
-    tbl.DOCS: ("id", "scope", "kind", "title", "body", "tags", "checksum", "edited", "state"),
-    tbl.CHUNKS: ("id", "record_id", "seq", "text_hash", "text", "embedding", "scope"),
+    tbl.DOCS: ("id", "space", "kind", "title", "body", "tags", "checksum", "edited", "state"),
+    tbl.CHUNKS: ("id", "record_id", "seq", "text_hash", "text", "embedding", "space"),
 }
 # Filled by the target's own triggers while copying: set to the source's afterwards.
 QUEUES = {tbl.QUEUE: ("record_id",), tbl.DIRTY: ("record_id", "gen")}
@@ -223,14 +223,14 @@ def _vectors(
     row = src.fetchone()
     if row is None:
         return
-    create = pg_schema.vec_table(int(row[0]), tbl.current_scopes(out))
+    create = pg_schema.vec_table(int(row[0]), tbl.current_spaces(out))
     out.execute(create[0])
     out.execute(create[1])
-    src.execute(f"SELECT rowid, scope, held, embedding FROM {tbl.VEC} ORDER BY rowid")
-    sql = f"INSERT INTO {tbl.VEC} (rowid, scope, held, embedding) VALUES (%s, %s, %s, %s::vector)"
+    src.execute(f"SELECT rowid, space, held, embedding FROM {tbl.VEC} ORDER BY rowid")
+    sql = f"INSERT INTO {tbl.VEC} (rowid, space, held, embedding) VALUES (%s, %s, %s, %s::vector)"
     while rows := src.fetchmany(BATCH):
         engine = PostgresRetrieval()
-        out.executemany(sql, [[rowid, scope, held, engine.vector_value(blob)] for rowid, scope, held, blob in rows])
+        out.executemany(sql, [[rowid, space, held, engine.vector_value(blob)] for rowid, space, held, blob in rows])
         progress(len(rows))
         summary.vectors += len(rows)
     for sql in create[2:]:

@@ -57,7 +57,7 @@ def _subject_fields(subject: Subject) -> tuple[str, str]:
 _LOGGED_EXTRA = (
     "action",
     "supersedes",
-    "to_scope",
+    "to_space",
     "closed_proposals",
     "rejected_disputes",
     "dispute_cleared",

@@ -20,7 +20,7 @@ from ..errors import (
     DuplicateContent,
     InvalidTransition,
     NotFound,
-    ScopeNotAllowed,
+    SpaceNotAllowed,
     ValidationFailed,
 )
 from ..models import (
@@ -79,13 +79,13 @@ _TWO_PERSON_WAY = {
 
 def policy_slugs(obj: Proposal | Record) -> tuple[list[str], int]:
     """The spaces the policy is asked about for ``obj`` and how many are the rule's first part: a record
-    changed outside Vetted counts in its approved space too (a scope edited by hand moves nothing)."""
+    changed outside Vetted counts in its approved space too (a space edited by hand moves nothing)."""
     slugs = [space_of(obj)]
     record = obj if isinstance(obj, Record) else obj.target
     if record is not None and record.edited_since_approval:
         approved = record.approved_text()
-        if approved is not None and approved["scope"] not in slugs:
-            slugs.append(approved["scope"])
+        if approved is not None and approved["space"] not in slugs:
+            slugs.append(approved["space"])
     return slugs, len(slugs)
 
 
@@ -132,13 +132,13 @@ def require_active_agent(agent: Agent) -> Agent:
     return agent
 
 
-def check_agent_scope(agent: Agent, scope: str) -> None:
-    if not agent.can_use_scope(scope):
-        allowed = ", ".join(agent.scopes) or "none"
-        raise ScopeNotAllowed(
-            f"Agent {agent.name!r} may not write to scope {scope!r}; its scopes: {allowed}.",
-            scope=scope,
-            allowed=list(agent.scopes),
+def check_agent_space(agent: Agent, space: str) -> None:
+    if not agent.can_use_space(space):
+        allowed = ", ".join(agent.spaces) or "none"
+        raise SpaceNotAllowed(
+            f"Agent {agent.name!r} may not write to space {space!r}; its spaces: {allowed}.",
+            space=space,
+            allowed=list(agent.spaces),
         )
 
 
@@ -174,14 +174,14 @@ def locked_agent(agent: Agent | str) -> Agent:
 
 
 def visible_target(agent: Agent, record_id: Record | str) -> Record:
-    """The target record, as an agent may see it: out-of-scope records do not
+    """The target record, as an agent may see it: outside-space records do not
     exist for it. For a record changed outside Vetted both its current and
-    its approved scope must be the agent's (a scope edited by hand moves
+    its approved space must be the agent's (a space edited by hand moves
     nothing between spaces)."""
     record = locked_record(record_id)
     approved = record.approved_text() if record.edited_since_approval else None
-    scopes = {record.scope, approved["scope"]} if approved else {record.scope}
-    if not all(agent.can_use_scope(scope) for scope in scopes):
+    spaces = {record.space, approved["space"]} if approved else {record.space}
+    if not all(agent.can_use_space(space) for space in spaces):
         raise NotFound(f"No record with id {record.public_id!r}.")
     return record
 
@@ -193,7 +193,7 @@ def require_live(record: Record, doing: str, viewer: object = None) -> None:
     not tell them where it went, nor its new id."""
     if record.status == RecordStatus.SUPERSEDED:
         successor = record.superseded_by
-        named = successor is not None and _may_see_space(viewer, successor.scope)
+        named = successor is not None and _may_see_space(viewer, successor.space)
         shown = successor.public_id if named and successor is not None else "a newer record"
         raise InvalidTransition(
             f"Cannot {doing} {record.public_id}: it was superseded by {shown}; act on that record instead.",
@@ -205,7 +205,7 @@ def require_live(record: Record, doing: str, viewer: object = None) -> None:
 
 def _may_see_space(viewer: object, slug: str) -> bool:
     if isinstance(viewer, Agent):
-        return viewer.can_use_scope(slug)
+        return viewer.can_use_space(slug)
     return viewer is not None and policy.sees(viewer, slug)
 
 
@@ -256,7 +256,7 @@ def check_not_duplicate(
     def first_visible(candidates: RecordQuerySet) -> Record | None:
         if proposer is None:
             return candidates.first()
-        return next((r for r in candidates.deliverable(proposer.scopes) if r.withhold_reason() is None), None)
+        return next((r for r in candidates.deliverable(proposer.spaces) if r.withhold_reason() is None), None)
 
     existing = first_visible(records.filter(approved_checksum=checksum))
     if existing:
@@ -345,18 +345,18 @@ def new_record(
     return record
 
 
-_KEEPS_SCOPE = "a revision keeps the record's scope ({scope}); moving a record between scopes is a separate action"
+_KEEPS_SPACE = "a revision keeps the record's space ({space}); moving a record between spaces is a separate action"
 # The space of a proposal is locked while it is accepted (reviews/policy.py):
 # a changed space would need the destination's role and approval rule, which
 # is what moving the accepted record checks.
-PROPOSAL_KEEPS_SCOPE = (
-    "a proposal is accepted into its own space ({scope}); to put it in another space, accept it and then "
+PROPOSAL_KEEPS_SPACE = (
+    "a proposal is accepted into its own space ({space}); to put it in another space, accept it and then "
     "move the record (a move needs a deciding role in both spaces and follows both spaces' approval rules)"
 )
 
 
 def apply_changes(
-    base: dict[str, Any], changes: dict[str, Any] | None, *, lock_scope: str | None, scope_refusal: str = ""
+    base: dict[str, Any], changes: dict[str, Any] | None, *, lock_space: str | None, space_refusal: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Validate ``base`` with the reviewer's ``changes`` applied; return (content, changed fields)."""
     changes = dict(changes or {})
@@ -367,8 +367,8 @@ def apply_changes(
         )
     # The space is checked before anything else is validated: a changed space
     # is refused whatever it names, so the answer says nothing of other spaces.
-    if lock_scope is not None and "scope" in changes and str(changes["scope"] or "").strip().lower() != lock_scope:
-        raise ValidationFailed({"scope": scope_refusal or _KEEPS_SCOPE.format(scope=lock_scope)})
+    if lock_space is not None and "space" in changes and str(changes["space"] or "").strip().lower() != lock_space:
+        raise ValidationFailed({"space": space_refusal or _KEEPS_SPACE.format(space=lock_space)})
     content = v.clean_content({**base, **changes})
     changed = {}
     for name in changes:

@@ -35,7 +35,7 @@ def _tell(
     title: str = "",
     agent: str = "",
     action: str = "",
-    scope: str = "",
+    space: str = "",
     key: str | None = None,
 ) -> bool:
     """Write one outbox row; with ``key``, only if that fact was not told yet.
@@ -46,7 +46,7 @@ def _tell(
         "title": (title or "")[:TITLE_MAX],
         "agent": agent[:64],
         "action": action[:32],
-        "scope": scope,
+        "space": space,
     }
     if key is None:
         OutboxEvent.objects.create(**fields)
@@ -64,9 +64,9 @@ def tell_proposal(proposal: Proposal) -> None:
     agent = proposal.agent.name if isinstance(proposal.agent, Agent) else proposal.proposer_label
     target = proposal.target
     if proposal.action in (ProposalAction.CREATE, ProposalAction.REVISE):
-        title, scope = proposal.title, proposal.scope
+        title, space = proposal.title, proposal.space
     else:
-        title, scope = (_record_title(target), target.scope) if target is not None else ("", "")
+        title, space = (_record_title(target), target.space) if target is not None else ("", "")
     if proposal.action != ProposalAction.DISPUTE:
         _tell(
             Event.PROPOSAL_CREATED,
@@ -74,10 +74,10 @@ def tell_proposal(proposal: Proposal) -> None:
             title=title,
             agent=agent,
             action=proposal.action,
-            scope=scope,
+            space=space,
         )
         return
-    _tell(Event.DISPUTE_CREATED, subject_id=proposal.public_id, title=title, agent=agent, action="dispute", scope=scope)
+    _tell(Event.DISPUTE_CREATED, subject_id=proposal.public_id, title=title, agent=agent, action="dispute", space=space)
     if proposal.agent_id is None:
         return
     since = timezone.now() - timedelta(minutes=DISPUTE_WINDOW_MINUTES)
@@ -90,7 +90,7 @@ def tell_proposal(proposal: Proposal) -> None:
             title=f"Agent {agent} disputed {DISPUTE_BURST} records in {DISPUTE_WINDOW_MINUTES} minutes",
             agent=agent,
             action="dispute_burst",
-            scope=scope,
+            space=space,
             key=f"burst:{first}",
         )
 
@@ -102,7 +102,7 @@ def tell_changed_outside(record: Record) -> bool:
         subject_id=record.public_id,
         title=_record_title(record),
         action="changed_outside",
-        scope=str((record.approved_text() or {}).get("scope", record.scope)),
+        space=str((record.approved_text() or {}).get("space", record.space)),
         key=f"changed:{record.public_id}:{record.current_checksum()}",
     )
 
@@ -114,6 +114,6 @@ def tell_due(record: Record) -> bool:
         subject_id=record.public_id,
         title=_record_title(record),
         action="due",
-        scope=record.scope,
+        space=record.space,
         key=f"due:{record.public_id}:{record.review_by}",
     )

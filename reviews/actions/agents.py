@@ -45,7 +45,7 @@ def _own_name(name: str, person: object) -> str:
 
 
 def create_agent(
-    name: str, *, scopes: Iterable[str], actor: Actor, source_tool: str = "", with_token: bool = True
+    name: str, *, spaces: Iterable[str], actor: Actor, source_tool: str = "", with_token: bool = True
 ) -> tuple[Agent, str]:
     """Create an agent and return it with its raw token, which is not stored
     and cannot be shown again (only its SHA-256 digest is kept). An agent made
@@ -67,24 +67,24 @@ def create_agent(
             # and offers one in the creator's own namespace. That
             # one bit is accepted: docs/spaces.md, "People's agents and sign-ins".
             errors["name"] = f"{name!r} is not available; choose another name, e.g. {_own_name(name, reviewer)!r}"
-        scope_list = sorted({str(s).strip().lower() for s in scopes if str(s).strip()})
+        space_list = sorted({str(s).strip().lower() for s in spaces if str(s).strip()})
         # Grants: only spaces the agent's person (the reviewer creating it) is a member of.
-        problem = check_grants(reviewer, scope_list)
+        problem = check_grants(reviewer, space_list)
         if problem:
-            errors["scopes"] = problem
+            errors["spaces"] = problem
         if errors:
             raise ValidationFailed(errors)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32) if with_token else ""
         agent = Agent.objects.create(
             name=name,
-            scopes=scope_list,
+            spaces=space_list,
             token_digest=token_digest(token) if token else None,
             token_prefix=_public_prefix(token),
             source_tool=v.clean_short("source_tool", source_tool, v.SOURCE_TOOL_MAX),
             created_by=reviewer.get_username(),
             owner=reviewer,
         )
-        extra: dict[str, object] = {"scopes": scope_list}
+        extra: dict[str, object] = {"spaces": space_list}
         if not with_token:
             extra["oauth"] = True
         audit("agent.created", actor=actor, subject=agent, snippet=name, extra=extra)
@@ -161,7 +161,7 @@ def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: 
     A static agent token works everywhere. An OAuth access token works only
     at an endpoint whose ``audiences`` include the resource it was issued for
     (RFC 8707; no audience given: refused), and the agent it returns carries
-    the grant's scopes (never more than the agent's own), in memory only.
+    the grant's spaces (never more than the agent's own), in memory only.
 
     A refusal is logged with which check failed, ``via`` (the interface) and
     ``address`` (the client's), and at most the token's public prefix (the
@@ -176,7 +176,7 @@ def agent_for_token(token: str, *, address: str = "", via: str = "", audiences: 
         raise refuse(
             "missing",
             "Missing agent token: send the header 'Authorization: Bearer vt_...' "
-            "(create one with `python manage.py create_agent NAME --scopes ...`).",
+            "(create one with `python manage.py create_agent NAME --spaces ...`).",
         )
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         # Not one of ours: perhaps another service's secret, so not even a prefix.
@@ -228,7 +228,7 @@ def _agent_for_oauth(digest: str, audiences: Collection[str], refuse: Callable[.
     if not agent.is_active:
         raise refuse("revoked", f"Agent {agent.name!r} was revoked; its OAuth grants no longer work.")
     # The grant may narrow the agent's scopes: this instance is never saved.
-    agent.scopes = effective_spaces(agent.scopes, grant.scopes)
+    agent.spaces = effective_spaces(agent.spaces, grant.scopes)
     agent.oauth_grant = grant  # type: ignore[attr-defined]  # for note_agent_seen
     agent.oauth_token = row  # type: ignore[attr-defined]  # for agent_for_credential
     return agent
@@ -309,18 +309,18 @@ def import_agent() -> Agent:
         agent = Agent.objects.filter(name=IMPORT_AGENT_NAME).first()
         if agent is None:
             agent = Agent.objects.create(
-                name=IMPORT_AGENT_NAME, scopes=space_slugs(), source_tool="import", created_by="system"
+                name=IMPORT_AGENT_NAME, spaces=space_slugs(), source_tool="import", created_by="system"
             )
             audit(
                 "agent.created",
                 actor=SystemActor("system:import"),
                 subject=agent,
                 snippet=agent.name,
-                extra={"scopes": list(agent.scopes), "tokenless": True},
+                extra={"spaces": list(agent.spaces), "tokenless": True},
             )
-        elif set(agent.scopes) != set(space_slugs()):
+        elif set(agent.spaces) != set(space_slugs()):
             # Tokenless (it never reads): it proposes into whichever space an
             # import names; the reviewer of that space decides.
-            agent.scopes = space_slugs()
-            agent.save(update_fields=["scopes"])
+            agent.spaces = space_slugs()
+            agent.save(update_fields=["spaces"])
         return agent

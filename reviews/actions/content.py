@@ -18,7 +18,7 @@ def content_of(obj: Record | Proposal) -> dict[str, Any]:
 
 def skeleton_of(content: dict[str, Any]) -> str:
     return confusables.content_key(
-        kind=content["kind"], scope=content["scope"], title=content["title"], body=content["body"], tags=content["tags"]
+        kind=content["kind"], space=content["space"], title=content["title"], body=content["body"], tags=content["tags"]
     )
 
 
@@ -44,7 +44,7 @@ def outside_edit_refusal(record: Record, doing: str) -> ChecksumMismatch:
 
 def approved_base(record: Record, doing: str) -> dict[str, Any]:
     """What a change of ``record`` starts from: its content fields, with the
-    approved kind, scope, title, body and tags, never text changed outside
+    approved kind, space, title, body and tags, never text changed outside
     Vetted (else a tag-only revision would carry that text into a new approved
     record). review_by is left for the kind's default. Raises ChecksumMismatch
     when the record was edited and no approved copy is kept."""

@@ -15,7 +15,7 @@ from ..errors import InvalidTransition, ValidationFailed
 from ..models import Proposal, ProposalAction, ProposalState, Record, RecordStatus
 from . import approvals
 from ._common import (
-    PROPOSAL_KEEPS_SCOPE,
+    PROPOSAL_KEEPS_SPACE,
     Actor,
     apply_changes,
     audit,
@@ -103,10 +103,10 @@ def _accept(proposal: Proposal | str, *, actor: Actor, note: str, changes: dict[
             else:
                 base = content_of(proposal)
             # The proposal's space is locked: the policy asked about this space only.
-            lock_scope = space_of(proposal)
+            lock_space = space_of(proposal)
             if changes:
-                refusal = PROPOSAL_KEEPS_SCOPE.format(scope=lock_scope) if target is None else ""
-                content, changed = apply_changes(base, changes, lock_scope=lock_scope, scope_refusal=refusal)
+                refusal = PROPOSAL_KEEPS_SPACE.format(space=lock_space) if target is None else ""
+                content, changed = apply_changes(base, changes, lock_space=lock_space, space_refusal=refusal)
             else:
                 content, changed = v.clean_content(base), {}
             if changes and proposal.action != ProposalAction.DISPUTE and not changed:

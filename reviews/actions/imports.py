@@ -58,7 +58,7 @@ def import_records(
         "title",
         "body",
         "kind",
-        "scope",
+        "space",
         "tags",
         "review_by",
         "metadata",
@@ -177,7 +177,7 @@ def import_snapshot(
                 actor=reviewer,
                 subject=agent,
                 snippet=agent.name,
-                extra={"space": g["space"], "grants": list(agent.scopes), "import": True},
+                extra={"space": g["space"], "grants": list(agent.spaces), "import": True},
             )
         audit(
             "snapshot.imported",
@@ -186,7 +186,7 @@ def import_snapshot(
             snippet=f"vetted-export v{data['version']}",
             extra={
                 **counts,
-                "scopes": data["scopes"],
+                "spaces": data["spaces"],
                 "exported_at": data["exported_at"],
                 "audit_id_offset": details["audit_id_offset"],
                 "users_created_inactive": details["users_created_inactive"],

@@ -10,7 +10,7 @@ from django.db import transaction
 from .. import policy
 from .. import validation as v
 from ..checksum import checksum_of
-from ..errors import InvalidTransition, NotFound, ScopeNotAllowed, ValidationFailed
+from ..errors import InvalidTransition, NotFound, SpaceNotAllowed, ValidationFailed
 from ..models import Agent, Proposal, ProposalAction, ProposalState, Record
 from ..space_access import space_of
 from ._common import (
@@ -29,8 +29,8 @@ from .content import approved_base, skeleton_of
 from .decisions import reject_locked
 
 # What the merged revision takes from the create: everything it proposed
-# except the scope (a revision keeps its record's scope).
-_MERGED_FIELDS = tuple(name for name in v.CONTENT_FIELDS if name != "scope")
+# except the space (a revision keeps its record's space).
+_MERGED_FIELDS = tuple(name for name in v.CONTENT_FIELDS if name != "space")
 
 
 def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor: Actor) -> Proposal:
@@ -41,14 +41,14 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
 
     Refused (writing nothing) unless the proposal is a pending create, the
     target is live (not retired or superseded), the proposing agent may use
-    the target's scope, current and approved (the rule by which an agent may
+    the target's space, current and approved (the rule by which an agent may
     revise a record at all), and the agent may receive the target right now
     (the gate's rule: not disputed, overdue or changed outside Vetted), since
     its proposal_status will name the target. The revision takes
-    the target's scope; the rest is checked as a revision is
+    the target's space; the rest is checked as a revision is
     (propose_revision): identical to the target, or identical to another
     live record, is refused. Audited as ``proposal.merged`` with the
-    checksums before and after and the scopes."""
+    checksums before and after and the spaces."""
     with transaction.atomic():
         reviewer = require_reviewer(actor)
         proposal = locked_proposal(proposal)
@@ -64,7 +64,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         require_live(record, f"merge {proposal.public_id} into", reviewer)
         base = approved_base(record, f"merge {proposal.public_id} into")
         if proposal.agent is not None:
-            _check_merge_scope(proposal.agent, record, str(base["scope"]), reviewer)
+            _check_merge_space(proposal.agent, record, str(base["space"]), reviewer)
             if not _agent_may_receive(proposal.agent, record):
                 # After a merge the agent's proposal_status names the target:
                 # a record withheld from it right now must not be named to it.
@@ -74,7 +74,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
                     "first, or reject the proposal instead."
                 )
         content, _changed = apply_changes(
-            base, {name: getattr(proposal, name) for name in _MERGED_FIELDS}, lock_scope=str(base["scope"])
+            base, {name: getattr(proposal, name) for name in _MERGED_FIELDS}, lock_space=str(base["space"])
         )
         checksum = checksum_of(content)
         if checksum == record.approved_checksum:
@@ -84,7 +84,7 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
         check_not_duplicate(
             checksum, skeleton=skeleton_of(content), ignore_proposal=proposal, ignore_record=record, records_only=True
         )
-        before, was_scope = proposal.content_checksum, proposal.scope
+        before, was_space = proposal.content_checksum, proposal.space
         for name, value in content.items():
             setattr(proposal, name, value)
         proposal.action = ProposalAction.REVISE
@@ -105,26 +105,26 @@ def merge_into_revision(proposal: Proposal | str, target: Record | str, *, actor
                 "action": ProposalAction.REVISE,
                 "was_action": ProposalAction.CREATE,
                 "supersedes": record.public_id,
-                "from_scope": was_scope,
-                "to_scope": proposal.scope,
+                "from_space": was_space,
+                "to_space": proposal.space,
             },
         )
         return proposal
 
 
-def _check_merge_scope(agent: Agent, record: Record, approved_scope: str, reviewer: User) -> None:
+def _check_merge_space(agent: Agent, record: Record, approved_space: str, reviewer: User) -> None:
     """The agent must be one that could have proposed this revision itself:
     a record it may not use must not become its proposal's target (the agent
     would learn of it through proposal_status). The refusal lists only the
     agent's spaces the reviewer may see (its person's other spaces are not theirs)."""
-    scopes = {record.scope, approved_scope}
-    if not all(agent.can_use_scope(scope) for scope in scopes):
-        shown = [slug for slug in agent.scopes if policy.sees(reviewer, slug)]
-        raise ScopeNotAllowed(
-            f"Cannot merge into {record.public_id}: it is in scope {approved_scope!r}, which agent {agent.name!r} "
+    spaces = {record.space, approved_space}
+    if not all(agent.can_use_space(space) for space in spaces):
+        shown = [slug for slug in agent.spaces if policy.sees(reviewer, slug)]
+        raise SpaceNotAllowed(
+            f"Cannot merge into {record.public_id}: it is in space {approved_space!r}, which agent {agent.name!r} "
             f"may not use (of the spaces you see, it has: {', '.join(shown) or 'none'}); reject the proposal "
             "instead.",
-            scope=approved_scope,
+            space=approved_space,
             allowed=shown,
         )
 
@@ -139,7 +139,7 @@ def reject_as_duplicate(proposal: Proposal | str, duplicate_of: str, *, actor: A
     """Reject a pending create or revise as a duplicate of ``duplicate_of``,
     a live record or another pending proposal (by public id), with a note
     for the agent that names the duplicate only if that agent may be told of
-    it: a record it may receive right now (in its scopes and deliverable,
+    it: a record it may receive right now (in its spaces and deliverable,
     the gate's rule) or its own pending proposal. Anything else is
     UNNAMED_DUPLICATE. The reviewer's ``note``, if any, follows. Audited as
     ``proposal.rejected`` with ``duplicate_of`` in its extra (reviewers'
@@ -201,14 +201,14 @@ def _duplicate_note(proposal: Proposal, duplicate_of: str, reviewer: User) -> st
 
 def _reviewer_sees(reviewer: User, record: Record) -> bool:
     """The record's space, and for one changed outside Vetted its approved space, are the reviewer's."""
-    slugs = {record.scope}
+    slugs = {record.space}
     approved = record.approved_text() if record.edited_since_approval else None
     if approved is not None:
-        slugs.add(approved["scope"])
+        slugs.add(approved["space"])
     return all(policy.sees(reviewer, slug) for slug in slugs)
 
 
 def _agent_may_receive(agent: Agent, record: Record) -> bool:
-    """The gate's rule for one record: in the agent's scopes and deliverable now."""
-    candidates = Record.objects.filter(pk=record.pk).deliverable(agent.scopes)
+    """The gate's rule for one record: in the agent's spaces and deliverable now."""
+    candidates = Record.objects.filter(pk=record.pk).deliverable(agent.spaces)
     return any(r.withhold_reason() is None for r in candidates)

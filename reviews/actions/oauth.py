@@ -227,7 +227,7 @@ def grant_oauth_consent(
             if not new_agent_name:
                 raise ValidationFailed({"agent": "choose an existing agent or name a new one"})
             agent, _none = create_agent(
-                new_agent_name, scopes=chosen, actor=reviewer, source_tool=client.client_name[:64], with_token=False
+                new_agent_name, spaces=chosen, actor=reviewer, source_tool=client.client_name[:64], with_token=False
             )
         else:
             name = agent if isinstance(agent, str) else agent.name
@@ -237,10 +237,10 @@ def grant_oauth_consent(
                 raise ValidationFailed({"agent": f"no agent named {name!r} can sign in"})
             if not found.is_active:
                 raise ValidationFailed({"agent": f"agent {name!r} is revoked; name a new one"})
-            outside = [s for s in chosen if s not in found.scopes]
+            outside = [s for s in chosen if s not in found.spaces]
             if outside:
                 raise ValidationFailed(
-                    {"scopes": f"{', '.join(outside)} not among {name!r}'s scopes ({', '.join(found.scopes)})"}
+                    {"scopes": f"{', '.join(outside)} not among {name!r}'s scopes ({', '.join(found.spaces)})"}
                 )
             agent = found
         grant = OAuthGrant.objects.create(

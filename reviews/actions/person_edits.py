@@ -36,8 +36,8 @@ def _person(user: object) -> User:
 def _readable_target(user: User, target: Record | str) -> Record:
     record = locked_record(target)
     approved = record.approved_text() if record.edited_since_approval else None
-    scopes = {record.scope, approved["scope"]} if approved else {record.scope}
-    if not scopes <= set(readable_spaces(user)):
+    spaces = {record.space, approved["space"]} if approved else {record.space}
+    if not spaces <= set(readable_spaces(user)):
         raise NotFound(f"No record with id {record.public_id!r}.")
     return record
 
@@ -74,7 +74,7 @@ def _store(
         before=target.approved_checksum if target else "",
         after=checksum,
         snippet=proposal.title or (target.title if target else ""),
-        extra={"action": action, "edited_file": True, **({"scope": fields["scope"]} if "scope" in fields else {})},
+        extra={"action": action, "edited_file": True, **({"space": fields["space"]} if "space" in fields else {})},
     )
     tell_proposal(proposal)
     return proposal
@@ -89,7 +89,7 @@ def propose_file_revision(
         record = _readable_target(person, target)
         require_live(record, "revise")
         base = approved_base(record, "revise")
-        content, _changed = apply_changes(base, changes, lock_scope=base["scope"])
+        content, _changed = apply_changes(base, changes, lock_space=base["space"])
         checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed({"body": f"the edit is identical to {record.public_id}"})
@@ -111,8 +111,8 @@ def propose_file_create(*, user: object, reason: str, source_tool: str = "file",
     with transaction.atomic():
         person = _person(user)
         content = v.clean_content(fields)
-        if content["scope"] not in readable_spaces(person):
-            raise ValidationFailed({"scope": f"{person.get_username()} may not propose into {content['scope']!r}"})
+        if content["space"] not in readable_spaces(person):
+            raise ValidationFailed({"space": f"{person.get_username()} may not propose into {content['space']!r}"})
         checksum, skeleton = checksum_of(content), skeleton_of(content)
         check_not_duplicate(checksum, skeleton=skeleton)
         return _store(

@@ -16,7 +16,7 @@ from ..models import Agent, Proposal, ProposalAction, ProposalState, Record, Rec
 from ._common import (
     apply_changes,
     audit,
-    check_agent_scope,
+    check_agent_space,
     check_not_duplicate,
     close_extra,
     locked_agent,
@@ -44,7 +44,7 @@ def propose_create(
 ) -> Proposal:
     """An agent asks for a new record. Returns the pending proposal.
 
-    ``fields``: kind, scope, title, body, tags, review_by, valid_from,
+    ``fields``: kind, space, title, body, tags, review_by, valid_from,
     valid_until, confidence, metadata. Refuses exact duplicates of a record the
     agent can receive or of its own pending proposal (DuplicateContent with
     the existing id); see check_not_duplicate. ``full_duplicate_check``:
@@ -58,7 +58,7 @@ def propose_create(
         agent = require_active_agent(locked_agent(agent))
         content = v.clean_content(fields)
         reason = v.clean_reason(reason)
-        check_agent_scope(agent, content["scope"])
+        check_agent_space(agent, content["space"])
         checksum, skeleton = checksum_of(content), skeleton_of(content)
         check_not_duplicate(checksum, skeleton=skeleton, proposer=None if full_duplicate_check else agent)
         earlier, resubmit_reason = _resubmission(
@@ -71,7 +71,7 @@ def propose_create(
             content={**content, "resubmits": earlier, "resubmit_reason": resubmit_reason},
             checksums=(checksum, skeleton),
             provenance=provenance_of(agent, source_tool, session),
-            extra={"scope": content["scope"], **_resubmits(earlier)},
+            extra={"space": content["space"], **_resubmits(earlier)},
         )
 
 
@@ -130,7 +130,7 @@ def propose_revision(
 
     Fields not given keep the target's approved values (review_by gets a
     fresh default); for a target changed outside Vetted that is its approved
-    text, not the changed one (refused if no approved copy is kept). The scope
+    text, not the changed one (refused if no approved copy is kept). The space
     cannot change. A revision that changes nothing is refused, and so is one
     this agent already had rejected, unless resubmitted (see _resubmission).
     """
@@ -140,7 +140,7 @@ def propose_revision(
         require_live(record, "revise", agent)
         reason = v.clean_reason(reason)
         base = approved_base(record, "revise")
-        content, changed = apply_changes(base, changes, lock_scope=base["scope"])
+        content, changed = apply_changes(base, changes, lock_space=base["space"])
         checksum = checksum_of(content)
         if checksum == record.approved_checksum:
             raise ValidationFailed(

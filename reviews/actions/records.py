@@ -60,7 +60,7 @@ def retire_record(record: Record | str, *, actor: Actor, note: str) -> Record:
 
 def revise_record(record: Record | str, *, actor: Actor, changes: dict[str, Any], note: str = "") -> Record:
     """A reviewer writes a corrected version of a record directly: a new
-    approved record that supersedes it (the scope stays the same). Fields not
+    approved record that supersedes it (the space stays the same). Fields not
     in ``changes`` keep their approved values: for a record changed outside
     Vetted, the approved text (refused with ChecksumMismatch if no approved
     copy is kept; approve_current_text or retire it then)."""
@@ -92,9 +92,9 @@ def _supersede(
 ) -> Record:
     """The reviewer's revise path (inside the caller's transaction, ``record``
     locked): ``base`` with ``changes`` becomes a new approved record that
-    supersedes ``record`` in ``base``'s (the approved) scope; one record.revised event."""
+    supersedes ``record`` in ``base``'s (the approved) space; one record.revised event."""
     was = record.status  # what undo_decision restores it to
-    content, changed = apply_changes(base, changes, lock_scope=base["scope"])
+    content, changed = apply_changes(base, changes, lock_space=base["space"])
     checksum = checksum_of(content)
     if checksum == record.approved_checksum:
         raise ValidationFailed({"changes": identical})
@@ -145,10 +145,10 @@ def _replace_by_reviewer(
     return new
 
 
-def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) -> Record:
-    """A reviewer moves a record to another space (scope): the only way
+def move_record(record: Record | str, *, actor: Actor, space: str, note: str) -> Record:
+    """A reviewer moves a record to another space (space): the only way
     content crosses between personal, team and system. The moved version is a
-    new approved record in ``scope`` that supersedes the old one, so history
+    new approved record in ``space`` that supersedes the old one, so history
     stays and an agent that could read only the old space never learns where
     it went. Refused for a record edited since approval (its text was never
     reviewed) and for a disputed one (decide the dispute first)."""
@@ -159,11 +159,11 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
         # Content crosses spaces only here: the mover decides in both, and the
         # roles come first, so a person outside either space learns neither
         # the record's status nor its successor nor whether the space exists.
-        new_scope = str(scope or "").strip().lower()
-        if not new_scope:
-            raise ValidationFailed({"scope": "the space to move the record to (its slug)"})
-        require_role(reviewer, record, "move", verb="move", also=new_scope)
-        new_scope = v.clean_scope(new_scope)
+        new_space = str(space or "").strip().lower()
+        if not new_space:
+            raise ValidationFailed({"space": "the space to move the record to (its slug)"})
+        require_role(reviewer, record, "move", verb="move", also=new_space)
+        new_space = v.clean_space(new_space)
         require_live(record, "move", reviewer)
         if record.status == RecordStatus.DISPUTED:
             raise InvalidTransition(
@@ -174,10 +174,10 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
                 f"{record.public_id} was edited since approval; restore the approved text or "
                 "approve the current text first instead of moving text nobody reviewed."
             )
-        if new_scope == record.scope:
-            raise ValidationFailed({"scope": f"{record.public_id} is already in {new_scope}"})
+        if new_space == record.space:
+            raise ValidationFailed({"space": f"{record.public_id} is already in {new_space}"})
         content = content_of(record)
-        content["scope"] = new_scope
+        content["space"] = new_space
         checksum = checksum_of(content)
         check_not_duplicate(checksum, skeleton=skeleton_of(content))
         return _replace_by_reviewer(
@@ -194,8 +194,8 @@ def move_record(record: Record | str, *, actor: Actor, scope: str, note: str) ->
             snippet=note,
             extra={
                 "previous_status": RecordStatus.APPROVED,  # a disputed record cannot be moved
-                "from_scope": record.scope,
-                "to_scope": new_scope,
+                "from_space": record.space,
+                "to_space": new_space,
             },
         )
 
@@ -293,7 +293,7 @@ def verify_record(record: Record | str, *, actor: Actor, review_by: date | str |
 
 def restore_approved_text(record: Record | str, *, actor: Actor, note: str = "") -> Record:
     """A reviewer puts back what was approved in a record changed outside
-    Vetted: its kind, scope, title, body and tags become its approved_content
+    Vetted: its kind, space, title, body and tags become its approved_content
     again, so its text matches approved_checksum (in any status: a retired or
     superseded record's history becomes honest again). One record.restored
     event with the checksums before and after. Refused if the text already
@@ -336,7 +336,7 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
     current content supersedes it (one record.revised event, marked
     ``approved_current_text``, ``changed`` naming the fields edited outside).
     ``note`` is required. Refused if the text matches its approval (verify it
-    instead), if its scope was changed outside Vetted (restore it, then move
+    instead), if its space was changed outside Vetted (restore it, then move
     it), or if the current text breaks the write rules (revise or retire it)."""
     with transaction.atomic():
         reviewer = require_reviewer(actor)
@@ -349,9 +349,9 @@ def approve_current_text(record: Record | str, *, actor: Actor, note: str) -> Re
                 f"{record.public_id}'s text matches its approval; there is nothing to approve (verify it instead)."
             )
         approved = record.approved_text()
-        if approved is not None and approved["scope"] != record.scope:
+        if approved is not None and approved["space"] != record.space:
             raise InvalidTransition(
-                f"{record.public_id}'s scope was changed outside Vetted ({approved['scope']} to {record.scope}); "
+                f"{record.public_id}'s space was changed outside Vetted ({approved['space']} to {record.space}); "
                 "restore the approved text, then move it if it belongs there."
             )
         base = content_of(record)

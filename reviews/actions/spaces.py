@@ -206,9 +206,9 @@ def remove_member(space: Space | str, username: AbstractBaseUser | str, *, actor
         membership.delete()
         narrowed = []
         for agent in Agent.objects.select_for_update().filter(owner=user).order_by("name"):
-            if space.slug in agent.scopes:
-                agent.scopes = [s for s in agent.scopes if s != space.slug]
-                agent.save(update_fields=["scopes"])
+            if space.slug in agent.spaces:
+                agent.spaces = [s for s in agent.spaces if s != space.slug]
+                agent.save(update_fields=["spaces"])
                 narrowed.append(agent.name)
         audit(
             "space.member_removed",
@@ -282,25 +282,25 @@ def _change_grant(agent: Agent | str, slug: str, *, actor: Actor, grant: bool) -
                     f"Only the person of agent {agent.name!r} (or the operator) changes its grants."
                 )
         if grant:
-            if slug in agent.scopes:
+            if slug in agent.spaces:
                 raise InvalidTransition(f"Agent {agent.name!r} already has {slug}.")
             problem = check_grants(agent.owner, [slug])
             if problem:
                 raise ValidationFailed({"space": problem})
-            agent.scopes = sorted([*agent.scopes, slug])
+            agent.spaces = sorted([*agent.spaces, slug])
         else:
-            if slug not in agent.scopes:
+            if slug not in agent.spaces:
                 raise InvalidTransition(f"Agent {agent.name!r} is not granted {slug}.")
-            if len(agent.scopes) == 1:
+            if len(agent.spaces) == 1:
                 raise InvalidTransition(f"{slug} is agent {agent.name!r}'s only space; revoke the agent instead.")
-            agent.scopes = [s for s in agent.scopes if s != slug]
-        agent.save(update_fields=["scopes"])
+            agent.spaces = [s for s in agent.spaces if s != slug]
+        agent.save(update_fields=["spaces"])
         audit(
             "agent.granted" if grant else "agent.grant_revoked",
             actor=actor,
             subject=agent,
             snippet=agent.name,
-            extra={"space": slug, "grants": list(agent.scopes)},
+            extra={"space": slug, "grants": list(agent.spaces)},
         )
         return agent
 

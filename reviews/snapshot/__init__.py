@@ -3,7 +3,7 @@
 Format (``"format": "vetted-export", "version": 2``; see docs/backup.md):
 
     {"format": "vetted-export", "version": 2, "exported_at": ISO-8601,
-     "scopes": [...], "include_token_digests": bool,
+     "spaces": [...], "include_token_digests": bool,
      "records": [...], "proposals": [...], "agents": [...], "audit": [...]}
 
 Every model field is written; foreign keys become public ids (records,
@@ -14,11 +14,11 @@ exactly the checksummed fields that must match ``approved_checksum``);
 version 1 files still import, each record's copy derived as migration 0003
 does (kept if its text matches its checksum, else null).
 
-With a subset of scopes, a file holds only the records in those scopes,
+With a subset of spaces, a file holds only the records in those spaces,
 the proposals about them, and the audit events whose every record and
 proposal id belongs to the file: a personal record never appears in a team
 export, not even as a link, an id or a title in an audit snippet.
-Supersession links to records outside the exported scopes are cut (null).
+Supersession links to records outside the exported spaces are cut (null).
 
 Modules: ``format`` (the fields), ``check`` (validate_snapshot: every
 problem at once), ``load`` (write_snapshot). The export is

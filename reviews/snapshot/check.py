@@ -125,7 +125,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
     missing = [key for key in TOP_LEVEL if key not in data]
     if missing:
         raise SnapshotInvalid([f"missing top-level field(s): {', '.join(missing)}"])
-    for key in ("records", "proposals", "agents", "audit", "scopes"):
+    for key in ("records", "proposals", "agents", "audit", "spaces"):
         if not isinstance(data[key], list):
             raise SnapshotInvalid([f"{key} must be a list"])
     try:
@@ -134,11 +134,11 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         c.add("exported_at", f"must be an ISO 8601 date-time with offset, got {data['exported_at']!r}")
     # Spaces: a file's spaces must exist here or be in the file (snapshot/spaces.py).
     known = space_slugs() + sorted(check_spaces(data, c.add) - set(space_slugs()))
-    bad_scopes = [s for s in data["scopes"] if s not in known]
-    if bad_scopes:
+    bad_spaces = [s for s in data["spaces"] if s not in known]
+    if bad_spaces:
         c.add(
-            "scopes",
-            f"unknown space(s) {bad_scopes}; spaces here: {', '.join(known)} (create the others first: "
+            "spaces",
+            f"unknown space(s) {bad_spaces}; spaces here: {', '.join(known)} (create the others first: "
             "`manage.py space create`)",
         )
 
@@ -155,7 +155,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             row,
             strings=("name", "token_prefix", "source_tool", "created_by"),
             optional_strings=("token_digest", "owner") if "owner" in row else ("token_digest",),
-            lists=("scopes",),
+            lists=("spaces",),
             times=AGENT_TIMES,
             required_times=("created_at",),
         )
@@ -186,7 +186,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             row,
             strings=(
                 "kind",
-                "scope",
+                "space",
                 "status",
                 "title",
                 "body",
@@ -213,10 +213,10 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         if row["public_id"] in records:
             c.add(where, "public_id appears twice")
         records[row["public_id"]] = row
-        if row["scope"] not in known:
-            c.add(where, f"scope {row['scope']!r} is not one of {', '.join(known)}")
-        elif data["scopes"] and row["scope"] not in data["scopes"]:
-            c.add(where, f"scope {row['scope']!r} is not among the file's scopes {data['scopes']}")
+        if row["space"] not in known:
+            c.add(where, f"space {row['space']!r} is not one of {', '.join(known)}")
+        elif data["spaces"] and row["space"] not in data["spaces"]:
+            c.add(where, f"space {row['space']!r} is not among the file's spaces {data['spaces']}")
         if row["status"] not in RecordStatus.values:
             c.add(where, f"status {row['status']!r} is not one of {', '.join(RecordStatus.values)}")
         if not HEX64_RE.match(str(row["approved_checksum"])):
@@ -227,7 +227,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
             # Restoring would write this text back: it must be what was approved.
             c.add(
                 where,
-                "approved_content must be null or an object with exactly kind, scope, title, body and "
+                "approved_content must be null or an object with exactly kind, space, title, body and "
                 "tags whose checksum is approved_checksum",
             )
         if not row["approved_by"]:
@@ -274,7 +274,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
                 "action",
                 "state",
                 "kind",
-                "scope",
+                "space",
                 "title",
                 "body",
                 "content_checksum",

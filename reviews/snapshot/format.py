@@ -23,7 +23,7 @@ MENTION_RE = ids.MENTION_RE
 RECORD_FIELDS = [
     "public_id",
     "kind",
-    "scope",
+    "space",
     "title",
     "body",
     "tags",
@@ -56,7 +56,7 @@ PROPOSAL_FIELDS = [
     "target",
     "state",
     "kind",
-    "scope",
+    "space",
     "title",
     "body",
     "tags",
@@ -84,7 +84,7 @@ AGENT_FIELDS = [
     "name",
     "token_digest",
     "token_prefix",
-    "scopes",
+    "spaces",
     "source_tool",
     "is_active",
     "last_seen_at",
@@ -107,7 +107,7 @@ AUDIT_FIELDS = [
     "snippet",
     "extra",
 ]
-TOP_LEVEL = ["format", "version", "exported_at", "scopes", "records", "proposals", "agents", "audit"]
+TOP_LEVEL = ["format", "version", "exported_at", "spaces", "records", "proposals", "agents", "audit"]
 
 RECORD_DATES = ("review_by", "valid_from", "valid_until")
 RECORD_TIMES = ("approved_at", "verified_at", "created_at", "updated_at")

@@ -35,7 +35,7 @@ def _look_alike_keys(row: dict[str, Any], *, title: bool = False) -> dict[str, A
     a record, from its approved copy when one is kept, as new_record does)."""
     keys = {
         "skeleton_checksum": confusables.content_key(
-            kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"], tags=row["tags"]
+            kind=row["kind"], space=row["space"], title=row["title"], body=row["body"], tags=row["tags"]
         )
     }
     if title:
@@ -107,7 +107,7 @@ def write_snapshot(
         raise SnapshotInvalid(grant_refusals)
     grants_added = []
     for target, missing in grants.items():
-        Agent.objects.filter(pk=target.pk).update(scopes=sorted({*target.scopes, *missing}))
+        Agent.objects.filter(pk=target.pk).update(spaces=sorted({*target.spaces, *missing}))
         grants_added += [{"agent": target.name, "space": slug} for slug in missing]
 
     record_pk = {}
@@ -195,7 +195,7 @@ def write_snapshot(
         row["public_id"]
         for row in data["records"]
         if Record(
-            kind=row["kind"], scope=row["scope"], title=row["title"], body=row["body"], tags=row["tags"]
+            kind=row["kind"], space=row["space"], title=row["title"], body=row["body"], tags=row["tags"]
         ).current_checksum()
         != row["approved_checksum"]
     ]

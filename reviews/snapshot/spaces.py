@@ -173,11 +173,11 @@ def merge_problems(row: dict[str, Any], space: Space, importer: Any, to_add: lis
 
 
 def grant_problems(agent: Agent, row: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """The file's grants (``row["scopes"]``) that ``agent``, which exists
+    """The file's grants (``row["spaces"]``) that ``agent``, which exists
     here, lacks, and why they cannot be added. Only the same person's agent
     gains grants, and only of spaces that person is a member of here (after
     the members merged). The tokenless ``import`` agent follows the spaces."""
-    missing = sorted(set(row["scopes"]) - set(agent.scopes))
+    missing = sorted(set(row["spaces"]) - set(agent.spaces))
     if not missing or agent.name == "import":
         return [], []
     where = f"agent {agent.name!r}"

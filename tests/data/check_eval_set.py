@@ -8,9 +8,9 @@ Standard library only. Run it from anywhere:
 It prints a summary and exits non-zero if any rule is broken.
 
 Corpus rules (one JSON object per line):
-  * fields id, title, body, kind, scope, tags; ids unique; no duplicate records
+  * fields id, title, body, kind, space, tags; ids unique; no duplicate records
   * kind in fact|preference|procedure|decision|reference|event,
-    scope in team|personal|system
+    space in team|personal|system
   * title: single line, 3-200 characters
   * body: 60-1200 characters, or a "long" body of 1500-4000 characters made
     of at least three "## " sections; at least 8 long bodies
@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 KINDS = {"fact", "preference", "procedure", "decision", "reference", "event"}
-SCOPES = {"team", "personal", "system"}
+SPACES = {"team", "personal", "system"}
 QUERY_TYPES = ("keyword", "identifier", "question", "paraphrase")
 MIN_RECORDS = 90
 MIN_PER_TYPE = 60
@@ -188,7 +188,7 @@ def check_corpus(records: list[dict], errors: list[str]) -> dict[str, dict]:
     seen_content: dict[tuple, str] = {}
     for rec in records:
         where = f"corpus line {rec['_line']}"
-        missing = [f for f in ("id", "title", "body", "kind", "scope", "tags") if f not in rec]
+        missing = [f for f in ("id", "title", "body", "kind", "space", "tags") if f not in rec]
         if missing:
             errors.append(f"{where}: missing fields {missing}")
             continue
@@ -219,8 +219,8 @@ def check_corpus(records: list[dict], errors: list[str]) -> dict[str, dict]:
             errors.append(f"{where}: body does not look like prose: {problem}")
         if rec["kind"] not in KINDS:
             errors.append(f"{where}: kind {rec['kind']!r} not in {sorted(KINDS)}")
-        if rec["scope"] not in SCOPES:
-            errors.append(f"{where}: scope {rec['scope']!r} not in {sorted(SCOPES)}")
+        if rec["space"] not in SPACES:
+            errors.append(f"{where}: space {rec['space']!r} not in {sorted(SPACES)}")
         if not isinstance(tags, list) or len(tags) > 6:
             errors.append(f"{where}: tags must be a list of at most 6")
         else:
@@ -360,7 +360,7 @@ def main() -> int:
     print(f"queries: {args.queries}")
     print(f"records: {len(by_id)} (long sectioned bodies: {long_bodies})")
     print("  kinds:  " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r["kind"] for r in by_id.values()).items())))
-    print("  scopes: " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r["scope"] for r in by_id.values()).items())))
+    print("  spaces: " + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r["space"] for r in by_id.values()).items())))
     print(f"queries: {sum(counts.values())} -> " + ", ".join(f"{t}={counts[t]}" for t in QUERY_TYPES))
     print(f"records targeted by at least one query: {len(targeted)}/{len(by_id)}")
     if args.verbose:

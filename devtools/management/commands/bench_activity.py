@@ -72,14 +72,14 @@ class Command(BaseCommand):
 
     def _seed(self, rng: random.Random, decisions: int, pending: int, records: int) -> None:
         reviewer = scratch_reviewer()
-        agents = [actions.create_agent(name, scopes=["team"], actor=reviewer)[0] for name in AGENTS]
+        agents = [actions.create_agent(name, spaces=["team"], actor=reviewer)[0] for name in AGENTS]
         now = timezone.now()
         today = timezone.localdate()
         Record.objects.bulk_create(
             [
                 Record(
                     kind="fact",
-                    scope="team",
+                    space="team",
                     title=f"Seeded record {n}",
                     body=f"Seeded record {n} for the activity benchmark.",
                     status=RecordStatus.APPROVED,
@@ -109,7 +109,7 @@ class Command(BaseCommand):
                     action=ProposalAction.CREATE,
                     state=state,
                     kind="fact",
-                    scope="team",
+                    space="team",
                     title=f"Seeded proposal {n}",
                     body=f"Seeded proposal {n} for the activity benchmark.",
                     reason="Benchmark seed",

@@ -49,7 +49,7 @@ class Command(BaseCommand):
         if opts["runs"] < 1:
             raise CommandError("--runs must be at least 1.")
         with scratch_database() as folder:
-            _agent, token = actions.create_agent("bench", scopes=["personal", "team"], actor=scratch_reviewer())
+            _agent, token = actions.create_agent("bench", spaces=["personal", "team"], actor=scratch_reviewer())
             env = {
                 "PATH": os.environ.get("PATH", ""),
                 "HOME": os.environ.get("HOME", "/tmp"),

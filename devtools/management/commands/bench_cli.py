@@ -63,7 +63,7 @@ class Command(BaseCommand):
             raise CommandError("--runs must be at least 1.")
         commands = RUNS if opts["only_runs"] else [*help_commands(), *RUNS]
         with scratch_database() as folder:
-            actions.create_agent("bench-agent", scopes=["personal", "team"], actor=scratch_reviewer())
+            actions.create_agent("bench-agent", spaces=["personal", "team"], actor=scratch_reviewer())
             env = {
                 **os.environ,
                 "PYTHONPATH": str(PROJECT),

@@ -33,7 +33,7 @@ def write_corpus(path: Path, records: int, rng: random.Random) -> list[dict]:
     specs = [make_record(rng, n) for n in range(records)]
     with open(path, "w") as out:
         for spec in specs:
-            row = {k: spec[k] for k in ("kind", "scope", "title", "body", "tags")}
+            row = {k: spec[k] for k in ("kind", "space", "title", "body", "tags")}
             row["review_by"] = spec["review_by"].isoformat()
             out.write(json.dumps(row) + "\n")
     return specs

@@ -78,7 +78,7 @@ class Command(BaseCommand):
             specs, _insert_s, build_s = populate_corpus(opts["records"], rng, embedder)
             self.stderr.write(f"corpus of {opts['records']} built in {build_s:.0f} s")
             reviewer = scratch_reviewer()
-            _agent, token = actions.create_agent("bench", scopes=["personal", "team", "system"], actor=reviewer)
+            _agent, token = actions.create_agent("bench", spaces=["personal", "team", "system"], actor=reviewer)
             queries = make_queries(rng, specs, opts["searches"])
 
             reader = Reader.everything()

@@ -126,7 +126,7 @@ class Command(BaseCommand):
         diff: both texts are a handful of short words repeated, in another order,
         so every word occurs thousands of times and no long match exists."""
         reviewer = scratch_reviewer()
-        agent, _token = actions.create_agent("bench-hostile", scopes=["team"], actor=reviewer)
+        agent, _token = actions.create_agent("bench-hostile", spaces=["team"], actor=reviewer)
         ids = []
         for n in range(HOSTILE_PAGE):
             old = _repeat(f"Record {n}: ", "ab cd ef gh ", 1_000)
@@ -134,7 +134,7 @@ class Command(BaseCommand):
                 agent=agent,
                 reason="Benchmark seed record",
                 kind="fact",
-                scope="team",
+                space="team",
                 title=f"Hostile record {n}",
                 body=old,
                 tags=[],
@@ -149,12 +149,12 @@ class Command(BaseCommand):
 
     def _seed(self, rng, total: int) -> int:
         reviewer = scratch_reviewer()
-        agent, _token = actions.create_agent("bench-agent", scopes=["personal", "team"], actor=reviewer)
+        agent, _token = actions.create_agent("bench-agent", spaces=["personal", "team"], actor=reviewer)
         # A tenth of the pending proposals act on approved records (revise,
         # retire, dispute), so every card type is in the measurement.
         approved = []
         for n in range(max(total // 10, 3)):
-            fields = {k: v for k, v in make_record(rng, n).items() if k in ("kind", "scope", "title", "body", "tags")}
+            fields = {k: v for k, v in make_record(rng, n).items() if k in ("kind", "space", "title", "body", "tags")}
             proposal = actions.propose_create(agent=agent, reason="Benchmark seed record", **fields)
             approved.append(actions.accept_proposal(proposal, actor=reviewer).result_record)
         targets = iter(approved)
@@ -177,7 +177,7 @@ class Command(BaseCommand):
                 actions.dispute_record(target, agent=agent, reason="Benchmark: the owner changed last month")
             else:
                 fields = {
-                    k: v for k, v in make_record(rng, n).items() if k in ("kind", "scope", "title", "body", "tags")
+                    k: v for k, v in make_record(rng, n).items() if k in ("kind", "space", "title", "body", "tags")
                 }
                 actions.propose_create(agent=agent, reason="Benchmark: seen in a design document", **fields)
         return Proposal.objects.filter(state=ProposalState.PENDING).count()

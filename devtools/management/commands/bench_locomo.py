@@ -213,7 +213,7 @@ def _turns(sample):
                 body += f" [shares a photo: {turn['blip_caption']}]"
             fields = {
                 "kind": "event",
-                "scope": "personal",
+                "space": "personal",
                 "title": f"{turn['speaker']}, session {number}, turn {turn['dia_id']}",
                 "body": body,
                 "tags": [sample["sample_id"]],

@@ -95,7 +95,7 @@ class Command(BaseCommand):
             raise CommandError("--proposals must be at least 5 and --polls at least 10.")
         with scratch_database() as folder:
             reviewer = scratch_reviewer()
-            _agent, token = actions.create_agent("bench", scopes=["team"], actor=reviewer)
+            _agent, token = actions.create_agent("bench", spaces=["team"], actor=reviewer)
             arrivals = _Arrivals()
             runs: dict[float, list[float]] = {}
             try:
@@ -153,7 +153,7 @@ class Command(BaseCommand):
                 body = {
                     "reason": "Benchmark of notifications",
                     "kind": "fact",
-                    "scope": "team",
+                    "space": "team",
                     "title": f"Benchmark proposal {i}",
                     "body": f"Proposal {i}: the nightly job number {i} for the billing service runs at two.",
                     "tags": ["bench"],

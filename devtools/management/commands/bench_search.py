@@ -47,9 +47,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument(
-            "--scopes",
+            "--spaces",
             default="personal,team,system",
-            help="the reader's scopes (the synthetic corpus is 90%% team, 10%% personal)",
+            help="the reader's spaces (the synthetic corpus is 90%% team, 10%% personal)",
         )
         parser.add_argument("--keep", action="store_true", help="keep the temporary databases and print where")
         parser.add_argument(
@@ -169,7 +169,7 @@ class Command(BaseCommand):
                     cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                     db_mb = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
             queries = make_queries(rng, specs, opts["queries"])
-            reader = Reader.for_scopes([s for s in opts["scopes"].split(",") if s])
+            reader = Reader.for_spaces([s for s in opts["spaces"].split(",") if s])
             rows = []
             moments = [None, Moment(timezone.now())] if opts["as_of"] else [None]
             # On PostgreSQL also through the HNSW index instead of the in-memory copy.
@@ -233,10 +233,10 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             for q in queries:
                 vector = embedder.embed_one(q)
-                for scope in ("team", "personal"):
-                    snap = vectors.cache.current(cursor, scope, len(vector))
+                for space in ("team", "personal"):
+                    snap = vectors.cache.current(cursor, space, len(vector))
                     exact, _ = vectors.nearest([snap], vector, 8, tables.LIVE)
-                    knn = retrieval_engine(cursor).knn(cursor, vector, 8, scope, tables.LIVE)
+                    knn = retrieval_engine(cursor).knn(cursor, vector, 8, space, tables.LIVE)
                     approx, _ = best_per_record(knn)
                     found += len(set(exact) & set(approx))
                     wanted += len(exact)

@@ -55,7 +55,7 @@ class Command(BaseCommand):
             specs, _insert_s, build_s = populate_corpus(opts["records"], rng, embedder)
             self.stderr.write(f"corpus of {opts['records']} built in {build_s:.0f} s")
             agent, token = actions.create_agent(
-                "bench", scopes=["personal", "team", "system"], actor=scratch_reviewer()
+                "bench", spaces=["personal", "team", "system"], actor=scratch_reviewer()
             )
             queries = make_queries(rng, specs, opts["searches"])
             # As on the daemon below: a benchmark's burst would trip the read limit.

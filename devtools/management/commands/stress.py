@@ -119,7 +119,7 @@ class Command(BaseCommand):
         reviewer = user_model.objects.create_superuser("stress-reviewer", "stress@example.invalid", PASSWORD)
         tokens = []
         for n in range(agents):
-            agent, token = actions.create_agent(f"stress-{n}", scopes=["personal", "team"], actor=reviewer)
+            agent, token = actions.create_agent(f"stress-{n}", spaces=["personal", "team"], actor=reviewer)
             tokens.append((agent.name, token))
         seeder = actions.import_agent()
         for n in range(SEED_RECORDS):
@@ -127,7 +127,7 @@ class Command(BaseCommand):
                 agent=seeder,
                 reason="Seed for the stress run.",
                 kind="fact",
-                scope="team" if n % 2 else "personal",
+                space="team" if n % 2 else "personal",
                 title=f"Seed record {n} about the billing ledger",
                 body=f"Seed fact {n}: the ledger service rotates its keys every {n + 2} days and pages on-call.",
             )

@@ -24,9 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("client", choices=sorted(connect.CLIENTS))
         parser.add_argument("--agent", required=True, help="agent name, e.g. claude-code-laptop (created if missing)")
         parser.add_argument(
-            "--scopes",
+            "--spaces",
             default="personal,team",
-            help="scopes for a new agent (default personal,team); ignored for an existing one",
+            help="spaces for a new agent (default personal,team); ignored for an existing one",
         )
         reuse = parser.add_mutually_exclusive_group()
         reuse.add_argument(
@@ -131,11 +131,11 @@ class Command(BaseCommand):
                 if opts["token"] or opts["rotate"]:
                     raise CommandError(f"No agent named {name!r}; leave out --token/--rotate to create it.")
                 reviewer = resolve_reviewer(opts["reviewer"])
-                scopes = [s for s in opts["scopes"].split(",") if s.strip()]
-                agent, token = actions.create_agent(name, scopes=scopes, actor=reviewer, source_tool=client.name)
+                spaces = [s for s in opts["spaces"].split(",") if s.strip()]
+                agent, token = actions.create_agent(name, spaces=spaces, actor=reviewer, source_tool=client.name)
                 self.stderr.write(
-                    f"Created agent {agent.name} ({agent.public_id}) with scopes "
-                    f"{', '.join(agent.scopes)}; its token is in the block below (shown only now)."
+                    f"Created agent {agent.name} ({agent.public_id}) with spaces "
+                    f"{', '.join(agent.spaces)}; its token is in the block below (shown only now)."
                 )
                 return token
             if opts["rotate"]:

@@ -15,7 +15,7 @@ from reviews.space_args import add_space_argument, spaces_from
 class Command(BaseCommand):
     help = (
         "Write records, proposals, agents and the write log to one JSON document (format vetted-export, "
-        "version 1) that import_json loads into an empty instance. --scope limits it to records in those "
+        "version 1) that import_json loads into an empty instance. --space limits it to records in those "
         "spaces, the proposals about them and the events that mention nothing else. Agent token digests are "
         "left out unless --include-token-digests. `-` writes to standard output."
     )
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        opts["scopes"] = spaces_from(opts, self.stderr) or None
+        opts["spaces"] = spaces_from(opts, self.stderr) or None
         path = opts["file"]
         if path != "-" and Path(path).exists():
             raise CommandError(f"{path} already exists; choose another name (export_json never overwrites).")
@@ -43,7 +43,7 @@ class Command(BaseCommand):
         progress = tqdm(total=total, unit="row", file=sys.stderr, disable=None, desc="export")
         with json_export.read_snapshot():  # one consistent view; writers are not blocked
             document = json_export.export_snapshot(
-                opts["scopes"], include_token_digests=opts["include_token_digests"], progress=progress.update
+                opts["spaces"], include_token_digests=opts["include_token_digests"], progress=progress.update
             )
         progress.close()
         text = json.dumps(document, ensure_ascii=False, indent=1)
@@ -57,14 +57,14 @@ class Command(BaseCommand):
         notes = document["notes"]
         summary = {
             "file": path,
-            "scopes": document["scopes"],
+            "spaces": document["spaces"],
             **counts,
             "token_digests": opts["include_token_digests"],
             **notes,
         }
         self.stderr.write(
             f"Exported {counts['records']} record(s), {counts['proposals']} proposal(s), {counts['agents']} agent(s) "
-            f"and {counts['audit']} audit event(s) ({', '.join(document['scopes'])})."
+            f"and {counts['audit']} audit event(s) ({', '.join(document['spaces'])})."
             + ("" if opts["include_token_digests"] else " Token digests left out: agents need new tokens after import.")
             + (
                 f" {notes['audit_events_left_out']} event(s) mentioning other spaces left out."

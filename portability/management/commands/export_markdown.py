@@ -12,10 +12,10 @@ from reviews.space_args import add_space_argument, spaces_from
 
 class Command(BaseCommand):
     help = (
-        "Export the approved records of one scope as Markdown notes with YAML front matter, one file per "
+        "Export the approved records of one space as Markdown notes with YAML front matter, one file per "
         "record named <slug>--<id>.md (with --include-history, superseded, retired and disputed versions "
         "go to history/). Deterministic, Obsidian-readable, git-diffable. Refuses a folder holding another "
-        "scope's files; removes files of records no longer approved. The last line printed is a JSON summary."
+        "space's files; removes files of records no longer approved. The last line printed is a JSON summary."
     )
 
     def add_arguments(self, parser):
@@ -33,14 +33,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        opts["scope"] = spaces_from(opts, self.stderr)[0]
+        opts["space"] = spaces_from(opts, self.stderr)[0]
         statuses = [RecordStatus.APPROVED, *(markdown_io.HISTORY_STATUSES if opts["include_history"] else ())]
-        total = Record.objects.filter(scope=opts["scope"], status__in=statuses).count()
+        total = Record.objects.filter(space=opts["space"], status__in=statuses).count()
         progress = tqdm(total=total, unit="record", file=sys.stderr, disable=None, desc="export")
         try:
             result = markdown_io.export_markdown(
                 opts["directory"],
-                scope=opts["scope"],
+                space=opts["space"],
                 include_history=opts["include_history"],
                 force=opts["force"],
                 on_record=progress.update,
@@ -53,7 +53,7 @@ class Command(BaseCommand):
             self.stderr.write(f"{skipped['id']}: not exported ({skipped['reason']})")
         history = f" and {result.history} older version(s)" if opts["include_history"] else ""
         self.stdout.write(
-            f"Exported {result.records} {opts['scope']} record(s){history} to {opts['directory']}: "
+            f"Exported {result.records} {opts['space']} record(s){history} to {opts['directory']}: "
             f"{len(result.written)} file(s) written, {len(result.unchanged)} unchanged, {len(result.removed)} removed."
         )
         self.stdout.write(dumps(result.summary()))

@@ -45,7 +45,7 @@ class Command(BaseCommand):
         try:
             outcome = instructions.import_instructions(
                 opts["paths"],
-                scope=given[0] if given else "personal",
+                space=given[0] if given else "personal",
                 kind=opts["kind"],
                 reviewer=reviewer,
                 on_candidate=progress.update,

@@ -54,7 +54,7 @@ class Command(BaseCommand):
         try:
             outcome = markdown_io.import_markdown(
                 opts["source"],
-                scope=space,
+                space=space,
                 kind=opts["kind"],
                 reviewer=reviewer,
                 strict=opts["strict"],

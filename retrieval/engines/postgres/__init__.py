@@ -26,9 +26,9 @@ class PostgresRetrieval(RetrievalEngine):
         return "[" + ",".join(repr(float(x)) for x in array) + "]"
 
     def knn(
-        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, scope: str, state: str
+        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, space: str, state: str
     ) -> list[tuple[int, float, int, int]]:
-        """pgvector's HNSW index of one space: ``scope`` as a literal, so the
+        """pgvector's HNSW index of one space: ``space`` as a literal, so the
         planner can use that space's partial index; ``held`` is filtered during
         the scan (hnsw.iterative_scan, dbengine/postgres), so withheld
         chunks never take a place among the k nearest. The KNN runs in a
@@ -36,7 +36,7 @@ class PostgresRetrieval(RetrievalEngine):
         vector = self.vector_value(query_vector)
         cursor.execute(
             f"SELECT v.rowid, v.distance, c.record_id, c.seq FROM (SELECT rowid, embedding <=> %s::vector AS distance "
-            f"FROM {tables.VEC} WHERE scope = '{tables.literal(scope)}' AND held = %s "
+            f"FROM {tables.VEC} WHERE space = '{tables.literal(space)}' AND held = %s "
             "ORDER BY embedding <=> %s::vector LIMIT %s) v "
             f"JOIN {tables.CHUNKS} c ON c.id = v.rowid",
             [vector, int(state == tables.HELD), vector, k],
@@ -44,34 +44,34 @@ class PostgresRetrieval(RetrievalEngine):
         rows: list[tuple[int, float, int, int]] = cursor.fetchall()
         return rows
 
-    def create_vector_table(self, cursor: CursorWrapper, dimension: int, scopes: Iterable[str]) -> None:
-        for sql in ddl.vec_table(dimension, scopes):
+    def create_vector_table(self, cursor: CursorWrapper, dimension: int, spaces: Iterable[str]) -> None:
+        for sql in ddl.vec_table(dimension, spaces):
             cursor.execute(sql)
 
     def keyword_candidates(
-        self, cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int
+        self, cursor: CursorWrapper, space: str, state: str, terms: list[str], k: int
     ) -> dict[int, float]:
         if not terms:
             return {}
-        return keyword.keyword_candidates(cursor, scope, state, terms, k)
+        return keyword.keyword_candidates(cursor, space, state, terms, k)
 
     def identifier_candidates(
-        self, cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int
+        self, cursor: CursorWrapper, space: str, state: str, identifier: str, k: int
     ) -> list[int]:
-        return keyword.identifier_candidates(cursor, scope, state, identifier, k)
+        return keyword.identifier_candidates(cursor, space, state, identifier, k)
 
-    def document_count(self, cursor: CursorWrapper, scope: str, state: str = tables.LIVE) -> int:
-        return keyword.document_count(cursor, scope, state)
+    def document_count(self, cursor: CursorWrapper, space: str, state: str = tables.LIVE) -> int:
+        return keyword.document_count(cursor, space, state)
 
-    def document_frequency(self, cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
-        return keyword.document_frequency(cursor, scope, state, term)
+    def document_frequency(self, cursor: CursorWrapper, space: str, state: str, term: str) -> int:
+        return keyword.document_frequency(cursor, space, state, term)
 
     def term_scores(
-        self, cursor: CursorWrapper, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+        self, cursor: CursorWrapper, space: str, state: str, terms: list[str], candidate_ids: list[int]
     ) -> dict[int, dict[str, float]]:
         if not terms or not candidate_ids:
             return {}
-        return keyword.term_scores(cursor, scope, state, terms, candidate_ids)
+        return keyword.term_scores(cursor, space, state, terms, candidate_ids)
 
     def prepare_database(self, cursor: CursorWrapper) -> None:
         ddl.create_extensions(cursor)
@@ -82,16 +82,16 @@ class PostgresRetrieval(RetrievalEngine):
     def drop_all(self) -> list[str]:
         return ddl.DROP
 
-    def ensure_partitions(self, cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
-        return ddl.ensure_partitions(cursor, scopes)
+    def ensure_partitions(self, cursor: CursorWrapper, spaces: Iterable[str] | None = None) -> list[str]:
+        return ddl.ensure_partitions(cursor, spaces)
 
     def index_triggers(self) -> dict[str, str]:
         return ddl.TRIGGERS
 
-    def drop_keyword(self, scopes: Iterable[str]) -> list[str]:
-        return ddl.drop_keyword(scopes)
+    def drop_keyword(self, spaces: Iterable[str]) -> list[str]:
+        return ddl.drop_keyword(spaces)
 
-    def rebuild_keyword(self, cursor: CursorWrapper, scopes: Iterable[str]) -> None:
+    def rebuild_keyword(self, cursor: CursorWrapper, spaces: Iterable[str]) -> None:
         # The tsvector is a generated column: its GIN indexes are made anew by create_all.
         return None
 

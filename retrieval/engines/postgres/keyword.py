@@ -42,13 +42,13 @@ from .terms import TERMS
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 
 
-def partition(scope: str, state: str, table: str = "") -> str:
+def partition(space: str, state: str, table: str = "") -> str:
     """The WHERE clause of one partition, as literals (see the module's
     quirks), on the columns of ``table`` (an alias) if given."""
     if state not in tables.STATES:
-        raise ValueError(f"unknown partition {scope!r}/{state!r}")
+        raise ValueError(f"unknown partition {space!r}/{state!r}")
     on = f"{table}." if table else ""
-    return f"{on}scope = '{tables.literal(scope)}' AND {on}state = '{state}'"
+    return f"{on}space = '{tables.literal(space)}' AND {on}state = '{state}'"
 
 
 def _query(term: str) -> tuple[str, list[str]]:
@@ -56,38 +56,38 @@ def _query(term: str) -> tuple[str, list[str]]:
     return f"plainto_tsquery('{CONFIG}', {FOLD}(%s))", [term]
 
 
-def document_count(cursor: CursorWrapper, scope: str, state: str) -> int:
-    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE {partition(scope, state)}")
+def document_count(cursor: CursorWrapper, space: str, state: str) -> int:
+    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE {partition(space, state)}")
     return int(cursor.fetchone()[0])
 
 
-def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
+def document_frequency(cursor: CursorWrapper, space: str, state: str, term: str) -> int:
     query, params = _query(term)
-    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE {partition(scope, state)} AND tsv @@ {query}", params)
+    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE {partition(space, state)} AND tsv @@ {query}", params)
     return int(cursor.fetchone()[0])
 
 
-# (database, scope, state) -> (the space's docs token, documents, mean tokens, {term: documents with it}).
+# (database, space, state) -> (the space's docs token, documents, mean tokens, {term: documents with it}).
 # Each count is a round trip to the server (FTS5's are function calls), so
-# they are kept until the space's ``docs:<scope>`` token changes, which the
+# they are kept until the space's ``docs:<space>`` token changes, which the
 # triggers renew in the transaction of any change to its documents.
 _counts: dict[tuple[str, str, str], tuple[str | None, int, float, dict[str, int]]] = {}
 _counts_lock = threading.Lock()
 
 
 def _statistics(
-    cursor: CursorWrapper, scope: str, state: str, terms: list[str]
+    cursor: CursorWrapper, space: str, state: str, terms: list[str]
 ) -> tuple[dict[str, float], float, bool]:
     """({term: BM25 idf}, mean document length, whether any document of the
     partition has any of the terms) of one partition."""
-    cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"docs:{scope}"])
+    cursor.execute(f"SELECT value FROM {tables.META} WHERE key = %s", [f"docs:{space}"])
     row = cursor.fetchone()
     token = row[0] if row else None
-    key = (str(cursor.db.settings_dict["NAME"]), scope, state)
+    key = (str(cursor.db.settings_dict["NAME"]), space, state)
     with _counts_lock:
         entry = _counts.get(key)
     if entry is None or entry[0] != token:
-        cursor.execute(f"SELECT count(*), coalesce(avg(tokens), 0) FROM {tables.DOCS} WHERE {partition(scope, state)}")
+        cursor.execute(f"SELECT count(*), coalesce(avg(tokens), 0) FROM {tables.DOCS} WHERE {partition(space, state)}")
         total, mean = cursor.fetchone()
         entry = (token, int(total), float(mean), {})
     _token, total, mean, known = entry
@@ -95,7 +95,7 @@ def _statistics(
         found = {term: known[term] for term in terms if term in known}
     missing = [term for term in terms if term not in found]
     if missing:
-        found.update(_frequencies(cursor, scope, state, missing))
+        found.update(_frequencies(cursor, space, state, missing))
     with _counts_lock:
         fresh = dict(known) if len(known) < 50_000 else {}
         fresh.update(found)
@@ -123,7 +123,7 @@ def _per_document(
     mean: float | None = None,
 ) -> tuple[str, list[Any], list[str]]:
     """(a FROM item ``f``: one row per document of the partition ``where``
-    (scope, state, and the only documents wanted, or None) holding any
+    (space, state, and the only documents wanted, or None) holding any
     lexeme of ``terms``, with each term's weighted frequency f0, f1, ...,
     as m0, m1, ... whether the document matches that term as
     ``tsv @@ plainto_tsquery(term)`` would (every lexeme of it: FTS5 matches
@@ -135,7 +135,7 @@ def _per_document(
     numeric, whose arithmetic over tens of thousands of rows cost more than
     the aggregation; a one-lexeme term (nearly all) is an equality, not ANY.
     """
-    scope, state, only = where
+    space, state, only = where
     columns: list[str] = []
     params: list[Any] = []
     every: list[str] = []
@@ -155,7 +155,7 @@ def _per_document(
     narrow = " AND t.doc_id = ANY(%s)" if only is not None else ""
     table = (
         f"(SELECT t.doc_id, {', '.join(columns)} FROM {TERMS} t "
-        f"WHERE {partition(scope, state, 't')} AND t.lexeme = ANY(%s::text[]){narrow} GROUP BY t.doc_id) f"
+        f"WHERE {partition(space, state, 't')} AND t.lexeme = ANY(%s::text[]){narrow} GROUP BY t.doc_id) f"
     )
     params.append(sorted(set(every)))
     if only is not None:
@@ -163,9 +163,9 @@ def _per_document(
     return table, params, matches
 
 
-def _frequencies(cursor: CursorWrapper, scope: str, state: str, terms: list[str]) -> dict[str, int]:
+def _frequencies(cursor: CursorWrapper, space: str, state: str, terms: list[str]) -> dict[str, int]:
     """{term: documents of the partition matching it}, in one round trip."""
-    table, params, matches = _per_document(cursor, (scope, state, None), terms)
+    table, params, matches = _per_document(cursor, (space, state, None), terms)
     cursor.execute(f"SELECT {', '.join(f'count(*) FILTER (WHERE {m})' for m in matches)} FROM {table}", params)
     return {term: int(count) for term, count in zip(terms, cursor.fetchone(), strict=True)}
 
@@ -178,24 +178,24 @@ def _bm25(terms: list[str], idf: dict[str, float]) -> tuple[list[str], list[Any]
     return scores, [idf[term] * (K1 + 1) for term in terms]
 
 
-def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
+def keyword_candidates(cursor: CursorWrapper, space: str, state: str, terms: list[str], k: int) -> dict[int, float]:
     if not terms:
         return {}
-    idf, mean, any_found = _statistics(cursor, scope, state, terms)
+    idf, mean, any_found = _statistics(cursor, space, state, terms)
     if not any_found:  # no round trip for a partition none of the terms is in
         return {}
     lexemes = _lexemes(cursor, terms)
     if all(len(of_term) <= 1 for of_term in lexemes):
-        return _single_lexeme_candidates(cursor, (scope, state), lexemes, [idf[t] for t in terms], mean, k)
-    return _any_candidates(cursor, (scope, state), terms, idf, mean, k)
+        return _single_lexeme_candidates(cursor, (space, state), lexemes, [idf[t] for t in terms], mean, k)
+    return _any_candidates(cursor, (space, state), terms, idf, mean, k)
 
 
 def _any_candidates(
     cursor: CursorWrapper, where: tuple[str, str], terms: list[str], idf: dict[str, float], mean: float, k: int
 ) -> dict[int, float]:
     """keyword_candidates for terms of any number of lexemes."""
-    scope, state = where
-    table, table_params, matches = _per_document(cursor, (scope, state, None), terms, mean)
+    space, state = where
+    table, table_params, matches = _per_document(cursor, (space, state, None), terms, mean)
     scores, score_params = _bm25(terms, idf)
     cursor.execute(
         f"SELECT f.doc_id, {' + '.join(scores)} AS s FROM {table} WHERE {' OR '.join(matches)} "
@@ -220,11 +220,11 @@ def _single_lexeme_candidates(
     (half the time at 100k records). A lexeme of two terms is joined twice
     and counts twice, as those terms' scores add up in the general form."""
     query = [(of_term[0], w * (K1 + 1)) for of_term, w in zip(lexemes, idfs, strict=True) if of_term]
-    scope, state = where
+    space, state = where
     cursor.execute(
         "SELECT t.doc_id, sum(q.w * t.wf / (t.wf + %s::float8 + %s::float8 * t.tokens)) AS s "
         f"FROM {TERMS} t JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, w) ON q.lexeme = t.lexeme "
-        f"WHERE {partition(scope, state, 't')} AND t.lexeme = ANY(%s::text[]) "
+        f"WHERE {partition(space, state, 't')} AND t.lexeme = ANY(%s::text[]) "
         "GROUP BY t.doc_id ORDER BY s DESC, t.doc_id LIMIT %s",
         [
             K1 * (1 - B),
@@ -238,10 +238,10 @@ def _single_lexeme_candidates(
     return {rowid: float(score) for rowid, score in cursor.fetchall()}
 
 
-def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int) -> list[int]:
+def identifier_candidates(cursor: CursorWrapper, space: str, state: str, identifier: str, k: int) -> list[int]:
     pattern = identifier.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     cursor.execute(
-        f"SELECT id FROM {tables.DOCS} WHERE {partition(scope, state)} AND {IDENT_TEXT} LIKE %s ESCAPE '\\' "
+        f"SELECT id FROM {tables.DOCS} WHERE {partition(space, state)} AND {IDENT_TEXT} LIKE %s ESCAPE '\\' "
         "ORDER BY id LIMIT %s",
         [f"%{pattern}%", k],
     )
@@ -249,14 +249,14 @@ def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identif
 
 
 def term_scores(
-    cursor: CursorWrapper, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+    cursor: CursorWrapper, space: str, state: str, terms: list[str], candidate_ids: list[int]
 ) -> dict[int, dict[str, float]]:
     if not terms or not candidate_ids:
         return {}
-    idf, mean, any_found = _statistics(cursor, scope, state, terms)
+    idf, mean, any_found = _statistics(cursor, space, state, terms)
     if not any_found:
         return {}
-    table, table_params, _matches = _per_document(cursor, (scope, state, list(candidate_ids)), terms, mean)
+    table, table_params, _matches = _per_document(cursor, (space, state, list(candidate_ids)), terms, mean)
     scores, score_params = _bm25(terms, idf)
     cursor.execute(f"SELECT f.doc_id, {', '.join(scores)} FROM {table}", [*score_params, *table_params])
     found: dict[int, dict[str, float]] = {}

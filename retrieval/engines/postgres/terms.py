@@ -27,13 +27,13 @@ COLUMN_WEIGHT = "CASE w WHEN 'A' THEN 10 WHEN 'B' THEN 5 ELSE 1 END"
 TABLE = [
     f"""CREATE TABLE IF NOT EXISTS {TERMS} (
         doc_id bigint NOT NULL,
-        scope text NOT NULL,
+        space text NOT NULL,
         state text NOT NULL,
         lexeme text NOT NULL,
         wf integer NOT NULL,
         tokens integer NOT NULL,
         PRIMARY KEY (doc_id, lexeme))""",
-    f"CREATE INDEX IF NOT EXISTS retrieval_doc_term_lookup ON {TERMS} (scope, state, lexeme) "
+    f"CREATE INDEX IF NOT EXISTS retrieval_doc_term_lookup ON {TERMS} (space, state, lexeme) "
     "INCLUDE (doc_id, wf, tokens)",
 ]
 
@@ -42,7 +42,7 @@ def _rows_of(row: str, source: str) -> str:
     """The term rows of documents ``row`` (NEW in the trigger, or an alias),
     one per lexeme: ``source`` must yield ``row`` and ``unnest(row.tsv) u``."""
     return (
-        f"SELECT {row}.id, {row}.scope, {row}.state, u.lexeme, "
+        f"SELECT {row}.id, {row}.space, {row}.state, u.lexeme, "
         f"(SELECT coalesce(sum({COLUMN_WEIGHT}), 0) FROM unnest(u.weights) w)::integer, {row}.tokens FROM {source}"
     )
 
@@ -50,7 +50,7 @@ def _rows_of(row: str, source: str) -> str:
 _EVERY_DOCUMENT = _rows_of("d", f"{DOCS} d CROSS JOIN LATERAL unnest(d.tsv) u")
 
 
-_COLUMNS = f"INSERT INTO {TERMS} (doc_id, scope, state, lexeme, wf, tokens)"
+_COLUMNS = f"INSERT INTO {TERMS} (doc_id, space, state, lexeme, wf, tokens)"
 
 # Delete and insert on any change: a document's lexemes change together.
 FUNCTION = f"""CREATE OR REPLACE FUNCTION retrieval_doc_terms() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -75,7 +75,7 @@ def drift(cursor: CursorWrapper) -> int:
     """How many term rows differ from what the documents' tsv says (missing,
     extra or wrong), for check_index: 0 on a healthy index."""
     expected = _EVERY_DOCUMENT
-    stored = f"SELECT doc_id, scope, state, lexeme, wf, tokens FROM {TERMS}"
+    stored = f"SELECT doc_id, space, state, lexeme, wf, tokens FROM {TERMS}"
     cursor.execute(f"SELECT count(*) FROM (({expected}) EXCEPT ALL ({stored})) x")
     missing = int(cursor.fetchone()[0])
     cursor.execute(f"SELECT count(*) FROM (({stored}) EXCEPT ALL ({expected})) x")

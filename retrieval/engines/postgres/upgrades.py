@@ -31,8 +31,8 @@ def fold_diacritics_and_lengths(cursor: CursorWrapper) -> None:
         return  # made by 0001 with the current layout
     cursor.execute(f"ALTER TABLE {tables.DOCS} DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS tokens")
     cursor.execute(f"ALTER TABLE {tables.DOCS} ADD COLUMN {ddl.tsv_column()}, ADD COLUMN {ddl.tokens_column()}")
-    for scope in tables.current_scopes(cursor):
-        for sql in ddl.partition_indexes(scope):
+    for space in tables.current_spaces(cursor):
+        for sql in ddl.partition_indexes(space):
             cursor.execute(sql)
 
 

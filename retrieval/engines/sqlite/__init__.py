@@ -24,44 +24,44 @@ class SQLiteRetrieval(RetrievalEngine):
         return np.ascontiguousarray(array, dtype=np.float32).tobytes()
 
     def knn(
-        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, scope: str, state: str
+        self, cursor: CursorWrapper, query_vector: np.ndarray, k: int, space: str, state: str
     ) -> list[tuple[int, float, int, int]]:
         # vec0: the partition key and the metadata column filter inside the KNN.
         # (vec0 quirk: SQLite flattens the subquery, and vec0 refuses any ORDER
         # BY besides its own distance order, so ties are ordered in Python.)
         cursor.execute(
             f"SELECT v.rowid, v.distance, c.record_id, c.seq FROM "
-            f"(SELECT rowid, distance FROM {tables.VEC} WHERE embedding MATCH %s AND k = %s AND scope = %s "
+            f"(SELECT rowid, distance FROM {tables.VEC} WHERE embedding MATCH %s AND k = %s AND space = %s "
             f"AND held = %s) v JOIN {tables.CHUNKS} c ON c.id = v.rowid",
-            [query_vector.astype(np.float32).tobytes(), min(k, KNN_MAX), scope, int(state == tables.HELD)],
+            [query_vector.astype(np.float32).tobytes(), min(k, KNN_MAX), space, int(state == tables.HELD)],
         )
         rows: list[tuple[int, float, int, int]] = cursor.fetchall()
         return rows
 
-    def create_vector_table(self, cursor: CursorWrapper, dimension: int, scopes: Iterable[str]) -> None:
+    def create_vector_table(self, cursor: CursorWrapper, dimension: int, spaces: Iterable[str]) -> None:
         cursor.execute(f"DROP TABLE IF EXISTS {tables.VEC}")
         cursor.execute(f"CREATE VIRTUAL TABLE {tables.VEC} USING vec0({ddl.VEC_COLUMNS.format(dimension=dimension)})")
 
     def keyword_candidates(
-        self, cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int
+        self, cursor: CursorWrapper, space: str, state: str, terms: list[str], k: int
     ) -> dict[int, float]:
-        return keyword.keyword_candidates(cursor, scope, state, terms, k)
+        return keyword.keyword_candidates(cursor, space, state, terms, k)
 
     def identifier_candidates(
-        self, cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int
+        self, cursor: CursorWrapper, space: str, state: str, identifier: str, k: int
     ) -> list[int]:
-        return keyword.identifier_candidates(cursor, scope, state, identifier, k)
+        return keyword.identifier_candidates(cursor, space, state, identifier, k)
 
-    def document_count(self, cursor: CursorWrapper, scope: str, state: str = tables.LIVE) -> int:
-        return keyword.document_count(cursor, scope, state)
+    def document_count(self, cursor: CursorWrapper, space: str, state: str = tables.LIVE) -> int:
+        return keyword.document_count(cursor, space, state)
 
-    def document_frequency(self, cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
-        return keyword.document_frequency(cursor, scope, state, term)
+    def document_frequency(self, cursor: CursorWrapper, space: str, state: str, term: str) -> int:
+        return keyword.document_frequency(cursor, space, state, term)
 
     def term_scores(
-        self, cursor: CursorWrapper, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+        self, cursor: CursorWrapper, space: str, state: str, terms: list[str], candidate_ids: list[int]
     ) -> dict[int, dict[str, float]]:
-        return keyword.term_scores(cursor, scope, state, terms, candidate_ids)
+        return keyword.term_scores(cursor, space, state, terms, candidate_ids)
 
     def create_all(self, cursor: CursorWrapper) -> None:
         ddl.create_all(cursor)
@@ -69,22 +69,22 @@ class SQLiteRetrieval(RetrievalEngine):
     def drop_all(self) -> list[str]:
         return ddl.DROP
 
-    def ensure_partitions(self, cursor: CursorWrapper, scopes: Iterable[str] | None = None) -> list[str]:
-        return ddl.ensure_partitions(cursor, scopes)
+    def ensure_partitions(self, cursor: CursorWrapper, spaces: Iterable[str] | None = None) -> list[str]:
+        return ddl.ensure_partitions(cursor, spaces)
 
     def index_triggers(self) -> dict[str, str]:
         return ddl.TRIGGERS
 
-    def drop_keyword(self, scopes: Iterable[str]) -> list[str]:
-        return ddl.drop_keyword(scopes)
+    def drop_keyword(self, spaces: Iterable[str]) -> list[str]:
+        return ddl.drop_keyword(spaces)
 
-    def rebuild_keyword(self, cursor: CursorWrapper, scopes: Iterable[str]) -> None:
-        for table in ddl.keyword_tables(scopes):
+    def rebuild_keyword(self, cursor: CursorWrapper, spaces: Iterable[str]) -> None:
+        for table in ddl.keyword_tables(spaces):
             cursor.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
     def index_problems(self, cursor: CursorWrapper) -> list[str]:
         problems = []
-        for table in ddl.keyword_tables(tables.current_scopes(cursor)):
+        for table in ddl.keyword_tables(tables.current_spaces(cursor)):
             try:
                 # With rank 1, FTS5 compares the index with its content (the
                 # partition's view of retrieval_doc).

@@ -29,11 +29,11 @@ from ...query import fts_or_query, fts_string
 _WEIGHTS = "10.0, 1.0, 5.0"
 
 
-def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: list[str], k: int) -> dict[int, float]:
+def keyword_candidates(cursor: CursorWrapper, space: str, state: str, terms: list[str], k: int) -> dict[int, float]:
     """The ``k`` best BM25 matches of any of ``terms`` in one partition {rowid: bm25}."""
     if not terms:
         return {}
-    table = tables.fts(scope, state)
+    table = tables.fts(space, state)
     cursor.execute(
         f"SELECT rowid, -bm25({table}, {_WEIGHTS}) AS s FROM {table} WHERE {table} MATCH %s ORDER BY s DESC LIMIT %s",
         [fts_or_query(terms), k],
@@ -41,29 +41,29 @@ def keyword_candidates(cursor: CursorWrapper, scope: str, state: str, terms: lis
     return {rowid: score for rowid, score in cursor.fetchall()}
 
 
-def identifier_candidates(cursor: CursorWrapper, scope: str, state: str, identifier: str, k: int) -> list[int]:
+def identifier_candidates(cursor: CursorWrapper, space: str, state: str, identifier: str, k: int) -> list[int]:
     """Up to ``k`` documents of one partition containing ``identifier`` as a
     substring (whole-token checking is the caller's, on the approved text)."""
-    table = tables.ident(scope, state)
+    table = tables.ident(space, state)
     cursor.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH %s LIMIT %s", [fts_string(identifier), k])
     return [rowid for (rowid,) in cursor.fetchall()]
 
 
-def document_count(cursor: CursorWrapper, scope: str, state: str = tables.LIVE) -> int:
+def document_count(cursor: CursorWrapper, space: str, state: str = tables.LIVE) -> int:
     """Documents in one partition (the N of its idf)."""
-    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE scope = %s AND state = %s", [scope, state])
+    cursor.execute(f"SELECT count(*) FROM {tables.DOCS} WHERE space = %s AND state = %s", [space, state])
     return int(cursor.fetchone()[0])
 
 
-def document_frequency(cursor: CursorWrapper, scope: str, state: str, term: str) -> int:
+def document_frequency(cursor: CursorWrapper, space: str, state: str, term: str) -> int:
     """Documents of one partition that contain ``term`` (stemmed as indexed)."""
-    table = tables.fts(scope, state)
+    table = tables.fts(space, state)
     cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [fts_string(term)])
     return int(cursor.fetchone()[0])
 
 
 def term_scores(
-    cursor: CursorWrapper, scope: str, state: str, terms: list[str], candidate_ids: list[int]
+    cursor: CursorWrapper, space: str, state: str, terms: list[str], candidate_ids: list[int]
 ) -> dict[int, dict[str, float]]:
     """For each of ``candidate_ids`` (documents of this partition), each of
     ``terms`` it contains with that term's own BM25 contribution in this
@@ -76,7 +76,7 @@ def term_scores(
     cursor.execute("CREATE TEMP TABLE IF NOT EXISTS retrieval_candidates (id INTEGER PRIMARY KEY)")
     cursor.execute("DELETE FROM temp.retrieval_candidates")
     cursor.executemany("INSERT INTO temp.retrieval_candidates (id) VALUES (%s)", [(rowid,) for rowid in candidate_ids])
-    table = tables.fts(scope, state)
+    table = tables.fts(space, state)
     found: dict[int, dict[str, float]] = {}
     for term in terms:
         cursor.execute(

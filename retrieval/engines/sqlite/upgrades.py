@@ -42,10 +42,10 @@ def approved_content_per_space(cursor: CursorWrapper) -> None:
     for sql in ddl.OLD_LAYOUT:
         cursor.execute(sql)
     cursor.execute(f"PRAGMA table_info({tables.CHUNKS})")
-    if "scope" not in {row[1] for row in cursor.fetchall()}:
-        cursor.execute(f"ALTER TABLE {tables.CHUNKS} ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+    if "space" not in {row[1] for row in cursor.fetchall()}:
+        cursor.execute(f"ALTER TABLE {tables.CHUNKS} ADD COLUMN space TEXT NOT NULL DEFAULT ''")
     cursor.execute(
-        f"UPDATE {tables.CHUNKS} SET scope = coalesce((SELECT r.scope FROM {tables.RECORD_TABLE} r "
+        f"UPDATE {tables.CHUNKS} SET space = coalesce((SELECT r.space FROM {tables.RECORD_TABLE} r "
         f"WHERE r.id = record_id), '')"
     )
     # create_all queues every record; the first reconcile (on the next
@@ -58,7 +58,7 @@ def approved_content_per_space(cursor: CursorWrapper) -> None:
         f"INSERT INTO {tables.DIRTY} (record_id) SELECT id FROM {tables.RECORD_TABLE} WHERE true "
         "ON CONFLICT (record_id) DO UPDATE SET gen = gen + 1"
     )
-    # vec0 gets its partition (scope) and state columns. The vectors are
+    # vec0 gets its partition (space) and state columns. The vectors are
     # rebuilt from the copies in retrieval_chunk, so nothing is embedded
     # again; every row starts withheld until reconcile files its document.
     cursor.execute(f"SELECT value FROM {tables.META} WHERE key = 'dimension'")
@@ -68,7 +68,7 @@ def approved_content_per_space(cursor: CursorWrapper) -> None:
         cursor.execute(f"DROP TABLE {tables.VEC}")
         cursor.execute(f"CREATE VIRTUAL TABLE {tables.VEC} USING vec0({ddl.VEC_COLUMNS.format(dimension=int(row[0]))})")
         cursor.execute(
-            f"INSERT INTO {tables.VEC} (rowid, scope, held, embedding) SELECT id, scope, 1, embedding "
+            f"INSERT INTO {tables.VEC} (rowid, space, held, embedding) SELECT id, space, 1, embedding "
             f"FROM {tables.CHUNKS} WHERE embedding IS NOT NULL AND length(embedding) = %s",
             [4 * int(row[0])],
         )

@@ -21,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--space", action="append", dest="space", metavar="SLUG", help="only this space (repeat; default: all)"
         )
-        parser.add_argument("--scope", action="append", dest="scope_alias", help="deprecated alias of --space")
+        parser.add_argument("--space", action="append", dest="space_alias", help="deprecated alias of --space")
         parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
         parser.add_argument(
             "--limit",
@@ -59,7 +59,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
             return
         self.stdout.write(
-            f"Checked {report.checked_records} current record(s) in {', '.join(report.scopes)}: "
+            f"Checked {report.checked_records} current record(s) in {', '.join(report.spaces)}: "
             f"{len(report.findings)} finding(s)."
         )
         for kind, label in quality.LABELS.items():
@@ -73,7 +73,7 @@ class Command(BaseCommand):
             )
             for finding in found:
                 ids = " ".join(finding.records + finding.proposals)
-                self.stdout.write(f"  - {ids}{' ' if ids else ''}[{finding.scope or 'all'}] {finding.why}")
+                self.stdout.write(f"  - {ids}{' ' if ids else ''}[{finding.space or 'all'}] {finding.why}")
                 self.stdout.write(f"    next: {finding.suggestion}")
 
     def _eval(self, path: Path, threshold, verbose: bool, as_json: bool):

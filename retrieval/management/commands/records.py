@@ -1,4 +1,4 @@
-"""`records list` and `records read ID`: what a reader of some scopes receives,
+"""`records list` and `records read ID`: what a reader of some spaces receives,
 through the same gate as agents, now or at a past moment (--as-of, --valid-at)."""
 
 import json
@@ -14,7 +14,7 @@ from reviews.history import Moment
 
 
 class Command(BaseCommand):
-    help = "List or read records as a reader of some scopes receives them, now or as of a past moment."
+    help = "List or read records as a reader of some spaces receives them, now or as of a past moment."
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
@@ -25,7 +25,7 @@ class Command(BaseCommand):
             else:
                 p.add_argument("--limit", type=int, default=20)
                 p.add_argument("--kind", action="append", default=[], help="only these kinds; repeatable")
-            p.add_argument("--scope", action="append", default=[], help="read as a reader of these scopes; default all")
+            p.add_argument("--space", action="append", default=[], help="read as a reader of these spaces; default all")
             p.add_argument("--as-of", help="as received at this past moment (date = the end of that day, or date-time)")
             p.add_argument("--valid-at", help="judge validity windows on this day (YYYY-MM-DD)")
             p.add_argument("--json", action="store_true", help="print JSON instead of lines")
@@ -39,17 +39,17 @@ class Command(BaseCommand):
         rows = list_at(
             reader,
             moment or Moment(),
-            scopes=sorted(reader.scopes),
+            spaces=sorted(reader.spaces),
             kinds=opts["kind"],
             tags_all=[],
             limit=opts["limit"],
         )
         if opts["json"]:
-            records = [record_full(r, reader.scopes) for r in rows]
+            records = [record_full(r, reader.spaces) for r in rows]
             self.stdout.write(json.dumps({"records": records, **(moment.as_dict() if moment else {})}))
             return
         for r in rows:
-            self.stdout.write(f"{r.public_id}  [{r.kind}/{r.scope}] {r.title}  (approved {r.approved_at:%Y-%m-%d})")
+            self.stdout.write(f"{r.public_id}  [{r.kind}/{r.space}] {r.title}  (approved {r.approved_at:%Y-%m-%d})")
         if not rows:
             self.stdout.write("No records.")
 
@@ -64,7 +64,7 @@ class Command(BaseCommand):
             **(moment.as_dict() if moment else {}),
         }
         if result.record is not None:
-            data["record"] = record_full(result.record, reader.scopes)
+            data["record"] = record_full(result.record, reader.spaces)
         else:
             data["withheld"] = result.withheld
             if result.successor is not None:

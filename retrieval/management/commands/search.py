@@ -51,7 +51,7 @@ class Command(BaseCommand):
         for rank, hit in enumerate(response.results, 1):
             r = hit.record
             extra = f"  (current version of {hit.successor_of})" if hit.successor_of else ""
-            self.stdout.write(f"{rank:>2}. {hit.score:6.3f}  {r.public_id}  [{r.kind}/{r.scope}] {r.title}{extra}")
+            self.stdout.write(f"{rank:>2}. {hit.score:6.3f}  {r.public_id}  [{r.kind}/{r.space}] {r.title}{extra}")
         withheld = ", ".join(f"{reason}: {n}" for reason, n in sorted(response.withheld.items()))
         self.stdout.write(f"withheld: {withheld or 'none'}  ({response.took_ms:.1f} ms, {response.mode})")
 

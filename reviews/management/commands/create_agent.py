@@ -10,19 +10,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="lowercase name, e.g. claude-code-laptop")
-        parser.add_argument("--scopes", required=True, help="comma separated: personal,team,system")
+        parser.add_argument("--spaces", required=True, help="comma separated: personal,team,system")
         parser.add_argument("--source-tool", default="", help="the client this agent runs in, e.g. claude-code")
         parser.add_argument("--reviewer", help="the person creating it (default: the only superuser)")
 
     def handle(self, *args, **opts):
         reviewer = resolve_reviewer(opts["reviewer"])
-        scopes = [s for s in opts["scopes"].split(",") if s.strip()]
+        spaces = [s for s in opts["spaces"].split(",") if s.strip()]
         try:
             agent, token = actions.create_agent(
-                opts["name"], scopes=scopes, actor=reviewer, source_tool=opts["source_tool"]
+                opts["name"], spaces=spaces, actor=reviewer, source_tool=opts["source_tool"]
             )
         except VettedError as exc:
             raise CommandError(exc.message) from None
-        self.stderr.write(f"Created agent {agent.name} ({agent.public_id}) with scopes {', '.join(agent.scopes)}.")
+        self.stderr.write(f"Created agent {agent.name} ({agent.public_id}) with spaces {', '.join(agent.spaces)}.")
         self.stderr.write("The token below is shown only this once; store it now. Vetted keeps only its digest.")
         self.stdout.write(token)

@@ -15,7 +15,7 @@ MAX_LINE_BYTES = 1_000_000
 
 class Command(BaseCommand):
     help = (
-        "Import records from a JSON Lines file: one object per line with title, body, kind, scope and "
+        "Import records from a JSON Lines file: one object per line with title, body, kind, space and "
         "optional tags, review_by (YYYY-MM-DD), metadata. Without --approve each line becomes a pending "
         "proposal; with it, you approve them. All or nothing unless --partial. The last line printed is a "
         'JSON summary: {"created": n, "errors": [...], "ids": [...]}.'

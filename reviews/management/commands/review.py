@@ -69,10 +69,10 @@ class Command(BaseCommand):
         p.add_argument("--limit", type=int, default=20)
 
         p = sub.add_parser(
-            "move", parents=[common], help="move a record to another space (scope); the moved version supersedes it"
+            "move", parents=[common], help="move a record to another space (space); the moved version supersedes it"
         )
         p.add_argument("record_id")
-        p.add_argument("--space", "--scope", required=True, dest="scope", help="the destination space (slug)")
+        p.add_argument("--space", "--space", required=True, dest="space", help="the destination space (slug)")
         p.add_argument("--note", required=True, help="why it belongs there")
 
         p = sub.add_parser(
@@ -154,8 +154,8 @@ class Command(BaseCommand):
             elif command == "account":
                 self._account(opts, reviewer)
             elif command == "move":
-                r = actions.move_record(opts["record_id"], actor=reviewer, scope=opts["scope"], note=opts["note"])
-                self.stdout.write(f"Moved {opts['record_id']} to {r.scope} as {r.public_id}.")
+                r = actions.move_record(opts["record_id"], actor=reviewer, space=opts["space"], note=opts["note"])
+                self.stdout.write(f"Moved {opts['record_id']} to {r.space} as {r.public_id}.")
             elif command == "restore":
                 r = actions.restore_approved_text(opts["record_id"], actor=reviewer, note=opts["note"])
                 self.stdout.write(f"Restored the approved text of {r.public_id}: {r.title}.")
@@ -207,10 +207,10 @@ class Command(BaseCommand):
             on = p.target
             target = f" on {on.public_id}" if on is not None else ""
             title = textsafety.mark_plain(p.title or (on.title if on is not None else ""))
-            scope = p.scope or (on.scope if on is not None else "")
+            space = p.space or (on.space if on is not None else "")
             age = _age(now - p.created_at)
             self.stdout.write(
-                f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{scope}] {title}  ({p.proposer_label}, {age})"
+                f"{p.public_id}  {p.state:<9} {p.action:<7}{target}  [{space}] {title}  ({p.proposer_label}, {age})"
             )
 
     def _show(self, public_id):
@@ -243,7 +243,7 @@ def _as_dict(p: Proposal, full: bool = False) -> dict:
         "action": p.action,
         "target": p.target.public_id if p.target is not None else None,
         "kind": p.kind,
-        "scope": p.scope or (p.target.scope if p.target is not None else ""),
+        "space": p.space or (p.target.space if p.target is not None else ""),
         "title": p.title or (p.target.title if p.target is not None else ""),
         "tags": p.tags,
         "agent": p.proposer_label,

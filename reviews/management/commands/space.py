@@ -81,7 +81,7 @@ class Command(BaseCommand):
             elif command in ("grant", "revoke"):
                 change = actions.grant_space if command == "grant" else actions.revoke_space
                 agent = change(opts["agent"], opts["slug"], actor=actor)
-                self.stdout.write(f"Agent {agent.name} now has: {', '.join(agent.scopes)}.")
+                self.stdout.write(f"Agent {agent.name} now has: {', '.join(agent.spaces)}.")
         except VettedError as exc:
             raise CommandError(exc.message) from None
         return None
@@ -90,7 +90,7 @@ class Command(BaseCommand):
         rows: list[dict] = []
         for space in Space.objects.order_by("kind", "slug"):
             members = Membership.objects.filter(space=space).select_related("user").order_by("user__username")
-            agents = [a.name for a in Agent.objects.order_by("name") if space.slug in a.scopes]
+            agents = [a.name for a in Agent.objects.order_by("name") if space.slug in a.spaces]
             rows.append(
                 {
                     "slug": space.slug,
