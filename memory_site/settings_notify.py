@@ -24,19 +24,21 @@ VETTED_NOTIFY_URGENT_PER_AGENT_SECONDS = env_int(
 )
 # A batch waits until no event came for this long (so a burst is one message).
 VETTED_NOTIFY_QUIET_SECONDS = env_float("VETTED_NOTIFY_QUIET_SECONDS", 1.0, minimum=0.0, maximum=600.0)
-# Spaces: which spaces notifications and the feed may name, by
-# slug or by kind ("team" is every team space, as the fixed space was). Each
-# person is told only of the spaces they decide in among these (notify/recipients.py).
-# VETTED_NOTIFY_SPACES is the deprecated alias (read when this is unset).
-_NOTIFY_SPACES_NAME = "VETTED_NOTIFY_SPACES" if env_str("VETTED_NOTIFY_SPACES", "") else "VETTED_NOTIFY_SPACES"
-VETTED_NOTIFY_SPACES = env_list(_NOTIFY_SPACES_NAME, ["team", "system"])
-VETTED_NOTIFY_SPACES_DEPRECATED = _NOTIFY_SPACES_NAME == "VETTED_NOTIFY_SPACES" and bool(
-    env_str("VETTED_NOTIFY_SPACES", "")
-)
+# Which spaces notifications and the feed may name, by slug or by kind
+# ("team" is every team space). Each person is told only of the spaces they
+# decide in among these (notify/recipients.py).
+VETTED_NOTIFY_SPACES = env_list("VETTED_NOTIFY_SPACES", ["team", "system"])
+# The setting's name before spaces is refused, never read: a deployment that
+# still set it would otherwise run with the default spaces without a word.
+_OLD_NAME = "VETTED_NOTIFY_SCOPES"
+if env_str(_OLD_NAME, ""):
+    raise ImproperlyConfigured(
+        f"{_OLD_NAME} is not a setting; rename it VETTED_NOTIFY_SPACES (the same slugs and/or kinds)."
+    )
 for _space in VETTED_NOTIFY_SPACES:
     if not re.fullmatch(r"[a-z0-9][a-z0-9:._-]{0,63}", _space):
         raise ImproperlyConfigured(
-            f"{_NOTIFY_SPACES_NAME}: {_space!r} is not a space slug or kind; "
+            f"VETTED_NOTIFY_SPACES: {_space!r} is not a space slug or kind; "
             "give slugs (acme, personal:sam) and/or kinds (personal, team, system), comma-separated."
         )
 VETTED_WEBHOOK_URL = env_str("VETTED_WEBHOOK_URL", "")

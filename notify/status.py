@@ -30,7 +30,6 @@ def settings_context(user: Any) -> dict[str, Any]:
         "notify_webhook_format": settings.VETTED_WEBHOOK_FORMAT,
         "notify_email_to": settings.VETTED_NOTIFY_EMAIL if operator else [],
         "notify_spaces": settings.VETTED_NOTIFY_SPACES,
-        "notify_spaces_deprecated": settings.VETTED_NOTIFY_SPACES_DEPRECATED,
         "notify_min_seconds": settings.VETTED_NOTIFY_MIN_SECONDS,
         "notify_states": states,
         "notify_waiting": OutboxEvent.objects.filter(batched_at=None).count() if operator else 0,

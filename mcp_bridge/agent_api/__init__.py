@@ -18,7 +18,6 @@ subscriber may hear). Everything public is re-exported here.
 
 from .describe import describe
 from .grant import Credential, agent_for, credential_holds, own_proposals, spaces
-from .inputs import space_or_space as space_or_space
 from .limits import SlidingWindowLimiter, initialize_limiter, read_limiter, write_limiter
 from .proposals import dispute, propose_context, propose_retirement, withdraw_proposal
 from .reads import (
@@ -79,7 +78,6 @@ __all__ = [
     "record_full",
     "record_summary",
     "search",
-    "space_or_space",
     "withdraw_proposal",
     "write_limiter",
 ]

@@ -54,8 +54,7 @@ def describe(agent: Agent) -> dict:
             "decides; proposal_status tells you what they decided."
         ),
         "agent": {"id": agent.public_id, "name": agent.name, "spaces": spaces, "source_tool": agent.source_tool},
-        "spaces": [{"name": s, "records": by_space.get(s, 0)} for s in spaces],
-        # Spaces: the agent's grants by slug and name; ``space`` fields take the slug.
+        # The agent's grants by slug and name; ``space`` fields take the slug.
         "spaces": [{"slug": s, "name": names.get(s, s), "records": by_space.get(s, 0)} for s in spaces],
         "kinds": [{"name": k, "review_days": days, "records": by_kind.get(k, 0)} for k, days in v.kinds().items()],
         "tags": tags,

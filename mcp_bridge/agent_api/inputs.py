@@ -45,19 +45,6 @@ def optional_kind(value, errors: dict) -> list[str]:
         return []
 
 
-SPACE_DEPRECATED = "space is deprecated: use space (the same space slug); space goes in the next version"
-
-
-def space_or_space(space, space) -> tuple[object, dict[str, str]]:
-    """Spaces: ``space`` is the filter; ``space`` its deprecated
-    alias, which still works and says so (the returned notes go in the answer)."""
-    if space not in (None, ""):
-        return space, {}
-    if space not in (None, ""):
-        return space, {"space": SPACE_DEPRECATED}
-    return None, {}
-
-
 def optional_space(agent: Agent, value, errors: dict) -> list[str]:
     if value in (None, ""):
         return []

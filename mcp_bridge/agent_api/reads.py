@@ -21,7 +21,6 @@ from .inputs import (
     optional_space,
     raise_errors,
     reader_for,
-    space_or_space,
 )
 from .limits import read_limiter
 from .shapes import WITHHELD_EXPLAINED, proposal_shape, record_full, record_summary
@@ -74,14 +73,13 @@ def search(
     mode="hybrid",
     kind=None,
     space=None,
-    space=None,
     tags=None,
     limit=8,
     as_of=None,
     valid_at=None,
 ) -> dict:
-    """The gated search, limited to the agent's spaces (``space``: one of them;
-    ``space`` a deprecated alias); with ``as_of`` what it would have received
+    """The gated search, limited to the agent's spaces (``space``: one of them);
+    with ``as_of`` what it would have received
     at that moment, with ``valid_at`` the records whose validity window holds
     that day. A query's work is bounded (``query_problem``), and a long one
     weighs more in the read limit (``query_cost``)."""
@@ -89,7 +87,6 @@ def search(
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = optional_kind(kind, errors)
-    space, deprecated = space_or_space(space, space)
     spaces = optional_space(agent, space, errors)
     tag_list = checked_tags(tags, errors)
     try:
@@ -111,8 +108,6 @@ def search(
     data["took_ms"] = round(response.took_ms, 1)
     if data["withheld_total"]:
         data["withheld_explained"] = {reason: WITHHELD_EXPLAINED[reason] for reason in data["withheld"]}
-    if deprecated:
-        data["deprecated"] = deprecated
     if clock is not None:
         clock.lap("serialisation (shapes)")
     return data
@@ -147,7 +142,6 @@ def list_records(
     *,
     kind=None,
     space=None,
-    space=None,
     tag=None,
     since=None,
     limit=LIST_LIMIT_DEFAULT,
@@ -160,7 +154,6 @@ def list_records(
     errors: dict[str, str] = {}
     moment = _moment(as_of, valid_at, errors)
     kinds = optional_kind(kind, errors)
-    space, deprecated = space_or_space(space, space)
     spaces = optional_space(agent, space, errors) or list(agent.spaces)
     tag_list = checked_tags(tag, errors, field="tag")
     after = clean_since(since, errors)
@@ -174,8 +167,6 @@ def list_records(
         )
         found_then = [record_summary(record) for record in then]
         answer_then: dict = {"records": found_then, "count": len(found_then), "limit": number, **moment.as_dict()}
-        if deprecated:
-            answer_then["deprecated"] = deprecated
         return answer_then
     today = timezone.localdate()
     rows = Record.objects.deliverable(spaces, today)
@@ -201,8 +192,6 @@ def list_records(
                 if len(found) >= number:
                     break
     answer: dict = {"records": found, "count": len(found), "limit": number}
-    if deprecated:
-        answer["deprecated"] = deprecated
     return answer
 
 

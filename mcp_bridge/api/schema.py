@@ -41,17 +41,7 @@ class HitSerializer(serializers.Serializer):
     supersedes = serializers.CharField(required=False, help_text="Set when shown in place of a superseded record.")
 
 
-class DeprecationNote(serializers.Serializer):
-    # Spaces: an answer to a call that used the deprecated ``space``
-    # says so (REST and MCP alike; the MCP outputSchemas come from here).
-    deprecated = serializers.DictField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="Deprecated arguments you used, each with what to use instead (e.g. space: use space).",
-    )
-
-
-class SearchSerializer(DeprecationNote):
+class SearchSerializer(serializers.Serializer):
     query = serializers.CharField()
     mode = serializers.CharField()
     results = HitSerializer(many=True)
@@ -110,7 +100,7 @@ class SummarySerializer(serializers.Serializer):
     review_by = serializers.DateField()
 
 
-class ListSerializer(DeprecationNote):
+class ListSerializer(serializers.Serializer):
     records = SummarySerializer(many=True)
     count = serializers.IntegerField()
     limit = serializers.IntegerField()
@@ -134,7 +124,6 @@ class DescribeSerializer(serializers.Serializer):
     server = serializers.CharField()
     about = serializers.CharField()
     agent = serializers.DictField()
-    spaces = NamedCountSerializer(many=True)
     spaces = SpaceSummarySerializer(many=True, help_text="The spaces this agent was granted, by slug and name.")
     kinds = NamedCountSerializer(many=True)
     tags = NamedCountSerializer(many=True)
@@ -165,7 +154,7 @@ class ProposalSerializer(serializers.Serializer):
     next = serializers.CharField()
 
 
-class ProposalCreatedSerializer(DeprecationNote):
+class ProposalCreatedSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["pending"])
     proposal_id = serializers.CharField()
     proposal = ProposalSerializer()
@@ -190,14 +179,14 @@ class SimilarSerializer(serializers.Serializer):
     pending = serializers.BooleanField(required=False, help_text="Set for a proposal waiting for review.")
 
 
-class SimilarExistsSerializer(DeprecationNote):
+class SimilarExistsSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["similar_exists"])
     similar = SimilarSerializer(many=True)
     threshold = serializers.FloatField()
     message = serializers.CharField()
 
 
-class AlreadyRejectedSerializer(DeprecationNote):
+class AlreadyRejectedSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["already_rejected"])
     proposal_id = serializers.CharField(help_text="Your earlier proposal with this same content, rejected.")
     proposal = ProposalSerializer()
@@ -236,7 +225,6 @@ class ProposeSerializer(serializers.Serializer):
         required=False,
         help_text="Required unless revises is given; one of the agent's spaces (its slug, see describe).",
     )
-    space = serializers.CharField(required=False, help_text="Deprecated alias of space.")
     reason = serializers.CharField(
         min_length=v.REASON_MIN,
         max_length=v.REASON_MAX,
@@ -298,7 +286,7 @@ class FindingSerializer(serializers.Serializer):
     similarity = serializers.FloatField(required=False)
 
 
-class QualitySerializer(DeprecationNote):
+class QualitySerializer(serializers.Serializer):
     spaces = serializers.ListField(child=serializers.CharField())
     checked_records = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Findings by kind, listed or not.")

@@ -38,9 +38,7 @@ _PROPOSAL_ID = OpenApiParameter(
 )
 # An empty filter (?space=) means no filter, as if it were not given.
 _KIND = OpenApiParameter("kind", str, enum=[*s.kind_names(), ""], description="Only this kind (empty: any).")
-# Spaces: ``space`` takes a space slug; ``space`` is its deprecated alias (the answer says so).
 _SPACE = OpenApiParameter("space", str, description="Only this space (its slug), one of the agent's (empty: all).")
-_SPACE = OpenApiParameter("space", str, deprecated=True, description="Deprecated alias of space.")
 _REASON_EXAMPLE = [
     OpenApiExample("reason", value={"reason": "The handbook changed on Monday; see its history."}, request_only=True)
 ]
@@ -133,7 +131,6 @@ _VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records w
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 50}, description="1-50, default 8."),
         _KIND,
         _SPACE,
-        _SPACE,
         OpenApiParameter("tags", str, description="Comma-separated; records must carry all of them."),
         _AS_OF,
         _VALID_AT,
@@ -142,14 +139,13 @@ _VALID_AT = OpenApiParameter("valid_at", str, description="YYYY-MM-DD: records w
 )
 @api_view(["GET"])
 def search(request):
-    q = _query(request, ("q", "mode", "limit", "kind", "space", "space", "tags", "as_of", "valid_at"))
+    q = _query(request, ("q", "mode", "limit", "kind", "space", "tags", "as_of", "valid_at"))
     return Response(
         agent_api.search(
             request.auth,
             q.get("q", ""),
             mode=q.get("mode", "hybrid"),
             kind=q.get("kind"),
-            space=q.get("space"),
             space=q.get("space"),
             tags=_tags_param(request),
             limit=q.get("limit", 8),
@@ -165,7 +161,6 @@ def search(request):
     parameters=[
         _KIND,
         _SPACE,
-        _SPACE,
         OpenApiParameter("tag", str),
         OpenApiParameter("since", str, description="YYYY-MM-DD or ISO date-time: approved on or after."),
         OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 100}, description="1-100, default 20."),
@@ -176,12 +171,11 @@ def search(request):
 )
 @api_view(["GET"])
 def records(request):
-    q = _query(request, ("kind", "space", "space", "tag", "since", "limit", "as_of", "valid_at"))
+    q = _query(request, ("kind", "space", "tag", "since", "limit", "as_of", "valid_at"))
     return Response(
         agent_api.list_records(
             request.auth,
             kind=q.get("kind"),
-            space=q.get("space"),
             space=q.get("space"),
             tag=q.get("tag"),
             since=q.get("since"),
@@ -237,13 +231,9 @@ def record(request, record_id: str):
 )
 @api_view(["POST"])
 def proposals(request):
-    data = _body(request, (*PROPOSE_FIELDS, "space"))
+    data = _body(request, PROPOSE_FIELDS)
     fields = {name: data.get(name) for name in PROPOSE_FIELDS if name not in _FLAGS}
-    space, deprecated = agent_api.space_or_space(data.get("space"), data.get("space"))
-    fields["space"] = space
     answer = agent_api.propose_context(request.auth, **fields, **{name: data.get(name, False) for name in _FLAGS})
-    if deprecated:
-        answer["deprecated"] = deprecated
     code = status.HTTP_201_CREATED if answer["status"] == "pending" else status.HTTP_409_CONFLICT
     return Response(answer, status=code)
 

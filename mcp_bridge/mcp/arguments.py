@@ -34,9 +34,7 @@ Kind = Annotated[
     str | None,
     Field(description="Only this kind (see describe: fact, preference, procedure, decision, reference, event, ...)."),
 ]
-# Spaces: ``space`` takes a space slug; ``space`` is its deprecated alias (the answer says so).
 Space = Annotated[str | None, Field(description="Only this space: its slug, one of yours (describe lists them).")]
-Space = Annotated[str | None, Field(description="Deprecated alias of space; still works, and the answer says so.")]
 Tags = Annotated[list[str] | None, Field(description="Only records carrying all of these tags.", max_length=20)]
 RecordId = Annotated[
     str, Field(description="A record id such as rec_1a2b3c4d5e6f (from search, read or list).", max_length=40)

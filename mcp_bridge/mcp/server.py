@@ -42,7 +42,6 @@ from .arguments import (
     Reason,
     RecordId,
     Space,
-    Space,
     Tags,
     ValidAt,
 )
@@ -118,7 +117,6 @@ def build_server() -> MCPServer:
         mode: Mode = "hybrid",
         kind: Kind = None,
         space: Space = None,
-        space: Space = None,
         tags: Tags = None,
         limit: Annotated[int, Field(description="How many results, 1-50.", ge=1, le=50)] = 8,
         as_of: AsOf = None,
@@ -134,7 +132,6 @@ def build_server() -> MCPServer:
             query,
             mode=mode,
             kind=kind,
-            space=space,
             space=space,
             tags=tags,
             limit=limit,
@@ -162,7 +159,6 @@ def build_server() -> MCPServer:
         agent: Agent,
         kind: Kind = None,
         space: Space = None,
-        space: Space = None,
         tag: Annotated[str | None, Field(description="Only records with this tag.")] = None,
         since: Annotated[
             str | None, Field(description="Only records approved on or after this date (YYYY-MM-DD or ISO date-time).")
@@ -176,7 +172,6 @@ def build_server() -> MCPServer:
         return agent_api.list_records(
             agent,
             kind=kind,
-            space=space,
             space=space,
             tag=tag,
             since=since,
@@ -214,7 +209,6 @@ def build_server() -> MCPServer:
         space: Annotated[
             str | None, Field(description="The space it belongs in: its slug, one of yours (describe lists them).")
         ] = None,
-        space: Space = None,
         tags: Annotated[
             list[str] | None, Field(description="Up to 20 lowercase tags; reuse tags from describe.")
         ] = None,
@@ -262,13 +256,12 @@ def build_server() -> MCPServer:
         Example: propose_context(title="Billing API deploys from main on weekdays", body="The billing API
         (acme/billing-api) deploys from main every weekday at 10:00 UTC; Friday deploys need approval.",
         kind="procedure", space="acme", tags=["billing", "deploy"], reason="Confirmed by the user today.")"""
-        chosen, deprecated = agent_api.space_or_space(space, space)
-        answer = agent_api.propose_context(
+        return agent_api.propose_context(
             agent,
             title=title,
             body=body,
             kind=kind,
-            space=chosen,
+            space=space,
             tags=tags,
             reason=reason,
             review_by=review_by,
@@ -277,7 +270,6 @@ def build_server() -> MCPServer:
             resubmit=resubmit,
             resubmit_reason=resubmit_reason,
         )
-        return {**answer, "deprecated": deprecated} if deprecated else answer
 
     @server.tool(annotations=PROPOSE)
     @_tool
@@ -324,15 +316,13 @@ def build_server() -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     @_tool
-    def quality_check(agent: Agent, space: Space = None, space: Space = None) -> dict[str, Any]:
+    def quality_check(agent: Agent, space: Space = None) -> dict[str, Any]:
         """Ask where the memory looks inconsistent, in your spaces: possible contradictions between records you
         can read (close in meaning but differing in a negation, number, version, date or name), broken
         supersession, your own proposals waiting too long, and records withheld from you (overdue or edited
         since approval), by id only. It only flags; it changes nothing.
         Use it when search results disagree with each other. Example: quality_check(space="acme")"""
-        chosen, deprecated = agent_api.space_or_space(space, space)
-        answer = agent_api.quality_check(agent, space=chosen)
-        return {**answer, "deprecated": deprecated} if deprecated else answer
+        return agent_api.quality_check(agent, space=space)
 
     finish_tools(server)
     add_prompt(server)

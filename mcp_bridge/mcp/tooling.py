@@ -11,7 +11,9 @@ Vetted's words, with typed answers:
   a bad ``mode`` answers ``[invalid] mode: got 'fuzzy'; allowed: hybrid,
   keyword, semantic`` and every bad field is named in one answer (a space
   error beside a title error). The SDK's own model for the arguments is
-  replaced by a lenient one that only fills in defaults.
+  replaced by a lenient one that only fills in defaults and refuses, by
+  name, an argument the tool does not take (a misspelt name, or an
+  old name such as ``scope``, would be dropped silently and the call run).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from pydantic import ValidationError, create_model
+from pydantic import ConfigDict, ValidationError, create_model
 
 from .outputs import tool_output_schemas
 
@@ -31,6 +33,15 @@ def _is_plain_str(annotation: Any) -> bool:
     while typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     return annotation is str
+
+
+class _ClosedArguments(ArgModelBase):
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+
+# The argument names of each tool's model, by the model's name (pydantic's
+# ValidationError carries only that name as its title).
+_ALLOWED: dict[str, list[str]] = {}
 
 
 def lenient_arguments(name: str, fn) -> type[ArgModelBase]:
@@ -46,7 +57,8 @@ def lenient_arguments(name: str, fn) -> type[ArgModelBase]:
         # Exactly ``str`` (even with a None default, which pydantic does not
         # check) keeps the SDK from parsing JSON out of a title or a body.
         fields[param.name] = (str if _is_plain_str(param.annotation) else Any, default)
-    return create_model(f"{name}Arguments", __base__=ArgModelBase, **fields)
+    _ALLOWED[f"{name}Arguments"] = list(fields)
+    return create_model(f"{name}Arguments", __base__=_ClosedArguments, **fields)
 
 
 def finish_tools(server: MCPServer) -> None:
@@ -73,5 +85,7 @@ def validation_text(exc: ValidationError) -> str:
         field = ".".join(str(part) for part in error["loc"]) or "arguments"
         got = repr(error.get("input"))[:60]
         expected = {"string_type": "text", "missing": "required"}.get(error["type"], error["msg"].lower())
+        if error["type"] == "extra_forbidden":
+            expected = f"unknown argument; allowed: {', '.join(_ALLOWED.get(exc.title, [])) or 'none'}"
         parts.append(f"{field}: got {got}; {expected}")
     return "[invalid] " + "; ".join(parts)

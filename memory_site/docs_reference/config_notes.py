@@ -70,7 +70,6 @@ MEANINGS: dict[str, str] = {
     "VETTED_EMAIL_PASSWORD": "SMTP login, if the server wants one",
     "VETTED_EMAIL_FROM": "the sender address",
     "VETTED_NOTIFY_SPACES": "spaces (slugs, or kinds `personal`/`team`/`system`) whose titles notifications and the feed may carry; each person hears only of the spaces they decide in",
-    "VETTED_NOTIFY_SPACES": "deprecated alias of `VETTED_NOTIFY_SPACES` (read only when that is unset)",
     "VETTED_NOTIFY_MIN_SECONDS": "at most one message per channel this often (disputes go at once); `0` = no spacing",
     "VETTED_NOTIFY_QUIET_SECONDS": "a message waits until no event came for this long, so a burst is one message",
     "VETTED_CONTRADICTION_SIMILARITY": "similarity (cosine) at which the quality check and the inbox hints flag two records of one space that differ in a negation, number, version, date or name as a possible contradiction",

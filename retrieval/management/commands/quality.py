@@ -21,7 +21,6 @@ class Command(BaseCommand):
         parser.add_argument(
             "--space", action="append", dest="space", metavar="SLUG", help="only this space (repeat; default: all)"
         )
-        parser.add_argument("--space", action="append", dest="space_alias", help="deprecated alias of --space")
         parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
         parser.add_argument(
             "--limit",
