@@ -223,7 +223,7 @@ def test_reject_after_accept_is_refused(propose, reviewer):
         review("reject", p.public_id, "--note", "Changed my mind")
 
 
-# --------------------------------------------------------------------------- retire / verify / clear-dispute
+# --------------------------------------------------------------------------- retire / verify / keep-record
 
 
 @pytest.mark.django_db
@@ -314,7 +314,7 @@ def test_clear_dispute_restores_approved(record, agent, reviewer):
     record.refresh_from_db()
     assert record.status == RecordStatus.DISPUTED
 
-    out = review("clear-dispute", record.public_id, "--note", "Still correct")
+    out = review("keep-record", record.public_id, "--note", "Still correct")
 
     record.refresh_from_db()
     dispute.refresh_from_db()
@@ -336,11 +336,11 @@ def test_keep_record_keeps_a_disputed_record(record, agent):
 
 
 @pytest.mark.django_db
-def test_clear_dispute_is_a_deprecated_alias_of_keep_record(record, agent):
+def test_the_old_name_clear_dispute_is_refused(record, agent):
     actions.dispute_record(record, agent=agent, reason="The repository was renamed")
-    out, err = run("review", "clear-dispute", record.public_id)
-    assert "deprecated" in err and "review keep-record" in err
-    assert Record.objects.get(pk=record.pk).status == RecordStatus.APPROVED
+    with pytest.raises(CommandError, match="invalid choice: 'clear-dispute'.*keep-record"):
+        review("clear-dispute", record.public_id)
+    assert Record.objects.get(pk=record.pk).status == RecordStatus.DISPUTED
 
 
 @pytest.mark.django_db
@@ -359,7 +359,7 @@ def test_undo_from_the_cli_reopens_the_proposal(propose, reviewer):
 @pytest.mark.django_db
 def test_clear_dispute_on_a_record_that_is_not_disputed_errors(record):
     with pytest.raises(CommandError, match="not disputed"):
-        review("clear-dispute", record.public_id)
+        review("keep-record", record.public_id)
     assert not AuditEvent.objects.filter(event_type="record.dispute_cleared").exists()
 
 
@@ -372,11 +372,11 @@ def test_clear_dispute_on_a_record_that_is_not_disputed_errors(record):
         (["show", "prop_000000000000"], "No proposal with id 'prop_000000000000'"),
         (["retire", "rec_000000000000", "--note", "Gone for good"], "No record with id 'rec_000000000000'"),
         (["verify", "rec_000000000000"], "No record with id 'rec_000000000000'"),
-        (["clear-dispute", "rec_000000000000"], "No record with id 'rec_000000000000'"),
+        (["keep-record", "rec_000000000000"], "No record with id 'rec_000000000000'"),
         (["restore", "rec_000000000000"], "No record with id 'rec_000000000000'"),
         (["approve-current", "rec_000000000000", "--note", "Looks right"], "No record with id 'rec_000000000000'"),
     ],
-    ids=["accept", "reject", "show", "retire", "verify", "clear-dispute", "restore", "approve-current"],
+    ids=["accept", "reject", "show", "retire", "verify", "keep-record", "restore", "approve-current"],
 )
 def test_unknown_ids_are_reported(reviewer, args, message):
     with pytest.raises(CommandError, match=message):
@@ -438,7 +438,7 @@ def test_clear_dispute_of_an_edited_record_says_it_stays_withheld(record, agent)
     actions.dispute_record(record, agent=agent, reason="The repository was renamed")
     Record.objects.filter(pk=record.pk).update(body=EDITED_BODY)
 
-    out = review("clear-dispute", record.public_id)
+    out = review("keep-record", record.public_id)
 
     assert "Agents still do not receive it" in out and f"review restore {record.public_id}" in out
 

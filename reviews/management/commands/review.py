@@ -49,14 +49,10 @@ class Command(BaseCommand):
         p.add_argument("record_id")
         p.add_argument("--review-by", type=iso_date, help="YYYY-MM-DD (default: today + the kind's period)")
 
-        # The shared dispute vocabulary (reviews/vocabulary.py): keep-record is
-        # the name; clear-dispute stays one version as a deprecated alias.
+        # The shared dispute vocabulary (reviews/vocabulary.py).
         p = sub.add_parser("keep-record", parents=[common], help=f"Keep record: {vocabulary.MEANINGS[vocabulary.KEEP]}")
         p.add_argument("record_id")
         p.add_argument("--note", default="", help="shown to the agents that disputed it")
-        p = sub.add_parser("clear-dispute", parents=[common], help="deprecated alias of keep-record")
-        p.add_argument("record_id")
-        p.add_argument("--note", default="")
 
         p = sub.add_parser(
             "undo",
@@ -125,12 +121,7 @@ class Command(BaseCommand):
             elif command == "verify":
                 r = actions.verify_record(opts["record_id"], actor=reviewer, review_by=opts["review_by"])
                 self.stdout.write(f"Verified {r.public_id}; next review by {r.review_by}.")
-            elif command in ("keep-record", "clear-dispute"):
-                if command == "clear-dispute":
-                    self.stderr.write(
-                        "`review clear-dispute` is deprecated and will be removed in the next version; "
-                        "use `review keep-record` (same arguments)."
-                    )
+            elif command == "keep-record":
                 r = actions.clear_dispute(opts["record_id"], actor=reviewer, note=opts["note"])
                 still = (
                     (
