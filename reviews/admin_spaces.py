@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from . import space_access
+from . import legacy_events, space_access
 from .models import Agent, Proposal, Record
 from .space_models import Membership
 
@@ -66,9 +66,12 @@ def events(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
     foreign = (~Q(record_ref="") & ~Q(record_ref__in=record_ids)) | (
         ~Q(proposal_ref="") & ~Q(proposal_ref__in=proposal_ids)
     )
-    # A move's event names both spaces (and the predecessor): only for who reads both.
-    moved_across = Q(event_type="record.moved") & (~Q(extra__from_space__in=slugs) | ~Q(extra__to_space__in=slugs))
-    return queryset.filter(about_mine).exclude(foreign).exclude(moved_across)
+    # A move's event names both spaces (and the predecessor): only for who
+    # reads both. Kept only when both are found among theirs (under today's
+    # key or, in an event written before the rename, the old one), so a move
+    # whose keys cannot be read is left out, not shown.
+    read_both = legacy_events.named_in("from_space", slugs) & legacy_events.named_in("to_space", slugs)
+    return queryset.filter(about_mine).exclude(foreign).filter(~Q(event_type="record.moved") | read_both)
 
 
 def users(request: Any, queryset: QuerySet[Any]) -> QuerySet[Any]:
