@@ -20,6 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from dbengine import database_engine
+from reviews import legacy_events
 from reviews.formats import iso
 from reviews.models import Agent, AuditEvent, Proposal, Record
 from reviews.snapshot.format import (
@@ -166,7 +167,7 @@ def export_snapshot(
         "format": FORMAT,
         "version": VERSION,
         "exported_at": timezone.now().isoformat(),
-        "spaces": space_list,
+        "space_slugs": space_list,
         "spaces": spaces,
         "include_token_digests": include_token_digests,
         "records": records,
@@ -200,7 +201,12 @@ def _names_only(row: dict, space_list: list[str], agent_ids: set[str]) -> bool:
     if row["subject_id"] not in agent_ids:
         return False
     extra = row["extra"] if isinstance(row["extra"], dict) else {}
-    named = [*(extra.get("spaces") or []), *(extra.get("grants") or []), extra.get("space") or ""]
+    # Events written before the rename name them under the old keys (legacy_events).
+    named = [
+        *(legacy_events.value(extra, "spaces") or []),
+        *(extra.get("grants") or []),
+        legacy_events.value(extra, "space") or "",
+    ]
     return all(slug in space_list for slug in named if slug)
 
 

@@ -150,6 +150,7 @@ def import_snapshot(
     same person the file's grants it lacks, each written as its own
     ``space.member_added`` / ``agent.granted`` event (``import: true``); a
     different kind, approval rule, role or agent person refuses the import."""
+    data = snapshot.upgrade(data)  # a file of an earlier version, with today's names
     counts = snapshot.validate_snapshot(data)
     with transaction.atomic():
         reviewer = require_reviewer(actor)
@@ -186,7 +187,7 @@ def import_snapshot(
             snippet=f"vetted-export v{data['version']}",
             extra={
                 **counts,
-                "spaces": data["spaces"],
+                "spaces": data["space_slugs"],
                 "exported_at": data["exported_at"],
                 "audit_id_offset": details["audit_id_offset"],
                 "users_created_inactive": details["users_created_inactive"],

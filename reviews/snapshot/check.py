@@ -125,7 +125,7 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
     missing = [key for key in TOP_LEVEL if key not in data]
     if missing:
         raise SnapshotInvalid([f"missing top-level field(s): {', '.join(missing)}"])
-    for key in ("records", "proposals", "agents", "audit", "spaces"):
+    for key in ("records", "proposals", "agents", "audit", "space_slugs"):
         if not isinstance(data[key], list):
             raise SnapshotInvalid([f"{key} must be a list"])
     try:
@@ -134,10 +134,10 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         c.add("exported_at", f"must be an ISO 8601 date-time with offset, got {data['exported_at']!r}")
     # Spaces: a file's spaces must exist here or be in the file (snapshot/spaces.py).
     known = space_slugs() + sorted(check_spaces(data, c.add) - set(space_slugs()))
-    bad_spaces = [s for s in data["spaces"] if s not in known]
+    bad_spaces = [s for s in data["space_slugs"] if s not in known]
     if bad_spaces:
         c.add(
-            "spaces",
+            "space_slugs",
             f"unknown space(s) {bad_spaces}; spaces here: {', '.join(known)} (create the others first: "
             "`manage.py space create`)",
         )
@@ -215,8 +215,8 @@ def validate_snapshot(data: Any) -> dict[str, Any]:
         records[row["public_id"]] = row
         if row["space"] not in known:
             c.add(where, f"space {row['space']!r} is not one of {', '.join(known)}")
-        elif data["spaces"] and row["space"] not in data["spaces"]:
-            c.add(where, f"space {row['space']!r} is not among the file's spaces {data['spaces']}")
+        elif data["space_slugs"] and row["space"] not in data["space_slugs"]:
+            c.add(where, f"space {row['space']!r} is not among the file's spaces {data['space_slugs']}")
         if row["status"] not in RecordStatus.values:
             c.add(where, f"status {row['status']!r} is not one of {', '.join(RecordStatus.values)}")
         if not HEX64_RE.match(str(row["approved_checksum"])):

@@ -10,8 +10,10 @@ from django.utils import timezone
 from reviews import ids
 
 FORMAT = "vetted-export"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# Version 3 names the space ``space`` everywhere (1 and 2 said ``scope``:
+# legacy.py reads them).
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 RECORD_RE = ids.RECORD_ID_RE
 PROPOSAL_RE = ids.PROPOSAL_ID_RE
@@ -107,7 +109,7 @@ AUDIT_FIELDS = [
     "snippet",
     "extra",
 ]
-TOP_LEVEL = ["format", "version", "exported_at", "spaces", "records", "proposals", "agents", "audit"]
+TOP_LEVEL = ["format", "version", "exported_at", "space_slugs", "records", "proposals", "agents", "audit"]
 
 RECORD_DATES = ("review_by", "valid_from", "valid_until")
 RECORD_TIMES = ("approved_at", "verified_at", "created_at", "updated_at")

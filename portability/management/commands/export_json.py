@@ -57,14 +57,14 @@ class Command(BaseCommand):
         notes = document["notes"]
         summary = {
             "file": path,
-            "spaces": document["spaces"],
+            "spaces": document["space_slugs"],
             **counts,
             "token_digests": opts["include_token_digests"],
             **notes,
         }
         self.stderr.write(
             f"Exported {counts['records']} record(s), {counts['proposals']} proposal(s), {counts['agents']} agent(s) "
-            f"and {counts['audit']} audit event(s) ({', '.join(document['spaces'])})."
+            f"and {counts['audit']} audit event(s) ({', '.join(document['space_slugs'])})."
             + ("" if opts["include_token_digests"] else " Token digests left out: agents need new tokens after import.")
             + (
                 f" {notes['audit_events_left_out']} event(s) mentioning other spaces left out."
