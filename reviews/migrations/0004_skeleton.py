@@ -18,7 +18,8 @@ def fill_keys(apps, schema_editor):
         copy = record.approved_content
         text = copy if isinstance(copy, dict) and all(name in copy for name in fields) else \
             {name: getattr(record, name) for name in fields}
-        record.skeleton_checksum = confusables.content_key(**text)
+        # content_key's argument is called space since 0011 renamed the column.
+        record.skeleton_checksum = confusables.content_key(**{"space" if k == "scope" else k: v for k, v in text.items()})
         record.title_skeleton = confusables.title_key(text["title"])
         batch.append(record)
         if len(batch) >= 500:
@@ -28,7 +29,7 @@ def fill_keys(apps, schema_editor):
     batch = []
     for proposal in (proposals.exclude(content_checksum="")
                      .only("kind", "scope", "title", "body", "tags").iterator(chunk_size=500)):
-        proposal.skeleton_checksum = confusables.content_key(kind=proposal.kind, scope=proposal.scope,
+        proposal.skeleton_checksum = confusables.content_key(kind=proposal.kind, space=proposal.scope,
                                                             title=proposal.title, body=proposal.body,
                                                             tags=proposal.tags)
         batch.append(proposal)

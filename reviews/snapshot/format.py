@@ -10,7 +10,7 @@ from django.utils import timezone
 from reviews import ids
 
 FORMAT = "vetted-export"
-# Version 3 names the space ``space`` everywhere (1 and 2 said ``scope``:
+# Version 3 names the space ``space`` everywhere (1 and 2 used the old name ``scope``:
 # legacy.py reads them).
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)

@@ -49,9 +49,11 @@ from ...tables import (
     RECORD_TABLE,
     VEC,
     WATCHED,
+    index_waits,
     literal,
     partition_key,
     partitions,
+    record_triggers_wait,
     wanted_spaces,
 )
 from . import terms as pg_terms
@@ -322,7 +324,13 @@ def ensure_partitions(cursor: CursorWrapper, spaces: Iterable[str] | None = None
     the vector table, the HNSW index of every current space (or of ``spaces``
     besides); idempotent. Returns the spaces."""
     wanted = wanted_spaces(cursor, spaces)
-    for sql in [*FUNCTIONS, *TRIGGERS.values()]:
+    if index_waits(cursor):
+        return wanted
+    wait = record_triggers_wait(cursor)
+    for sql in [
+        *FUNCTIONS,
+        *(sql for name, sql in TRIGGERS.items() if not (wait and name.startswith("retrieval_record_"))),
+    ]:
         cursor.execute(sql)
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [VEC])
     has_vectors = bool(cursor.fetchone()[0])

@@ -3,10 +3,15 @@ its migration; migration 0001 made the layout of its day)."""
 
 from __future__ import annotations
 
+import re
+
 from django.db.backends.utils import CursorWrapper
 
 from ... import tables
 from . import ddl, terms
+
+# The space's column before the rename, and today's (space_columns renames it).
+OLD_NAME, NEW_NAME = tables.OLD_NAME, "space"
 
 
 def nothing(cursor: CursorWrapper) -> None:
@@ -31,6 +36,8 @@ def fold_diacritics_and_lengths(cursor: CursorWrapper) -> None:
         return  # made by 0001 with the current layout
     cursor.execute(f"ALTER TABLE {tables.DOCS} DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS tokens")
     cursor.execute(f"ALTER TABLE {tables.DOCS} ADD COLUMN {ddl.tsv_column()}, ADD COLUMN {ddl.tokens_column()}")
+    if tables.index_waits(cursor):
+        return  # the partition indexes name today's column: ensure_partitions makes them after 0006
     for space in tables.current_spaces(cursor):
         for sql in ddl.partition_indexes(space):
             cursor.execute(sql)
@@ -48,7 +55,43 @@ def term_frequencies(cursor: CursorWrapper) -> None:
         cursor.execute(sql)
 
 
+def _rename_columns(cursor: CursorWrapper, old: str, new: str) -> None:
+    """retrieval 0006 (old -> new) and its undoing (new -> old): RENAME COLUMN
+    for the documents, the chunks, the vectors and the term table (indexes,
+    partial-index predicates and triggers follow the column), the chunk index
+    gets its new name, and the trigger functions, whose bodies name the column
+    as text, are made again. Idempotent."""
+    for table in (tables.DOCS, tables.CHUNKS, tables.VEC, terms.TERMS):
+        cursor.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = %s AND column_name IN (%s, %s)",
+            [table, old, new],
+        )
+        columns = {row[0] for row in cursor.fetchall()}
+        if old in columns and new not in columns:
+            cursor.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [f"{tables.CHUNKS}_{old}"])
+    if cursor.fetchone()[0]:
+        cursor.execute(f"ALTER INDEX {tables.CHUNKS}_{old} RENAME TO {tables.CHUNKS}_{new}")
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [tables.DOCS])
+    if not cursor.fetchone()[0]:
+        return
+    # CREATE OR REPLACE, in the words of the layout just made.
+    for sql in ddl.FUNCTIONS:
+        cursor.execute(re.sub(rf"\b{NEW_NAME}\b", new, sql))
+
+
+def space_columns(cursor: CursorWrapper) -> None:
+    _rename_columns(cursor, OLD_NAME, NEW_NAME)
+
+
+def space_columns_backwards(cursor: CursorWrapper) -> None:
+    _rename_columns(cursor, NEW_NAME, OLD_NAME)
+
+
 STEPS = {
     "fold_diacritics_and_lengths": fold_diacritics_and_lengths,
     "term_frequencies": term_frequencies,
+    "space_columns": space_columns,
+    "space_columns_backwards": space_columns_backwards,
 }

@@ -52,8 +52,10 @@ from ...tables import (
     WATCHED,
     fts,
     ident,
+    index_waits,
     literal,
     partitions,
+    record_triggers_wait,
     view,
     wanted_spaces,
 )
@@ -245,10 +247,14 @@ def ensure_partitions(cursor: CursorWrapper, spaces: Iterable[str] | None = None
     """Make the partitions of every current space (or of ``spaces`` besides)
     and the triggers that feed them; idempotent. Returns the spaces."""
     wanted = wanted_spaces(cursor, spaces)
+    if index_waits(cursor):
+        return wanted
     for space in wanted:
         for sql in partition_tables(space):
             cursor.execute(sql)
     made = triggers(wanted)
+    if record_triggers_wait(cursor):
+        made = {name: sql for name, sql in made.items() if not name.startswith("retrieval_record_")}
     for name in DOC_TRIGGERS:  # re-made, so that they name every partition
         cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
     for sql in made.values():
