@@ -17,6 +17,7 @@ from reviews.errors import ValidationFailed
 from reviews.formats import iso_utc_seconds
 from reviews.models import Proposal, Record, RecordStatus
 
+from . import legacy
 from .notes import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -124,7 +125,7 @@ def _unimported_edit(path: Path) -> bool:
         front, body = split_front_matter(path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n"))
         checksum = content_checksum(
             kind=str(front["kind"]),
-            space=str(front["space"]),
+            space=str(legacy.space_of(front)),
             title=v.clean_title(str(front["title"])),
             body=v.clean_body(body),
             tags=v.clean_tags(tag_list(front.get("tags"))),
@@ -170,8 +171,8 @@ def export_markdown(
             manifest = json.loads(manifest_path.read_text("utf-8"))
         except (OSError, ValueError):
             raise MarkdownError(f"{manifest_path} is not a Vetted export manifest; use another folder.") from None
-        if not isinstance(manifest, dict) or manifest.get("space") != space:
-            other = manifest.get("space") if isinstance(manifest, dict) else "?"
+        if not isinstance(manifest, dict) or legacy.space_of(manifest) != space:
+            other = legacy.space_of(manifest) if isinstance(manifest, dict) else "?"
             raise MarkdownError(
                 f"Refusing to export {space} records into {root}: it holds a {other} export "
                 f"({MANIFEST_NAME}). Use another folder."
@@ -184,7 +185,7 @@ def export_markdown(
         if not front:
             continue
         rel = path.relative_to(root).as_posix()
-        file_space = str(front.get("space", "")).strip().lower()
+        file_space = str(legacy.space_of(front) or "").strip().lower()
         if file_space and file_space != space and (file_space in ("personal", "team", "system") or "id" in front):
             foreign.append(f"{rel} ({file_space})")
         elif RECORD_ID_RE.match(str(front.get("id", ""))):

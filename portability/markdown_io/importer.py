@@ -18,6 +18,7 @@ from reviews.errors import DuplicateContent, VettedError
 from reviews.models import Agent, Record, RecordStatus
 from reviews.space_access import space_slugs
 
+from . import legacy
 from .export import iter_markdown
 from .notes import MANIFEST_NAME, MarkdownError, TooShort
 from .parse import Item, is_instruction_file, parse_instructions, parse_note, read_text
@@ -82,7 +83,7 @@ def manifest_space(base: Path) -> str | None:
         data = json.loads((base / MANIFEST_NAME).read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    space = data.get("space") if isinstance(data, dict) else None
+    space = legacy.space_of(data)  # or the old name, scope, in an older manifest
     return space if isinstance(space, str) and space in space_slugs() else None  # any space
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from reviews import validation as v
 
+from . import legacy
 from .notes import (
     DEFAULT_INSTRUCTION_KIND,
     DEFAULT_NOTE_KIND,
@@ -106,7 +107,7 @@ def _kind_of(front: dict, default: str) -> str:
 
 
 def _space_of(front: dict) -> str | None:
-    space = front.get("space")
+    space = legacy.space_of(front)  # or the old name, scope, in an older note
     return str(space).strip().lower() if space else None
 
 
