@@ -23,6 +23,7 @@ from reviews.errors import InvalidTransition
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
 from .conftest import content
+from .legacy_documents import as_old_version, with_todays_names
 
 
 @pytest.fixture(autouse=True)
@@ -196,7 +197,7 @@ def test_round_trip_into_an_empty_database_is_exact(
         **content(title="Staging database host", body=body("Staging runs on db-staging-1.")),
         "tags": ["billing", "repos"],
     }
-    assert document["version"] == 2
+    assert document["version"] == 3
     assert after["proposals"] == before["proposals"]
     assert after["agents"] == before["agents"]
     imported = [r for r in after["audit"] if r["id"] not in here]
@@ -389,13 +390,14 @@ def minimal_document() -> dict:
             "metadata": {},
             "created_at": T,
             "updated_at": T,
+            "approved_content": c,
         }
 
     return {
         "format": "vetted-export",
-        "version": 1,
+        "version": 3,
         "exported_at": T,
-        "spaces": ["personal", "team", "system"],
+        "space_slugs": ["personal", "team", "system"],
         "records": [
             record(REC1, "superseded", superseded_by=REC2),
             record(REC2, "approved", supersedes=REC1, title="A fact worth keeping, revised"),
@@ -493,7 +495,7 @@ def _mutations():
 
     return [
         ("format", lambda d: d.update(format="something-else"), "format is 'something-else'"),
-        ("version", lambda d: d.update(version=3), "version 3 is not supported"),
+        ("version", lambda d: d.update(version=4), "version 4 is not supported"),
         ("version true", lambda d: d.update(version=True), "version True is not supported"),
         ("missing audit", drop("audit"), "missing top-level field(s): audit"),
         ("missing field", del_field(0, "approved_checksum"), "missing field(s) approved_checksum"),
@@ -595,16 +597,12 @@ def test_export_refuses_to_overwrite(tmp_path, record):
 
 
 def _v2_document() -> dict:
-    document = minimal_document()
-    document["version"] = 2
-    for row in document["records"]:
-        row["approved_content"] = {name: row[name] for name in ("kind", "space", "title", "body", "tags")}
-    return document
+    return as_old_version(minimal_document(), 2)
 
 
 @pytest.mark.django_db
 def test_a_version_1_file_imports_with_the_approved_content_derived_like_the_migration(tmp_path, reviewer):
-    document = minimal_document()
+    document = as_old_version(minimal_document(), 1)
     document["records"][0]["body"] += " Edited by hand before the export."  # REC1 no longer matches
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(document))
@@ -624,7 +622,7 @@ def test_a_version_1_file_imports_with_the_approved_content_derived_like_the_mig
 @pytest.mark.django_db
 def test_a_version_2_file_keeps_the_approved_content_of_an_edited_record(tmp_path, reviewer):
     document = _v2_document()
-    approved = dict(document["records"][1]["approved_content"])
+    approved = with_todays_names(document["records"][1]["approved_content"])
     document["records"][1]["body"] += " Edited by hand before the export."
     path = tmp_path / "v2.json"
     path.write_text(json.dumps(document))
