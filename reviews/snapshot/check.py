@@ -50,12 +50,13 @@ class _Checker:
             self.add(where, "must be a JSON object")
             return False
         missing = [name for name in required if name not in row]
-        if missing:
-            self.add(where, f"missing field(s) {', '.join(missing)}")
-            return False
         unknown = sorted(set(row) - set(required))
-        if unknown:
-            self.add(where, f"unknown field(s) {', '.join(unknown)}")
+        # Both in one problem: a field under another name (an old one) is
+        # then named beside the one expected.
+        said = [f"missing field(s) {', '.join(missing)}"] if missing else []
+        said += [f"unknown field(s) {', '.join(unknown)}"] if unknown else []
+        if said:
+            self.add(where, "; ".join(said))
             return False
         return True
 
