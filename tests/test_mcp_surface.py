@@ -415,10 +415,9 @@ def test_a_2026_client_gets_the_same_answers_as_a_2025_one(agent_tokens, record)
         assert caps.resources.subscribe is True and caps.prompts is not None and caps.tools is not None
 
 
-def test_tools_take_space_and_space_still_works_saying_it_is_deprecated(agent_tokens, record):
-    """Spaces (issue 16): ``space`` is the argument, ``space`` its deprecated
-    alias (the answer says so, and the outputSchema admits it); no tool
-    describes the three old fixed names."""
+def test_tools_take_space_and_describe_no_fixed_names(agent_tokens, record):
+    """``space`` is the argument (the answer matches its outputSchema); no
+    tool describes the three old fixed names."""
 
     async def steps(c):
         tools = {t.name: t for t in (await c.list_tools()).tools}
@@ -429,27 +428,15 @@ def test_tools_take_space_and_space_still_works_saying_it_is_deprecated(agent_to
             "quality_check": await c.call_tool("quality_check", {"space": "team"}),
             "propose_context": await c.call_tool("propose_context", {**fact, "space": "team"}),
         }
-        by_space = {
-            "search": await c.call_tool("search", {"query": "billing", "space": "team"}),
-            "list": await c.call_tool("list", {"space": "team"}),
-            "quality_check": await c.call_tool("quality_check", {"space": "team"}),
-            "propose_context": await c.call_tool(
-                "propose_context", {**fact, "title": "Payments service deploy window, again", "space": "team"}
-            ),
-        }
-        return tools, by_space, by_space
+        return tools, by_space
 
-    tools, by_space, by_space = run_client(agent_tokens["claude-code"], steps)
-    for name in by_space:
+    tools, by_space = run_client(agent_tokens["claude-code"], steps)
+    for name, result in by_space.items():
         assert "space" in tools[name].input_schema["properties"], name
-        for answers, deprecated in ((by_space, False), (by_space, True)):
-            result = answers[name]
-            assert not result.is_error, (name, text_of(result))
-            jsonschema.validate(result.structured_content, tools[name].output_schema)
-            assert ("deprecated" in result.structured_content) is deprecated, name
-            if deprecated:
-                assert "use space" in result.structured_content["deprecated"]["space"]
-    assert by_space["search"].structured_content["results"], "space filters like space did"
+        assert not result.is_error, (name, text_of(result))
+        jsonschema.validate(result.structured_content, tools[name].output_schema)
+        assert "deprecated" not in result.structured_content, name
+    assert by_space["search"].structured_content["results"], "space filters"
     for tool in tools.values():
         text = json.dumps(tool.input_schema) + (tool.description or "")
         assert "'personal', 'team'" not in text and "'personal' (only you" not in text, tool.name

@@ -98,7 +98,7 @@ def test_team_search_describe_list_and_quality_show_no_personal_content(two_spac
 
 def test_team_describe_counts_only_team_records(two_spaces, team_agent):
     described = agent_api.describe(team_agent)
-    assert [s["name"] for s in described["spaces"]] == ["team"]
+    assert [s["slug"] for s in described["spaces"]] == ["team"]
     assert described["records_current"] == 2
     assert described["pending_proposals"] == {"yours": 0}
     assert "pers-only" not in {t["name"] for t in described["tags"]}
@@ -394,7 +394,7 @@ def test_the_inbox_space_filter_takes_slugs_of_the_viewers_spaces(clients, clien
     assert "is not one of" in refused and "samsecret" not in refused.lower()
 
 
-def test_rest_takes_space_and_space_still_works_saying_it_is_deprecated(clients):
+def test_rest_takes_space(clients):
     from rest_framework.test import APIClient
 
     _agent, token = actions.create_agent("acme-rest", spaces=["acme"], actor=clients["rita"])
@@ -402,9 +402,6 @@ def test_rest_takes_space_and_space_still_works_saying_it_is_deprecated(clients)
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     by_space = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "space": "acme"}).json()
     assert by_space["results"] and "deprecated" not in by_space
-    by_space = api.get("/api/v1/search", {"q": "deploy billing", "mode": "keyword", "space": "acme"}).json()
-    assert [r["id"] for r in by_space["results"]] == [r["id"] for r in by_space["results"]]
-    assert "space is deprecated: use space" in by_space["deprecated"]["space"]
     listed = api.get("/api/v1/records", {"space": "acme"}).json()
     assert listed["count"] == 2
     refused = api.get("/api/v1/search", {"q": "deploy", "space": "northrail"})
