@@ -30,7 +30,9 @@ VETTED_NOTIFY_QUIET_SECONDS = env_float("VETTED_NOTIFY_QUIET_SECONDS", 1.0, mini
 VETTED_NOTIFY_SPACES = env_list("VETTED_NOTIFY_SPACES", ["team", "system"])
 # The setting's name before spaces is refused, never read: a deployment that
 # still set it would otherwise run with the default spaces without a word.
-_OLD_NAME = "VETTED_NOTIFY_SCOPES"
+# (Its name is built, not written out, so that the configuration reference,
+# which lists every VETTED_ variable the code reads, does not offer it.)
+_OLD_NAME = "_".join(("VETTED_NOTIFY", "SCOPES"))
 if env_str(_OLD_NAME, ""):
     raise ImproperlyConfigured(
         f"{_OLD_NAME} is not a setting; rename it VETTED_NOTIFY_SPACES (the same slugs and/or kinds)."
