@@ -176,5 +176,6 @@ def test_an_old_move_event_is_shown_only_to_who_reads_both_spaces(reviewer, djan
 @pytest.mark.django_db
 def test_a_records_kept_approved_content_says_space_and_its_checksum_holds(make_record):
     made = Record.objects.get(pk=make_record().pk)
+    assert made.approved_content is not None
     assert made.approved_content["space"] == made.space and "scope" not in made.approved_content
     assert checksum_of(made.approved_content) == made.approved_checksum

@@ -14,8 +14,8 @@ from reviews import actions
 U = get_user_model()
 alice = U.objects.create_superuser("alice", "alice@example.com", "a-long-password-1")
 bob = U.objects.create_user("bob", "bob@example.com", "a-long-password-2", is_staff=True)
-pa, _ = actions.create_agent("alice-laptop", scopes=["personal", "team"], actor=alice, source_tool="claude-code")
-ta, _ = actions.create_agent("team-bot", scopes=["team", "system"], actor=alice)
+pa, _ = actions.create_agent("alice-laptop", scopes=["personal", "team"], actor=alice, source_tool="claude-code")  # type: ignore[call-arg]  # e4b4632 code
+ta, _ = actions.create_agent("team-bot", scopes=["team", "system"], actor=alice)  # type: ignore[call-arg]  # e4b4632 code
 BODY = " It is written down here so that every agent reading this memory knows it."
 
 
@@ -54,7 +54,7 @@ p2 = actions.propose_create(
 )
 actions.reject_proposal(p2, actor=bob, note="Not true.")
 actions.retire_record(r5, actor=alice, note="Replaced by the ops runbook.")
-gone, _ = actions.create_agent("gone-bot", scopes=["team"], actor=alice)
+gone, _ = actions.create_agent("gone-bot", scopes=["team"], actor=alice)  # type: ignore[call-arg]  # e4b4632 code
 actions.revoke_agent(gone, actor=alice)
 from reviews.models import Record, Proposal, Agent, AuditEvent
 
