@@ -131,8 +131,8 @@ def export_snapshot(
 
     proposers = {row["proposed_by"] for row in records} | {row["agent"] for row in proposals}
     # Spaces: the exported spaces with their rules and members (only theirs).
-    spaces = export_spaces(space_list)
-    members = {m["user"] for space in spaces for m in space["members"]}
+    space_rows = export_spaces(space_list)
+    members = {m["user"] for space in space_rows for m in space["members"]}
     agents = []
     for a in Agent.objects.order_by("id").iterator():
         row = {name: _json_value(getattr(a, name)) for name in AGENT_FIELDS}
@@ -168,7 +168,7 @@ def export_snapshot(
         "version": VERSION,
         "exported_at": timezone.now().isoformat(),
         "space_slugs": space_list,
-        "spaces": spaces,
+        "spaces": space_rows,
         "include_token_digests": include_token_digests,
         "records": records,
         "proposals": proposals,

@@ -1,4 +1,4 @@
-"""The rename of the old name, scope, to space (reviews 0010, notify 0003, retrieval 0006)
+"""The rename of the old name, scope, to space (reviews 0011, notify 0003, retrieval 0006)
 on a database as the version before it left one, on the engine under test
 (``VETTED_TEST_ENGINE=postgres`` runs it on PostgreSQL).
 
@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from retrieval import index, schema
+from retrieval import index, tables
 from retrieval.embeddings import get_embedder
 from retrieval.gate import Reader
 from retrieval.search import search
@@ -26,8 +26,12 @@ from reviews import legacy_events
 from reviews.checksum import content_checksum
 from reviews.models import Agent, AuditEvent, Record
 
-BEFORE = [("reviews", "0009_invitations"), ("retrieval", "0005_term_frequencies"), ("notify", "0002_outbox_space_slug")]
-AFTER = [("reviews", "0010_space_names"), ("retrieval", "0006_space_columns"), ("notify", "0003_outbox_space")]
+BEFORE = [
+    ("reviews", "0010_invitation_revoked"),
+    ("retrieval", "0005_term_frequencies"),
+    ("notify", "0002_outbox_space_slug"),
+]
+AFTER = [("reviews", "0011_space_names"), ("retrieval", "0006_space_columns"), ("notify", "0003_outbox_space")]
 
 # It migrates the worker's test database back and forth: in a shared -n 2 run,
 # transactional tests that followed it on the same worker failed (their
@@ -51,8 +55,8 @@ def vector_columns() -> str:
     """What the vector table's space column is called."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            return "scope" if "scope" in columns(schema.VEC) else "space"
-        cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [schema.VEC])
+            return "scope" if "scope" in columns(tables.VEC) else "space"
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [tables.VEC])
         sql = cursor.fetchone()[0]
     return "scope" if "scope text partition key" in sql else "space"
 
@@ -63,7 +67,7 @@ def stored_vectors(record_ids: list[int]) -> dict[int, bytes]:
     marks = ", ".join(["%s"] * len(record_ids))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT c.id, c.embedding FROM {schema.CHUNKS} c JOIN {schema.VEC} v ON v.rowid = c.id "
+            f"SELECT c.id, c.embedding FROM {tables.CHUNKS} c JOIN {tables.VEC} v ON v.rowid = c.id "
             f"WHERE c.record_id IN ({marks}) ORDER BY c.id",
             record_ids,
         )
@@ -91,7 +95,7 @@ def _old_rows_then_forward(old, made, reviewer, agent, vectors_before):
     # The layout of the version before: every table says scope.
     assert "scope" in columns("reviews_record") and "space" not in columns("reviews_record")
     assert "scopes" in columns("reviews_agent") and "scope" in columns("notify_outboxevent")
-    assert "scope" in columns(schema.DOCS) and "scope" in columns(schema.CHUNKS)
+    assert "scope" in columns(tables.DOCS) and "scope" in columns(tables.CHUNKS)
     assert vector_columns() == "scope"
 
     # Rows written the old way.
@@ -125,7 +129,7 @@ def _old_rows_then_forward(old, made, reviewer, agent, vectors_before):
     migrate(AFTER)
     assert "space" in columns("reviews_record") and "scope" not in columns("reviews_record")
     assert "spaces" in columns("reviews_agent") and "space" in columns("notify_outboxevent")
-    assert "space" in columns(schema.DOCS) and "scope" not in columns(schema.CHUNKS)
+    assert "space" in columns(tables.DOCS) and "scope" not in columns(tables.CHUNKS)
     assert vector_columns() == "space"
 
     moved_in = Record.objects.get(public_id=legacy.public_id)

@@ -17,11 +17,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
+from portability.markdown_io import import_markdown
+from portability.markdown_io.importer import MANIFEST_NAME, manifest_space
 from reviews import actions, admin_spaces, legacy_events
 from reviews.checksum import checksum_of
 from reviews.models import AuditEvent, Proposal, Record
-from reviews.portability.markdown_io import import_markdown
-from reviews.portability.markdown_io.importer import MANIFEST_NAME, manifest_space
 from reviews.snapshot import SnapshotInvalid, upgrade, validate_snapshot
 from tests.legacy_documents import as_old_version
 from tests.mcp_client import text_of

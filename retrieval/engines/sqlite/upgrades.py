@@ -124,8 +124,8 @@ def _rename_columns(cursor: CursorWrapper, old: str, new: str) -> None:
     dimension = int(found[0])
     cursor.execute(f"CREATE TEMP TABLE retrieval_vec_held AS SELECT rowid AS id, held FROM {tables.VEC}")
     cursor.execute(f"DROP TABLE {tables.VEC}")
-    columns = ddl.VEC_COLUMNS.format(dimension=dimension).replace(f"{NEW_NAME} text", f"{new} text")
-    cursor.execute(f"CREATE VIRTUAL TABLE {tables.VEC} USING vec0({columns})")
+    vec_columns = ddl.VEC_COLUMNS.format(dimension=dimension).replace(f"{NEW_NAME} text", f"{new} text")
+    cursor.execute(f"CREATE VIRTUAL TABLE {tables.VEC} USING vec0({vec_columns})")
     # Only vectors vec0 held before: a chunk whose vector it lacked stays
     # without one, as it was (reconcile embeds what is missing).
     cursor.execute(
