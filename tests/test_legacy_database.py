@@ -36,7 +36,13 @@ AFTER = [("reviews", "0011_space_names"), ("retrieval", "0006_space_columns"), (
 # It migrates the worker's test database back and forth: in a shared -n 2 run,
 # transactional tests that followed it on the same worker failed (their
 # flush found the database not as they expect); alone (serial) it passes.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.serial]
+# postgres_slow: the rename's SQL differs by engine, so the PostgreSQL pass runs it too.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.postgres_slow,
+]
 
 
 def migrate(targets):
