@@ -7,7 +7,7 @@ about 1 ms at 10k. So searches use this cache, and vec0 stays the durable,
 SQL-queryable vector index (check_index compares both with the chunk table;
 VETTED_VECTOR_CACHE=0 searches through vec0 instead).
 
-One snapshot per space (space), so a query multiplies only the vectors of
+One snapshot per space, so a query multiplies only the vectors of
 the spaces its reader may read, and a change in one space never reloads
 another's. Each snapshot knows which rows belong to withheld documents
 (state ``held`` in retrieval_doc), so deliverable and withheld chunks are

@@ -146,7 +146,7 @@ def _replace_by_reviewer(
 
 
 def move_record(record: Record | str, *, actor: Actor, space: str, note: str) -> Record:
-    """A reviewer moves a record to another space (space): the only way
+    """A reviewer moves a record to another space: the only way
     content crosses between personal, team and system. The moved version is a
     new approved record in ``space`` that supersedes the old one, so history
     stays and an agent that could read only the old space never learns where

@@ -65,7 +65,7 @@ class Command(BaseCommand):
         p.add_argument("--limit", type=int, default=20)
 
         p = sub.add_parser(
-            "move", parents=[common], help="move a record to another space (space); the moved version supersedes it"
+            "move", parents=[common], help="move a record to another space; the moved version supersedes it"
         )
         p.add_argument("record_id")
         p.add_argument("--space", "--space", required=True, dest="space", help="the destination space (slug)")
