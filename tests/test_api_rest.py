@@ -91,7 +91,7 @@ def test_describe_reports_the_agents_spaces_and_counts(gateway, agent_tokens, re
     status, _, data = api(gateway, "GET", "/describe", agent_tokens["claude-code"])
     assert status == 200
     assert data["agent"]["name"] == "claude-code" and data["agent"]["spaces"] == ["personal", "team"]
-    assert {item["name"]: item["records"] for item in data["spaces"]} == {"personal": 1, "team": 1}
+    assert {item["slug"]: item["records"] for item in data["spaces"]} == {"personal": 1, "team": 1}
     assert data["records_current"] == 2
     kinds = {k["name"]: k["records"] for k in data["kinds"]}
     assert kinds["fact"] == 1 and kinds["preference"] == 1
@@ -113,7 +113,7 @@ def test_team_only_agent_sees_no_personal_counts_or_tags(gateway, agent_tokens, 
     status, _, data = api(gateway, "GET", "/describe", agent_tokens["team-bot"])
     assert status == 200
     assert data["agent"]["spaces"] == ["team"]
-    assert data["spaces"] == [{"name": "team", "records": 1}]
+    assert [(s["slug"], s["records"]) for s in data["spaces"]] == [("team", 1)]
     assert data["records_current"] == 1
     assert sum(k["records"] for k in data["kinds"]) == 1
     assert {t["name"] for t in data["tags"]} == {"billing"}
@@ -819,9 +819,13 @@ def test_responses_carry_the_documented_keys(gateway, agent_tokens, reviewer):
     status, _, data = api(gateway, "GET", "/describe", token)
     assert status == 200
     assert_documented(data, s.DescribeSerializer)
-    for group in ("spaces", "kinds", "tags"):
+    for group, serializer in (
+        ("spaces", s.SpaceSummarySerializer),
+        ("kinds", s.NamedCountSerializer),
+        ("tags", s.NamedCountSerializer),
+    ):
         for item in data[group]:
-            assert_documented(item, s.NamedCountSerializer)
+            assert_documented(item, serializer)
 
     status, _, data = api(gateway, "GET", "/search?q=billing+repository", token)
     assert status == 200 and data["results"]

@@ -467,14 +467,16 @@ def test_migration_0003_backfills_a_database_made_before_it(reviewer):
         OldRecord = executor.loader.project_state(old_state).apps.get_model("reviews", "Record")
         assert "approved_content" not in {f.name for f in OldRecord._meta.get_fields()}
         good = content()
+        OLD_NAME = "scope"  # the 0002 schema's column for the space
+        then = {OLD_NAME if name == "space" else name: value for name, value in good.items()}
         common = {"review_by": "2030-01-01", "approved_at": "2026-01-01T00:00:00Z", "approved_by_id": reviewer.pk}
         OldRecord.objects.create(
-            public_id="rec_aaaaaaaaaaaa", approved_checksum=content_checksum(**good), **good, **common
+            public_id="rec_aaaaaaaaaaaa", approved_checksum=content_checksum(**good), **then, **common
         )
         OldRecord.objects.create(
             public_id="rec_bbbbbbbbbbbb",
             approved_checksum=content_checksum(**good),
-            **{**good, "body": TAMPERED},
+            **{**then, "body": TAMPERED},
             **common,
         )
     finally:

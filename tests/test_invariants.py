@@ -714,7 +714,8 @@ class ActionsMachine(RuleBasedStateMachine):
             by_kind = Counter(r.kind for r in current)
             described = agent_api.describe(agent)
             assert described["records_current"] == len(current), name
-            assert {s["name"]: s["records"] for s in described["spaces"]} == {s: by_space[s] for s in agent.spaces}, (
+            # By slug: a space's name is for people and may differ from its slug.
+            assert {s["slug"]: s["records"] for s in described["spaces"]} == {s: by_space[s] for s in agent.spaces}, (
                 name
             )
             assert {k["name"]: k["records"] for k in described["kinds"] if k["records"]} == dict(by_kind), name

@@ -82,7 +82,7 @@ def test_describe_reports_vocabulary_rules_and_the_callers_spaces(gateway, agent
     make_record(tags=["billing", "repos"])
     data = structured(call(gateway.mcp_url, agent_tokens["claude-code"], "describe"))
     assert data["agent"]["name"] == "claude-code" and data["agent"]["spaces"] == ["personal", "team"]
-    assert {"name": "team", "records": 1} in data["spaces"]
+    assert ("team", 1) in [(s["slug"], s["records"]) for s in data["spaces"]]
     assert {k["name"] for k in data["kinds"]} >= {"fact", "procedure", "decision"}
     assert {"name": "billing", "records": 1} in data["tags"]
     assert "reason" in data["write_rules"] and "60 proposals per minute" in data["write_rules"]["rate_limit"]
@@ -297,7 +297,7 @@ def test_spaces_are_invisible_to_agents_without_them(gateway, agent_tokens, make
     assert missing.replace(secret.public_id, "X") == nonexistent.replace("rec_000000000000", "X")
 
     described = structured(call(gateway.mcp_url, token, "describe"))
-    assert [s["name"] for s in described["spaces"]] == ["team"]
+    assert [s["slug"] for s in described["spaces"]] == ["team"]
     assert "health" not in {t["name"] for t in described["tags"]}
 
     refused = call(gateway.mcp_url, token, "propose_context", {**NEW_FACT, "space": "personal"})

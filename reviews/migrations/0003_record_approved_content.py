@@ -14,9 +14,15 @@ from django.db import migrations, models
 from reviews.checksum import CHECKSUM_FIELDS, approved_copy
 
 BATCH = 500
-# The columns as they were when this was written (0011 renamed scope to
-# space); the copy gets today's keys, which 0011 then leaves as they are.
-COLUMNS = tuple("scope" if name == "space" else name for name in CHECKSUM_FIELDS)
+
+
+def _columns(Record) -> tuple:
+    """The model's names of the checksummed fields: this migration's model
+    says scope, as the column did when it was written (0011 renamed it to
+    space); today's model (a test's) says space. The copy gets today's keys,
+    which 0011 then leaves as they are."""
+    names = {field.name for field in Record._meta.get_fields()}
+    return tuple("scope" if name == "space" and name not in names else name for name in CHECKSUM_FIELDS)
 
 
 def backfill_approved_content(Record, using: str = "default") -> dict:
@@ -26,7 +32,7 @@ def backfill_approved_content(Record, using: str = "default") -> dict:
     counts = {"kept": 0, "lost": 0}
     records = Record.objects.using(using)
     rows = records.filter(approved_content__isnull=True).order_by("pk") \
-        .values_list("pk", "approved_checksum", *COLUMNS)
+        .values_list("pk", "approved_checksum", *_columns(Record))
     last = 0
     while True:
         batch = list(rows.filter(pk__gt=last)[:BATCH])
