@@ -226,7 +226,7 @@ def test_sign_in_consent_tools_refresh_and_revoke(gw, site, reviewer):
         return (await client.call_tool("describe", {})).structured_content
 
     described = gw.mcp(tokens["access_token"], describe)
-    assert [s["name"] for s in described["scopes"]] == ["team"]
+    assert [s["slug"] for s in described["spaces"]] == ["team"]
     # The REST API takes a token issued for /mcp? No: another endpoint's audience.
     api = gw.request("GET", "/api/v1/records", headers={"Authorization": f"Bearer {tokens['access_token']}"})
     assert api.status_code == 401 and "issued for" in api.json()["message"]
@@ -278,7 +278,7 @@ def test_a_grant_for_an_existing_agent_narrows_never_widens_its_scopes(gw, site,
     async def describe(client):
         return (await client.call_tool("describe", {})).structured_content
 
-    assert [s["name"] for s in gw.mcp(tokens["access_token"], describe)["scopes"]] == ["personal"]
+    assert [s["slug"] for s in gw.mcp(tokens["access_token"], describe)["spaces"]] == ["personal"]
     assert OAuthGrant.objects.get().agent == agent
 
 

@@ -192,7 +192,7 @@ def test_the_sdk_client_signs_in_through_the_consent_page_and_works_until_revoke
                 async with Client(streamable_http_client(daemon.mcp_url, http_client=http)) as client:
                     out["tools"] = [t.name for t in (await client.list_tools()).tools]
                     described = await client.call_tool("describe", {})
-                    out["scopes"] = [s["name"] for s in described.structured_content["scopes"]]
+                    out["spaces"] = [s["slug"] for s in described.structured_content["spaces"]]
                     first_access = storage.tokens.access_token
                     # Make the client think its token expired: it refreshes before the next call.
                     auth.context.token_expiry_time = 1
@@ -231,7 +231,7 @@ def test_the_sdk_client_signs_in_through_the_consent_page_and_works_until_revoke
 
     out = asyncio.run(go())
     assert "propose_context" in out["tools"] and "approve" not in " ".join(out["tools"])
-    assert out["scopes"] == ["team"]
+    assert out["spaces"] == ["team"]
     assert "SDK Test Client" in out["consent"] and "never decide" in out["consent"]
     assert out["search_error"] is False and out["rotated"] is True
     assert out["replay"] == (400, "invalid_grant")
