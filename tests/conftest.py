@@ -133,6 +133,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _log_levels_restored():
+    """A `vetted` command run in process quiets Vetted's loggers to WARNING for
+    the rest of its process (a person's terminal); a test worker lives on, so
+    each test gets the configured levels back and later log assertions hold."""
+    import logging
+
+    from django.conf import settings
+
+    names = list(settings.LOGGING.get("loggers", {}))
+    levels = {name: logging.getLogger(name).level for name in names}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture(autouse=True)
 def _processes_only_in_slow_tests(request, monkeypatch):
     """`make test-fast` leaves out tests marked slow or browser, promising that
     the rest start no process: a test that starts one without the mark fails
