@@ -8,7 +8,7 @@ production, so sqlite-vec, WAL and the audit triggers are all real.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import hypothesis
 import pytest
@@ -141,8 +141,8 @@ def _log_levels_restored():
 
     from django.conf import settings
 
-    names = list(settings.LOGGING.get("loggers", {}))
-    levels = {name: logging.getLogger(name).level for name in names}
+    loggers = cast(dict[str, Any], settings.LOGGING.get("loggers", {}))
+    levels = {name: logging.getLogger(name).level for name in loggers}
     yield
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
