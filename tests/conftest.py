@@ -8,7 +8,7 @@ production, so sqlite-vec, WAL and the audit triggers are all real.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import hypothesis
 import pytest
@@ -130,6 +130,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --------------------------------------------------------------------------- the fast subset
+
+
+@pytest.fixture(autouse=True)
+def _log_levels_restored():
+    """A `vetted` command run in process quiets Vetted's loggers to WARNING for
+    the rest of its process (a person's terminal); a test worker lives on, so
+    each test gets the configured levels back and later log assertions hold."""
+    import logging
+
+    from django.conf import settings
+
+    loggers = cast(dict[str, Any], settings.LOGGING.get("loggers", {}))
+    levels = {name: logging.getLogger(name).level for name in loggers}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 @pytest.fixture(autouse=True)

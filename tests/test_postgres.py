@@ -10,6 +10,7 @@ on SQLite they are skipped, saying so.
 from __future__ import annotations
 
 import tempfile
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -244,11 +245,23 @@ def test_backup_and_restore_refuse_on_postgres_with_the_command_to_use(tmp_path)
 
 
 def test_the_serve_lock_of_a_postgres_instance_lives_in_vetted_home(settings, tmp_path):
-    from common.files import serve_lock_path
+    """A database name is not a file: PostgreSQL's lock file lives in VETTED_HOME, SQLite's beside
+    its file; `serve_lock_path()` asks the engine of the connection in use."""
+    from django.db import connections
 
+    from common.files import serve_lock_path
+    from dbengine import database_engine
+    from dbengine.postgres.engine import PostgresEngine
+    from dbengine.sqlite.engine import SQLiteEngine
+
+    entry = {"ENGINE": "dbengine.postgres", "NAME": "vetted"}
+    assert PostgresEngine().serve_lock_path(entry, tmp_path) == tmp_path / "postgres-vetted.serve-lock"
+    assert SQLiteEngine().serve_lock_path({"NAME": "/data/vetted.sqlite3"}, tmp_path) == Path(
+        "/data/vetted.sqlite3.serve-lock"
+    )
     settings.VETTED_HOME = tmp_path
-    settings.DATABASES = {"default": {"ENGINE": "dbengine.postgres", "NAME": "vetted"}}
-    assert serve_lock_path() == tmp_path / "postgres-vetted.serve-lock"
+    default = connections["default"]
+    assert serve_lock_path() == database_engine(default).serve_lock_path(default.settings_dict, tmp_path)
 
 
 @pytest.mark.slow  # starts a throwaway PostgreSQL server (a process) beside the SQLite run
