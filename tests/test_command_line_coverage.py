@@ -271,6 +271,7 @@ class Terminal(Pipe):
         return True
 
 
+@pytest.mark.sqlite_only  # backup copies the SQLite file; on PostgreSQL it names pg_dump instead
 @pytest.mark.django_db(transaction=True)
 def test_a_backup_shows_its_steps_on_a_terminal_and_nothing_in_a_pipe(reviewer, tmp_path, monkeypatch):
     shown = {}

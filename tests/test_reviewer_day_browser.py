@@ -132,8 +132,10 @@ def test_the_view_is_chosen_per_device_by_a_post(browser, live_server, agent):  
         choose(page, "compact")
         assert ("POST", f"{live_server.url}/inbox/view") in requests
         page.goto(f"{live_server.url}/")
+        page.wait_for_selector("#cards")
         assert page.locator("#cards.compact-list .card.line").count() == 1  # remembered on this device
         other.goto(f"{live_server.url}/")
+        other.wait_for_selector("#cards")
         assert other.locator("#cards .card.line").count() == 0  # the phone did not choose
         # A GET with ?view= shows that view once and stores nothing.
         other.goto(f"{live_server.url}/?view=compact")
