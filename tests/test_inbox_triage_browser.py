@@ -15,7 +15,15 @@ from django.utils import timezone
 from reviews import actions
 from reviews.models import Proposal, ProposalState
 from tests.conftest import GOOD_BODY, content
-from tests.test_inbox_browser import assert_fits, browser, choose_view, open_page, pytestmark, shot  # noqa: F401  # fixture, marks
+from tests.test_inbox_browser import (  # noqa: F401  # fixture, marks
+    assert_fits,
+    browser,
+    choose_view,
+    open_page,
+    pytestmark,
+    shot,
+    wait_for_hints,
+)
 
 
 @pytest.fixture
@@ -188,6 +196,7 @@ def test_compact_view_fits_many_proposals_and_accepts_in_one_tap(browser, live_s
 
         # One tap accepts a create.
         first = triage_seed["creates"][0]
+        wait_for_hints(page, first.pk)  # the one tap is held until the line's flag has come
         page.locator(f"#proposal-{first.pk}").get_by_role("button", name="Accept").click()
         page.wait_for_selector(f"#proposal-{first.pk}.decided")
         assert Proposal.objects.get(pk=first.pk).state == ProposalState.ACCEPTED
