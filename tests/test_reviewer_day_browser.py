@@ -133,7 +133,9 @@ def test_the_view_is_chosen_per_device_by_a_post(browser, live_server, agent):  
         assert ("POST", f"{live_server.url}/inbox/view") in requests
         page.goto(f"{live_server.url}/")
         page.wait_for_selector("#cards")
-        assert page.locator("#cards.compact-list .card.line").count() == 1  # remembered on this device
+        # Remembered on this device. A desktop is wide enough for the detail pane,
+        # where the first line opens into its card by itself: count either.
+        assert page.locator("#cards.compact-list > [data-card]").count() == 1
         other.goto(f"{live_server.url}/")
         other.wait_for_selector("#cards")
         assert other.locator("#cards .card.line").count() == 0  # the phone did not choose
