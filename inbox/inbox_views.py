@@ -157,6 +157,15 @@ def failed_response(request, proposal_id: str, exc: VettedError):
 @site_login_required
 @require_POST
 def accept(request, public_id):
+    if not request.htmx:
+        # Without JavaScript a card's hints are a link the reviewer may not have
+        # opened, and a compact line shows no flags at all: the flags are computed
+        # here, and a flagged proposal waits for the confirm that names them (its
+        # form is the bulk decision's, with the proposal in ``flagged_ok``). With
+        # JavaScript the card or line shows its flags and holds Accept until they come.
+        held = triage_views.unconfirmed_flags(request, [public_id])
+        if held is not None:
+            return held
     try:
         proposal = actions.accept_proposal(public_id, actor=request.user, note=request.POST.get("note", ""))
     except VettedError as exc:

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET, require_POST
 
-from reviews.models import InboxView, Proposal, ProposalAction
+from reviews.models import InboxView, Proposal, ProposalAction, ProposalState
 
 from . import filters as inbox_filters
 from . import hints, viewer
@@ -127,7 +127,9 @@ def unconfirmed_flags(request, ids: list[str]):
     accept confirm for exactly these ids, with "Accept only the others"."""
     # Only proposals the viewer decides in: another space's proposal is not
     # looked at nor named here (its accept is refused as unknown, as ever).
-    visible = list(viewer.proposals(Proposal.objects.filter(public_id__in=ids)).values_list("public_id", flat=True))
+    # A proposal already decided is left to its action's own answer.
+    pending = Proposal.objects.filter(public_id__in=ids, state=ProposalState.PENDING)
+    visible = list(viewer.proposals(pending).values_list("public_id", flat=True))
     flagged = hints.flags_of(visible)
     confirmed = set(request.POST.getlist("flagged_ok"))
     if all(i in confirmed for i in flagged):
