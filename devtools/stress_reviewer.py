@@ -28,9 +28,15 @@ def run_reviewer(args) -> int:
     rng = random.Random(args.seed)
     log = Log(Path(args.out))
     reviewer = get_user_model().objects.get(username=args.reviewer)
-    deadline = time.monotonic() + args.seconds
+    # The reviewer's window opens at the first pending proposal, not at
+    # start-up: on a loaded machine (load 10) the agents' first proposal came
+    # 11 s after this process started (two cold daemons), and a ten-second run
+    # decided nothing. It gives up if no proposal comes at all.
+    give_up = time.monotonic() + args.seconds + 60
+    deadline = give_up
     counts = {"accepted": 0, "revised": 0, "rejected": 0, "conflict": 0, "failed": 0}
     site = SiteSession(args) if args.via == "site" else None
+    opened = False
     while time.monotonic() < deadline:
         pending = list(
             Proposal.objects.filter(state=ProposalState.PENDING).order_by("?").values_list("public_id", "action")[:20]
@@ -38,6 +44,8 @@ def run_reviewer(args) -> int:
         if not pending:
             time.sleep(0.05)
             continue
+        if not opened:
+            opened, deadline = True, min(give_up, time.monotonic() + args.seconds)
         for public_id, action in pending:
             if time.monotonic() >= deadline:
                 break
@@ -128,7 +136,7 @@ class SiteSession:
             raise RuntimeError(f"could not sign in to {self.base} as {args.reviewer!r}")
         self.csrf = next(c.value for c in self.jar if c.name == "csrftoken")
 
-    def _post(self, path: str, fields: dict) -> int:
+    def _post(self, path: str, fields: dict) -> tuple[int, str]:
         import urllib.error
         import urllib.parse
         import urllib.request
@@ -142,9 +150,9 @@ class SiteSession:
         )
         try:
             with self.opener.open(request, timeout=60) as response:
-                return response.status
+                return response.status, response.read().decode(errors="replace")
         except urllib.error.HTTPError as exc:
-            return exc.code
+            return exc.code, ""
 
     def decide(self, public_id: str, decision: str) -> int:
         if decision == "revise":
@@ -152,4 +160,10 @@ class SiteSession:
         fields = {"csrfmiddlewaretoken": self.csrf}
         if decision == "reject":
             fields["note"] = "stress reject"
-        return self._post(f"/proposals/{public_id}/{decision}", fields)
+        status, page = self._post(f"/proposals/{public_id}/{decision}", fields)
+        if decision == "accept" and status == 200 and 'id="bulk-held"' in page:
+            # A plain-form accept of a flagged proposal answers with the confirm
+            # that names it (nothing decided yet): the reviewer confirms it.
+            confirm = {**fields, "ids": public_id, "op": "accept", "flagged_ok": public_id}
+            status, _ = self._post("/proposals/bulk", confirm)
+        return status
