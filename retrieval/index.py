@@ -177,28 +177,41 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             ids = [row[0] for row in rows]
             marks = ",".join(["%s"] * len(ids))
             cursor.execute(
-                f"SELECT record_id, seq, id, text_hash, space FROM {tables.CHUNKS} WHERE record_id IN ({marks})", ids
+                f"SELECT record_id, seq, id, text_hash, space, embedding FROM {tables.CHUNKS} "
+                f"WHERE record_id IN ({marks})",
+                ids,
             )
             existing: dict[int, dict[int, tuple[int, str, str]]] = {}
-            for record_id, seq, chunk_id, digest, space in cursor.fetchall():
+            # A record's own stored vectors by text hash: a chunk whose text is
+            # unchanged but whose seq or space is (a section inserted above it, a
+            # move) takes its vector from here instead of the model. Only the
+            # record's own: a vector found in another record would make this
+            # sync's time say whether that text exists elsewhere.
+            own: dict[int, dict[str, bytes]] = {}
+            for record_id, seq, chunk_id, digest, space, blob in cursor.fetchall():
                 existing.setdefault(record_id, {})[seq] = (chunk_id, digest, space)
+                if blob is not None and len(blob) == 4 * embedder.dimension:
+                    own.setdefault(record_id, {})[digest] = bytes(blob)
 
         # Plan outside any transaction: which chunks need a new vector.
-        # (record id, queue generation, space, [(seq, text, digest, index into to_embed or None)]);
+        # (record id, queue generation, space, [(seq, text, digest, source)]), where source is
+        # an index into to_embed, a stored vector of the record to copy, or None (keep the row);
         # space and the list are None for a record with no approved content.
-        plans: list[tuple[int, int, str | None, list[tuple[int, str, str, int | None]] | None]] = []
+        plans: list[tuple[int, int, str | None, list[tuple[int, str, str, int | bytes | None]] | None]] = []
         to_embed: list[str] = []
         for record_id, gen, title, body, tags, space in rows:
             if title is None:  # no approved content (any more)
                 plans.append((record_id, gen, None, None))
                 continue
             texts = vector_texts(title, body, json.loads(tags) if isinstance(tags, str) else tags)
-            planned: list[tuple[int, str, str, int | None]] = []
+            planned: list[tuple[int, str, str, int | bytes | None]] = []
             for seq, text in texts:
                 digest = text_hash(embedder.name, text)
                 stored = existing.get(record_id, {}).get(seq)
                 if stored and stored[1] == digest and stored[2] == space:
                     planned.append((seq, text, digest, None))  # keep the stored vector
+                elif digest in own.get(record_id, {}):
+                    planned.append((seq, text, digest, own[record_id][digest]))  # copy it to a new row
                 else:
                     planned.append((seq, text, digest, len(to_embed)))
                     to_embed.append(text)
@@ -240,14 +253,20 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                         continue
                     # A planned chunk belongs to a record with approved content (so a space),
                     # and a chunk to embed means the batch was embedded.
-                    assert space is not None and new_vectors is not None
+                    assert space is not None and (isinstance(vector_index, bytes) or new_vectors is not None)
                     previous = old_chunks.get(seq)
                     if previous:
                         cursor.execute(f"DELETE FROM {tables.VEC} WHERE rowid = %s", [previous[0]])
                         cursor.execute(f"DELETE FROM {tables.CHUNKS} WHERE id = %s", [previous[0]])
                         stats.removed += 1
                         reload.add(previous[2])
-                    blob = np.ascontiguousarray(new_vectors[vector_index], dtype=np.float32).tobytes()
+                    if isinstance(vector_index, bytes):
+                        blob = vector_index
+                        stats.reused += 1
+                    else:
+                        assert new_vectors is not None
+                        blob = np.ascontiguousarray(new_vectors[vector_index], dtype=np.float32).tobytes()
+                        stats.embedded += 1
                     # RETURNING, not lastrowid: psycopg has no lastrowid (SQLite 3.35+ has RETURNING).
                     cursor.execute(
                         f"INSERT INTO {tables.CHUNKS} (record_id, seq, text_hash, text, embedding, space) "
@@ -260,7 +279,6 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
                         f"VALUES (%s, %s, %s, {engine.vector_placeholder()})",
                         [chunk_id, space, held, engine.vector_value(blob)],
                     )
-                    stats.embedded += 1
                     touched.add(space)
                 cursor.execute(f"DELETE FROM {tables.DIRTY} WHERE record_id = %s AND gen = %s", [record_id, gen])
                 stats.records += 1

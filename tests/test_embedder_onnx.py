@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from retrieval import onnx_embedder as onnx_embedder_module
 from retrieval import onnx_export
 from retrieval.embeddings import SentenceTransformerEmbedder, default_model_path, make_embedder
 from retrieval.index import chunk_texts
@@ -89,6 +90,30 @@ def test_onnx_vectors_match_torch_within_cosine_0_999_on_varied_texts(onnx_embed
     assert cosines.min() >= 0.999, (cosines.min(), texts[worst][:80])
     single = np.sum(one_by_one * expected[:: max(1, len(texts) // 60)], axis=1)
     assert single.min() >= 0.999
+
+
+@pytest.mark.model
+def test_batched_and_padded_vectors_equal_one_at_a_time_ones(onnx_embedder):
+    # Short texts share runs with long ones, so most of their positions are
+    # padding: if a padded position reached the mean pooling, their vectors
+    # would move far beyond the tolerance (checked at the end).
+    sentence = "The release train leaves every second Tuesday; hotfixes need two approvals. "
+    texts = [
+        t for i in range(6) for t in ("x", f"billing api {i}", sentence * (2 + 4 * i), "", f"note {i}: " + sentence)
+    ]
+    texts += _varied_texts()[:40]
+    assert len(texts) > onnx_embedder_module.BATCH_MIN * 4 and len(texts) > onnx_embedder_module.SUB_BATCH
+    batched = onnx_embedder.embed(texts)
+    alone = np.stack([onnx_embedder.embed([text])[0] for text in texts])  # one text per run: no padding
+    assert np.abs(batched - alone).max() < 1e-5
+    assert np.array_equal(batched, onnx_embedder.embed(texts))  # deterministic: the same runs every time
+    # The tolerance can see a leak: the same short text, padded to a long one's
+    # length with every position counted, is nowhere near its own vector.
+    short, long = onnx_embedder._encode(["billing api 0", sentence * 6])
+    feed = onnx_embedder._feed([short, long])
+    feed["attention_mask"][:] = 1
+    leaked = onnx_embedder._query.run([onnx_export.OUTPUT], feed)[0][0]
+    assert np.abs(leaked - alone[texts.index("billing api 0")]).max() > 1e-2
 
 
 @pytest.mark.model

@@ -519,6 +519,25 @@ def test_a_title_change_reembeds_every_chunk_but_not_the_body_only_vector(make_r
     assert stats.embedded == count - 1 and stats.reused == 1
 
 
+@pytest.mark.django_db
+def test_a_section_inserted_above_reuses_the_shifted_chunks_vectors(make_record):
+    record = make_record(title="Service runbook", tags=["runbook"], body=long_body())
+    embedder = CountingEmbedder()
+    index.sync(embedder)
+    before = chunk_rows(record)
+
+    approve_in_place(record, body=section("Intro", SECTION_WORDS["Deploy"]) + "\n\n" + long_body())
+    embedder.texts.clear()
+    stats = index.sync(embedder)
+
+    # Every chunk moves one seq down. Embedded again: the new first chunk, the
+    # old first one (it loses the tags), the body-only text; the rest are copied.
+    assert len(chunk_rows(record)) == len(before) + 1
+    assert stats.embedded == len(embedder.texts) == 3
+    assert stats.reused == len(before) - 2
+    assert "Index OK." in run("check_index")
+
+
 # --------------------------------------------------------------------------- split_body
 
 
