@@ -29,8 +29,12 @@ run: install
 # turns it off for the test runs only.
 WORKERS ?= auto
 PYTEST  := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
+# --dist loadgroup: tests marked xdist_group("name") run on one worker, so a
+# costly module-scoped fixture they share is built once per run
+# (tests/test_quality_pairs.py); every other test is handed out as before.
+PARALLEL = -n $(WORKERS) --dist loadgroup
 test: install-dev
-	$(PYTEST) -n $(WORKERS) --serial=exclude $(PYTEST_ARGS)
+	$(PYTEST) $(PARALLEL) --serial=exclude $(PYTEST_ARGS)
 	$(PYTEST) --serial=only $(PYTEST_ARGS)
 
 # The inner loop: leaves out the browser tests (-m browser) and everything
@@ -39,7 +43,7 @@ test: install-dev
 # load the real embedding model (-m model), and runs Hypothesis with few
 # examples (profile "fast" in tests/conftest.py). `make test` runs all of it.
 test-fast: install-dev
-	VETTED_HYPOTHESIS=fast $(PYTEST) -q -n $(WORKERS) -m "not slow and not browser and not model" $(PYTEST_ARGS)
+	VETTED_HYPOTHESIS=fast $(PYTEST) -q $(PARALLEL) -m "not slow and not browser and not model" $(PYTEST_ARGS)
 
 # PostgreSQL: every test that touches the database, again on a throwaway
 # PostgreSQL 18 + pgvector that the test settings start themselves (or on
@@ -49,7 +53,7 @@ test-fast: install-dev
 # here (VETTED_HYPOTHESIS=fast): their full runs are engine-independent logic
 # and stay in `make test`.
 test-postgres: install-dev
-	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q -n $(WORKERS) --serial=exclude $(PYTEST_ARGS)
+	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q $(PARALLEL) --serial=exclude $(PYTEST_ARGS)
 	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q --serial=only $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.

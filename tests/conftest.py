@@ -112,8 +112,31 @@ def touches_database(item: pytest.Item) -> bool:
     return bool(_DB_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def _xdist_groups(config, items) -> None:
+    """`--dist loadgroup` sends the tests of one ``xdist_group`` to one worker,
+    by a suffix "@name" xdist adds to their ids in each worker. pytest-xdist
+    3.8 writes it to ``item._nodeid``, which pytest 9 no longer reads (the id
+    is ``item._id``): the groups were silently ignored (a group's two tests
+    ran on two workers, each building the module's 50-70 s fixture). Added
+    here the way pytest 9 reads it, unless xdist already did."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        names = sorted(
+            {
+                str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                for mark in item.iter_markers("xdist_group")
+            }
+        )
+        if names and "@" not in item.nodeid.rpartition("]")[2]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
 def pytest_collection_modifyitems(config, items):
     _split_serial(config, items)
+    _xdist_groups(config, items)
     if not POSTGRES:
         return
     keep: list[pytest.Item] = []
