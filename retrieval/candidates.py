@@ -77,9 +77,11 @@ def _keyword_pool(
 ) -> dict[int, float]:
     """The ``k`` best BM25 matches of one partition. A term in at least half
     of the partition's documents has BM25's floor idf (1e-6, bm25.py): it adds
-    at most idf * (k1 + 1) = 2.2e-6 to any score, yet ranking every document that holds it
-    was most of the pool's cost (on the synthetic 10,000-record corpus a
-    five-word query with one such word: 28 ms against 5 ms without it). When
+    at most idf * (k1 + 1) = 2.2e-6 to any score, yet ranking every
+    document that holds it can be most of the pool's cost (on the synthetic
+    10,000-record corpus, "who owns the billing api and how often is it
+    deployed?" in the team space: 11.7 ms of CPU with "owns", which 78% of its
+    documents hold, 3.8 ms without). When
     the scores are re-weighted afterwards (``rescored``: keyword_evidence
     scores each candidate from every term), the pool is drawn with the other
     terms, and with all of them again if that finds fewer than ``k``; so the

@@ -113,7 +113,7 @@ def rows_by_id(ids: list[int], *, with_proposer: bool = False) -> dict[int, Reco
     if not ids:
         return {}
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in Record._meta.concrete_fields)
+    columns = ", ".join(quote(f.column) for f in Record._meta.concrete_fields if f.column)
     marks = ",".join(["%s"] * len(ids))
     sql = f"SELECT {columns} FROM {quote(tables.RECORD_TABLE)} WHERE {quote('id')} IN ({marks})"
     return {record.pk: record for record in Record.objects.raw(sql, list(ids))}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import io
 import json
 import os
 import pstats
@@ -125,7 +126,9 @@ class Command(BaseCommand):
         breakdown(agent, queries)
         profiler.disable()
         profiler.dump_stats(str(path))
-        pstats.Stats(profiler, stream=self.stderr).sort_stats("cumulative").print_stats(25)
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
+        self.stderr.write(out.getvalue())
 
     def _wire(self, folder: Path, token: str, queries: list[str]) -> dict[str, list[float]]:
         port = free_port()
