@@ -68,10 +68,10 @@ def test_a_checkout_that_refuses_the_space_key_imports_the_older_corpus(tmp_path
 
     monkeypatch.setattr(Side, "manage", manage)
     if "space" in refusal:
-        side.build("new.jsonl", "old.jsonl")  # type: ignore[arg-type]
+        side.build("new.jsonl", "old.jsonl")
         assert imported == ["new.jsonl", "old.jsonl"]
         assert side.token == "tok_123"
     else:
         with pytest.raises(SideFailed):  # any other refusal is the checkout's answer, not retried
-            side.build("new.jsonl", "old.jsonl")  # type: ignore[arg-type]
+            side.build("new.jsonl", "old.jsonl")
         assert imported == ["new.jsonl"]
