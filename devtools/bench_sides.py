@@ -105,7 +105,13 @@ class Side:
             # last round's) refuses the new key; its import is all or nothing.
             self.manage("import_records", str(older), "--approve")
         self.timings["import s"] = time.perf_counter() - t0
-        lines = self.manage("create_agent", "bench", "--spaces", "personal,team,system").strip().splitlines()
+        try:
+            made = self.manage("create_agent", "bench", "--spaces", "personal,team,system")
+        except SideFailed as exc:
+            if "--scopes" not in str(exc):
+                raise
+            made = self.manage("create_agent", "bench", "--scopes", "personal,team,system")  # before the rename
+        lines = made.strip().splitlines()
         if not lines:
             raise SideFailed(f"{self.label}: create_agent printed no token")
         self.token = lines[-1].strip()

@@ -64,6 +64,10 @@ def test_a_checkout_that_refuses_the_space_key_imports_the_older_corpus(tmp_path
             imported.append(args[1])
             if args[1] == "new.jsonl":
                 raise SideFailed(f"B old: manage.py import_records failed:\n{refusal}")
+        if args[0] == "create_agent" and "--spaces" in args:
+            raise SideFailed(
+                "B old: manage.py create_agent failed:\nerror: the following arguments are required: --scopes"
+            )
         return "tok_123\n"
 
     monkeypatch.setattr(Side, "manage", manage)
