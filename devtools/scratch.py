@@ -24,13 +24,21 @@ from dbengine import database_engine
 
 
 @contextlib.contextmanager
-def scratch_database(keep: bool = False) -> Iterator[Path]:
+def scratch_database(keep: bool = False, folder: Path | None = None) -> Iterator[Path]:
     """On PostgreSQL the scratch database is a new database on the
     same server, dropped afterwards unless ``keep``; the folder is still made
-    for the caller's other files."""
-    folder = Path(tempfile.mkdtemp(prefix="vetted-scratch-"))
+    for the caller's other files. ``folder`` (SQLite only): use this folder,
+    and the database file already in it if there is one, and keep both (a
+    benchmark's corpus reused between runs)."""
     conn = connections["default"]
     engine = database_engine(conn)
+    if folder is not None:
+        if not engine.is_file:
+            raise CommandError("A kept scratch folder works on SQLite only (a PostgreSQL scratch database is dropped).")
+        folder.mkdir(parents=True, exist_ok=True)
+        keep = True
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="vetted-scratch-"))
     conn.close()
     original = conn.settings_dict["NAME"]
     name = engine.scratch_name(folder, secrets.token_hex(6))
@@ -44,7 +52,6 @@ def scratch_database(keep: bool = False) -> Iterator[Path]:
         conn.settings_dict["NAME"] = original
         if not keep:
             engine.drop_scratch(conn, name)
-        if not keep:
             shutil.rmtree(folder, ignore_errors=True)
 
 

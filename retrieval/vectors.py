@@ -25,12 +25,14 @@ an old cache look current.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import threadpoolctl
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
@@ -191,6 +193,18 @@ class VectorCache:
 cache = VectorCache()
 
 
+@functools.cache
+def _one_blas_thread() -> None:
+    """One BLAS thread for the process's numpy. A query's product with a
+    space's matrix (10,000 records: 21,000 chunks, 32 MB) is bound by memory,
+    not arithmetic: OpenBLAS's second thread only spins beside the first. On
+    the 2-core machine at a load of 10: 5.5 ms of CPU and 17-21 ms wall with
+    one thread, 8.7 ms of CPU and 19-27 ms wall with two; and the spinning
+    thread takes a core from the daemon's other requests. (The embedding
+    model runs on ONNX Runtime's or torch's own threads, not these.)"""
+    threadpoolctl.threadpool_limits(1, user_api="blas")
+
+
 def nearest(
     snaps: list[_Snapshot],
     query_vector: np.ndarray,
@@ -200,6 +214,7 @@ def nearest(
     """Best chunk per record among the ``k`` most similar chunks of documents
     in ``state`` across ``snaps``: {record_id: (similarity, chunk_id)}, and
     how many chunks were considered."""
+    _one_blas_thread()
     query = query_vector.astype(np.float32)
     pools = []
     for snap in snaps:
@@ -241,6 +256,7 @@ def best_for(snaps: list[_Snapshot], record_ids: list[int], query_vector: np.nda
     best: dict[int, tuple[float, int]] = {}
     if not record_ids:
         return best
+    _one_blas_thread()
     wanted = np.asarray(record_ids, dtype=np.int64)
     query = query_vector.astype(np.float32)
     for snap in snaps:

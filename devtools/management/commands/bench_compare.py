@@ -29,14 +29,22 @@ INTERFACES = ("MCP", "REST")
 
 
 def write_corpus(path: Path, records: int, rng: random.Random) -> list[dict]:
-    """The synthetic corpus as JSON Lines for `import_records` (a format both old and new checkouts read)."""
+    """The synthetic corpus as JSON Lines for `import_records`, and beside it
+    (``older_corpus(path)``) the same under the key older checkouts read
+    for a record's space (``scope``)."""
     specs = [make_record(rng, n) for n in range(records)]
-    with open(path, "w") as out:
+    with open(path, "w") as out, open(older_corpus(path), "w") as older:
         for spec in specs:
             row = {k: spec[k] for k in ("kind", "space", "title", "body", "tags")}
             row["review_by"] = spec["review_by"].isoformat()
             out.write(json.dumps(row) + "\n")
+            row["scope"] = row.pop("space")
+            older.write(json.dumps(row) + "\n")
     return specs
+
+
+def older_corpus(path: Path) -> Path:
+    return path.with_name(f"{path.stem}-scope{path.suffix}")
 
 
 async def interleave(sides: list[Side], queries: list[str], warm: int = 3) -> dict:
@@ -107,7 +115,7 @@ class Command(BaseCommand):
             index_timeout = 300 + opts["records"] * 0.2
             for side in sides:
                 self.stderr.write(f"{side.label}: building {opts['records']} records ...")
-                side.build(corpus)
+                side.build(corpus, older_corpus(corpus))
                 side.start(index_timeout)
             results = asyncio.run(interleave(sides, queries))
         except (SideFailed, DaemonFailed, SearchFailed) as exc:

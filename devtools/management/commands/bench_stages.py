@@ -7,7 +7,11 @@ minus the in-process one are the MCP and HTTP layers."""
 from __future__ import annotations
 
 import asyncio
+import cProfile
+import io
+import json
 import os
+import pstats
 import random
 import statistics
 from pathlib import Path
@@ -19,10 +23,11 @@ from django.test import override_settings
 from devtools.bench_clients import McpSearcher, SearchFailed, rest_search
 from devtools.bench_stages import TOTAL, breakdown, table
 from devtools.scratch import scratch_database, scratch_reviewer
-from devtools.synthetic import make_queries, populate_corpus
+from devtools.synthetic import make_queries, make_record, populate_corpus
 from mcp_bridge.daemon_process import DaemonFailed, free_port, start_serve, wait_for_health
 from retrieval.embeddings import get_embedder
 from reviews import actions
+from reviews.models import Record
 
 PROJECT = Path(settings.BASE_DIR)
 
@@ -44,6 +49,15 @@ class Command(BaseCommand):
         parser.add_argument("--searches", type=int, default=100)
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--no-wire", action="store_true", help="in process only: start no daemon")
+        parser.add_argument(
+            "--corpus",
+            type=Path,
+            help="keep the corpus in this folder and reuse it on the next run with the same --records, --seed "
+            "and model (SQLite only; building 10,000 records with the real model takes minutes)",
+        )
+        parser.add_argument(
+            "--profile", type=Path, help="also run the searches under cProfile: stats to this file, top 25 printed"
+        )
 
     def handle(self, *args, **opts):
         if opts["records"] < 10 or opts["searches"] < 2:
@@ -51,17 +65,18 @@ class Command(BaseCommand):
         embedder = get_embedder()
         rng = random.Random(opts["seed"])
         load_start = os.getloadavg()
-        with scratch_database() as folder:
-            specs, _insert_s, build_s = populate_corpus(opts["records"], rng, embedder)
-            self.stderr.write(f"corpus of {opts['records']} built in {build_s:.0f} s")
+        with scratch_database(folder=opts["corpus"]) as folder:
+            specs = self._corpus(folder, opts, rng, embedder, kept=opts["corpus"] is not None)
             agent, token = actions.create_agent(
-                "bench", spaces=["personal", "team", "system"], actor=scratch_reviewer()
+                f"bench-{os.getpid()}", spaces=["personal", "team", "system"], actor=scratch_reviewer()
             )
             queries = make_queries(rng, specs, opts["searches"])
             # As on the daemon below: a benchmark's burst would trip the read limit.
             with override_settings(VETTED_READS_PER_MINUTE=0):
                 breakdown(agent, queries[:3])  # warm: the caches, the model's first call
                 per_stage = breakdown(agent, queries)
+                if opts["profile"]:
+                    self._profile(agent, queries, opts["profile"])
             wire = {} if opts["no_wire"] else self._wire(folder, token, queries)
         load_end = os.getloadavg()
 
@@ -82,6 +97,38 @@ class Command(BaseCommand):
                 p50 = statistics.median(timings)
                 w(f"{name:<36} {p50:>8.2f} {p50 - inside:>8.2f}")
             w("(layer = the wire median minus the in-process total median: transport, auth, the server's framework)")
+
+    def _corpus(self, folder: Path, opts, rng: random.Random, embedder, *, kept: bool) -> list[dict]:
+        """The corpus's specs: built now, or (a kept folder built with the same
+        size, seed and model) regenerated from the seed without touching the database."""
+        wanted = {"records": opts["records"], "seed": opts["seed"], "model": embedder.name}
+        marker = folder / "bench-corpus.json"
+        if kept and marker.exists():
+            found = json.loads(marker.read_text())
+            if found != wanted:
+                raise CommandError(
+                    f"{folder} holds a corpus of {found}, not {wanted}: "
+                    "name another --corpus folder or remove this one."
+                )
+            self.stderr.write(f"reusing the corpus of {opts['records']} in {folder}")
+            return [make_record(rng, n) for n in range(opts["records"])]
+        if kept and Record.objects.exists():
+            raise CommandError(f"{folder} holds an unfinished corpus (a build was interrupted): remove the folder.")
+        specs, _insert_s, build_s = populate_corpus(opts["records"], rng, embedder)
+        self.stderr.write(f"corpus of {opts['records']} built in {build_s:.0f} s")
+        if kept:
+            marker.write_text(json.dumps(wanted))
+        return specs
+
+    def _profile(self, agent, queries: list[str], path: Path) -> None:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        breakdown(agent, queries)
+        profiler.disable()
+        profiler.dump_stats(str(path))
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
+        self.stderr.write(out.getvalue())
 
     def _wire(self, folder: Path, token: str, queries: list[str]) -> dict[str, list[float]]:
         port = free_port()
