@@ -42,8 +42,13 @@ class OnnxEmbedder(Embedder):
         self._lower = spec.do_lower_case
         tokenizer = Tokenizer.from_file(str(spec.path / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=spec.max_seq_length, strategy="longest_first")
-        pad_id = tokenizer.token_to_id("[PAD]")  # BERT's; padded positions are masked out anyway
-        tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")  # to the longest
+        # The model's own pad token (tokenizer.json's padding: BERT's [PAD] = 0,
+        # MPNet's <pad> = 1), as sentence-transformers pads: MPNet numbers its
+        # positions by skipping that id, so the graph sees what torch's does.
+        padding = tokenizer.padding or {}
+        pad_token = str(padding.get("pad_token") or "[PAD]")
+        pad_id = padding.get("pad_id", tokenizer.token_to_id(pad_token))
+        tokenizer.enable_padding(pad_id=int(pad_id or 0), pad_token=pad_token)  # to the longest of a batch
         self._tokenizer = tokenizer
         # One thread for single queries by default (VETTED_EMBED_THREADS; the
         # reasons are in settings.py), every core for batches. ONNX Runtime
