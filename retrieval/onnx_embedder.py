@@ -49,9 +49,15 @@ class OnnxEmbedder(Embedder):
         self._lower = spec.do_lower_case
         tokenizer = Tokenizer.from_file(str(spec.path / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=spec.max_seq_length, strategy="longest_first")
+        # The model's own pad token (tokenizer.json's padding: BERT's [PAD] = 0,
+        # MPNet's <pad> = 1), as sentence-transformers pads: MPNet numbers its
+        # positions by skipping that id, so the graph sees what torch's does.
+        # Read before no_padding(), which forgets it.
+        padding = tokenizer.padding or {}
+        pad_token = str(padding.get("pad_token") or "[PAD]")
+        pad_id = padding.get("pad_id", tokenizer.token_to_id(pad_token))
+        self._pad_id = int(pad_id or 0)
         tokenizer.no_padding()  # padded per ONNX run by _feed()
-        pad_id = tokenizer.token_to_id("[PAD]")  # BERT's; padded positions are masked out anyway
-        self._pad_id = 0 if pad_id is None else pad_id
         self._tokenizer = tokenizer
         # One thread for single queries by default (VETTED_EMBED_THREADS; the
         # reasons are in settings.py), every core for batches. ONNX Runtime

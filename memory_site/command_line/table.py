@@ -148,6 +148,7 @@ NOT_VETTED: dict[str, str] = {
             "bench_gateway",
             "bench_inbox",
             "bench_locomo",
+            "bench_models",
             "bench_notify",
             "bench_review",
             "bench_search",
