@@ -290,6 +290,9 @@ def forms(t: dict) -> dict:
         "tags": "billing",
     }
     return {
+        # After the confirm that names its flags (a plain-form accept of a flagged
+        # proposal is held for it: tests/test_inbox_single_accept_flags.py).
+        "accept": {"flagged_ok": [t["p_accept"]]},
         "reject": {"note": "Not true any more."},
         "revise proposal": {**revised, "space": "team"},
         "bulk accept": {"ids": [t["p_bulk"]], "op": "accept", "flagged_ok": [t["p_bulk"]]},
