@@ -69,10 +69,10 @@ def _through_b(site, personal_record: str, personal_proposal: str, decision: str
         (f"/records/{personal_record}/retire", {"note": "No longer true."}),
         (f"/proposals/{personal_proposal}/reject", {"note": "Kept private."}),
     ):
-        status = site._post(path, {"csrfmiddlewaretoken": site.csrf, **fields})
+        status, _page = site._post(path, {"csrfmiddlewaretoken": site.csrf, **fields})
         assert status in (200, 302), (path, status)
     if decision == "reject":
-        status = site._post(
+        status, _page = site._post(
             f"/proposals/{proposal_id}/reject",
             {"csrfmiddlewaretoken": site.csrf, "note": "We deploy on Wednesdays now."},
         )
