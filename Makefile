@@ -52,13 +52,8 @@ test-fast: install-dev
 # itself, run in `make test` only. Property tests run a few examples each
 # here (VETTED_HYPOTHESIS=fast): their full runs are engine-independent logic
 # and stay in `make test`.
-#
-# Here the tests are handed out without groups (-n only): under --dist loadgroup's
-# order, notices committed by something else appeared twice in the notify
-# tests' batches on PostgreSQL (read committed), and their source is not found
-# yet; the plain order passed each run here. The quality pairs are then built once per worker.
 test-postgres: install-dev
-	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q -n $(WORKERS) --serial=exclude $(PYTEST_ARGS)
+	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q $(PARALLEL) --serial=exclude $(PYTEST_ARGS)
 	VETTED_TEST_ENGINE=postgres VETTED_HYPOTHESIS=fast $(PYTEST) -q --serial=only $(PYTEST_ARGS)
 
 # Lint, the format, types and the import contracts; CI runs it before the tests.

@@ -172,6 +172,18 @@ def _log_levels_restored():
 
 
 @pytest.fixture(autouse=True)
+def _refusal_counts_cleared():
+    """The gateway counts rate-limit refusals in memory for the sender's next
+    message (notify/refusals.py). A worker process lives on: an earlier test's
+    refused calls became "N call(s) refused" items in a later notify test's
+    batch (a burst of 50 proposals made a digest of 52). Each test starts
+    with none."""
+    from notify import refusals
+
+    refusals.take()
+
+
+@pytest.fixture(autouse=True)
 def _processes_only_in_slow_tests(request, monkeypatch):
     """`make test-fast` leaves out tests marked slow or browser, promising that
     the rest start no process: a test that starts one without the mark fails
