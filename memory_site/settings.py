@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from common.defaults import DEFAULT_URL
+from common.defaults import DEFAULT_URL, MODEL_CHOICES
 from common.env import (
     env_base_url,
     env_bool,
@@ -262,7 +262,7 @@ if VETTED_EMBEDDER == "sentence-transformers":
 # dimensions, ~5 ms a query on ONNX) or mpnet (all-mpnet-base-v2: 768
 # dimensions, better on paraphrases, ~5x slower; its wheels are an optional
 # install). docs/models.md has the measurements and the rule for the default.
-VETTED_MODEL = env_choice("VETTED_MODEL", "minilm", ["minilm", "mpnet"])
+VETTED_MODEL = env_choice("VETTED_MODEL", MODEL_CHOICES[0], list(MODEL_CHOICES))
 _model_path = env_str("VETTED_MODEL_PATH", "")
 if _model_path and env_str("VETTED_MODEL", ""):
     raise ImproperlyConfigured(

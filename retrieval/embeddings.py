@@ -21,6 +21,8 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from common.defaults import MINILM, MODEL_CHOICES, MPNET
+
 log = logging.getLogger(__name__)
 
 
@@ -151,23 +153,21 @@ def model_identity(model: str | None = None) -> tuple[Path, str]:
     (``model``: a VETTED_MODEL name instead of the configured one)."""
     from . import model_packages
 
-    if model is not None and model not in model_packages.MODEL_CHOICES:
-        raise ImproperlyConfigured(
-            f"The embedding model {model!r} is unknown; use one of: {', '.join(model_packages.MODEL_CHOICES)}."
-        )
+    if model is not None and model not in MODEL_CHOICES:
+        raise ImproperlyConfigured(f"The embedding model {model!r} is unknown; use one of: {', '.join(MODEL_CHOICES)}.")
     chosen = model or settings.VETTED_MODEL
     if settings.VETTED_MODEL_PATH and model is None:
         path = Path(settings.VETTED_MODEL_PATH)
         name = path.name
-    elif chosen == model_packages.MPNET:
+    elif chosen == MPNET:
         path = model_packages.model_folder(model_packages.MPNET_PACKAGE, Path(settings.VETTED_HOME))
-        name = model_packages.MODEL_NAMES[model_packages.MPNET]
+        name = model_packages.MODEL_NAMES[MPNET]
     else:
         path = default_model_path()
-        name = model_packages.MODEL_NAMES[model_packages.MINILM]
+        name = model_packages.MODEL_NAMES[MINILM]
     name = (settings.VETTED_MODEL_NAME if model is None else "") or name
     if name == "model":  # the MiniLM package's folder name says nothing
-        name = model_packages.MODEL_NAMES[model_packages.MINILM]
+        name = model_packages.MODEL_NAMES[MINILM]
     return path, name
 
 

@@ -26,12 +26,12 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from common.defaults import MINILM, MPNET
+
 from .onnx_export import cache_lock, file_sha256
 
 log = logging.getLogger(__name__)
 
-MINILM, MPNET = "minilm", "mpnet"
-MODEL_CHOICES = [MINILM, MPNET]
 # The name the index records for each (a different name forces a reindex).
 MODEL_NAMES = {MINILM: "all-MiniLM-L6-v2", MPNET: "all-mpnet-base-v2"}
 DONE_FILE = ".verified"

@@ -5,11 +5,11 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.defaults import MODEL_CHOICES
 from devtools.scratch import scratch_database
 from devtools.synthetic import make_queries, make_record, populate_corpus
 from retrieval import index
 from retrieval.embeddings import make_embedder
-from retrieval.model_packages import MODEL_CHOICES
 
 
 def _p95(values: list[float]) -> float:
