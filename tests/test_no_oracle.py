@@ -589,6 +589,7 @@ def _search_sql(w, query: str, mode: str) -> tuple[list[str], dict]:
 
 
 @pytest.mark.django_db
+@pytest.mark.xdist_group("no-oracle-work")  # one worker builds the class's data (`--dist loadgroup`)
 class TestTheWorkDone:
     """Candidate pools are drawn from the reader's spaces only: a full
     look-alike personal space (which once filled the first pool and made
@@ -649,6 +650,7 @@ def _scores(agent, query: str, mode: str) -> dict[str, float]:
 
 
 @pytest.mark.django_db
+@pytest.mark.xdist_group("no-oracle-findings")  # one worker builds the class's world (`--dist loadgroup`)
 class TestEachFindingOnItsOwn:
     """Each test writes only inside its own savepoint, over one shared world."""
 
