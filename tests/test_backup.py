@@ -240,7 +240,8 @@ class _Health(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def health_server():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: the default 0.5 s was most of this test's teardown.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield server.server_address[1]
@@ -396,7 +397,7 @@ def test_restore_keeps_a_safety_copy_and_removes_stale_wal(tmp_path, make_record
 
 
 @pytest.mark.django_db(transaction=True)
-def test_restore_refuses_when_another_connection_holds_the_database(tmp_path, record):
+def test_restore_refuses_when_another_connection_holds_the_database(tmp_path, record, monkeypatch):
     candidate = backup.backup_database(live_db(), home=tmp_path, dest=tmp_path / "one.sqlite3").path
     live = tmp_path / "home" / "vetted.sqlite3"
     live.parent.mkdir()
@@ -408,6 +409,17 @@ def test_restore_refuses_when_another_connection_holds_the_database(tmp_path, re
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM busy_marker").fetchone()  # holds a snapshot
     writer.execute("INSERT INTO busy_marker VALUES (1)")
+    # The restore waits its connections' busy timeout (5 s) for the reader to
+    # let go before it refuses; this reader holds on until the end, so a
+    # shorter wait gives the same answer (the test took 5-6 s, all of it waiting).
+    connect = backup._connect
+
+    def impatient(path, **kwargs):
+        conn = connect(path, **kwargs)
+        conn.execute("PRAGMA busy_timeout=50")
+        return conn
+
+    monkeypatch.setattr(backup, "_connect", impatient)
     try:
         with pytest.raises(backup.BackupError, match="Another process is using"):
             backup.restore_database(candidate, db_path=live, home=live.parent, port=free_port())

@@ -15,7 +15,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from devtools.scratch import scratch_database
 from retrieval import index
 from reviews import actions, setup_code
 from reviews.checksum import checksum_of
@@ -23,6 +22,7 @@ from reviews.errors import InvalidTransition
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
 from .conftest import content
+from .fastC_support import fresh_database
 from .legacy_documents import as_old_version, with_todays_names
 
 
@@ -168,7 +168,7 @@ def test_round_trip_into_an_empty_database_is_exact(
     document = json.loads((tmp_path / "all.json").read_text())
     assert all(a["token_digest"] is None for a in document["agents"])
 
-    with scratch_database():
+    with fresh_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         # Spaces (issue 16): the first superuser's claim of the new instance's spaces is its only history.
         here = set(AuditEvent.objects.values_list("id", flat=True))
@@ -238,7 +238,7 @@ def test_token_digests_only_with_the_flag_and_then_tokens_keep_working(tmp_path,
     _agent, token = actions.rotate_agent_token(agent, actor=reviewer)
     export(tmp_path / "with.json", "--include-token-digests")
     assert oct(os.stat(tmp_path / "with.json").st_mode & 0o777) == "0o600"
-    with scratch_database():
+    with fresh_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         result, _ = import_file(tmp_path / "with.json", "--no-sync")
         assert actions.agent_for_token(token).name == "claude-code"
@@ -248,7 +248,7 @@ def test_token_digests_only_with_the_flag_and_then_tokens_keep_working(tmp_path,
 @pytest.mark.django_db(transaction=True)
 def test_imported_agents_without_digest_get_a_token_with_connect_rotate(tmp_path, reviewer, agent):
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         import_file(tmp_path / "all.json", "--no-sync")
         out = io.StringIO()
@@ -267,7 +267,7 @@ def test_existing_audit_ids_shift_imported_ids_by_one_recorded_offset(tmp_path, 
     make_record()
     before = dump_state()["audit"]
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         actions.create_first_reviewer(
             username="rita", password="another-password-9", remote_addr="127.0.0.1", setup_code=setup_code.ensure()
         )
@@ -349,7 +349,7 @@ def test_team_export_contains_nothing_personal(tmp_path, reviewer, second_review
     assert summary["cut_supersession_links"] == 2 and summary["audit_events_left_out"] > 0
     assert "mentioning other spaces left out" in stderr
 
-    with scratch_database():
+    with fresh_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         result, _ = import_file(tmp_path / "team.json", "--no-sync")
         assert not Record.objects.filter(space="personal").exists()

@@ -33,8 +33,10 @@ from typing import Any
 
 import httpx2
 import pytest
-from django.db import connection
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 from django.test import Client as DjangoClient
+from django.test import TestCase, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from mcp import Client
@@ -45,8 +47,6 @@ from retrieval import search as search_module
 from retrieval.gate import Reader
 from reviews import actions
 from reviews.models import Proposal, ProposalState, Record
-
-pytestmark = pytest.mark.django_db(transaction=True)
 
 REASON = "Seen in the team handbook today"
 PERSONAL_IDS = ["rec_00000000a001", "rec_00000000a002", "rec_00000000a003"]
@@ -156,12 +156,9 @@ def approve(agent, reviewer, **fields):
     return actions.accept_proposal(proposal, actor=reviewer).result_record
 
 
-@pytest.fixture
-def world(reviewer, agent, team_agent, settings):
+def build_world(reviewer, agent, team_agent) -> dict:
     """The visible world. ``agent`` (claude-code: personal+team) plays
     "another agent"; a personal-only agent owns the look-alike space."""
-    settings.VETTED_PROPOSALS_PER_MINUTE = 0
-    settings.VETTED_READS_PER_MINUTE = 0  # the battery reads far faster than an agent may (limits have their own tests)
     diary, _ = actions.create_agent("diary", spaces=["personal"], actor=reviewer)
     visible = [approve(team_agent, reviewer, **team(**fields)) for fields in VISIBLE]
     own = actions.propose_create(agent=team_agent, reason=REASON, **team(**OWN_PENDING))
@@ -177,6 +174,35 @@ def world(reviewer, agent, team_agent, settings):
         "hidden_withheld": [],
         "hidden_text": [],
     }
+
+
+# The battery reads far faster than an agent may (limits have their own tests).
+NO_LIMITS = {"VETTED_PROPOSALS_PER_MINUTE": 0, "VETTED_READS_PER_MINUTE": 0}
+
+
+@pytest.fixture
+def world(reviewer, agent, team_agent, settings):
+    for name, value in NO_LIMITS.items():
+        setattr(settings, name, value)
+    return build_world(reviewer, agent, team_agent)
+
+
+@pytest.fixture(scope="class")
+def shared_world(django_db_setup, django_db_blocker):
+    """``world`` built once for a class of tests that only read it or write
+    in their own savepoint (pytest-django's ``db``), in a transaction rolled
+    back when the class ends: the conftest's people and agents, made the
+    same way. Building it took 1.0-1.4 s a test, and the flush after each
+    transactional test about as much again."""
+    with django_db_blocker.unblock(), override_settings(**NO_LIMITS), transaction.atomic():
+        reviewer = get_user_model().objects.create_superuser("rita", "rita@example.com", "a-long-password-1")
+        actions.claim_unowned_spaces(reviewer, actor=actions.SystemActor("tests"))
+        agent, _ = actions.create_agent(
+            "claude-code", spaces=["personal", "team"], actor=reviewer, source_tool="claude-code"
+        )
+        team_agent, _ = actions.create_agent("team-bot", spaces=["team"], actor=reviewer)
+        yield build_world(reviewer, agent, team_agent)
+        transaction.set_rollback(True)
 
 
 def add_hidden(w) -> None:
@@ -522,6 +548,7 @@ def assert_clean(answers: dict, w) -> None:
 # One test per channel: the same three batteries through REST and through MCP.
 # Together they took 40-45 s, the inner loop's slowest test but one; as two
 # tests the parallel workers share them.
+@pytest.mark.django_db(transaction=True)  # the MCP tools run in worker threads: they see only committed rows
 @pytest.mark.parametrize("channel", sorted(CHANNELS))
 def test_nothing_the_agent_may_not_see_changes_any_answer(world, channel):
     w = world
@@ -561,37 +588,57 @@ def _search_sql(w, query: str, mode: str) -> tuple[list[str], dict]:
     return [q["sql"] for q in captured.captured_queries], response.as_dict()
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_search_does_the_same_work_whatever_exists_in_other_spaces(world, mode):
+@pytest.mark.django_db
+@pytest.mark.xdist_group("no-oracle-work")  # one worker builds the class's data (`--dist loadgroup`)
+class TestTheWorkDone:
     """Candidate pools are drawn from the reader's spaces only: a full
     look-alike personal space (which once filled the first pool and made
     the over-fetch loop run again) changes neither the results nor the SQL."""
-    w = world
-    _search_sql(w, "billing invoice export", mode)  # warm: caches filled, index synced
-    before = _search_sql(w, "billing invoice export", mode)
-    for n in range(80):
-        approve(
-            w["diary"],
-            w["reviewer"],
-            space="personal",
-            kind="fact",
-            title=f"Billing billing invoice {n}",
-            tags=["billing"],
-            body=f"Billing billing invoice export billing invoice export, item {n}.",
-        )
-        actions.propose_create(
-            agent=w["other"],
-            reason=REASON,
-            **team(
-                kind="fact",
-                title=f"Billing invoice export idea {n}",
-                tags=["billing"],
-                body=f"Billing invoice export idea number {n} for the nightly ledger run.",
-            ),
-        )
-    after = _search_sql(w, "billing invoice export", mode)
-    assert after[1] == before[1]
-    assert after[0] == before[0]
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def before_and_after(cls, shared_world, django_db_blocker):
+        """Each mode's search (its SQL and answer) over the visible world;
+        then the look-alike space is filled, once for the three modes (80
+        records and 80 proposals through the actions took 4-9 s a mode)."""
+        w = shared_world
+        before = {}
+        with django_db_blocker.unblock():
+            for mode in MODES:
+                _search_sql(w, "billing invoice export", mode)  # warm: caches filled, index synced
+                before[mode] = _search_sql(w, "billing invoice export", mode)
+            # Inside the class's transaction nothing commits: run the hooks a
+            # commit runs (the index brought up to date, as the daemon does
+            # after each write), or the first search after would do that work.
+            with TestCase.captureOnCommitCallbacks(execute=True):
+                for n in range(80):
+                    approve(
+                        w["diary"],
+                        w["reviewer"],
+                        space="personal",
+                        kind="fact",
+                        title=f"Billing billing invoice {n}",
+                        tags=["billing"],
+                        body=f"Billing billing invoice export billing invoice export, item {n}.",
+                    )
+                    actions.propose_create(
+                        agent=w["other"],
+                        reason=REASON,
+                        **team(
+                            kind="fact",
+                            title=f"Billing invoice export idea {n}",
+                            tags=["billing"],
+                            body=f"Billing invoice export idea number {n} for the nightly ledger run.",
+                        ),
+                    )
+        return w, before
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_a_search_does_the_same_work_whatever_exists_in_other_spaces(self, before_and_after, mode):
+        w, before = before_and_after
+        after = _search_sql(w, "billing invoice export", mode)
+        assert after[1] == before[mode][1]
+        assert after[0] == before[mode][0]
 
 
 # --------------------------------------------------------------------------- each finding on its own
@@ -602,132 +649,144 @@ def _scores(agent, query: str, mode: str) -> dict[str, float]:
     return {hit["id"]: hit["score"] for hit in answer["results"]}
 
 
-@pytest.mark.parametrize("mode", ["keyword", "hybrid"])  # (semantic scores use no statistics)
-def test_scores_do_not_depend_on_another_space(world, mode):
-    """Three symmetric team records score alike for "alpha bravo charlie",
-    whatever a personal record says about one of the words."""
-    me, w = world["me"], world
-    before = _scores(me, "alpha bravo charlie", mode)
-    billing_before = _scores(me, "billing", mode)
-    approve(
-        w["diary"],
-        w["reviewer"],
-        space="personal",
-        kind="fact",
-        title="Alpha alpha alpha",
-        tags=["words"],
-        body="Alpha alpha alpha alpha: my own notes about the word alpha and billing billing.",
-    )
-    assert _scores(me, "alpha bravo charlie", mode) == before
-    assert _scores(me, "billing", mode) == billing_before
+@pytest.mark.django_db
+@pytest.mark.xdist_group("no-oracle-findings")  # one worker builds the class's world (`--dist loadgroup`)
+class TestEachFindingOnItsOwn:
+    """Each test writes only inside its own savepoint, over one shared world."""
 
+    @pytest.fixture
+    def world(self, shared_world):
+        return shared_world
 
-@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
-def test_scores_do_not_depend_on_withheld_records_in_the_same_space(world, mode):
-    me, w = world["me"], world
-    before = _scores(me, "alpha bravo charlie", mode)
-    record = approve(
-        w["other"],
-        w["reviewer"],
-        **team(
+    @pytest.mark.parametrize("mode", ["keyword", "hybrid"])  # (semantic scores use no statistics)
+    def test_scores_do_not_depend_on_another_space(self, world, mode):
+        """Three symmetric team records score alike for "alpha bravo charlie",
+        whatever a personal record says about one of the words."""
+        me, w = world["me"], world
+        before = _scores(me, "alpha bravo charlie", mode)
+        billing_before = _scores(me, "billing", mode)
+        approve(
+            w["diary"],
+            w["reviewer"],
+            space="personal",
             kind="fact",
             title="Alpha alpha alpha",
             tags=["words"],
-            body="Alpha alpha alpha alpha: the word alpha, again.",
-        ),
-    )
-    Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
-    assert _scores(me, "alpha bravo charlie", mode) == before
-
-
-def test_words_only_in_an_out_of_band_edit_are_not_counted_as_withheld(world):
-    me, w = world["me"], world
-    record = approve(
-        w["other"],
-        w["reviewer"],
-        **team(
-            kind="fact",
-            title="Parking permits",
-            tags=["office"],
-            body="Parking permits are renewed at the office on floor two.",
-        ),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE reviews_record SET body = %s WHERE id = %s",
-            ["Parking permits now go to the zeppelin desk.", record.pk],
+            body="Alpha alpha alpha alpha: my own notes about the word alpha and billing billing.",
         )
-    for mode in ("keyword", "hybrid"):
-        assert agent_api.search(me, "zeppelin desk", mode=mode)["withheld"] == {}, mode
-    # Semantic mode ranks everything; the new words weigh no more than words in neither text.
-    assert (
-        agent_api.search(me, "zeppelin desk", mode="semantic")["withheld"]
-        == agent_api.search(me, "marmalade xylophone", mode="semantic")["withheld"]
-    )
-    assert agent_api.search(me, "parking permits floor", mode="keyword")["withheld"] == {"edited": 1}
+        assert _scores(me, "alpha bravo charlie", mode) == before
+        assert _scores(me, "billing", mode) == billing_before
 
+    @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+    def test_scores_do_not_depend_on_withheld_records_in_the_same_space(self, world, mode):
+        me, w = world["me"], world
+        before = _scores(me, "alpha bravo charlie", mode)
+        record = approve(
+            w["other"],
+            w["reviewer"],
+            **team(
+                kind="fact",
+                title="Alpha alpha alpha",
+                tags=["words"],
+                body="Alpha alpha alpha alpha: the word alpha, again.",
+            ),
+        )
+        Record.objects.filter(pk=record.pk).update(review_by=timezone.localdate() - timedelta(days=1))
+        assert _scores(me, "alpha bravo charlie", mode) == before
 
-def test_a_near_duplicate_of_another_agents_proposal_is_stored_without_a_word_about_it(world):
-    me, w = world["me"], world
-    actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
-    near = {**team(**NEAR_OTHERS), "body": NEAR_OTHERS["body"].replace("three times", "3 times")}
-    answer = agent_api.propose_context(me, reason=REASON, **near)
-    assert answer["status"] == "pending"
-    assert answer["message"].startswith("Stored as a pending proposal.")  # the ordinary answer
-    actions.propose_create(agent=w["other"], reason=REASON, **team(**EXACT_OTHERS))
-    exact = agent_api.propose_context(me, reason=REASON, **team(**EXACT_OTHERS))
-    assert exact["status"] == "pending"  # an identical copy: stored too, the reviewer sees both
+    def test_words_only_in_an_out_of_band_edit_are_not_counted_as_withheld(self, world):
+        me, w = world["me"], world
+        record = approve(
+            w["other"],
+            w["reviewer"],
+            **team(
+                kind="fact",
+                title="Parking permits",
+                tags=["office"],
+                body="Parking permits are renewed at the office on floor two.",
+            ),
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE reviews_record SET body = %s WHERE id = %s",
+                ["Parking permits now go to the zeppelin desk.", record.pk],
+            )
+        for mode in ("keyword", "hybrid"):
+            assert agent_api.search(me, "zeppelin desk", mode=mode)["withheld"] == {}, mode
+        # Semantic mode ranks everything; the new words weigh no more than words in neither text.
+        assert (
+            agent_api.search(me, "zeppelin desk", mode="semantic")["withheld"]
+            == agent_api.search(me, "marmalade xylophone", mode="semantic")["withheld"]
+        )
+        assert agent_api.search(me, "parking permits floor", mode="keyword")["withheld"] == {"edited": 1}
 
+    def test_a_near_duplicate_of_another_agents_proposal_is_stored_without_a_word_about_it(self, world):
+        me, w = world["me"], world
+        actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
+        near = {**team(**NEAR_OTHERS), "body": NEAR_OTHERS["body"].replace("three times", "3 times")}
+        answer = agent_api.propose_context(me, reason=REASON, **near)
+        assert answer["status"] == "pending"
+        assert answer["message"].startswith("Stored as a pending proposal.")  # the ordinary answer
+        actions.propose_create(agent=w["other"], reason=REASON, **team(**EXACT_OTHERS))
+        exact = agent_api.propose_context(me, reason=REASON, **team(**EXACT_OTHERS))
+        assert exact["status"] == "pending"  # an identical copy: stored too, the reviewer sees both
 
-def test_a_near_duplicate_of_its_own_proposal_names_it(world):
-    me, w = world["me"], world
-    near = {**team(**OWN_PENDING), "body": OWN_PENDING["body"].replace("two people", "2 people")}
-    answer = agent_api.propose_context(me, reason=REASON, **near)
-    assert answer["status"] == "similar_exists"
-    assert [s["id"] for s in answer["similar"]] == [w["own"].public_id]
+    def test_a_near_duplicate_of_its_own_proposal_names_it(self, world):
+        me, w = world["me"], world
+        near = {**team(**OWN_PENDING), "body": OWN_PENDING["body"].replace("two people", "2 people")}
+        answer = agent_api.propose_context(me, reason=REASON, **near)
+        assert answer["status"] == "similar_exists"
+        assert [s["id"] for s in answer["similar"]] == [w["own"].public_id]
 
+    def test_a_retirement_another_agent_asked_for_is_not_named(self, world):
+        me, w = world["me"], world
+        actions.propose_retirement(w["visible"][1], agent=w["other"], reason="The exports were replaced")
+        answer = agent_api.propose_retirement(me, w["visible"][1].public_id, "The exports were replaced by an API")
+        assert answer["status"] == "pending"
 
-def test_a_retirement_another_agent_asked_for_is_not_named(world):
-    me, w = world["me"], world
-    actions.propose_retirement(w["visible"][1], agent=w["other"], reason="The exports were replaced")
-    answer = agent_api.propose_retirement(me, w["visible"][1].public_id, "The exports were replaced by an API")
-    assert answer["status"] == "pending"
+    def test_quality_check_gives_an_agent_no_title_of_a_withheld_record_nor_others_proposals(self, world):
+        me, w = world["me"], world
+        edited = approve(
+            w["other"],
+            w["reviewer"],
+            **team(
+                kind="fact",
+                title="Parking permits",
+                tags=["office"],
+                body="Parking permits are renewed at the office on floor two.",
+            ),
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE reviews_record SET title = %s WHERE id = %s", ["Zeppelin desk secrets", edited.pk])
+        overdue = approve(
+            w["other"],
+            w["reviewer"],
+            **team(
+                kind="fact",
+                title="Visitor badges",
+                tags=["office"],
+                body="Visitor badges are printed at the front desk.",
+            ),
+        )
+        Record.objects.filter(pk=overdue.pk).update(review_by=timezone.localdate() - timedelta(days=1))
+        old = actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
+        Proposal.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
 
+        text = json.dumps(agent_api.quality_check(me))
 
-def test_quality_check_gives_an_agent_no_title_of_a_withheld_record_nor_others_proposals(world):
-    me, w = world["me"], world
-    edited = approve(
-        w["other"],
-        w["reviewer"],
-        **team(
-            kind="fact",
-            title="Parking permits",
-            tags=["office"],
-            body="Parking permits are renewed at the office on floor two.",
-        ),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE reviews_record SET title = %s WHERE id = %s", ["Zeppelin desk secrets", edited.pk])
-    overdue = approve(
-        w["other"],
-        w["reviewer"],
-        **team(
-            kind="fact", title="Visitor badges", tags=["office"], body="Visitor badges are printed at the front desk."
-        ),
-    )
-    Record.objects.filter(pk=overdue.pk).update(review_by=timezone.localdate() - timedelta(days=1))
-    old = actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
-    Proposal.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
+        for secret in (
+            "Zeppelin",
+            "Parking permits",
+            "Visitor badges",
+            NEAR_OTHERS["title"],
+            old.public_id,
+            "claude-code",
+        ):
+            assert secret not in text, secret
+        assert edited.public_id in text and overdue.public_id in text  # by id only
 
-    text = json.dumps(agent_api.quality_check(me))
-
-    for secret in ("Zeppelin", "Parking permits", "Visitor badges", NEAR_OTHERS["title"], old.public_id, "claude-code"):
-        assert secret not in text, secret
-    assert edited.public_id in text and overdue.public_id in text  # by id only
-
-
-def test_describe_counts_only_the_agents_own_pending_proposals(world):
-    me, w = world["me"], world
-    before = agent_api.describe(me)
-    actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
-    assert agent_api.describe(me) == before
+    def test_describe_counts_only_the_agents_own_pending_proposals(self, world):
+        me, w = world["me"], world
+        before = agent_api.describe(me)
+        actions.propose_create(agent=w["other"], reason=REASON, **team(**NEAR_OTHERS))
+        assert agent_api.describe(me) == before

@@ -32,8 +32,6 @@ from tests.oauth_support import document_server, pkce
 BASE = "http://127.0.0.1:8765"  # VETTED_PUBLIC_URL's default, which the tests keep
 REDIRECT = "http://127.0.0.1:33418/callback"
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
 
 class Gateway:
     """build_application() on an event loop in a thread (lifespan started, as
@@ -104,7 +102,10 @@ class Gateway:
 
 
 @pytest.fixture
-def gw():
+def gw(transactional_db):
+    """The gateway answers from its own threads, which see only committed
+    rows: every test that talks to it runs on a transactional database (the
+    fetch guard's own tests need none, and skip the flush after each)."""
     gateway = Gateway()
     yield gateway
     gateway.close()
@@ -411,11 +412,21 @@ def test_static_agent_tokens_keep_working(gw, agent_tokens):
 # --------------------------------------------------------------------------- metadata documents
 
 
-@pytest.fixture
-def docs():
-    """A document server on loopback (tests/oauth_support.py)."""
+@pytest.fixture(scope="module")
+def _document_server():
     with document_server() as served:
         yield served
+
+
+@pytest.fixture
+def docs(_document_server):
+    """A document server on loopback (tests/oauth_support.py), one for the
+    module (its shutdown waits up to half a second); each test starts with
+    no routes."""
+    base, routes = _document_server
+    routes.clear()
+    yield base, routes
+    routes.clear()
 
 
 def document(url: str, **overrides) -> bytes:

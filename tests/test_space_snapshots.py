@@ -12,11 +12,11 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from devtools.scratch import scratch_database
 from reviews import actions
 from reviews.models import Agent, Record
 from reviews.space_models import Membership, Space
 
+from .fastC_support import fresh_database
 from .test_export_json import export, import_file
 from .test_spaces import MARKERS, clients  # noqa: F401  (the fixture)
 
@@ -60,7 +60,7 @@ def test_a_full_export_round_trips_spaces_members_rules_grants_and_records(clien
     document = json.loads((tmp_path / "all.json").read_text())
     assert {s["slug"] for s in document["spaces"]} == set(before[0])
 
-    with scratch_database():
+    with fresh_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         result, _stderr = import_file(tmp_path / "all.json")
         after = (spaces_state(), agents_state(), records_state())
@@ -77,7 +77,7 @@ def test_a_full_export_round_trips_spaces_members_rules_grants_and_records(clien
 @pytest.mark.django_db(transaction=True)
 def test_an_import_without_the_spaces_made_first_is_no_longer_refused(clients, tmp_path):
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         get_user_model().objects.create_superuser("rita", "rita@example.com", "another-password-9")
         assert not Space.objects.filter(slug="acme").exists()
         import_file(tmp_path / "all.json")
@@ -117,7 +117,7 @@ def test_a_bad_space_row_is_refused_naming_it(clients, tmp_path):
 
 
 def instance_with_acme(*, sam_role: str | None = None):
-    """A new instance (inside scratch_database) where rita made acme, with joe
+    """A new instance (inside fresh_database) where rita made acme, with joe
     as a reader, before importing; sam's personal space and agent north-bot
     (granted only that space) exist too."""
     User = get_user_model()
@@ -139,7 +139,7 @@ def test_an_import_adds_missing_members_and_grants_to_what_exists_and_audits_eac
 
     actions.add_member("acme", clients["sam"], role="reader", actor=clients["rita"])
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         instance_with_acme()
         result, stderr = import_file(tmp_path / "all.json")
         acme = spaces_state()["acme"]
@@ -172,7 +172,7 @@ def test_an_import_that_would_change_a_role_or_a_rule_is_refused_naming_each_and
     actions.add_member("acme", clients["sam"], role="reader", actor=clients["rita"])
     Space.objects.filter(slug="acme").update(required_approvals=2)  # as stored; see above
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         instance_with_acme(sam_role="reviewer")
         before = (spaces_state(), agents_state())
         with pytest.raises(CommandError) as refused:
@@ -192,7 +192,7 @@ def test_an_import_adds_members_only_to_a_space_the_importer_owns(clients, tmp_p
 
     actions.add_member("acme", clients["sam"], role="reader", actor=clients["rita"])
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         instance_with_acme()
         # ann reviews, but acme here is rita's: ann may not add people to it.
         get_user_model().objects.create_user("ann", password="a-long-password-4", is_staff=True)
@@ -211,7 +211,7 @@ def test_an_import_never_grants_a_space_to_another_persons_agent_of_the_same_nam
     from django.core.management.base import CommandError
 
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         instance_with_acme()
         # Here "acme-bot" is sam's (granted his own space); in the file it is rita's, granted acme.
         sam = get_user_model().objects.get(username="sam")
@@ -229,7 +229,7 @@ def test_an_import_never_gives_a_personal_space_here_a_second_person(clients, tm
     from django.core.management.base import CommandError
 
     export(tmp_path / "all.json")
-    with scratch_database():
+    with fresh_database():
         # The first account here is not rita: it claimed the fresh personal space.
         get_user_model().objects.create_superuser("admin", "admin@example.com", "another-password-9")
         with pytest.raises(CommandError) as refused:
