@@ -22,7 +22,7 @@ from reviews.errors import InvalidTransition
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
 from .conftest import content
-from .fastC_support import fresh_database
+from .scratch_copies import fresh_database
 from .legacy_documents import as_old_version, with_todays_names
 
 

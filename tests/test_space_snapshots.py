@@ -16,7 +16,7 @@ from reviews import actions
 from reviews.models import Agent, Record
 from reviews.space_models import Membership, Space
 
-from .fastC_support import fresh_database
+from .scratch_copies import fresh_database
 from .test_export_json import export, import_file
 from .test_spaces import MARKERS, clients  # noqa: F401  (the fixture)
 
