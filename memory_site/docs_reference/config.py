@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common import defaults
 from common.defaults import PROJECT_DIR
 
 from .config_notes import MEANINGS
@@ -84,13 +85,19 @@ class Variable:
 
 
 def _value(node: ast.expr | None) -> object:
-    """A literal, or simple arithmetic on literals (``256 * 1024``); None otherwise."""
+    """A literal, simple arithmetic on literals (``256 * 1024``), or an
+    expression over the names the settings take from common.defaults
+    (``MODEL_CHOICES[0]``, ``list(MODEL_CHOICES)``); None otherwise."""
     if node is None:
         return None
     try:
         return ast.literal_eval(node)
     except ValueError:
         pass
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if names and names <= set(vars(defaults)) | {"list"}:
+        code = compile(ast.Expression(node), "<settings>", "eval")
+        return eval(code, {"__builtins__": {"list": list}}, dict(vars(defaults)))  # noqa: S307 (our own settings source)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult | ast.Add | ast.Sub):
         left, right = _value(node.left), _value(node.right)
         if isinstance(left, int | float) and isinstance(right, int | float):
@@ -131,7 +138,7 @@ def _from_reader(call: ast.Call, reader: str) -> tuple[str, str]:
         return default, f"{kind}{bounds}"
     if reader == "env_choice":
         choices = _value(call.args[2]) if len(call.args) > 2 else None
-        return default, ", ".join(f"`{c}`" for c in choices) if isinstance(choices, list) else ""
+        return default, ", ".join(f"`{c}`" for c in choices) if isinstance(choices, list | tuple) else ""
     return default, _ALLOWED.get(reader, "")
 
 
