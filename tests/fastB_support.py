@@ -90,9 +90,15 @@ class People:
         return actions.accept_proposal(proposal, actor=self.reviewer).result_record
 
 
-def make_people() -> People:
+def make_reviewer():
+    """rita, owner of the personal, team and system spaces (the conftest's ``reviewer``)."""
     reviewer = get_user_model().objects.create_superuser("rita", "rita@example.com", "a-long-password-1")
     actions.claim_unowned_spaces(reviewer, actor=actions.SystemActor("tests"))
+    return reviewer
+
+
+def make_people() -> People:
+    reviewer = make_reviewer()
     agent, _token = actions.create_agent(
         "claude-code", spaces=["personal", "team"], actor=reviewer, source_tool="claude-code"
     )
