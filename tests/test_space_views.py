@@ -15,17 +15,30 @@ from django.urls import reverse
 from reviews import actions
 from reviews.models import Agent, AuditEvent
 from reviews.space_models import Membership, Space
+from tests.fastB_support import for_a_test, make_reviewer, shared
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def people(django_user_model, reviewer):
-    sam = django_user_model.objects.create_user("sam", password="a-long-password-2", is_staff=True)
-    nora = django_user_model.objects.create_user("nora", password="a-long-password-3", is_staff=True)
+def _people() -> dict:
+    reviewer = make_reviewer()
+    sam = get_user_model().objects.create_user("sam", password="a-long-password-2", is_staff=True)
+    nora = get_user_model().objects.create_user("nora", password="a-long-password-3", is_staff=True)
     actions.create_space("acme", kind="team", name="Acme Corp", actor=reviewer)
     actions.add_member("acme", sam, role="reviewer", actor=reviewer)
     return {"rita": reviewer, "sam": sam, "nora": nora}
+
+
+@pytest.fixture(scope="module")
+def people_world(django_db_setup, django_db_blocker):
+    """``_people()``, made once for the module (every test here uses it), rolled back at its end."""
+    yield from shared(_people, django_db_blocker)
+
+
+@pytest.fixture
+def people(people_world, db):
+    """This test's own copies of rita, sam and nora."""
+    return for_a_test(people_world)
 
 
 def _as(user) -> Client:
