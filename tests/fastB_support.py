@@ -37,7 +37,7 @@ from django.db import models, transaction
 
 from reviews import actions
 from reviews.models import Agent
-from tests.conftest import content
+from tests.conftest import GOOD_BODY, content
 
 
 @contextmanager
@@ -88,6 +88,11 @@ class People:
         """An approved record, as the conftest's ``make_record`` makes one (propose, then accept)."""
         proposal = actions.propose_create(agent=self.agent, reason="Seen in the repo README", **content(**overrides))
         return actions.accept_proposal(proposal, actor=self.reviewer).result_record
+
+    def create_proposal(self, n: int = 0, **overrides: Any):
+        """A pending create from claude-code, as the conftest's ``create_proposal`` makes one."""
+        fields = content(title=f"Proposal number {n}", body=f"{GOOD_BODY} Variant {n}.", **overrides)
+        return actions.propose_create(agent=self.agent, reason="Seen in the repository", **fields)
 
 
 def make_reviewer():
