@@ -18,6 +18,31 @@ pytestmark = pytest.mark.django_db
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
+@pytest.fixture(scope="module")
+def people_world(django_db_setup, django_db_blocker):
+    """rita and claude-code (and team-bot, which only ``team_agent`` hands
+    out), made once for the module: every test here signs rita in, and most
+    have claude-code propose. The conftest's fixtures over them
+    (``signed_in``, ``create_proposal``, ``make_record``, ``second_reviewer``,
+    ``team_agent``) get this test's copies through the two overrides below."""
+    yield from shared(make_people, django_db_blocker)
+
+
+@pytest.fixture
+def reviewer(people_world, db):
+    return for_a_test(people_world.reviewer)
+
+
+@pytest.fixture
+def agent(people_world, db):
+    return fresh(people_world.agent)
+
+
+@pytest.fixture
+def team_agent(people_world, db):
+    return fresh(people_world.team_agent)
+
+
 def header_count(html: str) -> int:
     match = re.search(r'id="pending-count">\s*(\d+)\s*<', html)
     assert match
@@ -108,27 +133,18 @@ def test_inbox_shows_the_record_and_reason_for_a_retirement_and_a_dispute(signed
 
 
 @pytest.fixture(scope="class")
-def thirty_world(django_db_setup, django_db_blocker):
-    """The people and 30 pending creates from claude-code ("Proposal number 0" to 29,
-    as the conftest's ``create_proposal`` makes them), made once for the class."""
-
-    def build():
-        people = make_people()
-        return people, [people.create_proposal(i) for i in range(30)]
-
-    yield from shared(build, django_db_blocker)
+def thirty_world(people_world, django_db_blocker):
+    """30 pending creates from claude-code ("Proposal number 0" to 29, as the
+    conftest's ``create_proposal`` makes them), made once for the class."""
+    yield from shared(lambda: [people_world.create_proposal(i) for i in range(30)], django_db_blocker)
 
 
 class TestThirtyProposals:
     """The paging tests over 30 proposals, more than a page (25), made once for the class."""
 
     @pytest.fixture
-    def reviewer(self, thirty_world, db):
-        return fresh(thirty_world[0].reviewer)
-
-    @pytest.fixture
     def thirty(self, thirty_world, db):
-        return for_a_test(thirty_world[1])
+        return for_a_test(thirty_world)
 
     def test_inbox_paginates_with_load_more(self, signed_in, thirty):
         made = thirty
