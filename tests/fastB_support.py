@@ -54,7 +54,7 @@ def fresh(value: Any) -> Any:
     """``value`` with every model instance in it read again from the database
     (dicts, lists and tuples are copied; anything else is returned as is)."""
     if isinstance(value, models.Model):
-        return type(value).objects.get(pk=value.pk)
+        return type(value)._default_manager.get(pk=value.pk)
     if isinstance(value, dict):
         return {key: fresh(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
