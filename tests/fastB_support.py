@@ -16,13 +16,17 @@ Two things a shared build must not leak from one test into the next:
 - the in-memory vector snapshots (retrieval/vectors.py): a snapshot follows
   changes by the tokens in retrieval_meta, and after a rollback the tokens are
   the shared build's again while the snapshot may still hold the chunks a
-  rolled-back test added (same base, other token: it only appends). Each test
-  over shared rows starts with none (``for_a_test``).
+  rolled-back test added (same base, other token: it only appends). This
+  bites once the build itself made the vector table (a search in it): tried
+  so, the next test's snapshot held 12 rows where its database had 8. The
+  builds here make none, so each test's first search makes the table afresh
+  (a new base: a full reload); still, each test over shared rows starts with
+  no snapshot (``for_a_test``), so a build that searches stays safe.
 
 The people and agents are made as the conftest's ``reviewer``, ``agent`` and
-``team_agent`` fixtures make them; a class over shared rows overrides those
-names with ``fresh`` copies of its own, since the conftest's would create
-"rita" or "claude-code" a second time.
+``team_agent`` fixtures make them; a class (or module) over shared rows
+overrides those names with ``fresh`` copies of its own, since the conftest's
+would create "rita" or "claude-code" a second time.
 """
 
 from __future__ import annotations
