@@ -11,10 +11,36 @@ from django.urls import reverse
 from reviews import actions
 from reviews.models import Proposal, ProposalState, Record, RecordStatus
 from tests.conftest import GOOD_BODY, content
+from tests.fastB_support import for_a_test, fresh, make_people, shared
 
 pytestmark = pytest.mark.django_db
 
 HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(scope="module")
+def people_world(django_db_setup, django_db_blocker):
+    """rita and claude-code (and team-bot, which only ``team_agent`` hands
+    out), made once for the module: every test here signs rita in, and most
+    have claude-code propose. The conftest's fixtures over them
+    (``signed_in``, ``create_proposal``, ``make_record``, ``second_reviewer``,
+    ``team_agent``) get this test's copies through the two overrides below."""
+    yield from shared(make_people, django_db_blocker)
+
+
+@pytest.fixture
+def reviewer(people_world, db):
+    return for_a_test(people_world.reviewer)
+
+
+@pytest.fixture
+def agent(people_world, db):
+    return fresh(people_world.agent)
+
+
+@pytest.fixture
+def team_agent(people_world, db):
+    return fresh(people_world.team_agent)
 
 
 def header_count(html: str) -> int:
@@ -106,27 +132,40 @@ def test_inbox_shows_the_record_and_reason_for_a_retirement_and_a_dispute(signed
     assert reverse("record_detail", args=[retiring.public_id]) in html
 
 
-def test_inbox_paginates_with_load_more(signed_in, create_proposal):
-    made = [create_proposal(i) for i in range(30)]
-    html = signed_in.get("/").content.decode()
-    assert header_count(html) == 30
-    assert html.count("data-card tabindex") == 25
-    cursor = re.search(r"\?after=(\d+)", html).group(1)
-    more = signed_in.get(f"/?after={cursor}", **HX)
-    page = more.content.decode()
-    assert page.count("data-card tabindex") == 5
-    assert "<html" not in page and made[29].title in page and made[0].title not in page
-    assert "load-more" not in page
+@pytest.fixture(scope="class")
+def thirty_world(people_world, django_db_blocker):
+    """30 pending creates from claude-code ("Proposal number 0" to 29, as the
+    conftest's ``create_proposal`` makes them), made once for the class."""
+    yield from shared(lambda: [people_world.create_proposal(i) for i in range(30)], django_db_blocker)
 
 
-def test_load_more_cursor_is_stable_when_cards_are_decided(signed_in, reviewer, create_proposal):
-    made = [create_proposal(i) for i in range(30)]
-    html = signed_in.get("/").content.decode()
-    cursor = re.search(r"\?after=(\d+)", html).group(1)
-    for p in made[:3]:
-        actions.reject_proposal(p, actor=reviewer)
-    page = signed_in.get(f"/?after={cursor}").content.decode()
-    assert made[25].title in page and made[24].title not in page
+class TestThirtyProposals:
+    """The paging tests over 30 proposals, more than a page (25), made once for the class."""
+
+    @pytest.fixture
+    def thirty(self, thirty_world, db):
+        return for_a_test(thirty_world)
+
+    def test_inbox_paginates_with_load_more(self, signed_in, thirty):
+        made = thirty
+        html = signed_in.get("/").content.decode()
+        assert header_count(html) == 30
+        assert html.count("data-card tabindex") == 25
+        cursor = re.search(r"\?after=(\d+)", html).group(1)
+        more = signed_in.get(f"/?after={cursor}", **HX)
+        page = more.content.decode()
+        assert page.count("data-card tabindex") == 5
+        assert "<html" not in page and made[29].title in page and made[0].title not in page
+        assert "load-more" not in page
+
+    def test_load_more_cursor_is_stable_when_cards_are_decided(self, signed_in, reviewer, thirty):
+        made = thirty
+        html = signed_in.get("/").content.decode()
+        cursor = re.search(r"\?after=(\d+)", html).group(1)
+        for p in made[:3]:
+            actions.reject_proposal(p, actor=reviewer)
+        page = signed_in.get(f"/?after={cursor}").content.decode()
+        assert made[25].title in page and made[24].title not in page
 
 
 def test_similar_records_are_listed_for_a_create(signed_in, agent, make_record):

@@ -16,10 +16,17 @@ from django.utils import timezone
 from reviews import actions, space_access
 from reviews.errors import InvalidTransition, ValidationFailed
 from reviews.models import Agent, AuditEvent
+from tests.fastB_support import shared
 
-from .test_spaces import MARKERS, clients  # noqa: F401  (the fixture)
+from .test_spaces import MARKERS, build_clients, clients  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def clients_world(django_db_setup, django_db_blocker):
+    """test_spaces.py's ``build_clients()``, made once for this module (every test here uses it)."""
+    yield from shared(build_clients, django_db_blocker)
 
 
 def _grant(agent, person):

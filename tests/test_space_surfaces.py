@@ -14,10 +14,17 @@ import pytest
 
 from reviews import actions
 from reviews.errors import InvalidTransition, NotFound
+from tests.fastB_support import shared
 
-from .test_spaces import MARKERS, clients  # noqa: F401  (the fixture)
+from .test_spaces import MARKERS, build_clients, clients  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def clients_world(django_db_setup, django_db_blocker):
+    """test_spaces.py's ``build_clients()``, made once for this module (every test here uses it)."""
+    yield from shared(build_clients, django_db_blocker)
 
 
 def assert_none_of(text: str, slug: str, where: str) -> None:

@@ -15,17 +15,30 @@ from django.urls import reverse
 from reviews import actions
 from reviews.models import Agent, AuditEvent
 from reviews.space_models import Membership, Space
+from tests.fastB_support import for_a_test, fresh, make_reviewer, shared
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def people(django_user_model, reviewer):
-    sam = django_user_model.objects.create_user("sam", password="a-long-password-2", is_staff=True)
-    nora = django_user_model.objects.create_user("nora", password="a-long-password-3", is_staff=True)
+def _people() -> dict:
+    reviewer = make_reviewer()
+    sam = get_user_model().objects.create_user("sam", password="a-long-password-2", is_staff=True)
+    nora = get_user_model().objects.create_user("nora", password="a-long-password-3", is_staff=True)
     actions.create_space("acme", kind="team", name="Acme Corp", actor=reviewer)
     actions.add_member("acme", sam, role="reviewer", actor=reviewer)
     return {"rita": reviewer, "sam": sam, "nora": nora}
+
+
+@pytest.fixture(scope="module")
+def people_world(django_db_setup, django_db_blocker):
+    """``_people()``, made once for the module (every test here uses it), rolled back at its end."""
+    yield from shared(_people, django_db_blocker)
+
+
+@pytest.fixture
+def people(people_world, db):
+    """This test's own copies of rita, sam and nora."""
+    return for_a_test(people_world)
 
 
 def _as(user) -> Client:
@@ -248,8 +261,7 @@ def test_a_non_member_cannot_grant_a_space_it_does_not_see(people):
 # --------------------------------------------------------------------------- two-person cards
 
 
-@pytest.fixture
-def two_person(people):
+def _two_person(people):
     """acme needs two approvals; rita's agent proposes there, so sam and nora
     (reviewers) are the two who may approve it, never rita."""
     actions.add_member("acme", people["nora"], role="reviewer", actor=people["rita"])
@@ -267,6 +279,12 @@ def two_person(people):
     return proposal
 
 
+@pytest.fixture(scope="class")
+def two_person_world(people_world, django_db_blocker):
+    """``_two_person``'s rule and proposal, on the module's people, made once for the class."""
+    yield from shared(lambda: _two_person(people_world), django_db_blocker)
+
+
 def _card(user, proposal) -> str:
     page = _as(user).get(reverse("home"))
     assert page.status_code == 200
@@ -277,40 +295,73 @@ def _offers_accept(text, proposal) -> bool:
     return f'action="{reverse("proposal_accept", args=[proposal.public_id])}"' in text
 
 
-def test_the_agents_person_is_not_offered_accept_and_is_told_who_may_approve(people, two_person):
-    text = _card(people["rita"], two_person)
-    assert f'id="approvals-{two_person.pk}">0 of 2 approvals' in text
-    assert 'Next approval from: <span class="approvers">nora, sam</span>' in text
-    assert "you own agent &#x27;acme-bot&#x27;" in text
-    assert not _offers_accept(text, two_person)
-    # Nor an edited accept: the policy refuses it where two must approve.
-    assert reverse("proposal_revise", args=[two_person.public_id]) not in text
+class TestTwoPersonCards:
+    """The tests over ``_two_person``'s proposal, made once for the class."""
 
+    @pytest.fixture
+    def two_person(self, two_person_world, people):
+        return fresh(two_person_world)
 
-def test_after_the_first_approval_only_the_other_reviewer_is_offered_accept(people, two_person):
-    sam = _as(people["sam"])
-    assert _offers_accept(sam.get(reverse("home")).text, two_person)
-    sam.post(reverse("proposal_accept", args=[two_person.public_id]))
-    two_person.refresh_from_db()
-    assert two_person.state == "pending"
-    mine = sam.get(reverse("home")).text
-    assert "1 of 2 approvals: accepted by sam" in mine
-    assert "You already accepted" in mine and not _offers_accept(mine, two_person)
-    theirs = _card(people["nora"], two_person)
-    assert 'Next approval from: <span class="approvers">nora</span> (you may give it)' in theirs
-    assert _offers_accept(theirs, two_person)
-    _as(people["nora"]).post(reverse("proposal_accept", args=[two_person.public_id]))
-    two_person.refresh_from_db()
-    assert two_person.state == "accepted"
+    def test_the_agents_person_is_not_offered_accept_and_is_told_who_may_approve(self, people, two_person):
+        text = _card(people["rita"], two_person)
+        assert f'id="approvals-{two_person.pk}">0 of 2 approvals' in text
+        assert 'Next approval from: <span class="approvers">nora, sam</span>' in text
+        assert "you own agent &#x27;acme-bot&#x27;" in text
+        assert not _offers_accept(text, two_person)
+        # Nor an edited accept: the policy refuses it where two must approve.
+        assert reverse("proposal_revise", args=[two_person.public_id]) not in text
 
+    def test_after_the_first_approval_only_the_other_reviewer_is_offered_accept(self, people, two_person):
+        sam = _as(people["sam"])
+        assert _offers_accept(sam.get(reverse("home")).text, two_person)
+        sam.post(reverse("proposal_accept", args=[two_person.public_id]))
+        two_person.refresh_from_db()
+        assert two_person.state == "pending"
+        mine = sam.get(reverse("home")).text
+        assert "1 of 2 approvals: accepted by sam" in mine
+        assert "You already accepted" in mine and not _offers_accept(mine, two_person)
+        theirs = _card(people["nora"], two_person)
+        assert 'Next approval from: <span class="approvers">nora</span> (you may give it)' in theirs
+        assert _offers_accept(theirs, two_person)
+        _as(people["nora"]).post(reverse("proposal_accept", args=[two_person.public_id]))
+        two_person.refresh_from_db()
+        assert two_person.state == "accepted"
 
-def test_a_card_where_nobody_can_give_the_next_approval_says_so(people, two_person, django_user_model):
-    # Deactivating an account is not refused by the livability check: the card must tell.
-    django_user_model.objects.filter(pk=people["nora"].pk).update(is_active=False)
-    text = _card(people["sam"], two_person)
-    assert 'Next approval from: <span class="approvers">sam</span> (you may give it)' in text
-    _as(people["sam"]).post(reverse("proposal_accept", args=[two_person.public_id]))
-    assert "Nobody here can give the next approval" in _card(people["rita"], two_person)
+    def test_a_card_where_nobody_can_give_the_next_approval_says_so(self, people, two_person, django_user_model):
+        # Deactivating an account is not refused by the livability check: the card must tell.
+        django_user_model.objects.filter(pk=people["nora"].pk).update(is_active=False)
+        text = _card(people["sam"], two_person)
+        assert 'Next approval from: <span class="approvers">sam</span> (you may give it)' in text
+        _as(people["sam"]).post(reverse("proposal_accept", args=[two_person.public_id]))
+        assert "Nobody here can give the next approval" in _card(people["rita"], two_person)
+
+    def test_waiting_for_me_lists_what_my_accept_would_make_true(self, people, two_person):
+        # Nothing is waiting before a first approval.
+        assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text
+        actions.accept_proposal(two_person, actor=people["sam"])
+        nora = _as(people["nora"]).get(reverse("waiting_for_me"))
+        assert f'id="waiting-{two_person.pk}"' in nora.text and "accepted by sam" in nora.text
+        # Not for the one who accepted, nor for the agent's person, nor for someone outside the space.
+        for who in ("sam", "rita"):
+            assert f'id="waiting-{two_person.pk}"' not in _as(people[who]).get(reverse("waiting_for_me")).text
+        outsider = get_user_model().objects.create_user("otto", password="a-long-password-4", is_staff=True)
+        text = _as(outsider).get(reverse("waiting_for_me")).text
+        assert f'id="waiting-{two_person.pk}"' not in text and "Acme deploys" not in text
+        actions.accept_proposal(two_person, actor=people["nora"])
+        assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text
+
+    def test_the_decisions_page_says_why_a_first_approval_is_not_listed(self, people, two_person):
+        decisions = reverse("recent_decisions")
+        before = _as(people["sam"]).get(decisions).text
+        assert 'id="first-approvals-note"' in before and "you have given" not in before
+        assert f'href="{reverse("waiting_for_me")}"' in before
+        actions.accept_proposal(two_person, actor=people["sam"])
+        after = _as(people["sam"]).get(decisions).text
+        assert "(you have given 1 such approval)" in after
+        assert "Acme deploys on Tuesdays" not in after  # a first approval decides nothing: not a row
+        # Where every space needs one approval, the note would only confuse.
+        outsider = get_user_model().objects.create_user("otto", password="a-long-password-4", is_staff=True)
+        assert 'id="first-approvals-note"' not in _as(outsider).get(decisions).text
 
 
 def test_a_one_approval_space_shows_no_two_person_line(people):
@@ -326,33 +377,3 @@ def test_a_one_approval_space_shows_no_two_person_line(people):
     )
     text = _card(people["sam"], proposal)
     assert f'id="two-person-{proposal.pk}"' not in text and _offers_accept(text, proposal)
-
-
-def test_waiting_for_me_lists_what_my_accept_would_make_true(people, two_person):
-    # Nothing is waiting before a first approval.
-    assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text
-    actions.accept_proposal(two_person, actor=people["sam"])
-    nora = _as(people["nora"]).get(reverse("waiting_for_me"))
-    assert f'id="waiting-{two_person.pk}"' in nora.text and "accepted by sam" in nora.text
-    # Not for the one who accepted, nor for the agent's person, nor for someone outside the space.
-    for who in ("sam", "rita"):
-        assert f'id="waiting-{two_person.pk}"' not in _as(people[who]).get(reverse("waiting_for_me")).text
-    outsider = get_user_model().objects.create_user("otto", password="a-long-password-4", is_staff=True)
-    text = _as(outsider).get(reverse("waiting_for_me")).text
-    assert f'id="waiting-{two_person.pk}"' not in text and "Acme deploys" not in text
-    actions.accept_proposal(two_person, actor=people["nora"])
-    assert 'id="waiting-none"' in _as(people["nora"]).get(reverse("waiting_for_me")).text
-
-
-def test_the_decisions_page_says_why_a_first_approval_is_not_listed(people, two_person):
-    decisions = reverse("recent_decisions")
-    before = _as(people["sam"]).get(decisions).text
-    assert 'id="first-approvals-note"' in before and "you have given" not in before
-    assert f'href="{reverse("waiting_for_me")}"' in before
-    actions.accept_proposal(two_person, actor=people["sam"])
-    after = _as(people["sam"]).get(decisions).text
-    assert "(you have given 1 such approval)" in after
-    assert "Acme deploys on Tuesdays" not in after  # a first approval decides nothing: not a row
-    # Where every space needs one approval, the note would only confuse.
-    outsider = get_user_model().objects.create_user("otto", password="a-long-password-4", is_staff=True)
-    assert 'id="first-approvals-note"' not in _as(outsider).get(decisions).text
