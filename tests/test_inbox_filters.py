@@ -15,7 +15,7 @@ from inbox import filters as inbox_filters
 from reviews import actions
 from reviews.models import AuditEvent, Proposal, ProposalState, RecordStatus, ReviewerPreference
 from tests.conftest import GOOD_BODY, content
-from tests.fastB_support import for_a_test, fresh, make_people, shared
+from tests.shared_data import for_a_test, fresh, make_people, shared
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +94,7 @@ def confirmed_ids(response) -> list[str]:
 
 class TestSixProposals:
     """The tests over the six proposals of ``_mixed``, made once for the class
-    (tests/fastB_support.py); each test gets its own copies of them and of rita."""
+    (tests/shared_data.py); each test gets its own copies of them and of rita."""
 
     @pytest.fixture
     def reviewer(self, mixed_world, db):
@@ -344,7 +344,7 @@ def next_cursor(response) -> str:
 
 class TestThirtyEightProposals:
     """The tests over the 38 proposals of ``_many``, made once for the class
-    (tests/fastB_support.py); each test gets its own copies of them and of rita."""
+    (tests/shared_data.py); each test gets its own copies of them and of rita."""
 
     @pytest.fixture
     def reviewer(self, many_world, db):

@@ -11,7 +11,7 @@ from django.urls import reverse
 from reviews import actions
 from reviews.models import Proposal, ProposalState, Record, RecordStatus
 from tests.conftest import GOOD_BODY, content
-from tests.fastB_support import for_a_test, fresh, make_people, shared
+from tests.shared_data import for_a_test, fresh, make_people, shared
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from reviews import actions, space_access
 from reviews.errors import InvalidTransition, ValidationFailed
 from reviews.models import Agent, AuditEvent
-from tests.fastB_support import shared
+from tests.shared_data import shared
 
 from .test_spaces import MARKERS, build_clients, clients  # noqa: F401  (the fixture)
 

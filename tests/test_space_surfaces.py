@@ -14,7 +14,7 @@ import pytest
 
 from reviews import actions
 from reviews.errors import InvalidTransition, NotFound
-from tests.fastB_support import shared
+from tests.shared_data import shared
 
 from .test_spaces import MARKERS, build_clients, clients  # noqa: F401  (the fixture)
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 from reviews import actions
 from reviews.models import Agent, AuditEvent
 from reviews.space_models import Membership, Space
-from tests.fastB_support import for_a_test, fresh, make_reviewer, shared
+from tests.shared_data import for_a_test, fresh, make_reviewer, shared
 
 pytestmark = pytest.mark.django_db
 

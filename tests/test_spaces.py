@@ -17,7 +17,7 @@ from retrieval import quality
 from retrieval.embeddings import FakeEmbedder
 from reviews import actions
 from reviews.errors import NotFound, SpaceNotAllowed
-from tests.fastB_support import for_a_test, fresh, make_people, make_reviewer, shared
+from tests.shared_data import for_a_test, fresh, make_people, make_reviewer, shared
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +94,7 @@ def assert_clean(text: str, where: str) -> None:
 
 class TestTwoSpaces:
     """The tests over ``_two_spaces``'s records, made once for the class
-    (tests/fastB_support.py); each test gets its own copies of them and of the people."""
+    (tests/shared_data.py); each test gets its own copies of them and of the people."""
 
     @pytest.fixture
     def reviewer(self, two_spaces_world, db):
