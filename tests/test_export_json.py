@@ -22,8 +22,8 @@ from reviews.errors import InvalidTransition
 from reviews.models import Agent, AuditEvent, Proposal, Record
 
 from .conftest import content
-from .scratch_copies import fresh_database
 from .legacy_documents import as_old_version, with_todays_names
+from .scratch_copies import fresh_database
 
 
 @pytest.fixture(autouse=True)
