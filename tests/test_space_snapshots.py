@@ -18,7 +18,15 @@ from reviews.space_models import Membership, Space
 
 from .scratch_copies import fresh_database
 from .test_export_json import export, import_file
-from .test_spaces import MARKERS, clients  # noqa: F401  (the fixture)
+from .test_spaces import MARKERS, build_clients, clients  # noqa: F401  (the fixture)
+
+
+@pytest.fixture
+def clients_world(db):
+    """test_spaces.py's ``build_clients()``, made for each test: the imports here
+    switch the connection to a fresh database (scratch_copies), which an
+    outer transaction shared across tests cannot span."""
+    return build_clients()
 
 
 def spaces_state() -> dict:
