@@ -19,7 +19,15 @@ from notify.models import Delivery
 from reviews import actions
 
 from .test_notify import receiver, smtp, webhook  # noqa: F401  (the fixtures)
-from .test_spaces import MARKERS, clients  # noqa: F401  (the fixture)
+from .test_spaces import MARKERS, build_clients, clients  # noqa: F401  (the fixture)
+
+
+@pytest.fixture
+def clients_world(db):
+    """test_spaces.py's ``build_clients()``, made for each test as before (a few
+    tests here; the notifier's batches read everything in the outbox)."""
+    return build_clients()
+
 
 pytestmark = pytest.mark.django_db
 
