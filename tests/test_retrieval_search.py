@@ -20,7 +20,7 @@ from retrieval.gate import Reader
 from retrieval.search import BODY_CHUNK_OVER, LIMIT_MAX, MODES, SearchResponse, search
 from reviews.errors import ValidationFailed
 from reviews.models import SPACES, Record
-from tests.fastA_support import OverSharedData, shared_data
+from tests.fastA_support import OverSharedData, fresh, shared_data
 
 pytestmark = pytest.mark.django_db
 
@@ -140,7 +140,7 @@ class TestOverTwoRecords(OverSharedData):
 
     @pytest.fixture
     def two_records(self, shared):
-        return shared.data
+        return fresh(shared.data)
 
     @pytest.mark.parametrize("mode", MODES)
     def test_hostile_queries_never_raise(self, two_records, mode):
@@ -441,7 +441,7 @@ class TestIdentifiers(OverSharedData):
 
     @pytest.fixture
     def identifier_records(self, shared):
-        return shared.data
+        return fresh(shared.data)
 
     @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
     @pytest.mark.parametrize(
@@ -578,7 +578,7 @@ class TestSearchCommandSpaces(OverSharedData):
 
     @pytest.fixture
     def scoped_records(self, shared):
-        return shared.data
+        return fresh(shared.data)
 
     @pytest.mark.parametrize(
         "space_args, expected",
@@ -672,7 +672,7 @@ class TestLongBodies(OverSharedData):
 
     @pytest.fixture
     def runbook(self, shared):
-        return shared.data
+        return fresh(shared.data)
 
     @pytest.mark.parametrize("mode", ["hybrid", "semantic"])
     def test_a_long_body_is_returned_as_its_best_matching_section(self, runbook, mode):
