@@ -143,69 +143,103 @@ def withheld_everywhere(query: str, reason: str, secret: str) -> None:
         assert secret.lower() not in as_json(response).replace(response.query, "").lower(), mode
 
 
-def test_an_overdue_record_is_withheld_as_overdue(make_record):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    assert ids(find("parking permits renewed")) == [record.public_id]
-
-    make_overdue(record)
-
-    withheld_everywhere("parking permits renewed", "overdue", "floor two")
-    result = read_record(record.public_id, Reader.everything())
-    assert result.record is None and result.withheld == "overdue"
-
-
-def test_a_record_due_today_is_still_delivered(make_record):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    Record.objects.filter(pk=record.pk).update(review_by=today())
-
-    assert ids(find("parking permits renewed")) == [record.public_id]
-
-
-@pytest.mark.parametrize(
-    "column, value, query, secret",
-    [
-        (
-            "body",
-            "Parking permits are renewed by email to the facilities desk now.",
-            "facilities desk email",
-            "facilities",
-        ),
-        ("title", "Parking permit office moved to the annex", "annex moved", "annex"),
-        ("tags", json.dumps(["office", "smuggled"]), "smuggled", "smuggled"),
-    ],
-)
-def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_only(
-    make_record, column, value, query, secret
-):
-    record = make_record(
+def _parking(cast):
+    return cast.make_record(
         title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
     )
 
-    raw_update(record, column, value)
 
-    # What was approved still matches, and is counted as withheld ...
-    withheld_everywhere("parking permits renewed floor", "edited", secret)
-    # ... but text nobody approved is not in the index: no mode finds it, and
-    # not even the withheld count says that it holds these words.
-    for mode in ("keyword", "hybrid"):
-        response = find(query, mode=mode)
-        assert response.results == [] and response.withheld == {}, mode
-    result = read_record(record.public_id, Reader.everything())
-    assert result.record is None and result.withheld == "edited"
+class TestReasonsOnOneRecord(OverSharedData):
+    """Each withholding reason on the one parking record (approved in team),
+    made once for the class: each test changes it in its own savepoint (a
+    date, a raw edit, a dispute, a retirement)."""
 
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _parking) as cast:
+            yield cast
 
-def test_a_record_with_an_unknown_status_is_withheld(make_record):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    @pytest.fixture
+    def parking(self, shared):
+        return fresh(shared.data)
+
+    def test_an_overdue_record_is_withheld_as_overdue(self, parking):
+        record = parking
+        assert ids(find("parking permits renewed")) == [record.public_id]
+
+        make_overdue(record)
+
+        withheld_everywhere("parking permits renewed", "overdue", "floor two")
+        result = read_record(record.public_id, Reader.everything())
+        assert result.record is None and result.withheld == "overdue"
+
+    def test_a_record_due_today_is_still_delivered(self, parking):
+        record = parking
+        Record.objects.filter(pk=record.pk).update(review_by=today())
+
+        assert ids(find("parking permits renewed")) == [record.public_id]
+
+    @pytest.mark.parametrize(
+        "column, value, query, secret",
+        [
+            (
+                "body",
+                "Parking permits are renewed by email to the facilities desk now.",
+                "facilities desk email",
+                "facilities",
+            ),
+            ("title", "Parking permit office moved to the annex", "annex moved", "annex"),
+            ("tags", json.dumps(["office", "smuggled"]), "smuggled", "smuggled"),
+        ],
     )
+    def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_only(
+        self, parking, column, value, query, secret
+    ):
+        record = parking
 
-    raw_update(record, "status", "pending")
+        raw_update(record, column, value)
 
-    withheld_everywhere("parking permits renewed", "disputed", "floor two")
+        # What was approved still matches, and is counted as withheld ...
+        withheld_everywhere("parking permits renewed floor", "edited", secret)
+        # ... but text nobody approved is not in the index: no mode finds it, and
+        # not even the withheld count says that it holds these words.
+        for mode in ("keyword", "hybrid"):
+            response = find(query, mode=mode)
+            assert response.results == [] and response.withheld == {}, mode
+        result = read_record(record.public_id, Reader.everything())
+        assert result.record is None and result.withheld == "edited"
+
+    def test_a_record_with_an_unknown_status_is_withheld(self, parking):
+        record = parking
+
+        raw_update(record, "status", "pending")
+
+        withheld_everywhere("parking permits renewed", "disputed", "floor two")
+
+    def test_a_disputed_record_is_withheld_as_disputed(self, parking, agent):
+        record = parking
+
+        actions.dispute_record(record, agent=agent, reason="The office moved last month")
+
+        withheld_everywhere("parking permits renewed", "disputed", "floor two")
+        assert read_record(record.public_id, Reader.everything()).withheld == "disputed"
+
+    def test_a_cleared_dispute_makes_the_record_deliverable_again(self, parking, agent, reviewer):
+        record = parking
+        actions.dispute_record(record, agent=agent, reason="The office moved last month")
+
+        actions.clear_dispute(record, actor=reviewer, note="Checked: still there")
+
+        assert ids(find("parking permits renewed")) == [record.public_id]
+
+    def test_a_retired_record_is_withheld_as_retired(self, parking, reviewer):
+        record = parking
+
+        actions.retire_record(record, actor=reviewer, note="Parking is free now")
+
+        withheld_everywhere("parking permits renewed", "retired", "floor two")
+        assert read_record(record.public_id, Reader.everything()).withheld == "retired"
 
 
 def test_reordering_tags_out_of_band_is_not_an_edit(make_record):
@@ -217,39 +251,6 @@ def test_reordering_tags_out_of_band_is_not_an_edit(make_record):
     raw_update(record, "tags", json.dumps(["parking", "office"]))
 
     assert ids(find("parking permits renewed")) == [record.public_id]
-
-
-def test_a_disputed_record_is_withheld_as_disputed(make_record, agent):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-
-    actions.dispute_record(record, agent=agent, reason="The office moved last month")
-
-    withheld_everywhere("parking permits renewed", "disputed", "floor two")
-    assert read_record(record.public_id, Reader.everything()).withheld == "disputed"
-
-
-def test_a_cleared_dispute_makes_the_record_deliverable_again(make_record, agent, reviewer):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    actions.dispute_record(record, agent=agent, reason="The office moved last month")
-
-    actions.clear_dispute(record, actor=reviewer, note="Checked: still there")
-
-    assert ids(find("parking permits renewed")) == [record.public_id]
-
-
-def test_a_retired_record_is_withheld_as_retired(make_record, reviewer):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-
-    actions.retire_record(record, actor=reviewer, note="Parking is free now")
-
-    withheld_everywhere("parking permits renewed", "retired", "floor two")
-    assert read_record(record.public_id, Reader.everything()).withheld == "retired"
 
 
 def test_an_expired_record_is_withheld_as_expired(make_record):
@@ -832,27 +833,61 @@ def test_delivered_records_get_their_access_count_bumped_on_flush(make_record):
     assert access_row(hidden) == hidden_before
 
 
-def test_access_counts_wait_for_the_flush(make_record):
-    shown = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
+class TestAccessOnOneRecord(OverSharedData):
+    """Access counting on the one parking record, made once for the class;
+    the counts a test flushes roll back with its savepoint."""
 
-    find("parking")
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _parking) as cast:
+            yield cast
 
-    assert access_row(shown)[0] == 0
-    search_module.access_counter.flush()
-    assert access_row(shown)[0] == 1
+    @pytest.fixture
+    def parking(self, shared):
+        return fresh(shared.data)
 
+    def test_access_counts_wait_for_the_flush(self, parking):
+        shown = parking
 
-def test_searches_that_do_not_count_access_leave_counts_alone(make_record):
-    shown = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
+        find("parking")
 
-    find("parking", count_access=False)
-    search_module.access_counter.flush()
+        assert access_row(shown)[0] == 0
+        search_module.access_counter.flush()
+        assert access_row(shown)[0] == 1
 
-    assert access_row(shown)[0] == 0
+    def test_searches_that_do_not_count_access_leave_counts_alone(self, parking):
+        shown = parking
+
+        find("parking", count_access=False)
+        search_module.access_counter.flush()
+
+        assert access_row(shown)[0] == 0
+
+    def test_counting_access_does_not_queue_the_record_for_reindexing(self, parking):
+        shown = parking
+        find("parking", mode="semantic")  # syncs the vector queue
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM retrieval_dirty")
+            assert cursor.fetchone()[0] == 0
+
+        find("parking", mode="keyword")
+        search_module.access_counter.flush()
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM retrieval_dirty")
+            assert cursor.fetchone()[0] == 0
+        assert access_row(shown)[0] == 2
+
+    def test_response_reports_withheld_reasons_only_from_the_known_set(self, parking, reviewer):
+        record = parking
+        actions.retire_record(record, actor=reviewer, note="gone")
+
+        data = find("parking").as_dict()
+
+        assert set(data["withheld"]) <= set(REASONS)
+        assert data["withheld"] == {"retired": 1}
+        assert all(isinstance(n, int) for n in data["withheld"].values())
 
 
 def test_a_surfaced_successor_is_counted_and_the_superseded_record_is_not(make_record, agent, reviewer):
@@ -868,34 +903,3 @@ def test_a_surfaced_successor_is_counted_and_the_superseded_record_is_not(make_r
 
     assert access_row(new)[0] == 1
     assert access_row(old)[0] == 0
-
-
-def test_counting_access_does_not_queue_the_record_for_reindexing(make_record):
-    shown = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    find("parking", mode="semantic")  # syncs the vector queue
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM retrieval_dirty")
-        assert cursor.fetchone()[0] == 0
-
-    find("parking", mode="keyword")
-    search_module.access_counter.flush()
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM retrieval_dirty")
-        assert cursor.fetchone()[0] == 0
-    assert access_row(shown)[0] == 2
-
-
-def test_response_reports_withheld_reasons_only_from_the_known_set(make_record, reviewer):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    actions.retire_record(record, actor=reviewer, note="gone")
-
-    data = find("parking").as_dict()
-
-    assert set(data["withheld"]) <= set(REASONS)
-    assert data["withheld"] == {"retired": 1}
-    assert all(isinstance(n, int) for n in data["withheld"].values())
