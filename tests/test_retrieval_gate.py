@@ -22,6 +22,7 @@ from retrieval.search import MODES, Filters, search
 from reviews import actions
 from reviews.errors import NotFound
 from reviews.models import Record
+from tests.fastA_support import OverSharedData, fresh, shared_data
 
 pytestmark = pytest.mark.django_db
 
@@ -142,69 +143,103 @@ def withheld_everywhere(query: str, reason: str, secret: str) -> None:
         assert secret.lower() not in as_json(response).replace(response.query, "").lower(), mode
 
 
-def test_an_overdue_record_is_withheld_as_overdue(make_record):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    assert ids(find("parking permits renewed")) == [record.public_id]
-
-    make_overdue(record)
-
-    withheld_everywhere("parking permits renewed", "overdue", "floor two")
-    result = read_record(record.public_id, Reader.everything())
-    assert result.record is None and result.withheld == "overdue"
-
-
-def test_a_record_due_today_is_still_delivered(make_record):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    Record.objects.filter(pk=record.pk).update(review_by=today())
-
-    assert ids(find("parking permits renewed")) == [record.public_id]
-
-
-@pytest.mark.parametrize(
-    "column, value, query, secret",
-    [
-        (
-            "body",
-            "Parking permits are renewed by email to the facilities desk now.",
-            "facilities desk email",
-            "facilities",
-        ),
-        ("title", "Parking permit office moved to the annex", "annex moved", "annex"),
-        ("tags", json.dumps(["office", "smuggled"]), "smuggled", "smuggled"),
-    ],
-)
-def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_only(
-    make_record, column, value, query, secret
-):
-    record = make_record(
+def _parking(cast):
+    return cast.make_record(
         title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
     )
 
-    raw_update(record, column, value)
 
-    # What was approved still matches, and is counted as withheld ...
-    withheld_everywhere("parking permits renewed floor", "edited", secret)
-    # ... but text nobody approved is not in the index: no mode finds it, and
-    # not even the withheld count says that it holds these words.
-    for mode in ("keyword", "hybrid"):
-        response = find(query, mode=mode)
-        assert response.results == [] and response.withheld == {}, mode
-    result = read_record(record.public_id, Reader.everything())
-    assert result.record is None and result.withheld == "edited"
+class TestReasonsOnOneRecord(OverSharedData):
+    """Each withholding reason on the one parking record (approved in team),
+    made once for the class: each test changes it in its own savepoint (a
+    date, a raw edit, a dispute, a retirement)."""
 
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _parking) as cast:
+            yield cast
 
-def test_a_record_with_an_unknown_status_is_withheld(make_record):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
+    @pytest.fixture
+    def parking(self, shared):
+        return fresh(shared.data)
+
+    def test_an_overdue_record_is_withheld_as_overdue(self, parking):
+        record = parking
+        assert ids(find("parking permits renewed")) == [record.public_id]
+
+        make_overdue(record)
+
+        withheld_everywhere("parking permits renewed", "overdue", "floor two")
+        result = read_record(record.public_id, Reader.everything())
+        assert result.record is None and result.withheld == "overdue"
+
+    def test_a_record_due_today_is_still_delivered(self, parking):
+        record = parking
+        Record.objects.filter(pk=record.pk).update(review_by=today())
+
+        assert ids(find("parking permits renewed")) == [record.public_id]
+
+    @pytest.mark.parametrize(
+        "column, value, query, secret",
+        [
+            (
+                "body",
+                "Parking permits are renewed by email to the facilities desk now.",
+                "facilities desk email",
+                "facilities",
+            ),
+            ("title", "Parking permit office moved to the annex", "annex moved", "annex"),
+            ("tags", json.dumps(["office", "smuggled"]), "smuggled", "smuggled"),
+        ],
     )
+    def test_a_record_edited_out_of_band_is_withheld_as_edited_on_its_approved_text_only(
+        self, parking, column, value, query, secret
+    ):
+        record = parking
 
-    raw_update(record, "status", "pending")
+        raw_update(record, column, value)
 
-    withheld_everywhere("parking permits renewed", "disputed", "floor two")
+        # What was approved still matches, and is counted as withheld ...
+        withheld_everywhere("parking permits renewed floor", "edited", secret)
+        # ... but text nobody approved is not in the index: no mode finds it, and
+        # not even the withheld count says that it holds these words.
+        for mode in ("keyword", "hybrid"):
+            response = find(query, mode=mode)
+            assert response.results == [] and response.withheld == {}, mode
+        result = read_record(record.public_id, Reader.everything())
+        assert result.record is None and result.withheld == "edited"
+
+    def test_a_record_with_an_unknown_status_is_withheld(self, parking):
+        record = parking
+
+        raw_update(record, "status", "pending")
+
+        withheld_everywhere("parking permits renewed", "disputed", "floor two")
+
+    def test_a_disputed_record_is_withheld_as_disputed(self, parking, agent):
+        record = parking
+
+        actions.dispute_record(record, agent=agent, reason="The office moved last month")
+
+        withheld_everywhere("parking permits renewed", "disputed", "floor two")
+        assert read_record(record.public_id, Reader.everything()).withheld == "disputed"
+
+    def test_a_cleared_dispute_makes_the_record_deliverable_again(self, parking, agent, reviewer):
+        record = parking
+        actions.dispute_record(record, agent=agent, reason="The office moved last month")
+
+        actions.clear_dispute(record, actor=reviewer, note="Checked: still there")
+
+        assert ids(find("parking permits renewed")) == [record.public_id]
+
+    def test_a_retired_record_is_withheld_as_retired(self, parking, reviewer):
+        record = parking
+
+        actions.retire_record(record, actor=reviewer, note="Parking is free now")
+
+        withheld_everywhere("parking permits renewed", "retired", "floor two")
+        assert read_record(record.public_id, Reader.everything()).withheld == "retired"
 
 
 def test_reordering_tags_out_of_band_is_not_an_edit(make_record):
@@ -216,39 +251,6 @@ def test_reordering_tags_out_of_band_is_not_an_edit(make_record):
     raw_update(record, "tags", json.dumps(["parking", "office"]))
 
     assert ids(find("parking permits renewed")) == [record.public_id]
-
-
-def test_a_disputed_record_is_withheld_as_disputed(make_record, agent):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-
-    actions.dispute_record(record, agent=agent, reason="The office moved last month")
-
-    withheld_everywhere("parking permits renewed", "disputed", "floor two")
-    assert read_record(record.public_id, Reader.everything()).withheld == "disputed"
-
-
-def test_a_cleared_dispute_makes_the_record_deliverable_again(make_record, agent, reviewer):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    actions.dispute_record(record, agent=agent, reason="The office moved last month")
-
-    actions.clear_dispute(record, actor=reviewer, note="Checked: still there")
-
-    assert ids(find("parking permits renewed")) == [record.public_id]
-
-
-def test_a_retired_record_is_withheld_as_retired(make_record, reviewer):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-
-    actions.retire_record(record, actor=reviewer, note="Parking is free now")
-
-    withheld_everywhere("parking permits renewed", "retired", "floor two")
-    assert read_record(record.public_id, Reader.everything()).withheld == "retired"
 
 
 def test_an_expired_record_is_withheld_as_expired(make_record):
@@ -452,50 +454,94 @@ def test_withheld_counts_are_by_reason_and_never_carry_the_text(make_record, age
 # --------------------------------------------------------------------------- read_record
 
 
-def test_read_record_returns_a_deliverable_record(record):
-    result = read_record(record.public_id, Reader.everything())
+class TestReadRecord(OverSharedData):
+    """read_record over the conftest's default record (the billing API
+    repository), made once for the class; what a test retires or revises
+    rolls back with its savepoint."""
 
-    assert result.record == record
-    assert result.withheld is None
-    assert result.public_id == record.public_id
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, lambda cast: cast.make_record()) as cast:
+            yield cast
 
+    @pytest.fixture
+    def record(self, shared):
+        return fresh(shared.data)
 
-def test_read_record_accepts_surrounding_whitespace(record):
-    assert read_record(f"  {record.public_id}\n", Reader.everything()).record == record
+    def test_read_record_returns_a_deliverable_record(self, record):
+        result = read_record(record.public_id, Reader.everything())
 
+        assert result.record == record
+        assert result.withheld is None
+        assert result.public_id == record.public_id
 
-def test_read_record_of_a_withheld_record_gives_the_reason_not_the_text(record, reviewer):
-    actions.retire_record(record, actor=reviewer, note="Moved to another repo")
+    def test_read_record_accepts_surrounding_whitespace(self, record):
+        assert read_record(f"  {record.public_id}\n", Reader.everything()).record == record
 
-    result = read_record(record.public_id, Reader.everything())
+    def test_read_record_of_a_withheld_record_gives_the_reason_not_the_text(self, record, reviewer):
+        actions.retire_record(record, actor=reviewer, note="Moved to another repo")
 
-    assert result.record is None
-    assert result.withheld == "retired"
-    assert result.successor is None
-    assert result.public_id == record.public_id
+        result = read_record(record.public_id, Reader.everything())
 
+        assert result.record is None
+        assert result.withheld == "retired"
+        assert result.successor is None
+        assert result.public_id == record.public_id
 
-def test_read_record_of_a_superseded_record_names_the_current_successor(record, agent, reviewer):
-    second = revise(record, agent, reviewer, body="The billing API lives in acme/billing-api and deploys on Mondays.")
-    third = revise(second, agent, reviewer, body="The billing API lives in acme/billing-api and deploys on Tuesdays.")
+    def test_read_record_of_a_superseded_record_names_the_current_successor(self, record, agent, reviewer):
+        second = revise(
+            record, agent, reviewer, body="The billing API lives in acme/billing-api and deploys on Mondays."
+        )
+        third = revise(
+            second, agent, reviewer, body="The billing API lives in acme/billing-api and deploys on Tuesdays."
+        )
 
-    first_read = read_record(record.public_id, Reader.everything())
-    second_read = read_record(second.public_id, Reader.everything())
+        first_read = read_record(record.public_id, Reader.everything())
+        second_read = read_record(second.public_id, Reader.everything())
 
-    assert first_read.record is None and first_read.withheld == "superseded"
-    assert first_read.successor == third
-    assert second_read.successor == third
-    assert read_record(third.public_id, Reader.everything()).record == third
+        assert first_read.record is None and first_read.withheld == "superseded"
+        assert first_read.successor == third
+        assert second_read.successor == third
+        assert read_record(third.public_id, Reader.everything()).record == third
 
+    def test_read_record_gives_no_successor_that_is_itself_withheld(self, record, agent, reviewer):
+        second = revise(
+            record, agent, reviewer, body="The billing API lives in acme/billing-api and deploys on Mondays."
+        )
+        actions.dispute_record(second, agent=agent, reason="Mondays is wrong too")
 
-def test_read_record_gives_no_successor_that_is_itself_withheld(record, agent, reviewer):
-    second = revise(record, agent, reviewer, body="The billing API lives in acme/billing-api and deploys on Mondays.")
-    actions.dispute_record(second, agent=agent, reason="Mondays is wrong too")
+        result = read_record(record.public_id, Reader.everything())
 
-    result = read_record(record.public_id, Reader.everything())
+        assert result.withheld == "superseded"
+        assert result.successor is None
 
-    assert result.withheld == "superseded"
-    assert result.successor is None
+    @pytest.mark.parametrize(
+        "hostile",
+        [
+            "../../../../etc/passwd",
+            "rec_../../settings.py",
+            "..\\..\\windows\\system32",
+            "%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+            "rec_" + "a" * 10_000,
+            "rec_\x00abc",
+            "' OR 1=1 --",
+            "",
+            None,
+        ],
+    )
+    def test_hostile_ids_raise_not_found(self, record, hostile):
+        with pytest.raises(NotFound) as caught:
+            read_record(hostile, Reader.everything())
+
+        assert caught.value.message.startswith("No record with id")
+        assert len(caught.value.message) < 80
+
+    def test_an_id_with_a_real_record_id_as_prefix_is_not_found(self, record):
+        with pytest.raises(NotFound):
+            read_record(record.public_id + "/../x", Reader.everything())
+        with pytest.raises(NotFound):
+            read_record(record.public_id + "0" * 5000, Reader.everything())
 
 
 def _shape(message: str, public_id: str) -> str:
@@ -535,39 +581,10 @@ def test_an_out_of_space_withheld_record_is_not_found_not_withheld(make_record, 
         read_record(personal.public_id, Reader.for_spaces(["team"]))
 
 
-@pytest.mark.parametrize(
-    "hostile",
-    [
-        "../../../../etc/passwd",
-        "rec_../../settings.py",
-        "..\\..\\windows\\system32",
-        "%2e%2e%2f%2e%2e%2fetc%2fpasswd",
-        "rec_" + "a" * 10_000,
-        "rec_\x00abc",
-        "' OR 1=1 --",
-        "",
-        None,
-    ],
-)
-def test_hostile_ids_raise_not_found(record, hostile):
-    with pytest.raises(NotFound) as caught:
-        read_record(hostile, Reader.everything())
-
-    assert caught.value.message.startswith("No record with id")
-    assert len(caught.value.message) < 80
-
-
-def test_an_id_with_a_real_record_id_as_prefix_is_not_found(record):
-    with pytest.raises(NotFound):
-        read_record(record.public_id + "/../x", Reader.everything())
-    with pytest.raises(NotFound):
-        read_record(record.public_id + "0" * 5000, Reader.everything())
-
-
 # --------------------------------------------------------------------------- withholding never starves results
 
 
-def _quokka_records(make_record, reviewer, *, withheld: int, deliverable: int):
+def _quokka_records(make_record, *, withheld: int, deliverable: int):
     """Records that all mention "quokka"; the withheld ones mention it far
     more (title and body), so every ranker puts them first."""
     bad, good = [], []
@@ -590,45 +607,74 @@ def _quokka_records(make_record, reviewer, *, withheld: int, deliverable: int):
     return bad, good
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_withheld_records_ranked_first_do_not_starve_the_results(make_record, reviewer, mode):
-    bad, good = _quokka_records(make_record, reviewer, withheld=25, deliverable=5)
+def _starving(cast):
+    bad, good = _quokka_records(cast.make_record, withheld=25, deliverable=5)
     for record in bad[:15]:
         make_overdue(record)
     for record in bad[15:]:
-        actions.retire_record(record, actor=reviewer, note="Census is over")
-
-    response = find("quokka", mode=mode, limit=5)
-
-    assert set(ids(response)) == {r.public_id for r in good}
-    assert sum(response.withheld.values()) >= 1
-    assert set(response.withheld) <= {"overdue", "retired"}
+        actions.retire_record(record, actor=cast.reviewer, note="Census is over")
+    return bad, good
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_the_candidate_pool_grows_past_the_first_fetch(make_record, reviewer, mode):
+class TestWithheldFirst(OverSharedData):
+    """25 withheld quokka records (15 overdue, 10 retired) ranked above 5
+    deliverable ones, made once for the three modes (2.1-2.4 s a mode)."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _starving) as cast:
+            yield cast
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_withheld_records_ranked_first_do_not_starve_the_results(self, shared, mode):
+        _bad, good = shared.data
+
+        response = find("quokka", mode=mode, limit=5)
+
+        assert set(ids(response)) == {r.public_id for r in good}
+        assert sum(response.withheld.values()) >= 1
+        assert set(response.withheld) <= {"overdue", "retired"}
+
+
+def _overflowing(cast):
     # limit 5 fetches 64 candidates first: 70 withheld ones fill that pool.
-    bad, good = _quokka_records(make_record, reviewer, withheld=70, deliverable=5)
+    bad, good = _quokka_records(cast.make_record, withheld=70, deliverable=5)
     Record.objects.filter(pk__in=[r.pk for r in bad]).update(review_by=today() - timedelta(days=2))
+    return bad, good
 
-    response = find("quokka", mode=mode, limit=5)
 
-    assert set(ids(response)) == {r.public_id for r in good}
-    assert response.withheld["overdue"] >= 64
+class TestCandidatePool(OverSharedData):
+    """70 overdue quokka records ahead of 5 deliverable ones, made once for
+    the three modes (4.8-5.1 s a mode when each made its own)."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _overflowing) as cast:
+            yield cast
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_the_candidate_pool_grows_past_the_first_fetch(self, shared, mode):
+        _bad, good = shared.data
+
+        response = find("quokka", mode=mode, limit=5)
+
+        assert set(ids(response)) == {r.public_id for r in good}
+        assert response.withheld["overdue"] >= 64
 
 
 # --------------------------------------------------------------------------- filters
 
 
-@pytest.fixture
-def filter_records(make_record, reviewer, team_agent):
+def _filter_records(cast):
     def approved_on(record, day):
         when = timezone.make_aware(datetime(day.year, day.month, day.day, 12, 0))
         Record.objects.filter(pk=record.pk).update(approved_at=when)
         return record
 
     fact = approved_on(
-        make_record(
+        cast.make_record(
             kind="fact",
             title="Heron pond fact",
             tags=["alpha", "beta"],
@@ -638,7 +684,7 @@ def filter_records(make_record, reviewer, team_agent):
         date(2024, 1, 10),
     )
     decision = approved_on(
-        make_record(
+        cast.make_record(
             kind="decision",
             space="personal",
             title="Heron photo decision",
@@ -649,7 +695,7 @@ def filter_records(make_record, reviewer, team_agent):
         date(2024, 3, 1),
     )
     proposal = actions.propose_create(
-        agent=team_agent,
+        agent=cast.team_agent,
         reason="From the handbook",
         kind="procedure",
         space="team",
@@ -657,74 +703,89 @@ def filter_records(make_record, reviewer, team_agent):
         tags=["beta", "gamma"],
         body="Never feed the heron; report injured herons to the warden.",
     )
-    procedure = approved_on(actions.accept_proposal(proposal, actor=reviewer).result_record, date(2024, 6, 15))
+    procedure = approved_on(actions.accept_proposal(proposal, actor=cast.reviewer).result_record, date(2024, 6, 15))
     return {"fact": fact, "decision": decision, "procedure": procedure}
 
 
-@pytest.mark.parametrize(
-    "filters, expected",
-    [
-        pytest.param(Filters(kinds=["decision"]), {"decision"}, id="kinds-one"),
-        pytest.param(Filters(kinds=["fact", "procedure"]), {"fact", "procedure"}, id="kinds-two"),
-        pytest.param(Filters(spaces=["team"]), {"fact", "procedure"}, id="spaces-team"),
-        pytest.param(Filters(spaces=["personal"]), {"decision"}, id="spaces-personal"),
-        pytest.param(Filters(tags_any=["gamma"]), {"procedure"}, id="tags_any-one"),
-        pytest.param(Filters(tags_any=["alpha", "gamma"]), {"fact", "decision", "procedure"}, id="tags_any-two"),
-        pytest.param(Filters(tags_all=["alpha", "beta"]), {"fact"}, id="tags_all-two"),
-        pytest.param(Filters(tags_all=["beta"]), {"fact", "procedure"}, id="tags_all-one"),
-        pytest.param(Filters(agent="team-bot"), {"procedure"}, id="agent-team-bot"),
-        pytest.param(Filters(agent="claude-code"), {"fact", "decision"}, id="agent-claude-code"),
-        pytest.param(Filters(agent="nobody"), set(), id="agent-unknown"),
-        pytest.param(Filters(min_confidence=0.6), {"fact"}, id="min_confidence-0.6"),
-        pytest.param(Filters(min_confidence=0.5), {"fact", "decision"}, id="min_confidence-inclusive"),
-        pytest.param(
-            Filters(approved_after=date(2024, 3, 1)), {"decision", "procedure"}, id="approved_after-inclusive"
-        ),
-        pytest.param(Filters(approved_before=date(2024, 3, 1)), {"fact", "decision"}, id="approved_before-inclusive"),
-        pytest.param(
-            Filters(approved_after=date(2024, 2, 1), approved_before=date(2024, 5, 1)),
-            {"decision"},
-            id="approved-range",
-        ),
-        pytest.param(Filters(kinds=["fact"], tags_any=["gamma"]), set(), id="combined-nothing"),
-        pytest.param(Filters(), {"fact", "decision", "procedure"}, id="none"),
-    ],
-)
-@pytest.mark.parametrize("mode", MODES)
-def test_filters_keep_only_matching_records(filter_records, filters, expected, mode):
-    response = find("heron", mode=mode, filters=filters)
+class TestFilters(OverSharedData):
+    """The filters over three heron records (a fact and a procedure in team,
+    a decision in personal; claude-code proposed two, team-bot one), made
+    once for the class: its 56 cases had made them again each."""
 
-    assert set(ids(response)) == {filter_records[name].public_id for name in expected}
-    assert response.withheld == {}
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _filter_records) as cast:
+            yield cast
 
+    @pytest.fixture
+    def filter_records(self, shared):
+        return fresh(shared.data)
 
-def test_verified_date_filters_use_the_verification_date(filter_records):
-    fact = filter_records["fact"]
-    Record.objects.filter(pk=fact.pk).update(verified_at=timezone.make_aware(datetime(2025, 2, 2, 9, 0)))
-    Record.objects.exclude(pk=fact.pk).update(verified_at=timezone.make_aware(datetime(2024, 12, 1, 9, 0)))
-
-    after = find("heron", filters=Filters(verified_after=date(2025, 1, 1)))
-    before = find("heron", filters=Filters(verified_before=date(2025, 1, 1)))
-
-    assert ids(after) == [fact.public_id]
-    assert fact.public_id not in ids(before) and len(before.results) == 2
-
-
-def test_filtered_out_records_are_not_counted_as_withheld(filter_records, make_record):
-    event = make_record(
-        kind="event",
-        title="Heron nest event",
-        tags=["delta"],
-        body="The heron built a nest on the roof during the spring of last year.",
+    @pytest.mark.parametrize(
+        "filters, expected",
+        [
+            pytest.param(Filters(kinds=["decision"]), {"decision"}, id="kinds-one"),
+            pytest.param(Filters(kinds=["fact", "procedure"]), {"fact", "procedure"}, id="kinds-two"),
+            pytest.param(Filters(spaces=["team"]), {"fact", "procedure"}, id="spaces-team"),
+            pytest.param(Filters(spaces=["personal"]), {"decision"}, id="spaces-personal"),
+            pytest.param(Filters(tags_any=["gamma"]), {"procedure"}, id="tags_any-one"),
+            pytest.param(Filters(tags_any=["alpha", "gamma"]), {"fact", "decision", "procedure"}, id="tags_any-two"),
+            pytest.param(Filters(tags_all=["alpha", "beta"]), {"fact"}, id="tags_all-two"),
+            pytest.param(Filters(tags_all=["beta"]), {"fact", "procedure"}, id="tags_all-one"),
+            pytest.param(Filters(agent="team-bot"), {"procedure"}, id="agent-team-bot"),
+            pytest.param(Filters(agent="claude-code"), {"fact", "decision"}, id="agent-claude-code"),
+            pytest.param(Filters(agent="nobody"), set(), id="agent-unknown"),
+            pytest.param(Filters(min_confidence=0.6), {"fact"}, id="min_confidence-0.6"),
+            pytest.param(Filters(min_confidence=0.5), {"fact", "decision"}, id="min_confidence-inclusive"),
+            pytest.param(
+                Filters(approved_after=date(2024, 3, 1)), {"decision", "procedure"}, id="approved_after-inclusive"
+            ),
+            pytest.param(
+                Filters(approved_before=date(2024, 3, 1)), {"fact", "decision"}, id="approved_before-inclusive"
+            ),
+            pytest.param(
+                Filters(approved_after=date(2024, 2, 1), approved_before=date(2024, 5, 1)),
+                {"decision"},
+                id="approved-range",
+            ),
+            pytest.param(Filters(kinds=["fact"], tags_any=["gamma"]), set(), id="combined-nothing"),
+            pytest.param(Filters(), {"fact", "decision", "procedure"}, id="none"),
+        ],
     )
-    make_overdue(event)
+    @pytest.mark.parametrize("mode", MODES)
+    def test_filters_keep_only_matching_records(self, filter_records, filters, expected, mode):
+        response = find("heron", mode=mode, filters=filters)
 
-    as_facts = find("heron", filters=Filters(kinds=["fact"]))
-    as_events = find("heron", filters=Filters(kinds=["event"]))
-    by_tag = find("heron", filters=Filters(tags_any=["alpha"]))
+        assert set(ids(response)) == {filter_records[name].public_id for name in expected}
+        assert response.withheld == {}
 
-    assert as_facts.withheld == {} and by_tag.withheld == {}
-    assert as_events.results == [] and as_events.withheld == {"overdue": 1}
+    def test_verified_date_filters_use_the_verification_date(self, filter_records):
+        fact = filter_records["fact"]
+        Record.objects.filter(pk=fact.pk).update(verified_at=timezone.make_aware(datetime(2025, 2, 2, 9, 0)))
+        Record.objects.exclude(pk=fact.pk).update(verified_at=timezone.make_aware(datetime(2024, 12, 1, 9, 0)))
+
+        after = find("heron", filters=Filters(verified_after=date(2025, 1, 1)))
+        before = find("heron", filters=Filters(verified_before=date(2025, 1, 1)))
+
+        assert ids(after) == [fact.public_id]
+        assert fact.public_id not in ids(before) and len(before.results) == 2
+
+    def test_filtered_out_records_are_not_counted_as_withheld(self, filter_records, make_record):
+        event = make_record(
+            kind="event",
+            title="Heron nest event",
+            tags=["delta"],
+            body="The heron built a nest on the roof during the spring of last year.",
+        )
+        make_overdue(event)
+
+        as_facts = find("heron", filters=Filters(kinds=["fact"]))
+        as_events = find("heron", filters=Filters(kinds=["event"]))
+        by_tag = find("heron", filters=Filters(tags_any=["alpha"]))
+
+        assert as_facts.withheld == {} and by_tag.withheld == {}
+        assert as_events.results == [] and as_events.withheld == {"overdue": 1}
 
 
 def test_a_successor_that_fails_the_filters_is_not_surfaced(make_record, agent, reviewer):
@@ -772,27 +833,61 @@ def test_delivered_records_get_their_access_count_bumped_on_flush(make_record):
     assert access_row(hidden) == hidden_before
 
 
-def test_access_counts_wait_for_the_flush(make_record):
-    shown = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
+class TestAccessOnOneRecord(OverSharedData):
+    """Access counting on the one parking record, made once for the class;
+    the counts a test flushes roll back with its savepoint."""
 
-    find("parking")
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(cls, django_db_setup, django_db_blocker):
+        with shared_data(django_db_blocker, _parking) as cast:
+            yield cast
 
-    assert access_row(shown)[0] == 0
-    search_module.access_counter.flush()
-    assert access_row(shown)[0] == 1
+    @pytest.fixture
+    def parking(self, shared):
+        return fresh(shared.data)
 
+    def test_access_counts_wait_for_the_flush(self, parking):
+        shown = parking
 
-def test_searches_that_do_not_count_access_leave_counts_alone(make_record):
-    shown = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
+        find("parking")
 
-    find("parking", count_access=False)
-    search_module.access_counter.flush()
+        assert access_row(shown)[0] == 0
+        search_module.access_counter.flush()
+        assert access_row(shown)[0] == 1
 
-    assert access_row(shown)[0] == 0
+    def test_searches_that_do_not_count_access_leave_counts_alone(self, parking):
+        shown = parking
+
+        find("parking", count_access=False)
+        search_module.access_counter.flush()
+
+        assert access_row(shown)[0] == 0
+
+    def test_counting_access_does_not_queue_the_record_for_reindexing(self, parking):
+        shown = parking
+        find("parking", mode="semantic")  # syncs the vector queue
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM retrieval_dirty")
+            assert cursor.fetchone()[0] == 0
+
+        find("parking", mode="keyword")
+        search_module.access_counter.flush()
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM retrieval_dirty")
+            assert cursor.fetchone()[0] == 0
+        assert access_row(shown)[0] == 2
+
+    def test_response_reports_withheld_reasons_only_from_the_known_set(self, parking, reviewer):
+        record = parking
+        actions.retire_record(record, actor=reviewer, note="gone")
+
+        data = find("parking").as_dict()
+
+        assert set(data["withheld"]) <= set(REASONS)
+        assert data["withheld"] == {"retired": 1}
+        assert all(isinstance(n, int) for n in data["withheld"].values())
 
 
 def test_a_surfaced_successor_is_counted_and_the_superseded_record_is_not(make_record, agent, reviewer):
@@ -808,34 +903,3 @@ def test_a_surfaced_successor_is_counted_and_the_superseded_record_is_not(make_r
 
     assert access_row(new)[0] == 1
     assert access_row(old)[0] == 0
-
-
-def test_counting_access_does_not_queue_the_record_for_reindexing(make_record):
-    shown = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    find("parking", mode="semantic")  # syncs the vector queue
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM retrieval_dirty")
-        assert cursor.fetchone()[0] == 0
-
-    find("parking", mode="keyword")
-    search_module.access_counter.flush()
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM retrieval_dirty")
-        assert cursor.fetchone()[0] == 0
-    assert access_row(shown)[0] == 2
-
-
-def test_response_reports_withheld_reasons_only_from_the_known_set(make_record, reviewer):
-    record = make_record(
-        title="Parking permit office", body="Parking permits are renewed at the office on floor two.", tags=["office"]
-    )
-    actions.retire_record(record, actor=reviewer, note="gone")
-
-    data = find("parking").as_dict()
-
-    assert set(data["withheld"]) <= set(REASONS)
-    assert data["withheld"] == {"retired": 1}
-    assert all(isinstance(n, int) for n in data["withheld"].values())
