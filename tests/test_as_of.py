@@ -30,7 +30,7 @@ from retrieval.search import MODES, search
 from reviews import actions, history
 from reviews.errors import NotFound, ValidationFailed
 from reviews.models import AuditEvent, Record
-from tests.fastA_support import OverSharedData, fresh, shared_data
+from tests.shared_search_data import OverSharedData, fresh, shared_data
 
 pytestmark = pytest.mark.django_db
 

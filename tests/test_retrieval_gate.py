@@ -22,7 +22,7 @@ from retrieval.search import MODES, Filters, search
 from reviews import actions
 from reviews.errors import NotFound
 from reviews.models import Record
-from tests.fastA_support import OverSharedData, fresh, shared_data
+from tests.shared_search_data import OverSharedData, fresh, shared_data
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from retrieval.gate import Reader
 from retrieval.search import BODY_CHUNK_OVER, LIMIT_MAX, MODES, SearchResponse, search
 from reviews.errors import ValidationFailed
 from reviews.models import SPACES, Record
-from tests.fastA_support import OverSharedData, fresh, shared_data
+from tests.shared_search_data import OverSharedData, fresh, shared_data
 
 pytestmark = pytest.mark.django_db
 
@@ -129,7 +129,7 @@ def _two_records(cast):
 class TestOverTwoRecords(OverSharedData):
     """The tests that search the deploy and the coffee record: hostile queries,
     the three modes, the search command, a short body. The two records are
-    made once for the class (tests/fastA_support.py); a test's own records
+    made once for the class (tests/shared_search_data.py); a test's own records
     and access counts roll back with its savepoint."""
 
     @pytest.fixture(scope="class")

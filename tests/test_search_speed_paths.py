@@ -15,7 +15,7 @@ from retrieval.gate import Reader
 from retrieval.scoring import DocFreq
 from retrieval.search import search
 from reviews.models import Record
-from tests.fastA_support import OverSharedData, fresh, shared_data
+from tests.shared_search_data import OverSharedData, fresh, shared_data
 
 pytestmark = pytest.mark.django_db
 

@@ -27,42 +27,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Model
 
 from mcp_bridge.agent_api import limits
 from retrieval import index
 from retrieval import search as search_module
 from retrieval.embeddings import get_embedder
 from reviews import actions
-from reviews.models import Record
-from tests.conftest import content
+from tests.shared_data import People, forget_vector_snapshots, fresh, make_reviewer
 
 
 @dataclass
-class Cast:
-    """The conftest's people, made once: rita (reviewer, owner of the three
-    spaces), claude-code (personal + team) and team-bot (team)."""
+class Cast(People):
+    """The conftest's people, made once (tests/shared_data.py), and what the
+    class built over them (``data``). team-bot is None in a class whose tests
+    never had it."""
 
-    reviewer: Any
-    agent: Any
-    team_agent: Any
     data: Any = field(default=None)
-
-    def make_record(self, **overrides) -> Record:
-        """As the conftest's ``make_record``: claude-code proposes, rita accepts."""
-        proposal = actions.propose_create(agent=self.agent, reason="Seen in the repo README", **content(**overrides))
-        record = actions.accept_proposal(proposal, actor=self.reviewer).result_record
-        assert record is not None
-        return record
 
 
 def make_cast(*, team_agent: bool = True) -> Cast:
-    """rita and claude-code, and team-bot unless ``team_agent`` is False (a
-    class whose tests never had it)."""
-    reviewer = get_user_model().objects.create_superuser("rita", "rita@example.com", "a-long-password-1")
-    actions.claim_unowned_spaces(reviewer, actor=actions.SystemActor("tests"))
+    """rita and claude-code, and team-bot unless ``team_agent`` is False."""
+    reviewer = make_reviewer()
     agent, _token = actions.create_agent(
         "claude-code", spaces=["personal", "team"], actor=reviewer, source_tool="claude-code"
     )
@@ -93,20 +79,6 @@ def shared_data(django_db_blocker, build: Callable[[Cast], Any], *, team_agent: 
             transaction.set_rollback(True)
 
 
-def fresh(data: Any) -> Any:
-    """``data`` (a model instance, or lists, tuples and dicts of them) read
-    again from the database. An action may change the instance it was given
-    (a status, a date), and a test's savepoint rolls back the row, not the
-    Python object: each test gets its own copies, as it got its own rows."""
-    if isinstance(data, Model):
-        return type(data)._default_manager.get(pk=data.pk)
-    if isinstance(data, dict):
-        return {key: fresh(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return type(data)(fresh(value) for value in data)
-    return data
-
-
 def _forget_windows(agents: list[Any]) -> None:
     for limiter in (limits.write_limiter, limits.read_limiter, limits.initialize_limiter):
         with limiter._lock:
@@ -131,6 +103,7 @@ class OverSharedData:
         rolled back with the test's savepoint.)"""
         agents = [agent for agent in (shared.agent, shared.team_agent) if agent is not None]
         _forget_windows(agents)
+        forget_vector_snapshots()  # no snapshot of rows an earlier test's savepoint rolled back
         yield
         _forget_windows(agents)
 
