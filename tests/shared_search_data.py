@@ -10,6 +10,10 @@ rolled back when the class ends; each test still runs in a savepoint of its
 own on top of it (pytest-django's ``db``), so what a test writes is gone
 before the next one starts.
 
+Each such class carries its own ``xdist_group`` mark: under `--dist
+loadgroup` (the Makefile's fast run) its tests go to one worker, so the data
+is made once per run rather than once on each worker the class is split over.
+
 Inside such a class ``reviewer``, ``agent``, ``team_agent`` and
 ``make_record`` are the shared cast's: the conftest's would make "rita",
 "claude-code" and "team-bot" a second time (their names are unique). The

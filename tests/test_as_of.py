@@ -116,6 +116,7 @@ def bodies(response) -> dict[str, str]:
 # --------------------------------------------------------------------------- the one history, at each moment
 
 
+@pytest.mark.xdist_group("as_of.TestLookingBack")
 class TestLookingBack(OverSharedData):
     """Every test that looks back on the one history (``past``), made once
     for the class (215 ms of each test's setup before); what a test adds

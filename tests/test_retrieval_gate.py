@@ -149,6 +149,7 @@ def _parking(cast):
     )
 
 
+@pytest.mark.xdist_group("retrieval_gate.TestReasonsOnOneRecord")
 class TestReasonsOnOneRecord(OverSharedData):
     """Each withholding reason on the one parking record (approved in team),
     made once for the class: each test changes it in its own savepoint (a
@@ -454,6 +455,7 @@ def test_withheld_counts_are_by_reason_and_never_carry_the_text(make_record, age
 # --------------------------------------------------------------------------- read_record
 
 
+@pytest.mark.xdist_group("retrieval_gate.TestReadRecord")
 class TestReadRecord(OverSharedData):
     """read_record over the conftest's default record (the billing API
     repository), made once for the class; what a test retires or revises
@@ -616,6 +618,7 @@ def _starving(cast):
     return bad, good
 
 
+@pytest.mark.xdist_group("retrieval_gate.TestWithheldFirst")
 class TestWithheldFirst(OverSharedData):
     """25 withheld quokka records (15 overdue, 10 retired) ranked above 5
     deliverable ones, made once for the three modes (2.1-2.4 s a mode)."""
@@ -644,6 +647,7 @@ def _overflowing(cast):
     return bad, good
 
 
+@pytest.mark.xdist_group("retrieval_gate.TestCandidatePool")
 class TestCandidatePool(OverSharedData):
     """70 overdue quokka records ahead of 5 deliverable ones, made once for
     the three modes (4.8-5.1 s a mode when each made its own)."""
@@ -707,6 +711,7 @@ def _filter_records(cast):
     return {"fact": fact, "decision": decision, "procedure": procedure}
 
 
+@pytest.mark.xdist_group("retrieval_gate.TestFilters")
 class TestFilters(OverSharedData):
     """The filters over three heron records (a fact and a procedure in team,
     a decision in personal; claude-code proposed two, team-bot one), made
@@ -833,6 +838,7 @@ def test_delivered_records_get_their_access_count_bumped_on_flush(make_record):
     assert access_row(hidden) == hidden_before
 
 
+@pytest.mark.xdist_group("retrieval_gate.TestAccessOnOneRecord")
 class TestAccessOnOneRecord(OverSharedData):
     """Access counting on the one parking record, made once for the class;
     the counts a test flushes roll back with its savepoint."""

@@ -126,6 +126,7 @@ def _two_records(cast):
     return deploy, coffee
 
 
+@pytest.mark.xdist_group("retrieval_search.TestOverTwoRecords")
 class TestOverTwoRecords(OverSharedData):
     """The tests that search the deploy and the coffee record: hostile queries,
     the three modes, the search command, a short body. The two records are
@@ -379,6 +380,7 @@ def _deploy_notes(cast):
         cast.make_record(title=f"Deploy note {n}", body=f"Deploy note number {n} about the release train schedule.")
 
 
+@pytest.mark.xdist_group("retrieval_search.TestLimits")
 class TestLimits(OverSharedData):
     """Three deploy notes, made once for the three limits."""
 
@@ -428,6 +430,7 @@ def _identifier_records(cast):
     return records
 
 
+@pytest.mark.xdist_group("retrieval_search.TestIdentifiers")
 class TestIdentifiers(OverSharedData):
     """Exact identifiers against their near misses: 32 cases over the same
     twelve records, made once for the class (they took 0.6-0.8 s of every
@@ -567,6 +570,7 @@ def _scoped_records(cast):
     return team, personal
 
 
+@pytest.mark.xdist_group("retrieval_search.TestSearchCommandSpaces")
 class TestSearchCommandSpaces(OverSharedData):
     """The search command's spaces and filters over a team and a personal record, made once for the class."""
 
@@ -661,6 +665,7 @@ def _runbook(cast):
     return cast.make_record(title="Service runbook", tags=["runbook"], body=runbook_body())
 
 
+@pytest.mark.xdist_group("retrieval_search.TestLongBodies")
 class TestLongBodies(OverSharedData):
     """One runbook of four sections, made once for the class: each test asks for another part of it."""
 

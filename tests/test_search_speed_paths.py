@@ -54,6 +54,7 @@ def _common_word_records(cast):
     ]
 
 
+@pytest.mark.xdist_group("search_speed_paths.TestOverEightRecords")
 class TestOverEightRecords(OverSharedData):
     """The pruned and the plain paths over the same eight records, made once
     for the class (they were 0.6 s of each of the 13 tests' setup)."""
