@@ -8,6 +8,7 @@ server, and the first seeds the bench's hundred proposals."""
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -80,6 +81,7 @@ def test_undo_sits_in_the_decided_cards_place_and_covers_no_control(browser, liv
         for proposal in made[:3]:
             card_id = f"proposal-{proposal.pk}"
             page.evaluate(REVEAL, card_id)
+            wait_for_hints(page, proposal.pk)  # a line's Accept waits for its flags
             button = page.locator(f"#{card_id} form[action$='/accept'] button")
             button.tap() if size == "phone" else button.click()
             page.wait_for_selector(f"#{card_id}.decided #undo-toast [data-undo]")
@@ -91,6 +93,97 @@ def test_undo_sits_in_the_decided_cards_place_and_covers_no_control(browser, liv
         with page.expect_navigation():
             page.keyboard.press("u")
         page.wait_for_selector(f"#proposal-{made[2].pk}:not(.decided)")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("order", ["decide-then-open", "open-then-decide"])
+def test_a_decision_is_shown_when_its_line_opens_while_it_is_on_its_way(
+    browser,  # noqa: F811
+    live_server,
+    agent,
+    monkeypatch,
+    order,
+):
+    """Accept on a line, and the line opening into its card (a click on it, or
+    the desktop pane opening the next line after a decision), race: whichever
+    answer landed last used to win, so a slow decision landing after the opened
+    card replaced a card no longer on the page: accepted on the server, the
+    card still offering Accept. The decision is slowed here so the opening
+    always lands first."""
+    made = [
+        actions.propose_create(
+            agent=agent, reason="Seen in the repo", **content(title=f"Cache {n} host", body=f"{GOOD_BODY} Cache {n}.")
+        )
+        for n in range(3)
+    ]
+    accept = actions.accept_proposal
+
+    def slow_accept(*args, **kwargs):
+        time.sleep(1.0)  # the decision is still on its way when the card opens
+        return accept(*args, **kwargs)
+
+    monkeypatch.setattr(actions, "accept_proposal", slow_accept)
+    context, page = open_page(browser, live_server, "desktop")
+    try:
+        choose(page, "compact")
+        page.wait_for_load_state("networkidle")  # the first line has opened into the pane
+        line = page.locator(".cards.compact-list > .line").first
+        card_id = line.get_attribute("id")
+        proposal = next(p for p in made if f"proposal-{p.pk}" == card_id)
+        wait_for_hints(page, proposal.pk)
+        # Both requests leave in one task, before either answer can land.
+        page.evaluate(
+            """([id, first]) => { const line = document.getElementById(id);
+            const open = line.querySelector('.line-main');
+            const decide = line.querySelector("form[action$='/accept'] button");
+            for (const el of first === 'decide' ? [decide, open] : [open, decide]) el.click(); }""",
+            [card_id, order.split("-")[0]],
+        )
+        page.wait_for_selector(f"#{card_id}.decided #undo-toast [data-undo]")
+        page.wait_for_timeout(1500)  # anything still on its way has landed
+        assert page.locator(f"#{card_id}.decided").count() == 1
+        assert page.locator(f"#{card_id}:not(.decided)").count() == 0
+        proposal.refresh_from_db()
+        assert proposal.state == "accepted"
+    finally:
+        context.close()
+
+
+def test_the_pane_keeps_a_card_whose_decision_is_on_its_way_when_the_next_line_opens(
+    browser,  # noqa: F811
+    live_server,
+    agent,
+    monkeypatch,
+):
+    """On a desktop one card is open beside the list, and opening another line
+    folds the open card back into its line: not while that card's decision is
+    on its way, or its answer would land on a card no longer on the page."""
+    made = [
+        actions.propose_create(
+            agent=agent, reason="Seen in the repo", **content(title=f"Mail {n} relay", body=f"{GOOD_BODY} Mail {n}.")
+        )
+        for n in range(3)
+    ]
+    accept = actions.accept_proposal
+
+    def slow_accept(*args, **kwargs):
+        time.sleep(1.5)  # the next line opens meanwhile
+        return accept(*args, **kwargs)
+
+    monkeypatch.setattr(actions, "accept_proposal", slow_accept)
+    context, page = open_page(browser, live_server, "desktop")
+    try:
+        choose(page, "compact")
+        page.wait_for_selector(".cards.compact-list > [data-card]:not(.line)")  # the first line, open in the pane
+        card_id = page.locator(".cards.compact-list > [data-card]:not(.line)").first.get_attribute("id")
+        second_id = page.locator(".cards.compact-list > .line").first.get_attribute("id")
+        assert {card_id, second_id} <= {f"proposal-{p.pk}" for p in made}
+        wait_for_hints(page, int(card_id.split("-")[1]))
+        page.locator(f"#{card_id} form[action$='/accept'] button").click()
+        page.locator(f"#{second_id} .line-main").click()  # opens the next line while the decision is on its way
+        page.wait_for_selector(f"#{second_id}:not(.line)")
+        page.wait_for_selector(f"#{card_id}.decided #undo-toast [data-undo]")
     finally:
         context.close()
 

@@ -321,7 +321,9 @@
   function openCards(except) {
     return Array.prototype.filter.call(
       list().querySelectorAll(":scope > [data-card]:not(.line):not(.decided):not(.editing)"),
-      function (card) { return card !== except && lines[card.id]; }
+      // Not a card whose decision is on its way: folded back into its line,
+      // the decision's answer would land on a card no longer on the page.
+      function (card) { return card !== except && lines[card.id] && !card.querySelector(".htmx-request"); }
     );
   }
 
