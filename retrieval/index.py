@@ -226,6 +226,12 @@ def _sync(embedder: Embedder, *, batch: int, progress: Callable[[int], None] | N
             engine = retrieval_engine(cursor)
             touched: set[str] = set()
             reload: set[str] = set()
+            # Before any chunk row: the spaces' token rows, whose locks (held
+            # to COMMIT) make another sync of these spaces wait, so each space's
+            # chunk ids commit in id order (retrieval/vectors.py appends by id).
+            spaces = {space for _id, _gen, space, _plan in plans if space is not None}
+            spaces |= {old for chunks in existing.values() for _chunk, _digest, old in chunks.values()}
+            vectors.renew_tokens(cursor, spaces, base=False)
             for record_id, gen, space, plan in plans:
                 cursor.execute(f"SELECT gen FROM {tables.DIRTY} WHERE record_id = %s{hold}", [record_id])
                 current = cursor.fetchone()

@@ -21,6 +21,15 @@ triggers). Same base, new token: only chunks with a higher id are appended
 (ids only grow). New base: full reload. New docs token: the withheld mask is
 recomputed. Random tokens, not counters, so a rolled-back write can never make
 an old cache look current.
+
+Appending relies on two things. A space's chunks commit in id order: a sync
+renews the space's token first, which holds that row's lock until it commits
+(on PostgreSQL, two daemons' syncs otherwise committed ids 100 and 101 in the
+order 101, 100, and a reader between them never appended 100; SQLite has one
+writer). And no process-wide snapshot holds rows that never committed: a
+snapshot read inside a transaction that renewed the space's tokens itself
+stays with that connection until the transaction ends (rolled back, SQLite
+reuses the ids, and the rows appended later under them were never read).
 """
 
 from __future__ import annotations
@@ -28,12 +37,14 @@ from __future__ import annotations
 import functools
 import secrets
 import threading
+import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import threadpoolctl
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
 from . import tables
@@ -41,15 +52,43 @@ from .chunks import similarity_offset
 
 
 def renew_tokens(cursor: CursorWrapper, spaces: Iterable[str], *, base: bool) -> None:
-    """Mark the vectors of ``spaces`` changed (call inside the transaction that changed them)."""
+    """Mark the vectors of ``spaces`` changed (call inside the transaction that
+    changed them). In sorted order: the first call of a sync takes the rows'
+    locks, and two syncs take them in the same order."""
     names = ["vectors_token", "vectors_base"] if base else ["vectors_token"]
-    for space in spaces:
+    written = _uncommitted(cursor.db)
+    for space in sorted(spaces):
         for name in names:
+            value = secrets.token_hex(8)
             cursor.execute(
                 f"INSERT INTO {tables.META} (key, value) VALUES (%s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [f"{name}:{space}", secrets.token_hex(8)],
+                [f"{name}:{space}", value],
             )
+            if cursor.db.in_atomic_block:
+                written.tokens.add(value)
+
+
+@dataclass
+class _Uncommitted:
+    """One connection's tokens written in its open transaction, and its
+    snapshots of that transaction's own rows (never in the shared cache)."""
+
+    tokens: set[str] = field(default_factory=set)
+    snaps: dict[str, _Snapshot] = field(default_factory=dict)
+
+
+def _uncommitted(db: BaseDatabaseWrapper) -> _Uncommitted:
+    """``db``'s uncommitted state; emptied once no transaction is open (the
+    tokens then committed or rolled back, and a random token never recurs)."""
+    state = _UNCOMMITTED.get(db)
+    if state is None or (not db.in_atomic_block and (state.tokens or state.snaps)):
+        state = _UNCOMMITTED[db] = _Uncommitted()
+    return state
+
+
+# Per connection, so per thread (Django's connections are thread-local).
+_UNCOMMITTED: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Uncommitted] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -122,6 +161,14 @@ class VectorCache:
         snap = self._snaps.get(space)
         if snap and (snap.database, snap.base, snap.token, snap.docs) == wanted:
             return snap
+        own = _uncommitted(cursor.db)
+        if base in own.tokens or token in own.tokens:
+            # This transaction's own rows: read them whole, kept for this
+            # connection only (exact match, never appended to).
+            snap = own.snaps.get(space)
+            if not (snap and (snap.database, snap.base, snap.token, snap.docs) == wanted):
+                snap = own.snaps[space] = self._load(cursor, database, space, base, token, docs, dimension)
+            return snap
         with self._lock:
             snap = self._snaps.get(space)
             if snap and (snap.database, snap.base, snap.token, snap.docs) == wanted:
@@ -132,6 +179,12 @@ class VectorCache:
                 snap = self._load(cursor, database, space, base, token, docs, dimension)
             self._snaps[space] = snap
             return snap
+
+    def forget(self) -> None:
+        """Drop every snapshot (the next search of each space loads it whole)."""
+        with self._lock:
+            self._snaps.clear()
+        _UNCOMMITTED.pop(connections[DEFAULT_DB_ALIAS], None)
 
     def _rows(
         self, cursor: CursorWrapper, space: str, after_id: int, dimension: int

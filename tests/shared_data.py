@@ -76,8 +76,7 @@ def for_a_test(value: Any) -> Any:
 def forget_vector_snapshots() -> None:
     from retrieval import vectors
 
-    with vectors.cache._lock:
-        vectors.cache._snaps.clear()
+    vectors.cache.forget()
 
 
 @dataclass

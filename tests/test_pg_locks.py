@@ -15,10 +15,13 @@ a short ``lock_timeout``: it must commit at once. SQLite has no row locks
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 
+from retrieval import index, tables, vectors
+from retrieval.embeddings import get_embedder
 from reviews import actions
 from reviews.actions._common import locked_agent, locked_record
 from reviews.models import Proposal, ProposalAction
@@ -103,3 +106,57 @@ def test_the_held_lock_still_serialises_the_actions_on_that_agent(agent, record)
         release.set()
         holder.join(10)
     assert not errors, errors
+
+
+def test_a_vector_sync_waits_for_another_writer_of_its_space_before_it_takes_a_chunk_id(make_record):
+    """The in-memory vector snapshots append chunks by id (retrieval/vectors.py),
+    so a space's chunks must commit in id order. With two daemons, one sync
+    could take id 100, another 101 and commit first: a search between the two
+    commits read 101, and 100 was never appended. A sync now takes its spaces'
+    token rows before any chunk row: here another writer holds the row and
+    takes an id after the sync has started, and the sync's ids come later."""
+    record = make_record(title="Pager rotation", body="The pager rotation changes every Monday at ten.")
+    with connection.cursor() as cursor:  # its chunks gone and queued again: the sync inserts new rows
+        cursor.execute(
+            f"DELETE FROM {tables.VEC} WHERE rowid IN (SELECT id FROM {tables.CHUNKS} WHERE record_id = %s)",
+            [record.pk],
+        )
+        cursor.execute(f"DELETE FROM {tables.CHUNKS} WHERE record_id = %s", [record.pk])
+        cursor.execute(
+            f"INSERT INTO {tables.DIRTY} (record_id) VALUES (%s) ON CONFLICT (record_id) DO NOTHING", [record.pk]
+        )
+    held, started = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+    taken: list[int] = []
+
+    def other_writer() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                vectors.renew_tokens(cursor, [record.space], base=False)
+                held.set()
+                started.wait(10)
+                time.sleep(0.5)  # the sync is inside its transaction by now
+                cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{tables.CHUNKS}', 'id'))")
+                taken.append(cursor.fetchone()[0])
+        except BaseException as exc:  # handed back to the test
+            errors.append(exc)
+            held.set()
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=other_writer)
+    writer.start()
+    try:
+        assert held.wait(10) and not errors, errors
+        started.set()
+        index.sync(get_embedder())
+    finally:
+        started.set()
+        writer.join(10)
+    assert not errors, errors
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT min(id) FROM {tables.CHUNKS} WHERE record_id = %s", [record.pk])
+        first = cursor.fetchone()[0]
+    assert first is not None and first > taken[0], (
+        f"the sync took chunk id {first} before the other writer's {taken[0]}"
+    )

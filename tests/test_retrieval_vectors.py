@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from retrieval import index, vectors
 from retrieval.embeddings import get_embedder
@@ -107,3 +107,54 @@ def test_cache_follows_a_reindex(records):
     after = snapshot()
     assert after.base != before.base
     assert sorted(set(after.record_ids.tolist())) == sorted(r.pk for r in records)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_inside_a_rolled_back_transaction_leaves_no_rows_in_the_shared_cache(make_record):
+    """A snapshot read inside a transaction that wrote chunks holds that
+    transaction's rows; rolled back, SQLite hands their ids to the next rows,
+    which an append (ids above the snapshot's highest) never read: the record
+    approved next was missing from semantic search until a restart."""
+    for i, body in enumerate(BODIES):
+        make_record(title=f"Operations note {i}", body=body, tags=["ops"])
+    index.sync(get_embedder())
+    search("nightly billing exports", mode="semantic", reader=Reader.everything(), count_access=False)
+
+    class Undone(Exception):
+        pass
+
+    with pytest.raises(Undone), transaction.atomic():
+        make_record(title="Printer floor", body="The printer on the third floor takes badge cards only.")
+        index.sync(get_embedder())
+        search("printer badge cards", mode="semantic", reader=Reader.everything(), count_access=False)
+        raise Undone
+    new = make_record(title="Pager rotation", body="The pager rotation changes every Monday at ten in the morning.")
+    index.sync(get_embedder())
+    found = search("pager rotation monday", mode="semantic", reader=Reader.everything(), count_access=False)
+    assert ids(found)[:1] == [new.public_id]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM retrieval_chunk WHERE space = 'team' ORDER BY id")
+        assert list(snapshot().chunk_ids) == [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_committed_changes_are_appended_to_the_shared_snapshot_not_reloaded(make_record, monkeypatch):
+    """Outside a transaction of its own (how the daemon searches), a new
+    record's chunks are appended to the snapshot every thread shares."""
+    for i, body in enumerate(BODIES[:2]):
+        make_record(title=f"Operations note {i}", body=body, tags=["ops"])
+    index.sync(get_embedder())
+    before = snapshot()
+    loads = []
+    load = vectors.cache._load
+
+    def counted(*args):
+        loads.append(args)
+        return load(*args)
+
+    monkeypatch.setattr(vectors.cache, "_load", counted)
+    new = make_record(title="Pager rotation", body="The pager rotation changes every Monday at ten in the morning.")
+    index.sync(get_embedder())
+    after = snapshot()
+    assert loads == [] and after.base == before.base
+    assert new.pk in after.record_ids and snapshot() is after
