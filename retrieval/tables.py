@@ -123,7 +123,12 @@ OLD_NAME = "scope"
 def _columns(cursor: CursorWrapper, table: str) -> set[str]:
     if table not in set(cursor.db.introspection.table_names(cursor)):
         return set()
-    return {column.name for column in cursor.db.introspection.get_table_description(cursor, table)}
+    # The names only, from an empty result: Django's get_table_description
+    # parses the whole table (constraints, collations, JSON checks), 68 ms for
+    # reviews_record on SQLite, and this runs for every space made and after
+    # every flush (a third of a transactional test's teardown).
+    cursor.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+    return {column[0] for column in cursor.description}
 
 
 def index_waits(cursor: CursorWrapper) -> bool:
