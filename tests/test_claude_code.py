@@ -76,6 +76,10 @@ def test_claude_mcp_list_connects_over_stdio_and_http(claude, gateway, agent_tok
         "DISABLE_TELEMETRY": "1",
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # The stdio server's cold start (Django, the MCP SDK) is seconds when
+        # quiet; at a load of 10 it outlasted the CLI's default startup wait
+        # and was listed "Failed to connect". 60 s is the most the CLI honours.
+        "MCP_TIMEOUT": "60000",
     }
     listed = subprocess.run(
         [str(claude), "mcp", "list"], env=env, cwd=home, capture_output=True, text=True, timeout=180
