@@ -321,9 +321,10 @@
   function openCards(except) {
     return Array.prototype.filter.call(
       list().querySelectorAll(":scope > [data-card]:not(.line):not(.decided):not(.editing)"),
-      // Not a card whose decision is on its way: folded back into its line,
-      // the decision's answer would land on a card no longer on the page.
-      function (card) { return card !== except && lines[card.id] && !card.querySelector(".htmx-request"); }
+      // Not a card whose decision (a form) is on its way: folded back into its
+      // line, the decision's answer would land on a card no longer on the page.
+      // (Its hints loading are no reason to keep it open.)
+      function (card) { return card !== except && lines[card.id] && !card.querySelector("form.htmx-request"); }
     );
   }
 
